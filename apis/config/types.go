@@ -1,0 +1,27 @@
+package config
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BinpackArgs configures the Binpack score plugin.
+//
+// +kubebuilder:object:root=true
+type BinpackArgs struct {
+	metav1.TypeMeta
+
+	// Resources are the resources that count towards the packing score and
+	// how much each counts. A resource that is not listed is ignored.
+	Resources []ResourceWeight
+	// ScarceResources are resources (typically accelerators) whose nodes a
+	// pod that does not request them should avoid, so that those nodes stay
+	// free for the pods that need them.
+	ScarceResources []corev1.ResourceName
+}
+
+// ResourceWeight is one resource's share of a score.
+type ResourceWeight struct {
+	Name   corev1.ResourceName
+	Weight int64
+}

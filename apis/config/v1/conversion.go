@@ -1,0 +1,50 @@
+package v1
+
+import (
+	"k8s.io/apimachinery/pkg/conversion"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/flotilla-sched/flotilla/apis/config"
+)
+
+// addConversionFuncs registers the v1 <-> internal conversions. The types are
+// small and differ only in optional pointers, so they are written out rather
+// than generated.
+func addConversionFuncs(s *runtime.Scheme) error {
+	if err := s.AddConversionFunc((*BinpackArgs)(nil), (*config.BinpackArgs)(nil), func(a, b interface{}, _ conversion.Scope) error {
+		return Convert_v1_BinpackArgs_To_config_BinpackArgs(a.(*BinpackArgs), b.(*config.BinpackArgs))
+	}); err != nil {
+		return err
+	}
+	return s.AddConversionFunc((*config.BinpackArgs)(nil), (*BinpackArgs)(nil), func(a, b interface{}, _ conversion.Scope) error {
+		return Convert_config_BinpackArgs_To_v1_BinpackArgs(a.(*config.BinpackArgs), b.(*BinpackArgs))
+	})
+}
+
+// Convert_v1_BinpackArgs_To_config_BinpackArgs converts defaulted v1 args to
+// the internal form. An unset weight converts as 0 (ignored), which only
+// happens when defaulting was skipped.
+func Convert_v1_BinpackArgs_To_config_BinpackArgs(in *BinpackArgs, out *config.BinpackArgs) error {
+	out.Resources = nil
+	for _, r := range in.Resources {
+		var w int64
+		if r.Weight != nil {
+			w = *r.Weight
+		}
+		out.Resources = append(out.Resources, config.ResourceWeight{Name: r.Name, Weight: w})
+	}
+	out.ScarceResources = append(out.ScarceResources[:0:0], in.ScarceResources...)
+	return nil
+}
+
+// Convert_config_BinpackArgs_To_v1_BinpackArgs converts internal args back to
+// v1, as the scheduler does when it logs or writes its effective config.
+func Convert_config_BinpackArgs_To_v1_BinpackArgs(in *config.BinpackArgs, out *BinpackArgs) error {
+	out.Resources = nil
+	for _, r := range in.Resources {
+		w := r.Weight
+		out.Resources = append(out.Resources, ResourceWeight{Name: r.Name, Weight: &w})
+	}
+	out.ScarceResources = append(out.ScarceResources[:0:0], in.ScarceResources...)
+	return nil
+}

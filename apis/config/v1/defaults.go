@@ -1,0 +1,29 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+// DefaultScarceResource is the accelerator most clusters mean by "scarce".
+const DefaultScarceResource corev1.ResourceName = "nvidia.com/gpu"
+
+// SetDefaults_BinpackArgs fills what the user left out.
+func SetDefaults_BinpackArgs(obj *BinpackArgs) {
+	if len(obj.Resources) == 0 {
+		obj.Resources = []ResourceWeight{
+			{Name: corev1.ResourceCPU, Weight: ptr.To[int64](1)},
+			{Name: corev1.ResourceMemory, Weight: ptr.To[int64](1)},
+		}
+	}
+	for i := range obj.Resources {
+		if obj.Resources[i].Weight == nil {
+			obj.Resources[i].Weight = ptr.To[int64](1)
+		}
+	}
+	// nil means "not written"; an explicit [] survives decoding as an empty,
+	// non-nil slice and switches the protection off.
+	if obj.ScarceResources == nil {
+		obj.ScarceResources = []corev1.ResourceName{DefaultScarceResource}
+	}
+}

@@ -1,0 +1,79 @@
+// Package validation checks flotilla's plugin args after defaulting. Each
+// error carries the field path under `args`, so a start-up failure names the
+// exact field to fix.
+package validation
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/flotilla-sched/flotilla/apis/config"
+)
+
+// MaxResourceWeight bounds a resource weight so that weighted sums over any
+// realistic number of resources stay far from overflow.
+const MaxResourceWeight = 100
+
+// ValidateBinpackArgs validates the Binpack plugin's args.
+func ValidateBinpackArgs(path *field.Path, args *config.BinpackArgs) error {
+	var errs field.ErrorList
+	errs = append(errs, validateResourceWeights(path.Child("resources"), args.Resources)...)
+	errs = append(errs, validateResourceNames(path.Child("scarceResources"), args.ScarceResources)...)
+	return errs.ToAggregate()
+}
+
+func validateResourceWeights(path *field.Path, resources []config.ResourceWeight) field.ErrorList {
+	var errs field.ErrorList
+	if len(resources) == 0 {
+		return append(errs, field.Required(path, "at least one resource must be weighted"))
+	}
+	seen := make(map[corev1.ResourceName]bool, len(resources))
+	anyPositive := false
+	for i, r := range resources {
+		item := path.Index(i)
+		errs = append(errs, validateResourceName(item.Child("name"), r.Name)...)
+		if seen[r.Name] {
+			errs = append(errs, field.Duplicate(item.Child("name"), r.Name))
+		}
+		seen[r.Name] = true
+		if r.Weight < 0 || r.Weight > MaxResourceWeight {
+			errs = append(errs, field.Invalid(item.Child("weight"), r.Weight, fmt.Sprintf("must be in the range 0-%d", MaxResourceWeight)))
+		}
+		if r.Weight > 0 {
+			anyPositive = true
+		}
+	}
+	if !anyPositive {
+		errs = append(errs, field.Invalid(path, resources, "at least one weight must be greater than 0"))
+	}
+	return errs
+}
+
+func validateResourceNames(path *field.Path, names []corev1.ResourceName) field.ErrorList {
+	var errs field.ErrorList
+	seen := make(map[corev1.ResourceName]bool, len(names))
+	for i, name := range names {
+		errs = append(errs, validateResourceName(path.Index(i), name)...)
+		if seen[name] {
+			errs = append(errs, field.Duplicate(path.Index(i), name))
+		}
+		seen[name] = true
+	}
+	return errs
+}
+
+// validateResourceName accepts what a node can advertise: the standard
+// resources and qualified extended-resource names such as nvidia.com/gpu.
+func validateResourceName(path *field.Path, name corev1.ResourceName) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	var errs field.ErrorList
+	for _, msg := range utilvalidation.IsQualifiedName(string(name)) {
+		errs = append(errs, field.Invalid(path, name, msg))
+	}
+	return errs
+}

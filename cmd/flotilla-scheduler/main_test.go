@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+
+	"github.com/flotilla-sched/flotilla/apis/config"
+	"github.com/flotilla-sched/flotilla/manifests"
+	"github.com/flotilla-sched/flotilla/plugins/binpack"
+	"github.com/flotilla-sched/flotilla/test/harness/launch"
+)
+
+// setup runs the binary's start-up on a configuration, up to a built
+// scheduler. Nothing here talks to an apiserver, so the kubeconfig points
+// nowhere.
+func setup(t *testing.T, config []byte) (*launch.Setup, error) {
+	t.Helper()
+	dir := t.TempDir()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c"}
+	kc.CurrentContext = "c"
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, kubeconfig))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s, err := launch.New(ctx, dir, config, kubeconfig, nil)
+	if s != nil {
+		t.Cleanup(s.Close)
+	}
+	return s, err
+}
+
+func enabledNames(plugins []schedconfig.Plugin) []string {
+	var names []string
+	for _, p := range plugins {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+func TestShippedConfigurations(t *testing.T) {
+	wantBinpackArgs := &config.BinpackArgs{
+		Resources: []config.ResourceWeight{
+			{Name: corev1.ResourceCPU, Weight: 1},
+			{Name: corev1.ResourceMemory, Weight: 1},
+			{Name: "nvidia.com/gpu", Weight: 4},
+		},
+		ScarceResources: []corev1.ResourceName{"nvidia.com/gpu"},
+	}
+	for _, tc := range []struct {
+		file         string
+		wantProfiles []string
+		wantLease    string
+	}{
+		{file: "scheduler-config.yaml", wantProfiles: []string{"flotilla-scheduler"}, wantLease: "flotilla-system/flotilla-scheduler"},
+		{file: "scheduler-config-replace-default.yaml", wantProfiles: []string{"default-scheduler", "flotilla-scheduler"}, wantLease: "kube-system/kube-scheduler"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			data, err := manifests.File(tc.file)
+			require.NoError(t, err)
+			s, err := setup(t, data)
+			require.NoError(t, err)
+
+			le := s.Config.ComponentConfig.LeaderElection
+			assert.True(t, le.LeaderElect)
+			assert.Equal(t, tc.wantLease, le.ResourceNamespace+"/"+le.ResourceName)
+
+			var profiles []string
+			for _, p := range s.Config.ComponentConfig.Profiles {
+				profiles = append(profiles, p.SchedulerName)
+			}
+			assert.ElementsMatch(t, tc.wantProfiles, profiles)
+
+			fw, ok := s.Scheduler.Profiles["flotilla-scheduler"]
+			require.True(t, ok)
+			got := fw.ListPlugins()
+			assert.Contains(t, enabledNames(got.PreScore.Enabled), binpack.Name)
+			score := map[string]int32{}
+			for _, p := range got.Score.Enabled {
+				score[p.Name] = p.Weight
+			}
+			assert.Equal(t, int32(10), score[binpack.Name], "binpack must outweigh the in-tree scores")
+			assert.NotContains(t, score, "NodeResourcesFit", "LeastAllocated spreads pods")
+			assert.NotContains(t, score, "NodeResourcesBalancedAllocation")
+			assert.Contains(t, enabledNames(got.Filter.Enabled), "NodeResourcesFit", "resources must still be filtered")
+
+			var args *config.BinpackArgs
+			for _, p := range s.Config.ComponentConfig.Profiles {
+				if p.SchedulerName != "flotilla-scheduler" {
+					continue
+				}
+				for _, pc := range p.PluginConfig {
+					if pc.Name == binpack.Name {
+						args, ok = pc.Args.(*config.BinpackArgs)
+						require.True(t, ok, "args decoded as %T, want typed BinpackArgs", pc.Args)
+					}
+				}
+			}
+			require.NotNil(t, args)
+			assert.Equal(t, wantBinpackArgs.Resources, args.Resources)
+			assert.Equal(t, wantBinpackArgs.ScarceResources, args.ScarceResources)
+
+			if fw, ok := s.Scheduler.Profiles["default-scheduler"]; ok {
+				assert.NotContains(t, enabledNames(fw.ListPlugins().Score.Enabled), binpack.Name, "the default profile must stay unchanged")
+			}
+		})
+	}
+}
+
+func profileWithBinpackArgs(args string) []byte {
+	return []byte(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: flotilla-scheduler
+  plugins:
+    multiPoint:
+      enabled:
+      - name: Binpack
+  pluginConfig:
+  - name: Binpack
+    args:
+` + args)
+}
+
+func TestBinpackArgsDefaulted(t *testing.T) {
+	s, err := setup(t, profileWithBinpackArgs("      {}\n"))
+	require.NoError(t, err)
+	args := s.Config.ComponentConfig.Profiles[0].PluginConfig
+	var got *config.BinpackArgs
+	for _, pc := range args {
+		if pc.Name == binpack.Name {
+			got = pc.Args.(*config.BinpackArgs)
+		}
+	}
+	require.NotNil(t, got)
+	assert.Equal(t, []config.ResourceWeight{{Name: corev1.ResourceCPU, Weight: 1}, {Name: corev1.ResourceMemory, Weight: 1}}, got.Resources)
+	assert.Equal(t, []corev1.ResourceName{"nvidia.com/gpu"}, got.ScarceResources)
+}
+
+// A bad pluginConfig must stop the scheduler at start-up with an error that
+// names the offending field.
+func TestBadPluginArgsRefusedAtStartup(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args      string
+		wantError []string
+	}{
+		"negative weight": {
+			args:      "      resources:\n      - {name: cpu, weight: -1}\n",
+			wantError: []string{"args.resources[0].weight", "must be in the range 0-100"},
+		},
+		"weight out of range": {
+			args:      "      resources:\n      - {name: cpu, weight: 1000}\n",
+			wantError: []string{"args.resources[0].weight"},
+		},
+		"all weights zero": {
+			args:      "      resources:\n      - {name: cpu, weight: 0}\n      - {name: memory, weight: 0}\n",
+			wantError: []string{"args.resources", "at least one weight must be greater than 0"},
+		},
+		"duplicate resource": {
+			args:      "      resources:\n      - {name: cpu}\n      - {name: cpu}\n",
+			wantError: []string{"args.resources[1].name", "Duplicate value"},
+		},
+		"invalid resource name": {
+			args:      "      resources:\n      - {name: 'not a/valid/name'}\n",
+			wantError: []string{"args.resources[0].name"},
+		},
+		"invalid scarce resource": {
+			args:      "      scarceResources: ['-bad-']\n",
+			wantError: []string{"args.scarceResources[0]"},
+		},
+		"unknown field": {
+			args:      "      resourcez: []\n",
+			wantError: []string{"pluginConfig[0]", "plugin Binpack", `unknown field "resourcez"`},
+		},
+		"wrong type": {
+			args:      "      resources:\n      - {name: cpu, weight: heavy}\n",
+			wantError: []string{"Binpack", "weight"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := setup(t, profileWithBinpackArgs(tc.args))
+			require.Error(t, err)
+			for _, want := range tc.wantError {
+				assert.Contains(t, err.Error(), want)
+			}
+		})
+	}
+}
+
+func TestVersionNamesFlotilla(t *testing.T) {
+	version = "v9.9.9-test"
+	t.Cleanup(func() { version = "" })
+	assert.Equal(t, "v9.9.9-test", flotillaVersion())
+	assert.True(t, strings.HasPrefix(dependencyVersion("k8s.io/kubernetes"), "v1.37"), "built against %s", dependencyVersion("k8s.io/kubernetes"))
+	_ = os.Stdout
+}

@@ -1,0 +1,61 @@
+// Package manifests embeds the deployable YAML so that the test harness and
+// the playground apply exactly the files a user applies to a real cluster.
+package manifests
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+//go:embed crds/*.yaml examples/*.yaml *.yaml
+var files embed.FS
+
+// File returns one embedded manifest by its path under manifests/.
+func File(name string) ([]byte, error) { return files.ReadFile(name) }
+
+// Dir returns the contents of every YAML file in one directory under
+// manifests/, in file-name order.
+func Dir(dir string) (map[string][]byte, []string, error) {
+	entries, err := fs.ReadDir(files, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[string][]byte{}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() || path.Ext(e.Name()) != ".yaml" {
+			continue
+		}
+		data, err := files.ReadFile(path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, nil, err
+		}
+		out[e.Name()] = data
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return out, names, nil
+}
+
+// CRDs decodes every CustomResourceDefinition in crds/.
+func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	docs, names, err := Dir("crds")
+	if err != nil {
+		return nil, err
+	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, name := range names {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(docs[name], crd); err != nil {
+			return nil, fmt.Errorf("manifests/crds/%s: %w", name, err)
+		}
+		crds = append(crds, crd)
+	}
+	return crds, nil
+}

@@ -1,0 +1,206 @@
+package binpack
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	resourcehelper "k8s.io/component-helpers/resource"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/flotilla-sched/flotilla/apis/config"
+	"github.com/flotilla-sched/flotilla/apis/config/validation"
+)
+
+// Name is the plugin's name in a KubeSchedulerConfiguration; its args are
+// kind BinpackArgs.
+const Name = "Binpack"
+
+const preScoreStateKey fwk.StateKey = Name + "/request"
+
+// Binpack scores nodes by how full they would be after placing the pod.
+type Binpack struct {
+	resources []config.ResourceWeight
+	scarce    []corev1.ResourceName
+}
+
+var (
+	_ fwk.PreScorePlugin  = &Binpack{}
+	_ fwk.ScorePlugin     = &Binpack{}
+	_ fwk.ScoreExtensions = &Binpack{}
+	_ fwk.SignPlugin      = &Binpack{}
+)
+
+// New builds the plugin from validated args.
+func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error) {
+	args, ok := obj.(*config.BinpackArgs)
+	if !ok {
+		return nil, fmt.Errorf("%s: want args of type BinpackArgs, got %T", Name, obj)
+	}
+	if err := validation.ValidateBinpackArgs(field.NewPath("args"), args); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	return &Binpack{resources: args.Resources, scarce: args.ScarceResources}, nil
+}
+
+// Name returns the plugin's name.
+func (b *Binpack) Name() string { return Name }
+
+// weightedRequest is one term of the score: a resource the pod asks for and
+// its weight.
+type weightedRequest struct {
+	name    corev1.ResourceName
+	weight  int64
+	request int64
+}
+
+// podScoreInput is computed once per pod so that Score does no map building
+// or request arithmetic per node.
+type podScoreInput struct {
+	terms       []weightedRequest
+	weightSum   int64
+	unrequested []corev1.ResourceName // scarce resources the pod does not ask for
+}
+
+func (p *podScoreInput) Clone() fwk.StateData { return p }
+
+// PreScore turns the pod's requests into the weighted terms Score uses.
+func (b *Binpack) PreScore(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	state.Write(preScoreStateKey, b.scoreInput(pod))
+	return nil
+}
+
+func (b *Binpack) scoreInput(pod *corev1.Pod) *podScoreInput {
+	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	in := &podScoreInput{}
+	for _, r := range b.resources {
+		if r.Weight <= 0 {
+			continue
+		}
+		q, ok := requests[r.Name]
+		if !ok || q.IsZero() {
+			continue
+		}
+		amount := q.Value()
+		if r.Name == corev1.ResourceCPU {
+			amount = q.MilliValue()
+		}
+		in.terms = append(in.terms, weightedRequest{name: r.Name, weight: r.Weight, request: amount})
+		in.weightSum += r.Weight
+	}
+	for _, s := range b.scarce {
+		if q, ok := requests[s]; !ok || q.IsZero() {
+			in.unrequested = append(in.unrequested, s)
+		}
+	}
+	return in
+}
+
+// Score returns the packing score in [0, MaxNodeScore], negated minus one
+// when the node holds a scarce resource the pod does not request, so that
+// NormalizeScore can tell the two kinds of node apart.
+func (b *Binpack) Score(_ context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	in, err := b.readInput(state, pod)
+	if err != nil {
+		return 0, fwk.AsStatus(err)
+	}
+	score := packingScore(in, nodeInfo)
+	if holdsAny(nodeInfo.GetAllocatable(), in.unrequested) {
+		return -score - 1, nil
+	}
+	return score, nil
+}
+
+func (b *Binpack) readInput(state fwk.CycleState, pod *corev1.Pod) (*podScoreInput, error) {
+	data, err := state.Read(preScoreStateKey)
+	if err != nil {
+		// PreScore is skipped by nothing in the framework today, but a
+		// missing state must not fail scheduling.
+		return b.scoreInput(pod), nil
+	}
+	in, ok := data.(*podScoreInput)
+	if !ok {
+		return nil, fmt.Errorf("%s: unexpected state %T", Name, data)
+	}
+	return in, nil
+}
+
+func packingScore(in *podScoreInput, nodeInfo fwk.NodeInfo) int64 {
+	if in.weightSum == 0 {
+		return 0
+	}
+	used, alloc := nodeInfo.GetRequested(), nodeInfo.GetAllocatable()
+	var weighted float64
+	for _, t := range in.terms {
+		capacity := amountOf(alloc, t.name)
+		after := amountOf(used, t.name) + t.request
+		if capacity <= 0 || after > capacity {
+			return 0
+		}
+		weighted += float64(t.weight) * float64(after) / float64(capacity)
+	}
+	return int64(float64(fwk.MaxNodeScore) * weighted / float64(in.weightSum))
+}
+
+func amountOf(r fwk.Resource, name corev1.ResourceName) int64 {
+	switch name {
+	case corev1.ResourceCPU:
+		return r.GetMilliCPU()
+	case corev1.ResourceMemory:
+		return r.GetMemory()
+	case corev1.ResourceEphemeralStorage:
+		return r.GetEphemeralStorage()
+	case corev1.ResourcePods:
+		return int64(r.GetAllowedPodNumber())
+	default:
+		return r.GetScalarResources()[name]
+	}
+}
+
+func holdsAny(alloc fwk.Resource, names []corev1.ResourceName) bool {
+	for _, n := range names {
+		if amountOf(alloc, n) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ScoreExtensions exposes NormalizeScore.
+func (b *Binpack) ScoreExtensions() fwk.ScoreExtensions { return b }
+
+// NormalizeScore applies the scarce-resource bands described in doc.go.
+func (b *Binpack) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *corev1.Pod, scores fwk.NodeScoreList) *fwk.Status {
+	var clean, holding bool
+	for _, s := range scores {
+		if s.Score < 0 {
+			holding = true
+		} else {
+			clean = true
+		}
+	}
+	for i := range scores {
+		raw := scores[i].Score
+		switch {
+		case !holding || !clean:
+			if raw < 0 {
+				scores[i].Score = -raw - 1
+			}
+		case raw < 0:
+			scores[i].Score = (-raw - 1) / 2
+		default:
+			scores[i].Score = (fwk.MaxNodeScore+1)/2 + raw/2
+		}
+	}
+	return nil
+}
+
+// SignPod keeps opportunistic batching on: pods with equal requests get
+// equal scores from this plugin on equal nodes.
+func (b *Binpack) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return []fwk.SignFragment{
+		{Key: Name + ".PodRequests", Value: resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})},
+	}, nil
+}

@@ -1,0 +1,118 @@
+package harness
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+)
+
+// FlotillaSchedulerName is the profile workloads opt into.
+const FlotillaSchedulerName = "flotilla-scheduler"
+
+// GPU is the extended resource the harness's GPU nodes advertise.
+const GPU corev1.ResourceName = "nvidia.com/gpu"
+
+// NodeSpec describes a fake node's capacity.
+type NodeSpec struct {
+	Name   string
+	CPU    string // e.g. "8"
+	Memory string // e.g. "32Gi"
+	Pods   int64  // default 110
+	// Extended resources, e.g. {GPU: "8"}.
+	Extended map[corev1.ResourceName]string
+	Labels   map[string]string
+}
+
+// Node builds a Ready node whose capacity and allocatable are the spec's.
+func Node(spec NodeSpec) *corev1.Node {
+	pods := spec.Pods
+	if pods == 0 {
+		pods = 110
+	}
+	rl := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(spec.CPU),
+		corev1.ResourceMemory: resource.MustParse(spec.Memory),
+		corev1.ResourcePods:   *resource.NewQuantity(pods, resource.DecimalSI),
+	}
+	for name, q := range spec.Extended {
+		rl[name] = resource.MustParse(q)
+	}
+	labels := map[string]string{corev1.LabelHostname: spec.Name}
+	for k, v := range spec.Labels {
+		labels[k] = v
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Labels: labels},
+		Status: corev1.NodeStatus{
+			Capacity:    rl,
+			Allocatable: rl,
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "FakeKubelet"}},
+			Phase:       corev1.NodeRunning,
+		},
+	}
+}
+
+// PodSpec describes a single-container pod.
+type PodSpec struct {
+	Namespace string
+	Name      string
+	// SchedulerName defaults to flotilla-scheduler.
+	SchedulerName string
+	CPU           string // request, e.g. "500m"; empty for none
+	Memory        string
+	Extended      map[corev1.ResourceName]string
+	Labels        map[string]string
+	// PodGroup puts the pod in a scheduler-plugins PodGroup of that name.
+	PodGroup          string
+	PriorityClassName string
+}
+
+// Pod builds the pod. Limits equal requests, as accelerators require.
+func Pod(spec PodSpec) *corev1.Pod {
+	scheduler := spec.SchedulerName
+	if scheduler == "" {
+		scheduler = FlotillaSchedulerName
+	}
+	requests := corev1.ResourceList{}
+	if spec.CPU != "" {
+		requests[corev1.ResourceCPU] = resource.MustParse(spec.CPU)
+	}
+	if spec.Memory != "" {
+		requests[corev1.ResourceMemory] = resource.MustParse(spec.Memory)
+	}
+	for name, q := range spec.Extended {
+		requests[name] = resource.MustParse(q)
+	}
+	labels := map[string]string{}
+	for k, v := range spec.Labels {
+		labels[k] = v
+	}
+	if spec.PodGroup != "" {
+		labels[schedv1alpha1.PodGroupLabel] = spec.PodGroup
+	}
+	ns := spec.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: spec.Name, Labels: labels},
+		Spec: corev1.PodSpec{
+			SchedulerName:     scheduler,
+			PriorityClassName: spec.PriorityClassName,
+			Containers: []corev1.Container{{
+				Name:      "main",
+				Image:     "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: requests, Limits: requests.DeepCopy()},
+			}},
+		},
+	}
+}
+
+// PodGroup builds a scheduler-plugins PodGroup.
+func PodGroup(namespace, name string, minMember int32) *schedv1alpha1.PodGroup {
+	return &schedv1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec:       schedv1alpha1.PodGroupSpec{MinMember: minMember},
+	}
+}

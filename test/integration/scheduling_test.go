@@ -1,0 +1,93 @@
+package integration
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-sched/flotilla/test/harness"
+)
+
+func TestFlotillaPodsAreBound(t *testing.T) {
+	h := startCluster(t, "scheduler-config.yaml", cpuNode("node-a"), cpuNode("node-b"))
+	require.NoError(t, h.CreatePods(h.Ctx,
+		harness.PodSpec{Name: "p1", CPU: "1", Memory: "1Gi", Labels: map[string]string{"app": "bound"}},
+		harness.PodSpec{Name: "p2", CPU: "1", Memory: "1Gi", Labels: map[string]string{"app": "bound"}},
+		harness.PodSpec{Name: "no-requests", Labels: map[string]string{"app": "bound"}},
+	))
+	placed, err := h.WaitForPodsBound(h.Ctx, "default", "app=bound", 3, bindTimeout)
+	require.NoError(t, err)
+	for pod, node := range placed {
+		assert.Contains(t, []string{"node-a", "node-b"}, node, "pod %s", pod)
+	}
+	// The scheduler reports success the way kube-scheduler does.
+	_, err = h.WaitForEvent(h.Ctx, "default", "p1", "Scheduled", bindTimeout)
+	require.NoError(t, err)
+}
+
+// A flotilla-scheduler running beside kube-scheduler must not touch the pods
+// that are kube-scheduler's.
+func TestDefaultSchedulerPodsLeftAlone(t *testing.T) {
+	h := startCluster(t, "scheduler-config.yaml", cpuNode("node-a"))
+	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "theirs", SchedulerName: corev1.DefaultSchedulerName, CPU: "1"}))
+	// Created after "theirs": once it is bound, the scheduler has seen and
+	// passed over "theirs" if it was ever going to act on it.
+	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "ours", CPU: "1"}))
+	_, err := h.WaitForPodBound(h.Ctx, "default", "ours", bindTimeout)
+	require.NoError(t, err)
+	time.Sleep(time.Second)
+
+	theirs, err := h.Client.CoreV1().Pods("default").Get(h.Ctx, "theirs", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, theirs.Spec.NodeName, "flotilla-scheduler bound a default-scheduler pod")
+	assert.Nil(t, harness.PodScheduledCondition(theirs), "flotilla-scheduler wrote a condition on a default-scheduler pod")
+}
+
+func TestUnschedulablePodReportsWhy(t *testing.T) {
+	h := startCluster(t, "scheduler-config.yaml", cpuNode("node-a"))
+	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "too-big", CPU: "64", Memory: "1Gi"}))
+
+	cond, err := h.WaitForPodUnschedulable(h.Ctx, "default", "too-big", bindTimeout)
+	require.NoError(t, err)
+	assert.Equal(t, corev1.PodReasonUnschedulable, cond.Reason)
+	assert.Contains(t, cond.Message, "Insufficient cpu")
+
+	ev, err := h.WaitForEvent(h.Ctx, "default", "too-big", "FailedScheduling", bindTimeout)
+	require.NoError(t, err)
+	assert.Contains(t, ev.Note, "Insufficient cpu")
+}
+
+// Deployed instead of kube-scheduler, one binary serves both profiles.
+func TestReplaceDefaultSchedulerServesBothProfiles(t *testing.T) {
+	h := startCluster(t, "scheduler-config-replace-default.yaml", cpuNode("node-a"))
+	require.NoError(t, h.CreatePods(h.Ctx,
+		harness.PodSpec{Name: "default-pod", SchedulerName: corev1.DefaultSchedulerName, CPU: "1", Labels: map[string]string{"app": "both"}},
+		harness.PodSpec{Name: "flotilla-pod", CPU: "1", Labels: map[string]string{"app": "both"}},
+	))
+	_, err := h.WaitForPodsBound(h.Ctx, "default", "app=both", 2, bindTimeout)
+	require.NoError(t, err)
+}
+
+// The playground's and a user's first step: every shipped example applies
+// and schedules on a cluster with room for it.
+func TestExamplesSchedule(t *testing.T) {
+	h := startCluster(t, "scheduler-config.yaml",
+		cpuNode("cpu-1"), cpuNode("cpu-2"),
+		harness.NodeSpec{Name: "gpu-1", CPU: "32", Memory: "128Gi", Extended: map[corev1.ResourceName]string{harness.GPU: "8"}},
+	)
+	created, err := harness.ApplyExamples(h.Ctx, h.ControlPlane)
+	require.NoError(t, err)
+	var pods int
+	for _, obj := range created {
+		if obj.GetKind() == "Pod" {
+			pods++
+			_, err := h.WaitForPodBound(h.Ctx, obj.GetNamespace(), obj.GetName(), bindTimeout)
+			require.NoError(t, err)
+		}
+	}
+	require.Positive(t, pods)
+}
