@@ -1,0 +1,147 @@
+// Command flotilla-playground runs flotilla on your machine with nothing
+// installed but Go: an in-process etcd and kube-apiserver, flotilla-scheduler,
+// a demo cluster of fake nodes (CPU-only and 8-GPU) and the workloads in
+// manifests/examples. It writes a kubeconfig so kubectl (or another
+// scheduler, with --no-scheduler) can talk to it, prints where every pod
+// landed, and serves until Ctrl-C.
+//
+// Run it with `go run` (make playground): the apiserver finds its serving
+// certificates through its source path, which a -trimpath build removes.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/flotilla-sched/flotilla/manifests"
+	"github.com/flotilla-sched/flotilla/test/harness"
+)
+
+func main() {
+	var (
+		kubeconfig    = flag.String("kubeconfig", "playground.kubeconfig", "where to write the kubeconfig for kubectl or another scheduler")
+		configFile    = flag.String("config", "", "KubeSchedulerConfiguration to run (default: the shipped manifests/scheduler-config.yaml)")
+		noScheduler   = flag.Bool("no-scheduler", false, "start only the control plane and demo nodes, so another scheduler can be pointed at the kubeconfig")
+		exitAfter     = flag.Bool("exit-after-settle", false, "print the summary and exit once scheduling has settled")
+		settleTimeout = flag.Duration("settle-timeout", 2*time.Minute, "how long to wait for scheduling to settle")
+		logFile       = flag.String("log", "playground.log", "where the control plane's and scheduler's logs go ('-' for stderr)")
+	)
+	flag.Parse()
+	if err := run(*kubeconfig, *configFile, *noScheduler, *exitAfter, *settleTimeout, *logFile); err != nil {
+		fmt.Fprintln(os.Stderr, "playground:", err)
+		os.Exit(1)
+	}
+}
+
+func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settleTimeout time.Duration, logFile string) error {
+	logs, closeLogs, err := openLog(logFile)
+	if err != nil {
+		return err
+	}
+	defer closeLogs()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	tb := harness.NewProcessTB("flotilla-playground", logs)
+	defer tb.Close()
+
+	kubeconfig, err = filepath.Abs(kubeconfig)
+	if err != nil {
+		return err
+	}
+	fmt.Println("Starting the control plane (etcd + kube-apiserver) ...")
+	cp, err := harness.StartControlPlane(ctx, tb, harness.ControlPlaneOptions{KubeconfigPath: kubeconfig})
+	if err != nil {
+		return err
+	}
+	if err := cp.CreateNodes(ctx, demoNodes()...); err != nil {
+		return err
+	}
+	fmt.Printf("Control plane up with %d demo nodes.\n  kubectl --kubeconfig %s get nodes,pods -A\n", len(demoNodes()), kubeconfig)
+
+	if noScheduler {
+		fmt.Println("No scheduler started (--no-scheduler): point one at the kubeconfig. Ctrl-C to stop.")
+		<-ctx.Done()
+		return nil
+	}
+
+	config, err := schedulerConfig(configFile)
+	if err != nil {
+		return err
+	}
+	scheduler, err := cp.StartScheduler(ctx, config, harness.SchedulerOptions{})
+	if err != nil {
+		return fmt.Errorf("starting flotilla-scheduler: %w", err)
+	}
+	// The scheduler's watches must end before the apiserver shuts down, or
+	// the apiserver waits out its graceful-shutdown timeout for them.
+	defer scheduler.Stop()
+	fmt.Println("flotilla-scheduler running. Applying manifests/examples ...")
+	if _, err := harness.ApplyExamples(ctx, cp); err != nil {
+		return err
+	}
+	pods, err := cp.WaitForSettled(ctx, harness.FlotillaSchedulerName, 2*time.Second, settleTimeout)
+	if err != nil {
+		return err
+	}
+	if err := printSummary(ctx, os.Stdout, cp, pods); err != nil {
+		return err
+	}
+	if exitAfterSettle {
+		return nil
+	}
+	fmt.Println("\nServing until Ctrl-C.")
+	<-ctx.Done()
+	return nil
+}
+
+func openLog(path string) (io.Writer, func(), error) {
+	if path == "-" {
+		return os.Stderr, func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The apiserver logs through klog's global logger; keep all of it, errors
+	// included, off the terminal so the summary stays readable.
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	for name, value := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL"} {
+		if err := fs.Set(name, value); err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+	}
+	klog.SetOutput(f)
+	return f, func() { klog.Flush(); f.Close() }, nil
+}
+
+func schedulerConfig(path string) ([]byte, error) {
+	if path == "" {
+		return manifests.File("scheduler-config.yaml")
+	}
+	return os.ReadFile(path)
+}
+
+// demoNodes is a small heterogeneous cluster: CPU-only nodes and 8-GPU nodes.
+func demoNodes() []harness.NodeSpec {
+	gpu := map[corev1.ResourceName]string{harness.GPU: "8"}
+	return []harness.NodeSpec{
+		{Name: "cpu-1", CPU: "8", Memory: "32Gi"},
+		{Name: "cpu-2", CPU: "8", Memory: "32Gi"},
+		{Name: "cpu-3", CPU: "16", Memory: "64Gi"},
+		{Name: "gpu-1", CPU: "32", Memory: "256Gi", Extended: gpu},
+		{Name: "gpu-2", CPU: "32", Memory: "256Gi", Extended: gpu},
+	}
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/test/harness"
+)
+
+// printSummary shows where every pod went, how each gang stands and how
+// full each node is.
+func printSummary(ctx context.Context, out io.Writer, cp *harness.ControlPlane, pods []corev1.Pod) error {
+	sort.Slice(pods, func(i, j int) bool {
+		return pods[i].Namespace+"/"+pods[i].Name < pods[j].Namespace+"/"+pods[j].Name
+	})
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "\nPODS\tNODE\tSTATUS")
+	for _, p := range pods {
+		node, status := p.Spec.NodeName, "bound"
+		if node == "" {
+			node, status = "-", "pending"
+			if c := harness.PodScheduledCondition(&p); c != nil {
+				status = c.Reason + ": " + c.Message
+			}
+		}
+		fmt.Fprintf(w, "%s/%s\t%s\t%s\n", p.Namespace, p.Name, node, status)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := printGangs(ctx, out, cp, pods); err != nil {
+		return err
+	}
+	return printNodes(ctx, out, cp)
+}
+
+func printGangs(ctx context.Context, out io.Writer, cp *harness.ControlPlane, pods []corev1.Pod) error {
+	groups, err := cp.PodGroups.SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	if len(groups.Items) == 0 {
+		return nil
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "\nGANGS\tMIN MEMBER\tMEMBERS\tBOUND\tSTATE")
+	for _, g := range groups.Items {
+		var members, bound int32
+		for _, p := range pods {
+			if p.Namespace == g.Namespace && p.Labels[schedv1alpha1.PodGroupLabel] == g.Name {
+				members++
+				if p.Spec.NodeName != "" {
+					bound++
+				}
+			}
+		}
+		state := "waiting"
+		switch {
+		case bound >= g.Spec.MinMember:
+			state = "complete (quorum bound)"
+		case bound > 0:
+			state = "PARTIAL"
+		}
+		fmt.Fprintf(w, "%s/%s\t%d\t%d\t%d\t%s\n", g.Namespace, g.Name, g.Spec.MinMember, members, bound, state)
+	}
+	return w.Flush()
+}
+
+func printNodes(ctx context.Context, out io.Writer, cp *harness.ControlPlane) error {
+	nodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	pods, err := cp.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	requested := map[string]corev1.ResourceList{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		sum := requested[p.Spec.NodeName]
+		if sum == nil {
+			sum = corev1.ResourceList{}
+		}
+		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			total := sum[name]
+			total.Add(q)
+			sum[name] = total
+		}
+		requested[p.Spec.NodeName] = sum
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "\nNODES\tCPU\tMEMORY\tGPU")
+	for _, n := range nodes.Items {
+		req := requested[n.Name]
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", n.Name,
+			usage(req, n.Status.Allocatable, corev1.ResourceCPU),
+			usage(req, n.Status.Allocatable, corev1.ResourceMemory),
+			usage(req, n.Status.Allocatable, harness.GPU))
+	}
+	return w.Flush()
+}
+
+func usage(req, alloc corev1.ResourceList, name corev1.ResourceName) string {
+	total, ok := alloc[name]
+	if !ok || total.IsZero() {
+		return "-"
+	}
+	used := req[name]
+	return fmt.Sprintf("%s/%s (%d%%)", quantity(used, name), quantity(total, name), used.MilliValue()*100/total.MilliValue())
+}
+
+func quantity(q resource.Quantity, name corev1.ResourceName) string {
+	if name == corev1.ResourceMemory {
+		return fmt.Sprintf("%dGi", q.Value()>>30)
+	}
+	return q.String()
+}
