@@ -75,4 +75,3 @@ func (s *Scheduler) Stop() error {
 
 // Done is closed when the scheduler has returned.
 func (s *Scheduler) Done() <-chan struct{} { return s.done }
-
