@@ -54,6 +54,17 @@ func installCRDs(ctx context.Context, client apiextensionsclient.Interface, crds
 // `kubectl create -f` would; objects that already exist are left as they are.
 // Namespaced objects without a namespace go to "default".
 func (cp *ControlPlane) Apply(ctx context.Context, data []byte) ([]*unstructured.Unstructured, error) {
+	return cp.apply(ctx, data, metav1.CreateOptions{})
+}
+
+// DryRun submits every object of a YAML stream with server-side dry-run, as
+// `kubectl apply --dry-run=server` does: the apiserver validates and admits
+// each object without storing it.
+func (cp *ControlPlane) DryRun(ctx context.Context, data []byte) ([]*unstructured.Unstructured, error) {
+	return cp.apply(ctx, data, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+}
+
+func (cp *ControlPlane) apply(ctx context.Context, data []byte, opts metav1.CreateOptions) ([]*unstructured.Unstructured, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
 	if err != nil {
 		return nil, err
@@ -83,9 +94,9 @@ func (cp *ControlPlane) Apply(ctx context.Context, data []byte) ([]*unstructured
 			if obj.GetNamespace() == "" {
 				obj.SetNamespace(metav1.NamespaceDefault)
 			}
-			out, err = resource.Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{})
+			out, err = resource.Namespace(obj.GetNamespace()).Create(ctx, obj, opts)
 		} else {
-			out, err = resource.Create(ctx, obj, metav1.CreateOptions{})
+			out, err = resource.Create(ctx, obj, opts)
 		}
 		if apierrors.IsAlreadyExists(err) {
 			continue

@@ -1,0 +1,124 @@
+package integration
+
+import (
+	"net"
+	"net/url"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/flotilla-sched/flotilla/manifests"
+	"github.com/flotilla-sched/flotilla/test/harness"
+)
+
+// A client outside the harness — kubectl, another scheduler — reaches the
+// apiserver with nothing but the written kubeconfig.
+func TestKubeconfigServesOutsideClients(t *testing.T) {
+	h := harness.Start(t, harness.ControlPlaneOptions{})
+	require.NoError(t, h.CreateNodes(h.Ctx, cpuNode("node-a")))
+	cfg, err := clientcmd.BuildConfigFromFlags("", h.KubeconfigPath)
+	require.NoError(t, err)
+	client, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	nodes, err := client.CoreV1().Nodes().List(h.Ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, nodes.Items, 1)
+	assert.Equal(t, "node-a", nodes.Items[0].Name)
+}
+
+// The harness plays the kubelet so status logic can be tested.
+func TestHarnessMovesBoundPodsThroughPhases(t *testing.T) {
+	h := startCluster(t, "scheduler-config.yaml", cpuNode("node-a"))
+	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "job", CPU: "1"}))
+	_, err := h.WaitForPodBound(h.Ctx, "default", "job", bindTimeout)
+	require.NoError(t, err)
+
+	for _, phase := range []corev1.PodPhase{corev1.PodRunning, corev1.PodSucceeded} {
+		require.NoError(t, h.SetPodPhase(h.Ctx, "default", "job", phase))
+		pod, err := h.Client.CoreV1().Pods("default").Get(h.Ctx, "job", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, phase, pod.Status.Phase)
+	}
+	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "pending", SchedulerName: "nobody"}))
+	assert.Error(t, h.SetPodPhase(h.Ctx, "default", "pending", corev1.PodRunning), "an unbound pod cannot run")
+}
+
+// Every deployable manifest is accepted by a real apiserver (server-side
+// dry-run), so a typo cannot reach a user's cluster.
+func TestManifestsPassServerSideValidation(t *testing.T) {
+	h := harness.Start(t, harness.ControlPlaneOptions{})
+	ns, err := manifests.File("namespace.yaml")
+	require.NoError(t, err)
+	_, err = h.Apply(h.Ctx, ns)
+	require.NoError(t, err)
+	for _, name := range []string{"rbac.yaml", "rbac-replace-default.yaml", "deployment.yaml", "crds/scheduling.x-k8s.io_podgroups.yaml"} {
+		data, err := manifests.File(name)
+		require.NoError(t, err)
+		_, err = h.DryRun(h.Ctx, data)
+		assert.NoError(t, err, name)
+	}
+}
+
+// Tearing a harness down leaves no listening port, temporary directory or
+// goroutine behind, so hundreds of scenarios can share one test binary.
+func TestHarnessTearsDownCompletely(t *testing.T) {
+	// One control plane first, so process-wide singletons started lazily by
+	// the apiserver and client libraries (log flushers, metric registries)
+	// are part of the baseline rather than counted as leaks.
+	t.Run("warm-up", func(t *testing.T) { startCluster(t, "scheduler-config.yaml", cpuNode("node-a")) })
+	baseline := settledGoroutines(0)
+
+	var apiserver string
+	var kubeconfig string
+	t.Run("cluster", func(t *testing.T) {
+		h := startCluster(t, "scheduler-config.yaml", cpuNode("node-a"))
+		require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "p", CPU: "1"}))
+		_, err := h.WaitForPodBound(h.Ctx, "default", "p", bindTimeout)
+		require.NoError(t, err)
+		u, err := url.Parse(h.Config.Host)
+		require.NoError(t, err)
+		apiserver, kubeconfig = u.Host, h.KubeconfigPath
+	})
+
+	_, err := net.DialTimeout("tcp", apiserver, time.Second)
+	assert.Error(t, err, "apiserver still listening on %s", apiserver)
+	_, err = os.Stat(kubeconfig)
+	assert.True(t, os.IsNotExist(err), "temporary kubeconfig %s left behind", kubeconfig)
+	after := settledGoroutines(baseline)
+	t.Logf("goroutines: %d before, %d after teardown", baseline, after)
+	assert.LessOrEqual(t, after, baseline+leakTolerance, "goroutines: %d before, %d after teardown", baseline, after)
+}
+
+// leakTolerance allows for the few goroutines client-go and the apiserver
+// start once per process and reuse (e.g. connection-pool reapers); a real
+// leak of a control plane or scheduler is hundreds.
+const leakTolerance = 5
+
+// goroutineQuiet outlasts the apiserver's watch-cache wake-up timers (3s),
+// which end on their own after the server is gone.
+const goroutineQuiet = 4 * time.Second
+
+// settledGoroutines waits until the goroutine count is at most target or
+// has stopped falling for goroutineQuiet, at most 20s, and returns it.
+func settledGoroutines(target int) int {
+	deadline := time.Now().Add(20 * time.Second)
+	lowest, lowestSince := runtime.NumGoroutine(), time.Now()
+	for time.Now().Before(deadline) && time.Since(lowestSince) < goroutineQuiet {
+		if target > 0 && lowest <= target+leakTolerance {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+		if n := runtime.NumGoroutine(); n < lowest {
+			lowest, lowestSince = n, time.Now()
+		}
+	}
+	return lowest
+}
