@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,12 +25,7 @@ import (
 func setup(t *testing.T, config []byte) (*launch.Setup, error) {
 	t.Helper()
 	dir := t.TempDir()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c"}
-	kc.CurrentContext = "c"
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, kubeconfig))
+	kubeconfig := unreachableKubeconfig(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	s, err := launch.New(ctx, dir, config, kubeconfig, nil)
@@ -39,6 +33,19 @@ func setup(t *testing.T, config []byte) (*launch.Setup, error) {
 		t.Cleanup(s.Close)
 	}
 	return s, err
+}
+
+// unreachableKubeconfig writes a kubeconfig for an apiserver that does not
+// exist: start-up builds clients but does not call them.
+func unreachableKubeconfig(t *testing.T, dir string) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c"}
+	kc.CurrentContext = "c"
+	path := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	return path
 }
 
 func enabledNames(plugins []schedconfig.Plugin) []string {
@@ -203,5 +210,4 @@ func TestVersionNamesFlotilla(t *testing.T) {
 	t.Cleanup(func() { version = "" })
 	assert.Equal(t, "v9.9.9-test", flotillaVersion())
 	assert.True(t, strings.HasPrefix(dependencyVersion("k8s.io/kubernetes"), "v1.37"), "built against %s", dependencyVersion("k8s.io/kubernetes"))
-	_ = os.Stdout
 }
