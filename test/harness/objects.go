@@ -66,6 +66,9 @@ type PodSpec struct {
 	// PodGroup puts the pod in a scheduler-plugins PodGroup of that name.
 	PodGroup          string
 	PriorityClassName string
+	// NodeName places the pod directly, bypassing every scheduler, as a
+	// DaemonSet or a static pod would be.
+	NodeName string
 }
 
 // Pod builds the pod. Limits equal requests, as accelerators require.
@@ -99,6 +102,7 @@ func Pod(spec PodSpec) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: spec.Name, Labels: labels},
 		Spec: corev1.PodSpec{
 			SchedulerName:     scheduler,
+			NodeName:          spec.NodeName,
 			PriorityClassName: spec.PriorityClassName,
 			Containers: []corev1.Container{{
 				Name:      "main",

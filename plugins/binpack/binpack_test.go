@@ -1,0 +1,203 @@
+package binpack
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/flotilla-sched/flotilla/apis/config"
+)
+
+const gpu corev1.ResourceName = "nvidia.com/gpu"
+
+func newPlugin(t testing.TB, args *config.BinpackArgs) *Binpack {
+	t.Helper()
+	p, err := New(context.Background(), args, nil)
+	require.NoError(t, err)
+	return p.(*Binpack)
+}
+
+func cpuMemArgs(cpu, mem int64) *config.BinpackArgs {
+	return &config.BinpackArgs{Resources: []config.ResourceWeight{{Name: corev1.ResourceCPU, Weight: cpu}, {Name: corev1.ResourceMemory, Weight: mem}}}
+}
+
+// nodeWith returns a node of the given allocatable with pods already on it;
+// the scheduler cache adds assumed pods to a NodeInfo the same way.
+func nodeWith(name string, alloc map[corev1.ResourceName]string, pods ...*corev1.Pod) fwk.NodeInfo {
+	ni := framework.NewNodeInfo(pods...)
+	ni.SetNode(st.MakeNode().Name(name).Capacity(alloc).Obj())
+	return ni
+}
+
+func pod(name string, req map[corev1.ResourceName]string) *corev1.Pod {
+	return st.MakePod().Name(name).Req(req).Obj()
+}
+
+// scoreOn runs PreScore then Score on one node, as the framework does.
+func scoreOn(t *testing.T, b *Binpack, p *corev1.Pod, ni fwk.NodeInfo) int64 {
+	t.Helper()
+	state := framework.NewCycleState()
+	require.Nil(t, b.PreScore(context.Background(), state, p, []fwk.NodeInfo{ni}))
+	s, status := b.Score(context.Background(), state, p, ni)
+	require.True(t, status.IsSuccess(), status.Message())
+	return s
+}
+
+func TestScoreFormula(t *testing.T) {
+	used := pod("used", map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "5Gi"})
+	node := nodeWith("n", map[corev1.ResourceName]string{corev1.ResourceCPU: "10", corev1.ResourceMemory: "20Gi"}, used)
+	incoming := pod("in", map[corev1.ResourceName]string{corev1.ResourceCPU: "2", corev1.ResourceMemory: "5Gi"})
+
+	// cpu (4+2)/10 = 0.6, memory (5+5)/20 = 0.5.
+	assert.Equal(t, int64(55), scoreOn(t, newPlugin(t, cpuMemArgs(1, 1)), incoming, node), "100 * (0.6 + 0.5) / 2")
+	assert.Equal(t, int64(57), scoreOn(t, newPlugin(t, cpuMemArgs(3, 1)), incoming, node), "100 * (3*0.6 + 0.5) / 4 = 57.5")
+	assert.Equal(t, int64(60), scoreOn(t, newPlugin(t, cpuMemArgs(1, 0)), incoming, node), "memory weighted 0 is ignored")
+
+	gpuArgs := &config.BinpackArgs{Resources: []config.ResourceWeight{
+		{Name: corev1.ResourceCPU, Weight: 1}, {Name: corev1.ResourceMemory, Weight: 1}, {Name: gpu, Weight: 4},
+	}}
+	gpuNode := nodeWith("g", map[corev1.ResourceName]string{corev1.ResourceCPU: "32", corev1.ResourceMemory: "128Gi", gpu: "8"},
+		pod("used", map[corev1.ResourceName]string{corev1.ResourceCPU: "4", gpu: "2"}))
+	trainer := pod("t", map[corev1.ResourceName]string{corev1.ResourceCPU: "2", corev1.ResourceMemory: "4Gi", gpu: "4"})
+	// cpu 6/32 = 0.1875, memory 4/128 = 0.03125, gpu 4 * 6/8 = 3 → 3.21875/6.
+	assert.Equal(t, int64(53), scoreOn(t, newPlugin(t, gpuArgs), trainer, gpuNode))
+}
+
+func TestResourcesThePodDoesNotRequestAreIgnored(t *testing.T) {
+	b := newPlugin(t, cpuMemArgs(1, 1))
+	node := nodeWith("n", map[corev1.ResourceName]string{corev1.ResourceCPU: "10", corev1.ResourceMemory: "20Gi"},
+		pod("used", map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "15Gi"}))
+	cpuOnly := pod("c", map[corev1.ResourceName]string{corev1.ResourceCPU: "4"})
+	assert.Equal(t, int64(50), scoreOn(t, b, cpuOnly, node), "only cpu counts: (1+4)/10")
+
+	unweighted := pod("e", map[corev1.ResourceName]string{corev1.ResourceEphemeralStorage: "1Gi"})
+	assert.Equal(t, int64(0), scoreOn(t, b, unweighted, node), "no weighted resource requested: neutral")
+}
+
+func TestAssumedPodsCountAsUsed(t *testing.T) {
+	b := newPlugin(t, cpuMemArgs(1, 0))
+	alloc := map[corev1.ResourceName]string{corev1.ResourceCPU: "10", corev1.ResourceMemory: "20Gi"}
+	incoming := pod("in", map[corev1.ResourceName]string{corev1.ResourceCPU: "1"})
+	empty := nodeWith("n", alloc)
+	assert.Equal(t, int64(10), scoreOn(t, b, incoming, empty))
+
+	// The cache adds a pod to its node's NodeInfo as soon as it is assumed,
+	// before the bind completes.
+	assumed := empty.(*framework.NodeInfo)
+	assumed.AddPod(pod("assumed", map[corev1.ResourceName]string{corev1.ResourceCPU: "3"}))
+	assert.Equal(t, int64(40), scoreOn(t, b, incoming, assumed))
+}
+
+func TestNodeWhereTheRequestDoesNotFitScoresZero(t *testing.T) {
+	b := newPlugin(t, cpuMemArgs(1, 1))
+	node := nodeWith("n", map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "8Gi"},
+		pod("used", map[corev1.ResourceName]string{corev1.ResourceCPU: "3"}))
+	assert.Equal(t, int64(0), scoreOn(t, b, pod("big", map[corev1.ResourceName]string{corev1.ResourceCPU: "2", corev1.ResourceMemory: "1Gi"}), node))
+	noGPUs := nodeWith("c", map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "8Gi"})
+	gpuArgs := &config.BinpackArgs{Resources: []config.ResourceWeight{{Name: gpu, Weight: 1}}}
+	assert.Equal(t, int64(0), scoreOn(t, newPlugin(t, gpuArgs), pod("g", map[corev1.ResourceName]string{gpu: "1"}), noGPUs))
+}
+
+// normalized scores a pod on every node and applies NormalizeScore.
+func normalized(t *testing.T, b *Binpack, p *corev1.Pod, nodes ...fwk.NodeInfo) map[string]int64 {
+	t.Helper()
+	state := framework.NewCycleState()
+	require.Nil(t, b.PreScore(context.Background(), state, p, nodes))
+	var list fwk.NodeScoreList
+	for _, ni := range nodes {
+		s, status := b.Score(context.Background(), state, p, ni)
+		require.True(t, status.IsSuccess())
+		list = append(list, fwk.NodeScore{Name: ni.Node().Name, Score: s})
+	}
+	require.Nil(t, b.NormalizeScore(context.Background(), state, p, list))
+	out := map[string]int64{}
+	for _, s := range list {
+		require.GreaterOrEqual(t, s.Score, int64(fwk.MinNodeScore))
+		require.LessOrEqual(t, s.Score, int64(fwk.MaxNodeScore))
+		out[s.Name] = s.Score
+	}
+	return out
+}
+
+func TestScarceResourceNodesAreAvoidedByPodsThatDoNotNeedThem(t *testing.T) {
+	args := cpuMemArgs(1, 0)
+	args.ScarceResources = []corev1.ResourceName{gpu}
+	b := newPlugin(t, args)
+	cpuAlloc := map[corev1.ResourceName]string{corev1.ResourceCPU: "10", corev1.ResourceMemory: "40Gi"}
+	gpuAlloc := map[corev1.ResourceName]string{corev1.ResourceCPU: "10", corev1.ResourceMemory: "40Gi", gpu: "8"}
+	emptyCPU := nodeWith("cpu-empty", cpuAlloc)
+	fullGPU := nodeWith("gpu-busy", gpuAlloc, pod("u", map[corev1.ResourceName]string{corev1.ResourceCPU: "8"}))
+	cpuPod := pod("c", map[corev1.ResourceName]string{corev1.ResourceCPU: "1"})
+
+	got := normalized(t, b, cpuPod, emptyCPU, fullGPU)
+	// Packing alone prefers the busier GPU node (90 vs 10); protection wins.
+	assert.Greater(t, got["cpu-empty"], got["gpu-busy"])
+	assert.Equal(t, int64(50+10/2), got["cpu-empty"])
+	assert.Equal(t, int64(90/2), got["gpu-busy"])
+
+	// Among GPU nodes only, the plain packing score applies.
+	emptyGPU := nodeWith("gpu-empty", gpuAlloc)
+	got = normalized(t, b, cpuPod, emptyGPU, fullGPU)
+	assert.Equal(t, map[string]int64{"gpu-empty": 10, "gpu-busy": 90}, got)
+
+	// A pod that asks for GPUs is not pushed off GPU nodes.
+	withGPU := cpuMemArgs(1, 0)
+	withGPU.Resources = append(withGPU.Resources, config.ResourceWeight{Name: gpu, Weight: 1})
+	withGPU.ScarceResources = []corev1.ResourceName{gpu}
+	gpuPod := pod("g", map[corev1.ResourceName]string{corev1.ResourceCPU: "1", gpu: "1"})
+	got = normalized(t, newPlugin(t, withGPU), gpuPod, emptyCPU, fullGPU)
+	assert.Equal(t, int64((90+12)/2), got["gpu-busy"], "cpu 9/10 and gpu 1/8, unbanded")
+	assert.Equal(t, int64(0), got["cpu-empty"], "no GPUs: the request does not fit")
+
+	// Protection off.
+	args.ScarceResources = []corev1.ResourceName{}
+	got = normalized(t, newPlugin(t, args), cpuPod, emptyCPU, fullGPU)
+	assert.Equal(t, map[string]int64{"cpu-empty": 10, "gpu-busy": 90}, got)
+}
+
+func TestBadArgsAreRefusedWithTheFieldNamed(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args *config.BinpackArgs
+		want string
+	}{
+		"negative weight": {&config.BinpackArgs{Resources: []config.ResourceWeight{{Name: "cpu", Weight: -1}}}, "args.resources[0].weight"},
+		"no resources":    {&config.BinpackArgs{}, "args.resources: Required value"},
+		"all zero":        {cpuMemArgs(0, 0), "at least one weight must be greater than 0"},
+		"empty name":      {&config.BinpackArgs{Resources: []config.ResourceWeight{{Weight: 1}}}, "args.resources[0].name: Required value"},
+		"bad scarce":      {&config.BinpackArgs{Resources: []config.ResourceWeight{{Name: "cpu", Weight: 1}}, ScarceResources: []corev1.ResourceName{"a b"}}, "args.scarceResources[0]"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := New(context.Background(), tc.args, nil)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	_, err := New(context.Background(), &corev1.Pod{}, nil)
+	assert.ErrorContains(t, err, "want args of type BinpackArgs")
+}
+
+// Score runs once per feasible node per pod: it must not allocate.
+func BenchmarkScore(b *testing.B) {
+	args := &config.BinpackArgs{Resources: []config.ResourceWeight{
+		{Name: corev1.ResourceCPU, Weight: 1}, {Name: corev1.ResourceMemory, Weight: 1}, {Name: gpu, Weight: 4},
+	}, ScarceResources: []corev1.ResourceName{gpu}}
+	pl := newPlugin(b, args)
+	node := nodeWith("g", map[corev1.ResourceName]string{corev1.ResourceCPU: "32", corev1.ResourceMemory: "128Gi", gpu: "8"},
+		pod("used", map[corev1.ResourceName]string{corev1.ResourceCPU: "4", gpu: "2"}))
+	p := pod("t", map[corev1.ResourceName]string{corev1.ResourceCPU: "2", corev1.ResourceMemory: "4Gi", gpu: "4"})
+	state := framework.NewCycleState()
+	pl.PreScore(context.Background(), state, p, nil)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, s := pl.Score(context.Background(), state, p, node); !s.IsSuccess() {
+			b.Fatal(s)
+		}
+	}
+}
