@@ -99,15 +99,15 @@ func (b *Binpack) scoreInput(pod *corev1.Pod) *podScoreInput {
 }
 
 // Score returns the packing score in [0, MaxNodeScore], negated minus one
-// when the node holds a scarce resource the pod does not request, so that
-// NormalizeScore can tell the two kinds of node apart.
+// when the pod would intrude on what the node keeps for its free scarce
+// resources, so that NormalizeScore can tell the two kinds of node apart.
 func (b *Binpack) Score(_ context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	in, err := b.readInput(state, pod)
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
 	score := packingScore(in, nodeInfo)
-	if holdsAny(nodeInfo.GetAllocatable(), in.unrequested) {
+	if intrudes(in, nodeInfo) {
 		return -score - 1, nil
 	}
 	return score, nil
@@ -159,10 +159,24 @@ func amountOf(r fwk.Resource, name corev1.ResourceName) int64 {
 	}
 }
 
-func holdsAny(alloc fwk.Resource, names []corev1.ResourceName) bool {
-	for _, n := range names {
-		if amountOf(alloc, n) > 0 {
-			return true
+// intrudes reports whether placing the pod would leave the node less of some
+// resource the pod requests than the node's free units of an unrequested
+// scarce resource proportionally need (see doc.go).
+func intrudes(in *podScoreInput, nodeInfo fwk.NodeInfo) bool {
+	used, alloc := nodeInfo.GetRequested(), nodeInfo.GetAllocatable()
+	for _, scarce := range in.unrequested {
+		capacity := amountOf(alloc, scarce)
+		free := capacity - amountOf(used, scarce)
+		if capacity <= 0 || free <= 0 {
+			continue
+		}
+		for _, t := range in.terms {
+			allocatable := amountOf(alloc, t.name)
+			left := allocatable - amountOf(used, t.name) - t.request
+			// left < free/capacity * allocatable, without float rounding.
+			if float64(left)*float64(capacity) < float64(free)*float64(allocatable) {
+				return true
+			}
 		}
 	}
 	return false

@@ -155,6 +155,21 @@ func TestScarceResourceNodesAreAvoidedByPodsThatDoNotNeedThem(t *testing.T) {
 	assert.Equal(t, int64((90+12)/2), got["gpu-busy"], "cpu 9/10 and gpu 1/8, unbanded")
 	assert.Equal(t, int64(0), got["cpu-empty"], "no GPUs: the request does not fit")
 
+	// A GPU node whose GPUs are all taken keeps nothing back: its leftover
+	// cpu is fair game and, being fuller, preferred.
+	exhausted := nodeWith("gpu-taken", gpuAlloc, pod("u", map[corev1.ResourceName]string{corev1.ResourceCPU: "6", gpu: "8"}))
+	got = normalized(t, b, cpuPod, emptyCPU, exhausted)
+	assert.Equal(t, map[string]int64{"cpu-empty": 10, "gpu-taken": 70}, got, "no node intruded on: plain packing scores")
+
+	// With 2 of 8 GPUs free the node keeps 2/8 of its cpu (2.5): a pod that
+	// leaves 3 free is welcome, one that leaves 2 intrudes.
+	partly := nodeWith("gpu-partly", gpuAlloc, pod("u", map[corev1.ResourceName]string{corev1.ResourceCPU: "6", gpu: "6"}))
+	got = normalized(t, b, cpuPod, emptyCPU, partly)
+	assert.Greater(t, got["gpu-partly"], got["cpu-empty"], "leaves 3 cpu >= 2.5 reserved")
+	twoCPU := pod("c2", map[corev1.ResourceName]string{corev1.ResourceCPU: "2"})
+	got = normalized(t, b, twoCPU, emptyCPU, partly)
+	assert.Less(t, got["gpu-partly"], got["cpu-empty"], "leaves 2 cpu < 2.5 reserved")
+
 	// Protection off.
 	args.ScarceResources = []corev1.ResourceName{}
 	got = normalized(t, newPlugin(t, args), cpuPod, emptyCPU, fullGPU)

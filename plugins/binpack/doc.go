@@ -12,16 +12,21 @@
 // not fit scores 0. A pod that requests none of the weighted resources
 // scores 0 everywhere, so binpack leaves its placement to the other scores.
 //
-// Scarce-resource protection: a node "holds" a scarce resource (args
-// scarceResources, default nvidia.com/gpu) when it advertises a non-zero
-// allocatable amount of it. A pod that does not request a scarce resource
-// that a node holds should not take room on that node: when the feasible
-// nodes include both kinds, every node free of unrequested scarce resources
-// scores above every node that holds one (the former are mapped to
-// 50..100, the latter to 0..50, each keeping its packing order). When all
-// feasible nodes are of one kind the formula above is the score unchanged.
-// So CPU-only pods fill CPU-only nodes first and spill onto GPU nodes only
-// when nothing else fits.
+// Scarce-resource protection (args scarceResources, default nvidia.com/gpu)
+// keeps pods that do not need an accelerator from stranding one. A node with
+// free units of a scarce resource r that the pod does not request keeps, for
+// those units, the proportional share of every other resource:
+//
+//	reserved_d = free_r / allocatable_r * allocatable_d
+//
+// A pod that would leave less than reserved_d free of some weighted resource
+// d it requests intrudes on the node. When the feasible nodes include both
+// intruded and other nodes, every other node scores above every intruded one
+// (the others are mapped to 50..100, the intruded to 0..50, each keeping its
+// packing order); otherwise the formula above is the score unchanged. So
+// CPU-only pods fill CPU-only nodes, may use what a GPU node has left beyond
+// its free GPUs' share (all of it once its GPUs are taken), and take a GPU
+// node's reserve only when nothing else fits.
 //
 // The plugin's weight in the profile is its weight among the scores; the
 // shipped profile disables the in-tree scores that spread pods out.
