@@ -9,11 +9,13 @@ import (
 	// Registers the plugins' typed args with the scheduler's config schemes.
 	_ "github.com/flotilla-sched/flotilla/apis/config/scheme"
 	"github.com/flotilla-sched/flotilla/plugins/binpack"
+	"github.com/flotilla-sched/flotilla/plugins/gang"
 )
 
 // SchedulerOptions returns one registry option per flotilla plugin.
 func SchedulerOptions() []app.Option {
 	return []app.Option{
+		app.WithPlugin(gang.Name, gang.New),
 		app.WithPlugin(binpack.Name, binpack.New),
 	}
 }

@@ -25,3 +25,18 @@ type ResourceWeight struct {
 	Name   corev1.ResourceName
 	Weight int64
 }
+
+// GangArgs configures the Gang plugin.
+//
+// +kubebuilder:object:root=true
+type GangArgs struct {
+	metav1.TypeMeta
+
+	// PermitWaitingTimeSeconds is how long placed members wait in Permit for
+	// the rest of their gang when the PodGroup sets no
+	// scheduleTimeoutSeconds.
+	PermitWaitingTimeSeconds int64
+	// BackoffSeconds is how long a gang whose attempt failed is kept from
+	// starting a new one, so that other gangs get their turn.
+	BackoffSeconds int64
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/flotilla-sched/flotilla/apis/config"
 	"github.com/flotilla-sched/flotilla/manifests"
 	"github.com/flotilla-sched/flotilla/plugins/binpack"
+	"github.com/flotilla-sched/flotilla/plugins/gang"
 	"github.com/flotilla-sched/flotilla/test/harness/launch"
 )
 
@@ -89,9 +90,18 @@ func TestShippedConfigurations(t *testing.T) {
 			}
 			assert.ElementsMatch(t, tc.wantProfiles, profiles)
 
+			for name, fw := range s.Scheduler.Profiles {
+				assert.Equal(t, []string{gang.Name}, enabledNames(fw.ListPlugins().QueueSort.Enabled), "profile %s: one binary, one queue sort", name)
+			}
 			fw, ok := s.Scheduler.Profiles["flotilla-scheduler"]
 			require.True(t, ok)
 			got := fw.ListPlugins()
+			for point, plugins := range map[string][]schedconfig.Plugin{
+				"PreEnqueue": got.PreEnqueue.Enabled, "PreFilter": got.PreFilter.Enabled, "PostFilter": got.PostFilter.Enabled,
+				"Reserve": got.Reserve.Enabled, "Permit": got.Permit.Enabled,
+			} {
+				assert.Contains(t, enabledNames(plugins), gang.Name, point)
+			}
 			assert.Contains(t, enabledNames(got.PreScore.Enabled), binpack.Name)
 			score := map[string]int32{}
 			for _, p := range got.Score.Enabled {
@@ -103,18 +113,25 @@ func TestShippedConfigurations(t *testing.T) {
 			assert.Contains(t, enabledNames(got.Filter.Enabled), "NodeResourcesFit", "resources must still be filtered")
 
 			var args *config.BinpackArgs
+			var gangArgs *config.GangArgs
 			for _, p := range s.Config.ComponentConfig.Profiles {
 				if p.SchedulerName != "flotilla-scheduler" {
 					continue
 				}
 				for _, pc := range p.PluginConfig {
-					if pc.Name == binpack.Name {
+					switch pc.Name {
+					case binpack.Name:
 						args, ok = pc.Args.(*config.BinpackArgs)
 						require.True(t, ok, "args decoded as %T, want typed BinpackArgs", pc.Args)
+					case gang.Name:
+						gangArgs, ok = pc.Args.(*config.GangArgs)
+						require.True(t, ok, "args decoded as %T, want typed GangArgs", pc.Args)
 					}
 				}
 			}
 			require.NotNil(t, args)
+			require.NotNil(t, gangArgs)
+			assert.Equal(t, &config.GangArgs{PermitWaitingTimeSeconds: 60, BackoffSeconds: 10}, gangArgs)
 			assert.Equal(t, wantBinpackArgs.Resources, args.Resources)
 			assert.Equal(t, wantBinpackArgs.ScarceResources, args.ScarceResources)
 
@@ -140,6 +157,23 @@ profiles:
 ` + args)
 }
 
+func gangArgsConfig(args string) []byte {
+	return []byte(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: flotilla-scheduler
+  plugins:
+    multiPoint:
+      enabled:
+      - name: Gang
+      disabled:
+      - name: PrioritySort
+  pluginConfig:
+  - name: Gang
+    args:
+` + args)
+}
+
 func TestBinpackArgsDefaulted(t *testing.T) {
 	s, err := setup(t, profileWithBinpackArgs("      {}\n"))
 	require.NoError(t, err)
@@ -159,44 +193,52 @@ func TestBinpackArgsDefaulted(t *testing.T) {
 // names the offending field.
 func TestBadPluginArgsRefusedAtStartup(t *testing.T) {
 	for name, tc := range map[string]struct {
-		args      string
+		config    []byte
 		wantError []string
 	}{
 		"negative weight": {
-			args:      "      resources:\n      - {name: cpu, weight: -1}\n",
+			config:    profileWithBinpackArgs("      resources:\n      - {name: cpu, weight: -1}\n"),
 			wantError: []string{"args.resources[0].weight", "must be in the range 0-100"},
 		},
 		"weight out of range": {
-			args:      "      resources:\n      - {name: cpu, weight: 1000}\n",
+			config:    profileWithBinpackArgs("      resources:\n      - {name: cpu, weight: 1000}\n"),
 			wantError: []string{"args.resources[0].weight"},
 		},
 		"all weights zero": {
-			args:      "      resources:\n      - {name: cpu, weight: 0}\n      - {name: memory, weight: 0}\n",
+			config:    profileWithBinpackArgs("      resources:\n      - {name: cpu, weight: 0}\n      - {name: memory, weight: 0}\n"),
 			wantError: []string{"args.resources", "at least one weight must be greater than 0"},
 		},
 		"duplicate resource": {
-			args:      "      resources:\n      - {name: cpu}\n      - {name: cpu}\n",
+			config:    profileWithBinpackArgs("      resources:\n      - {name: cpu}\n      - {name: cpu}\n"),
 			wantError: []string{"args.resources[1].name", "Duplicate value"},
 		},
 		"invalid resource name": {
-			args:      "      resources:\n      - {name: 'not a/valid/name'}\n",
+			config:    profileWithBinpackArgs("      resources:\n      - {name: 'not a/valid/name'}\n"),
 			wantError: []string{"args.resources[0].name"},
 		},
 		"invalid scarce resource": {
-			args:      "      scarceResources: ['-bad-']\n",
+			config:    profileWithBinpackArgs("      scarceResources: ['-bad-']\n"),
 			wantError: []string{"args.scarceResources[0]"},
 		},
 		"unknown field": {
-			args:      "      resourcez: []\n",
+			config:    profileWithBinpackArgs("      resourcez: []\n"),
 			wantError: []string{"pluginConfig[0]", "plugin Binpack", `unknown field "resourcez"`},
 		},
+		"gang timeout zero": {
+			config:    gangArgsConfig("      permitWaitingTimeSeconds: 0\n"),
+			wantError: []string{"args.permitWaitingTimeSeconds", "must be in the range 1-3600"},
+		},
+		"gang negative backoff": {
+			config:    gangArgsConfig("      backoffSeconds: -5\n"),
+			wantError: []string{"args.backoffSeconds"},
+		},
 		"wrong type": {
-			args:      "      resources:\n      - {name: cpu, weight: heavy}\n",
+			config:    profileWithBinpackArgs("      resources:\n      - {name: cpu, weight: heavy}\n"),
 			wantError: []string{"Binpack", "weight"},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := setup(t, profileWithBinpackArgs(tc.args))
+			_, err := setup(t, tc.config)
 			require.Error(t, err)
 			for _, want := range tc.wantError {
 				assert.Contains(t, err.Error(), want)

@@ -3,6 +3,7 @@ package v1
 import (
 	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-sched/flotilla/apis/config"
 )
@@ -11,6 +12,22 @@ import (
 // small and differ only in optional pointers, so they are written out rather
 // than generated.
 func addConversionFuncs(s *runtime.Scheme) error {
+	if err := s.AddConversionFunc((*GangArgs)(nil), (*config.GangArgs)(nil), func(a, b interface{}, _ conversion.Scope) error {
+		in, out := a.(*GangArgs), b.(*config.GangArgs)
+		out.PermitWaitingTimeSeconds = ptr.Deref(in.PermitWaitingTimeSeconds, 0)
+		out.BackoffSeconds = ptr.Deref(in.BackoffSeconds, 0)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*config.GangArgs)(nil), (*GangArgs)(nil), func(a, b interface{}, _ conversion.Scope) error {
+		in, out := a.(*config.GangArgs), b.(*GangArgs)
+		out.PermitWaitingTimeSeconds = ptr.To(in.PermitWaitingTimeSeconds)
+		out.BackoffSeconds = ptr.To(in.BackoffSeconds)
+		return nil
+	}); err != nil {
+		return err
+	}
 	if err := s.AddConversionFunc((*BinpackArgs)(nil), (*config.BinpackArgs)(nil), func(a, b interface{}, _ conversion.Scope) error {
 		return Convert_v1_BinpackArgs_To_config_BinpackArgs(a.(*BinpackArgs), b.(*config.BinpackArgs))
 	}); err != nil {

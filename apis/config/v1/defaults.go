@@ -27,3 +27,20 @@ func SetDefaults_BinpackArgs(obj *BinpackArgs) {
 		obj.ScarceResources = []corev1.ResourceName{DefaultScarceResource}
 	}
 }
+
+// Gang defaults: scheduler-plugins' Coscheduling waits 60s in Permit; a short
+// back-off lets the next gang in queue order try while this one retries soon.
+const (
+	DefaultPermitWaitingTimeSeconds int64 = 60
+	DefaultGangBackoffSeconds       int64 = 10
+)
+
+// SetDefaults_GangArgs fills what the user left out.
+func SetDefaults_GangArgs(obj *GangArgs) {
+	if obj.PermitWaitingTimeSeconds == nil {
+		obj.PermitWaitingTimeSeconds = ptr.To(DefaultPermitWaitingTimeSeconds)
+	}
+	if obj.BackoffSeconds == nil {
+		obj.BackoffSeconds = ptr.To(DefaultGangBackoffSeconds)
+	}
+}

@@ -19,11 +19,13 @@ var (
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&BinpackArgs{},
+		&GangArgs{},
 	)
 	return nil
 }
 
 func addDefaultingFuncs(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&BinpackArgs{}, func(obj interface{}) { SetDefaults_BinpackArgs(obj.(*BinpackArgs)) })
+	scheme.AddTypeDefaultingFunc(&GangArgs{}, func(obj interface{}) { SetDefaults_GangArgs(obj.(*GangArgs)) })
 	return nil
 }

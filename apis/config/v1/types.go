@@ -27,3 +27,19 @@ type ResourceWeight struct {
 	// Weight of the resource, 0..100. Default 1. 0 ignores the resource.
 	Weight *int64 `json:"weight,omitempty"`
 }
+
+// GangArgs configures the Gang plugin.
+//
+// +kubebuilder:object:root=true
+type GangArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// PermitWaitingTimeSeconds is how long placed members wait for the rest
+	// of their gang when the PodGroup sets no scheduleTimeoutSeconds.
+	// Default 60; must be > 0.
+	PermitWaitingTimeSeconds *int64 `json:"permitWaitingTimeSeconds,omitempty"`
+	// BackoffSeconds keeps a gang whose attempt failed from starting a new
+	// one for this long, so that other gangs get their turn. Default 10;
+	// 0 turns back-off off.
+	BackoffSeconds *int64 `json:"backoffSeconds,omitempty"`
+}

@@ -77,3 +77,21 @@ func validateResourceName(path *field.Path, name corev1.ResourceName) field.Erro
 	}
 	return errs
 }
+
+// MaxPermitWaitingTimeSeconds bounds how long reservations may be held for a
+// gang that does not complete: an hour is already far beyond any sane wait.
+const MaxPermitWaitingTimeSeconds = 3600
+
+// ValidateGangArgs validates the Gang plugin's args.
+func ValidateGangArgs(path *field.Path, args *config.GangArgs) error {
+	var errs field.ErrorList
+	if args.PermitWaitingTimeSeconds <= 0 || args.PermitWaitingTimeSeconds > MaxPermitWaitingTimeSeconds {
+		errs = append(errs, field.Invalid(path.Child("permitWaitingTimeSeconds"), args.PermitWaitingTimeSeconds,
+			fmt.Sprintf("must be in the range 1-%d", MaxPermitWaitingTimeSeconds)))
+	}
+	if args.BackoffSeconds < 0 || args.BackoffSeconds > MaxPermitWaitingTimeSeconds {
+		errs = append(errs, field.Invalid(path.Child("backoffSeconds"), args.BackoffSeconds,
+			fmt.Sprintf("must be in the range 0-%d", MaxPermitWaitingTimeSeconds)))
+	}
+	return errs.ToAggregate()
+}

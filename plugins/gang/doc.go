@@ -1,0 +1,54 @@
+// Package gang schedules the members of a PodGroup all or nothing.
+//
+// A gang is a scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1) and
+// the pods in its namespace labelled scheduling.x-k8s.io/pod-group=<name>.
+// Pods without the label are ordinary pods; the plugin does not touch them
+// beyond sorting them exactly as PrioritySort does.
+//
+// Per extension point:
+//   - QueueSort: priority (higher first), then the gang's creation time (a
+//     plain pod's queue time), then gang namespace/name, then pod name. The
+//     members of a gang sit together and gangs do not interleave. A gang's
+//     time is pinned the first time it is read, so no key changes while a
+//     pod is queued.
+//   - PreEnqueue: a member enters the queue only when its PodGroup exists
+//     with minMember >= 1 and at least minMember of its pods exist. It is
+//     re-queued by pod and PodGroup events (queueing hints), not a timer.
+//   - PreFilter: the first member of an attempt checks, by first-fit
+//     decreasing over each node's free capacity, that the members still
+//     needed for the quorum fit; if not the gang is refused before anything
+//     is reserved. A gang backing off after a failed attempt is refused until
+//     its back-off (args backoffSeconds) ends. When the attempt starts, the
+//     other pending members are activated so they follow at once.
+//   - Reserve/Permit: placed members wait in Permit (scheduleTimeoutSeconds,
+//     else args permitWaitingTimeSeconds) until minMember members are placed
+//     (reserved or bound), then all are allowed at once. Members beyond
+//     minMember bind as soon as the quorum is reached.
+//   - PostFilter/Unreserve: when a member fits no node, or a placed member
+//     loses its place (timeout, bind failure), a gang short of its quorum
+//     cannot complete this attempt: every waiting member is rejected at once,
+//     releasing its node, the gang backs off, and a GangRejected event on the
+//     PodGroup says which member failed and why.
+//
+// Deadlock freedom. At most one gang — the placing gang — may hold
+// reservations while short of its quorum. A gang becomes the placing gang
+// only when the slot is free and the first-fit check says its quorum fits;
+// other gangs' members are refused ("gang X is placing") without reserving
+// anything and are activated when the slot frees. The placing gang leaves
+// the slot within one attempt: when its quorum is placed (it then holds
+// complete reservations, which bind), when a member fits no node
+// (PostFilter), or when its Permit wait times out (Unreserve) — and in the
+// last two cases all its reservations are released at once. So partial
+// reservations only ever belong to one gang that could still complete, and
+// the circular wait of two half-placed gangs (scheduler-plugins #114/#117,
+// volcano #3373) cannot form. Because scheduling is sequential, serialising
+// the partial phase costs nothing while the placing gang's members are in
+// the queue, which the sibling activation ensures.
+//
+// Status: the plugin keeps PodGroup status (phase Pending, Scheduling,
+// Scheduled, Running, Finished or Failed; running, succeeded, failed;
+// scheduleStartTime) with coalesced merge patches, counting only pods in
+// the PodGroup's own namespace. scheduler-plugins' PodGroup status has no
+// field for the number of scheduled members; phase Scheduled says the
+// quorum is bound.
+package gang

@@ -1,0 +1,203 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/apis/config"
+	"github.com/flotilla-sched/flotilla/apis/config/validation"
+	"github.com/flotilla-sched/flotilla/plugins/state"
+)
+
+// Name is the plugin's name in a KubeSchedulerConfiguration; its args are
+// kind GangArgs.
+const Name = "Gang"
+
+// podGroupResource is how the scheduler names the PodGroup CRD in cluster
+// events: it watches it with a dynamic informer for our queueing hints.
+const podGroupResource fwk.EventResource = "podgroups.v1alpha1.scheduling.x-k8s.io"
+
+// Gang schedules the members of a PodGroup all or nothing.
+type Gang struct {
+	handle      fwk.Handle
+	store       *state.Store
+	permitWait  time.Duration
+	backoff     time.Duration
+	statusQueue *statusWriter
+}
+
+var (
+	_ fwk.QueueSortPlugin   = &Gang{}
+	_ fwk.PreEnqueuePlugin  = &Gang{}
+	_ fwk.PreFilterPlugin   = &Gang{}
+	_ fwk.PostFilterPlugin  = &Gang{}
+	_ fwk.ReservePlugin     = &Gang{}
+	_ fwk.PermitPlugin      = &Gang{}
+	_ fwk.EnqueueExtensions = &Gang{}
+)
+
+// New builds the plugin from validated args.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args, ok := obj.(*config.GangArgs)
+	if !ok {
+		return nil, fmt.Errorf("%s: want args of type GangArgs, got %T", Name, obj)
+	}
+	if err := validation.ValidateGangArgs(field.NewPath("args"), args); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	store, err := state.For(h)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	g := &Gang{
+		handle:     h,
+		store:      store,
+		permitWait: time.Duration(args.PermitWaitingTimeSeconds) * time.Second,
+		backoff:    time.Duration(args.BackoffSeconds) * time.Second,
+	}
+	g.statusQueue = newStatusWriter(ctx, store, h)
+	if err := store.OnMemberChange(g.statusQueue.notify); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	return g, nil
+}
+
+// Name returns the plugin's name.
+func (g *Gang) Name() string { return Name }
+
+// Less orders the queue: priority first, then the gang's creation time (a
+// plain pod's queue time, exactly as PrioritySort), then gang name, then pod
+// name, so the members of one gang sit together and gangs never interleave.
+// Every key is fixed while the pod is queued.
+func (g *Gang) Less(a, b fwk.QueuedEntityInfo) bool {
+	pa, pb := a.GetPriority(), b.GetPriority()
+	if pa != pb {
+		return pa > pb
+	}
+	ka, ta := g.sortKey(a)
+	kb, tb := g.sortKey(b)
+	if !ta.Equal(tb) {
+		return ta.Before(tb)
+	}
+	if ka != kb {
+		return ka.String() < kb.String()
+	}
+	na, nb := podName(a), podName(b)
+	return na < nb
+}
+
+func podOf(e fwk.QueuedEntityInfo) *corev1.Pod {
+	if withPod, ok := e.(interface{ GetPodInfo() fwk.PodInfo }); ok && withPod.GetPodInfo() != nil {
+		return withPod.GetPodInfo().GetPod()
+	}
+	return nil
+}
+
+func podName(e fwk.QueuedEntityInfo) string {
+	if p := podOf(e); p != nil {
+		return p.Namespace + "/" + p.Name
+	}
+	return ""
+}
+
+func (g *Gang) sortKey(e fwk.QueuedEntityInfo) (state.GroupKey, time.Time) {
+	p := podOf(e)
+	if p == nil {
+		return state.GroupKey{}, e.GetTimestamp()
+	}
+	key, ok := state.GroupOf(p)
+	if !ok {
+		return state.GroupKey{}, e.GetTimestamp()
+	}
+	return key, g.store.GroupTime(key, e.GetTimestamp())
+}
+
+// PreEnqueue keeps a member out of the queue until its PodGroup exists and
+// has at least minMember pods.
+func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
+	key, ok := state.GroupOf(pod)
+	if !ok {
+		return nil
+	}
+	g.statusQueue.enqueue(key)
+	pg := g.store.PodGroup(key)
+	if pg == nil {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("waiting for PodGroup %s to be created", key))
+	}
+	if pg.Spec.MinMember < 1 {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("PodGroup %s has minMember %d; it must be at least 1", key, pg.Spec.MinMember))
+	}
+	if n := len(g.store.Members(key)); int32(n) < pg.Spec.MinMember {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("PodGroup %s has %d of its minMember %d pods", key, n, pg.Spec.MinMember))
+	}
+	return nil
+}
+
+// EventsToRegister re-queues waiting members on the events that can let
+// them proceed.
+func (g *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		// A new member can complete a gang's pod count.
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: g.isSchedulableAfterMemberAdded},
+		// A created PodGroup or a lowered minMember can release its pods.
+		{Event: fwk.ClusterEvent{Resource: podGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: g.isSchedulableAfterPodGroupChange},
+		// Freed or added capacity can let a refused gang fit.
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: queueGangMembers},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}, QueueingHintFn: queueGangMembers},
+	}, nil
+}
+
+func (g *Gang) isSchedulableAfterMemberAdded(logger klog.Logger, pod *corev1.Pod, _, newObj interface{}) (fwk.QueueingHint, error) {
+	added, ok := newObj.(*corev1.Pod)
+	if !ok {
+		return fwk.Queue, nil
+	}
+	want, isMember := state.GroupOf(pod)
+	got, addedIsMember := state.GroupOf(added)
+	if !isMember || !addedIsMember || want != got {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+func (g *Gang) isSchedulableAfterPodGroupChange(logger klog.Logger, pod *corev1.Pod, _, newObj interface{}) (fwk.QueueingHint, error) {
+	want, isMember := state.GroupOf(pod)
+	if !isMember {
+		return fwk.QueueSkip, nil
+	}
+	type named interface {
+		GetNamespace() string
+		GetName() string
+	}
+	obj, ok := newObj.(named)
+	if !ok {
+		return fwk.Queue, nil
+	}
+	if obj.GetNamespace() != want.Namespace || obj.GetName() != want.Name {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+func queueGangMembers(_ klog.Logger, pod *corev1.Pod, _, _ interface{}) (fwk.QueueingHint, error) {
+	if _, isMember := state.GroupOf(pod); !isMember {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+// timeout is how long members of pg wait in Permit.
+func (g *Gang) timeout(pg *schedv1alpha1.PodGroup) time.Duration {
+	if pg != nil && pg.Spec.ScheduleTimeoutSeconds != nil && *pg.Spec.ScheduleTimeoutSeconds > 0 {
+		return time.Duration(*pg.Spec.ScheduleTimeoutSeconds) * time.Second
+	}
+	return g.permitWait
+}

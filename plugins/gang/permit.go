@@ -1,0 +1,156 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/plugins/state"
+)
+
+// Reserve records the member as placed for its gang.
+func (g *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+	key, ok := state.GroupOf(pod)
+	if !ok {
+		return nil
+	}
+	g.store.Lock(func(tx *state.Tx) {
+		tx.Gang(key).Reserved[pod.UID] = pod
+	})
+	return nil
+}
+
+// Permit holds placed members until the gang's quorum is placed, then lets
+// all of them bind at once. Members beyond the quorum bind at once.
+func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
+	key, ok := state.GroupOf(pod)
+	if !ok {
+		return nil, 0
+	}
+	pg := g.store.PodGroup(key)
+	if pg == nil {
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("PodGroup %s was deleted", key)), 0
+	}
+	var placed int
+	var unblocked []state.GroupKey
+	g.store.Lock(func(tx *state.Tx) {
+		gang := tx.Gang(key)
+		placed = tx.Placed(gang)
+		if placed >= int(pg.Spec.MinMember) && !gang.AttemptStarted.IsZero() {
+			unblocked = tx.FinishPlacing(gang)
+		}
+	})
+	g.statusQueue.enqueue(key)
+	if placed < int(pg.Spec.MinMember) {
+		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("gang %s has %d of %d members placed", key, placed, pg.Spec.MinMember)), g.timeout(pg)
+	}
+	klog.FromContext(ctx).V(4).Info("Gang quorum placed", "gang", key.String(), "placed", placed)
+	g.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+		if k, ok := state.GroupOf(wp.GetPod()); ok && k == key {
+			wp.Allow(Name)
+		}
+	})
+	g.activateGangs(ctx, unblocked)
+	return nil, 0
+}
+
+// Unreserve runs when a placed member loses its place: its Permit wait timed
+// out or was rejected, or its binding failed. Short of the quorum the gang
+// cannot complete in this attempt, so every waiting sibling is released now
+// rather than holding its node until it times out.
+func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
+	key, ok := state.GroupOf(pod)
+	if !ok {
+		return
+	}
+	var wasReserved bool
+	g.store.Lock(func(tx *state.Tx) {
+		gang := tx.Gang(key)
+		_, wasReserved = gang.Reserved[pod.UID]
+		delete(gang.Reserved, pod.UID)
+	})
+	if wasReserved {
+		g.failAttempt(ctx, key, fmt.Sprintf("member %s lost its place", pod.Name))
+	}
+}
+
+// PostFilter runs when a member fits no node. Short of the quorum the gang
+// cannot complete in this attempt: its waiting members are released at once.
+func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	key, ok := state.GroupOf(pod)
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	g.failAttempt(ctx, key, fmt.Sprintf("member %s fits no node", pod.Name))
+	return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s cannot complete: member %s fits no node", key, pod.Name))
+}
+
+// failAttempt ends a gang's attempt if it is short of its quorum: rejects
+// its waiting members, backs it off and says why on the PodGroup. A gang
+// that has reached its quorum is left alone: a surplus member failing does
+// not undo it.
+func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why string) {
+	pg := g.store.PodGroup(key)
+	minMember := 1
+	if pg != nil {
+		minMember = int(pg.Spec.MinMember)
+	}
+	var ended bool
+	var unblocked []state.GroupKey
+	g.store.Lock(func(tx *state.Tx) {
+		gang := tx.Gang(key)
+		if tx.Placed(gang) >= minMember && gang.AttemptStarted.IsZero() {
+			return
+		}
+		// Only the first failure of an attempt rejects the siblings; their
+		// own Unreserve calls then find the attempt already over.
+		if gang.AttemptStarted.IsZero() && tx.Placing() != gang {
+			return
+		}
+		ended = true
+		gang.LastFailure = why
+		gang.BackoffUntil = tx.Now().Add(g.backoff)
+		unblocked = tx.FinishPlacing(gang)
+	})
+	if !ended {
+		return
+	}
+	klog.FromContext(ctx).V(2).Info("Gang attempt failed", "gang", key.String(), "reason", why)
+	message := fmt.Sprintf("gang %s rejected: %s", key, why)
+	g.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+		if k, ok := state.GroupOf(wp.GetPod()); ok && k == key {
+			wp.Reject(Name, message)
+		}
+	})
+	if pg != nil {
+		g.recordGangEvent(pg, corev1.EventTypeWarning, "GangRejected", message)
+	}
+	g.statusQueue.enqueue(key)
+	g.activateGangs(ctx, unblocked)
+}
+
+// activateGangs moves the pending members of gangs that were refused while
+// another gang placed back to the active queue.
+func (g *Gang) activateGangs(ctx context.Context, keys []state.GroupKey) {
+	if len(keys) == 0 {
+		return
+	}
+	pods := map[string]*corev1.Pod{}
+	for _, key := range keys {
+		for _, p := range g.store.Members(key) {
+			if p.Spec.NodeName == "" {
+				pods[p.Namespace+"/"+p.Name] = p
+			}
+		}
+	}
+	g.handle.Activate(klog.FromContext(ctx), pods)
+}
+
+func (g *Gang) recordGangEvent(pg *schedv1alpha1.PodGroup, eventType, reason, message string) {
+	g.handle.EventRecorder().Eventf(pg, nil, eventType, reason, "Scheduling", message)
+}

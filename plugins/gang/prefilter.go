@@ -1,0 +1,220 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/plugins/state"
+)
+
+// PreFilter admits a member when its gang may place now: the gang is not
+// backing off, no other gang is holding partial reservations, and the
+// members still needed for the quorum fit the nodes' free capacity. The
+// check runs once, when the gang's attempt starts; the siblings are then
+// activated so they follow straight away.
+func (g *Gang) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	key, ok := state.GroupOf(pod)
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	pg := g.store.PodGroup(key)
+	if pg == nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("PodGroup %s not found", key))
+	}
+	logger := klog.FromContext(ctx).WithValues("gang", key.String())
+
+	var status *fwk.Status
+	var started bool
+	g.store.Lock(func(tx *state.Tx) {
+		gang := tx.Gang(key)
+		if tx.Placed(gang) >= int(pg.Spec.MinMember) {
+			return // quorum reached: surplus members place freely
+		}
+		if placing := tx.Placing(); placing != nil && placing != gang {
+			tx.Block(placing, key)
+			status = fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s is placing; %s waits its turn", placing.Key, key))
+			return
+		}
+		if !gang.AttemptStarted.IsZero() {
+			return // attempt under way: admitted when it started
+		}
+		if wait := gang.BackoffUntil.Sub(tx.Now()); wait > 0 {
+			status = fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s backs off for %s after: %s", key, wait.Round(100*time.Millisecond), gang.LastFailure))
+			return
+		}
+		if reason := g.quorumDoesNotFit(pg, gang, nodes, tx); reason != "" {
+			gang.LastFailure = reason
+			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
+			return
+		}
+		tx.StartPlacing(gang)
+		started = true
+	})
+	if status != nil {
+		if status.Code() == fwk.UnschedulableAndUnresolvable {
+			g.recordGangEvent(pg, corev1.EventTypeWarning, "GangDoesNotFit", status.Message())
+		}
+		g.statusQueue.enqueue(key)
+		return nil, status
+	}
+	if started {
+		logger.V(4).Info("Gang attempt started")
+		g.activateSiblings(ctx, pod, key)
+		g.statusQueue.enqueue(key)
+	}
+	return nil, nil
+}
+
+// PreFilterExtensions is not needed: the gang check does not depend on
+// which pods a preemption simulation removes.
+func (g *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// activateSiblings moves the gang's other pending members to the active
+// queue so the whole gang is tried back to back instead of being paced by
+// each member's back-off (scheduler-plugins #397/#450/#703).
+func (g *Gang) activateSiblings(ctx context.Context, pod *corev1.Pod, key state.GroupKey) {
+	siblings := map[string]*corev1.Pod{}
+	for _, p := range g.store.Members(key) {
+		if p.UID != pod.UID && p.Spec.NodeName == "" {
+			siblings[p.Namespace+"/"+p.Name] = p
+		}
+	}
+	if len(siblings) > 0 {
+		g.handle.Activate(klog.FromContext(ctx), siblings)
+	}
+}
+
+// quorumDoesNotFit tries to place the members still needed for the quorum,
+// largest first, each on the first node with room left (first-fit
+// decreasing) over the nodes' free capacity. It compares per node, not
+// cluster-wide sums, so free capacity scattered in fragments too small for
+// any member does not pass (scheduler-plugins #429). For gangs of identical
+// members, the usual case, first-fit is exact. It returns why the quorum
+// cannot fit, or "".
+func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, tx *state.Tx) string {
+	need := int(pg.Spec.MinMember) - tx.Placed(gang)
+	if need <= 0 {
+		return ""
+	}
+	var pending []corev1.ResourceList
+	for _, p := range g.store.Members(gang.Key) {
+		if _, reserved := gang.Reserved[p.UID]; reserved || p.Spec.NodeName != "" {
+			continue
+		}
+		pending = append(pending, resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
+	}
+	if len(pending) < need {
+		return fmt.Sprintf("gang %s needs %d more members but only %d are pending", gang.Key, need, len(pending))
+	}
+	// Any `need` members reach the quorum; the smallest are the likeliest to fit.
+	sort.SliceStable(pending, func(i, j int) bool { return size(pending[i]) < size(pending[j]) })
+	pending = pending[:need]
+	sort.SliceStable(pending, func(i, j int) bool { return size(pending[i]) > size(pending[j]) })
+
+	free := make([]corev1.ResourceList, 0, len(nodes))
+	for _, n := range nodes {
+		free = append(free, freeOf(n))
+	}
+	placed := 0
+	for _, req := range pending {
+		for _, f := range free {
+			if fits(req, f) {
+				take(req, f)
+				placed++
+				break
+			}
+		}
+	}
+	if placed < need {
+		return fmt.Sprintf("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity", gang.Key, placed, need, pg.Spec.MinMember)
+	}
+	if pg.Spec.MinResources != nil && !fitsTotal(pg.Spec.MinResources, free, pending) {
+		return fmt.Sprintf("gang %s does not fit: its minResources exceed the cluster's free capacity", gang.Key)
+	}
+	return ""
+}
+
+// size orders requests for first-fit decreasing: cpu dominates, then memory,
+// then the number of distinct resources.
+func size(r corev1.ResourceList) float64 {
+	return float64(r.Cpu().MilliValue())*1e6 + float64(r.Memory().Value())/1e6 + float64(len(r))
+}
+
+func freeOf(n fwk.NodeInfo) corev1.ResourceList {
+	alloc, used := n.GetAllocatable(), n.GetRequested()
+	free := corev1.ResourceList{}
+	free[corev1.ResourceCPU] = *resourceQuantity(alloc.GetMilliCPU()-used.GetMilliCPU(), true)
+	free[corev1.ResourceMemory] = *resourceQuantity(alloc.GetMemory()-used.GetMemory(), false)
+	free[corev1.ResourceEphemeralStorage] = *resourceQuantity(alloc.GetEphemeralStorage()-used.GetEphemeralStorage(), false)
+	free[corev1.ResourcePods] = *resourceQuantity(int64(alloc.GetAllowedPodNumber()-len(n.GetPods())), false)
+	for name, q := range alloc.GetScalarResources() {
+		free[name] = *resourceQuantity(q-used.GetScalarResources()[name], false)
+	}
+	return free
+}
+
+// fits reports whether req fits in free; a pod also takes one pod slot.
+func fits(req, free corev1.ResourceList) bool {
+	if slots, ok := free[corev1.ResourcePods]; ok && slots.Value() < 1 {
+		return false
+	}
+	for name, q := range req {
+		if q.IsZero() {
+			continue
+		}
+		f, ok := free[name]
+		if !ok || f.Cmp(q) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func take(req, free corev1.ResourceList) {
+	for name, q := range req {
+		f := free[name]
+		f.Sub(q)
+		free[name] = f
+	}
+	if slots, ok := free[corev1.ResourcePods]; ok {
+		slots.Sub(*resourceQuantity(1, false))
+		free[corev1.ResourcePods] = slots
+	}
+}
+
+// fitsTotal checks minResources against what is free after the members'
+// trial placement plus what that placement used.
+func fitsTotal(min corev1.ResourceList, free []corev1.ResourceList, placed []corev1.ResourceList) bool {
+	total := corev1.ResourceList{}
+	for _, lists := range [][]corev1.ResourceList{free, placed} {
+		for _, l := range lists {
+			for name, q := range l {
+				t := total[name]
+				t.Add(q)
+				total[name] = t
+			}
+		}
+	}
+	for name, q := range min {
+		if t, ok := total[name]; !ok || t.Cmp(q) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func resourceQuantity(v int64, milli bool) *resource.Quantity {
+	if milli {
+		return resource.NewMilliQuantity(v, resource.DecimalSI)
+	}
+	return resource.NewQuantity(v, resource.DecimalSI)
+}

@@ -1,0 +1,331 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/cache"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	podgroupclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+)
+
+// podGroupIndex indexes pods by the PodGroup they name.
+const podGroupIndex = "flotilla.dev/pod-group"
+
+func init() {
+	// Events about PodGroups go through the scheduler's recorder, which
+	// resolves object references through client-go's scheme.
+	_ = schedv1alpha1.AddToScheme(clientscheme.Scheme)
+}
+
+// GroupKey names a PodGroup: pods join a group in their own namespace only.
+type GroupKey struct{ Namespace, Name string }
+
+func (k GroupKey) String() string { return k.Namespace + "/" + k.Name }
+
+// GroupOf returns the group a pod belongs to, if any.
+func GroupOf(pod *corev1.Pod) (GroupKey, bool) {
+	name, ok := pod.Labels[schedv1alpha1.PodGroupLabel]
+	if !ok || name == "" {
+		return GroupKey{}, false
+	}
+	return GroupKey{Namespace: pod.Namespace, Name: name}, true
+}
+
+// Store is the shared state of one scheduler.
+type Store struct {
+	podGroups cache.SharedIndexInformer
+	pods      cache.SharedIndexInformer
+	clients   podgroupclient.Interface
+	now       func() time.Time
+
+	mu    sync.Mutex
+	gangs map[GroupKey]*Gang
+	// placing is the one gang allowed to hold reservations short of its
+	// quorum (see plugins/gang/doc.go).
+	placing *Gang
+	// groupTimes pins each group's queue-sort time at first sight, so a
+	// queued pod's sort key never changes (a changing key corrupts the heap).
+	groupTimes map[GroupKey]time.Time
+}
+
+// Gang is the in-flight accounting of one PodGroup. Guarded by Store.mu.
+type Gang struct {
+	Key GroupKey
+	// Reserved are members that passed Reserve and are not yet unreserved:
+	// waiting in Permit, binding, or bound.
+	Reserved map[types.UID]*corev1.Pod
+	// AttemptStarted is when the current placing attempt began (zero when
+	// none is running).
+	AttemptStarted time.Time
+	// BackoffUntil keeps a failed gang from starting a new attempt.
+	BackoffUntil time.Time
+	// LastFailure says why the last attempt failed.
+	LastFailure string
+	// blocked are gangs refused while this one was placing; they are
+	// activated when it finishes.
+	blocked map[GroupKey]bool
+}
+
+var (
+	storesMu sync.Mutex
+	stores   = map[informers.SharedInformerFactory]*Store{}
+)
+
+// For returns the Store of the scheduler that owns h, building it on first
+// use. Every profile of one scheduler shares its informer factory, and so
+// its Store.
+func For(h fwk.Handle) (*Store, error) {
+	storesMu.Lock()
+	defer storesMu.Unlock()
+	factory := h.SharedInformerFactory()
+	if s, ok := stores[factory]; ok {
+		return s, nil
+	}
+	s, err := newStore(h)
+	if err != nil {
+		return nil, err
+	}
+	stores[factory] = s
+	return s, nil
+}
+
+func newStore(h fwk.Handle) (*Store, error) {
+	if h.KubeConfig() == nil {
+		return nil, fmt.Errorf("no kubeconfig to watch PodGroups with")
+	}
+	clients, err := podgroupclient.NewForConfig(h.KubeConfig())
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{clients: clients, now: time.Now, gangs: map[GroupKey]*Gang{}, groupTimes: map[GroupKey]time.Time{}}
+	// Registered with the scheduler's factory so that the scheduler starts
+	// it and waits for its sync before scheduling, like its own informers.
+	s.podGroups = h.SharedInformerFactory().InformerFor(&schedv1alpha1.PodGroup{}, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return cache.NewSharedIndexInformer(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				return clients.SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).List(ctx, opts)
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				return clients.SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).Watch(ctx, opts)
+			},
+		}, &schedv1alpha1.PodGroup{}, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	})
+	s.pods = h.SharedInformerFactory().Core().V1().Pods().Informer()
+	if err := s.pods.AddIndexers(cache.Indexers{podGroupIndex: indexByGroup}); err != nil {
+		return nil, fmt.Errorf("indexing pods by PodGroup: %w", err)
+	}
+	if _, err := s.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj interface{}) {
+			if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+				s.forgetBound(pod)
+			}
+		},
+		DeleteFunc: s.forgetBound,
+	}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func indexByGroup(obj interface{}) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	if key, ok := GroupOf(pod); ok {
+		return []string{key.String()}, nil
+	}
+	return nil, nil
+}
+
+// Clients returns the PodGroup clientset, for status writers.
+func (s *Store) Clients() podgroupclient.Interface { return s.clients }
+
+// PodGroupInformer exposes the PodGroup informer, for event handlers.
+func (s *Store) PodGroupInformer() cache.SharedIndexInformer { return s.podGroups }
+
+// PodGroup returns the group's PodGroup, or nil if it does not exist.
+func (s *Store) PodGroup(key GroupKey) *schedv1alpha1.PodGroup {
+	obj, ok, err := s.podGroups.GetIndexer().GetByKey(key.String())
+	if err != nil || !ok {
+		return nil
+	}
+	pg, _ := obj.(*schedv1alpha1.PodGroup)
+	return pg
+}
+
+// Members returns the group's pods that the scheduler knows (terminated
+// pods are not among them).
+func (s *Store) Members(key GroupKey) []*corev1.Pod {
+	objs, err := s.pods.GetIndexer().ByIndex(podGroupIndex, key.String())
+	if err != nil {
+		return nil
+	}
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok && p.DeletionTimestamp == nil {
+			pods = append(pods, p)
+		}
+	}
+	return pods
+}
+
+// GroupTime is the group's queue-sort time: its PodGroup's creation time the
+// first time it was asked for, and that same time ever after.
+func (s *Store) GroupTime(key GroupKey, fallback time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.groupTimes[key]; ok {
+		return t
+	}
+	pg := s.PodGroup(key)
+	if pg == nil {
+		// Not pinned: PreEnqueue keeps members of a missing group out of
+		// the queue, so this pod is not in the heap yet.
+		return fallback
+	}
+	t := pg.CreationTimestamp.Time
+	s.groupTimes[key] = t
+	return t
+}
+
+// ForgetGroupTime drops a deleted group's pinned time.
+func (s *Store) ForgetGroupTime(key GroupKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.groupTimes, key)
+}
+
+// Lock runs f with the gang accounting locked.
+func (s *Store) Lock(f func(tx *Tx)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(&Tx{s: s})
+}
+
+// Tx is the gang accounting, valid only inside Store.Lock.
+type Tx struct{ s *Store }
+
+// Gang returns the accounting of a group, creating it.
+func (tx *Tx) Gang(key GroupKey) *Gang {
+	g, ok := tx.s.gangs[key]
+	if !ok {
+		g = &Gang{Key: key, Reserved: map[types.UID]*corev1.Pod{}, blocked: map[GroupKey]bool{}}
+		tx.s.gangs[key] = g
+	}
+	return g
+}
+
+// Placing returns the gang currently allowed to hold partial reservations.
+func (tx *Tx) Placing() *Gang { return tx.s.placing }
+
+// StartPlacing makes g the placing gang and starts its attempt.
+func (tx *Tx) StartPlacing(g *Gang) {
+	tx.s.placing = g
+	g.AttemptStarted = tx.s.now()
+}
+
+// Block records that blocked was refused while g was placing.
+func (tx *Tx) Block(g *Gang, blocked GroupKey) { g.blocked[blocked] = true }
+
+// FinishPlacing ends g's attempt and, if it was the placing gang, frees the
+// slot. It returns the gangs refused meanwhile, to be activated.
+func (tx *Tx) FinishPlacing(g *Gang) []GroupKey {
+	g.AttemptStarted = time.Time{}
+	if tx.s.placing == g {
+		tx.s.placing = nil
+	}
+	var blocked []GroupKey
+	for k := range g.blocked {
+		blocked = append(blocked, k)
+	}
+	g.blocked = map[GroupKey]bool{}
+	return blocked
+}
+
+// Now is the store's clock.
+func (tx *Tx) Now() time.Time { return tx.s.now() }
+
+// Forget drops a gang's accounting once it has no reserved member left and
+// is neither placing nor backing off, so finished gangs cost no memory.
+func (tx *Tx) Forget(g *Gang) {
+	if len(g.Reserved) == 0 && g.AttemptStarted.IsZero() && tx.s.placing != g && !g.BackoffUntil.After(tx.s.now()) && len(g.blocked) == 0 {
+		delete(tx.s.gangs, g.Key)
+	}
+}
+
+// Placed returns the members that hold or have held a node in this attempt:
+// bound ones (from the informer) and reserved ones (assumed, waiting in
+// Permit or binding), each counted once.
+func (tx *Tx) Placed(g *Gang) int {
+	n := len(g.Reserved)
+	for _, p := range tx.s.Members(g.Key) {
+		if p.Spec.NodeName != "" {
+			if _, reserved := g.Reserved[p.UID]; !reserved {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// forgetBound drops members from the reserved set once the apiserver shows
+// them bound or gone, so the set only ever holds in-flight members.
+func (s *Store) forgetBound(obj interface{}) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		if tomb, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
+			pod, ok = tomb.Obj.(*corev1.Pod)
+		}
+		if !ok {
+			return
+		}
+	}
+	key, ok := GroupOf(pod)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.gangs[key]
+	if !ok {
+		return
+	}
+	if _, reserved := g.Reserved[pod.UID]; reserved {
+		delete(g.Reserved, pod.UID)
+		(&Tx{s: s}).Forget(g)
+	}
+}
+
+// OnMemberChange calls f with the group of every member pod that is added,
+// updated or deleted.
+func (s *Store) OnMemberChange(f func(GroupKey)) error {
+	call := func(obj interface{}) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if pod, ok := obj.(*corev1.Pod); ok {
+			if key, ok := GroupOf(pod); ok {
+				f(key)
+			}
+		}
+	}
+	_, err := s.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    call,
+		UpdateFunc: func(_, obj interface{}) { call(obj) },
+		DeleteFunc: call,
+	})
+	return err
+}
