@@ -109,7 +109,15 @@ func (w *statusWriter) write(key state.GroupKey) error {
 	if statusEqual(pg.Status, status) {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]interface{}{"status": status})
+	// Spelled out: the API type omits zero counts, and a merge patch that
+	// omits a field keeps its old value.
+	fields := map[string]interface{}{
+		"phase": status.Phase, "running": status.Running, "succeeded": status.Succeeded, "failed": status.Failed,
+	}
+	if !status.ScheduleStartTime.IsZero() {
+		fields["scheduleStartTime"] = status.ScheduleStartTime
+	}
+	patch, err := json.Marshal(map[string]interface{}{"status": fields})
 	if err != nil {
 		return err
 	}

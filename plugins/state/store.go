@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -105,7 +106,10 @@ func newStore(h fwk.Handle) (*Store, error) {
 	if h.KubeConfig() == nil {
 		return nil, fmt.Errorf("no kubeconfig to watch PodGroups with")
 	}
-	clients, err := podgroupclient.NewForConfig(h.KubeConfig())
+	// CRDs speak JSON only; the scheduler's own config asks for protobuf.
+	cfg := rest.CopyConfig(h.KubeConfig())
+	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	clients, err := podgroupclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}

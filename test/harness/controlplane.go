@@ -80,7 +80,9 @@ func StartControlPlane(ctx context.Context, tb ktesting.TB, opts ControlPlaneOpt
 	if cp.Client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
-	if cp.PodGroups, err = podgroupclient.NewForConfig(cfg); err != nil {
+	jsonCfg := rest.CopyConfig(cfg)
+	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+	if cp.PodGroups, err = podgroupclient.NewForConfig(jsonCfg); err != nil {
 		return nil, err
 	}
 	if cp.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {

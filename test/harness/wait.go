@@ -169,3 +169,33 @@ func (cp *ControlPlane) CreateNamespace(ctx context.Context, name string) error 
 	_, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	return err
 }
+
+// CreatePodGroup creates a scheduler-plugins PodGroup.
+func (cp *ControlPlane) CreatePodGroup(ctx context.Context, namespace, name string, minMember int32) error {
+	_, err := cp.PodGroups.SchedulingV1alpha1().PodGroups(namespace).Create(ctx, PodGroup(namespace, name, minMember), metav1.CreateOptions{})
+	return err
+}
+
+// GangPods returns n member specs of a gang, named <group>-<i>, each
+// requesting cpu.
+func GangPods(namespace, group string, n int, cpu string) []PodSpec {
+	specs := make([]PodSpec, n)
+	for i := range specs {
+		specs[i] = PodSpec{Namespace: namespace, Name: fmt.Sprintf("%s-%d", group, i), PodGroup: group, CPU: cpu}
+	}
+	return specs
+}
+
+// BoundMembers counts the group's pods that have a node.
+func (cp *ControlPlane) BoundMembers(ctx context.Context, namespace, group string) (bound, total int, err error) {
+	pods, err := cp.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "scheduling.x-k8s.io/pod-group=" + group})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" {
+			bound++
+		}
+	}
+	return bound, len(pods.Items), nil
+}

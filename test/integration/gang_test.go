@@ -1,0 +1,315 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/test/harness"
+)
+
+const gangSelector = "scheduling.x-k8s.io/pod-group="
+
+func nodes(n int, cpu string) []harness.NodeSpec {
+	specs := make([]harness.NodeSpec, n)
+	for i := range specs {
+		specs[i] = harness.NodeSpec{Name: fmt.Sprintf("node-%03d", i), CPU: cpu, Memory: "64Gi"}
+	}
+	return specs
+}
+
+// assertNoneBoundFor checks for a while that no member of the group gets a node.
+func assertNoneBoundFor(t *testing.T, h *harness.Harness, group string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		bound, _, err := h.BoundMembers(h.Ctx, "default", group)
+		require.NoError(t, err)
+		require.Zero(t, bound, "gang %s has bound members", group)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// 1. A gang of N that fits: all N bound, none before the quorum exists.
+func TestGangThatFitsBindsWhole(t *testing.T) {
+	h := startCluster(t, "scheduler-config.yaml", nodes(2, "8")...)
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "train", 4))
+	members := harness.GangPods("default", "train", 4, "2")
+	require.NoError(t, h.CreatePods(h.Ctx, members[:3]...))
+	assertNoneBoundFor(t, h, "train", 2*time.Second)
+
+	require.NoError(t, h.CreatePods(h.Ctx, members[3]))
+	_, err := h.WaitForPodsBound(h.Ctx, "default", gangSelector+"train", 4, bindTimeout)
+	require.NoError(t, err)
+}
+
+// 2. A gang of N with room for N-1: none bound, its reservations released
+// at once, and the reason on the PodGroup. The members fit by resources, so
+// the gang starts placing; one member's node selector matches no node.
+func TestGangWithoutRoomBindsNothingAndReleases(t *testing.T) {
+	h := startCluster(t, "scheduler-config.yaml", nodes(4, "4")...)
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "short", 4))
+	members := harness.GangPods("default", "short", 4, "4")
+	pods := make([]*corev1.Pod, 0, 4)
+	for i, spec := range members {
+		p := harness.Pod(spec)
+		if i == 3 {
+			p.Spec.NodeSelector = map[string]string{"accelerator": "none-such"}
+		}
+		pods = append(pods, p)
+	}
+	for _, p := range pods {
+		_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, p, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	ev, err := h.WaitForEvent(h.Ctx, "default", "short", "GangRejected", bindTimeout)
+	require.NoError(t, err)
+	assert.Contains(t, ev.Note, "short-3")
+	assertNoneBoundFor(t, h, "short", 3*time.Second)
+
+	// Nothing holds the nodes: a pod needing a whole node still fits on each.
+	for i := 0; i < 3; i++ {
+		require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: fmt.Sprintf("whole-%d", i), CPU: "4", Labels: map[string]string{"app": "whole"}}))
+	}
+	_, err = h.WaitForPodsBound(h.Ctx, "default", "app=whole", 3, bindTimeout)
+	require.NoError(t, err, "rejected gang still holds reservations")
+}
+
+// 3. Fragmentation: the free cpu adds up to twice the gang, but no node
+// fits a member. Refused in PreFilter, before anything is reserved.
+func TestFragmentedClusterRefusesGangInPreFilter(t *testing.T) {
+	h := startCluster(t, "scheduler-config.yaml", nodes(4, "4")...)
+	for i := 0; i < 4; i++ {
+		require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: fmt.Sprintf("filler-%d", i), NodeName: fmt.Sprintf("node-%03d", i), CPU: "1"}))
+	}
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "frag", 2))
+	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "frag", 2, "4")...))
+
+	cond, err := h.WaitForPodUnschedulable(h.Ctx, "default", "frag-0", bindTimeout)
+	require.NoError(t, err)
+	assert.Contains(t, cond.Message, "does not fit")
+	ev, err := h.WaitForEvent(h.Ctx, "default", "frag", "GangDoesNotFit", bindTimeout)
+	require.NoError(t, err)
+	assert.Contains(t, ev.Note, "0 of the 2 members")
+	assertNoneBoundFor(t, h, "frag", time.Second)
+}
+
+// 5. minMember < replicas: the surplus schedules once the quorum is placed.
+func TestSurplusMembersScheduleAfterQuorum(t *testing.T) {
+	h := startCluster(t, "scheduler-config.yaml", nodes(3, "4")...)
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "elastic", 2))
+	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "elastic", 4, "4")...))
+	err := wait.PollUntilContextTimeout(h.Ctx, 100*time.Millisecond, bindTimeout, true, func(context.Context) (bool, error) {
+		bound, _, err := h.BoundMembers(h.Ctx, "default", "elastic")
+		return bound == 3, err
+	})
+	require.NoError(t, err, "quorum of 2 plus one surplus member should bind on 3 nodes")
+	_, err = h.WaitForPodUnschedulable(h.Ctx, "default", "elastic-3", bindTimeout)
+	if err != nil {
+		// Whichever member did not fit reports it.
+		pods, _ := h.Client.CoreV1().Pods("default").List(h.Ctx, metav1.ListOptions{LabelSelector: gangSelector + "elastic"})
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == "" {
+				_, err = h.WaitForPodUnschedulable(h.Ctx, "default", p.Name, bindTimeout)
+			}
+		}
+	}
+	require.NoError(t, err)
+}
+
+// 6. PodGroup created after its pods: they wait, then schedule.
+func TestPodGroupCreatedAfterItsPods(t *testing.T) {
+	h := startCluster(t, "scheduler-config.yaml", nodes(2, "8")...)
+	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "late", 3, "2")...))
+	assertNoneBoundFor(t, h, "late", 2*time.Second)
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "late", 3))
+	_, err := h.WaitForPodsBound(h.Ctx, "default", gangSelector+"late", 3, bindTimeout)
+	require.NoError(t, err)
+}
+
+// 7. What the Kubeflow training operator creates for a PyTorchJob with
+// scheduler-plugins gang scheduling, unchanged but schedulerName.
+const pytorchJobObjects = `
+apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata:
+  name: pytorch-mnist
+  namespace: default
+  ownerReferences:
+  - apiVersion: kubeflow.org/v1
+    kind: PyTorchJob
+    name: pytorch-mnist
+    uid: 6f0d5c9e-1111-4c55-9d3b-000000000001
+    controller: true
+spec:
+  minMember: 3
+  scheduleTimeoutSeconds: 30
+  minResources:
+    cpu: "3"
+    memory: 3Gi
+`
+
+func pytorchPod(name, role, index string) string {
+	return `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: ` + name + `
+  namespace: default
+  labels:
+    scheduling.x-k8s.io/pod-group: pytorch-mnist
+    training.kubeflow.org/job-name: pytorch-mnist
+    training.kubeflow.org/operator-name: pytorchjob-controller
+    training.kubeflow.org/replica-type: ` + role + `
+    training.kubeflow.org/replica-index: "` + index + `"
+  ownerReferences:
+  - apiVersion: kubeflow.org/v1
+    kind: PyTorchJob
+    name: pytorch-mnist
+    uid: 6f0d5c9e-1111-4c55-9d3b-000000000001
+    controller: true
+    blockOwnerDeletion: true
+spec:
+  schedulerName: flotilla-scheduler
+  restartPolicy: OnFailure
+  containers:
+  - name: pytorch
+    image: docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727
+    command: ["python3", "/opt/pytorch-mnist/mnist.py", "--epochs=1"]
+    env:
+    - {name: MASTER_PORT, value: "23456"}
+    - {name: MASTER_ADDR, value: pytorch-mnist-master-0}
+    - {name: WORLD_SIZE, value: "3"}
+    - {name: RANK, value: "` + index + `"}
+    ports:
+    - {name: pytorchjob-port, containerPort: 23456}
+    resources:
+      requests: {cpu: "1", memory: 1Gi}
+      limits: {cpu: "1", memory: 1Gi}
+`
+}
+
+func TestKubeflowPyTorchJobSchedules(t *testing.T) {
+	h := startCluster(t, "scheduler-config.yaml", nodes(2, "4")...)
+	objects := pytorchJobObjects + "---" + pytorchPod("pytorch-mnist-master-0", "master", "0") +
+		"---" + pytorchPod("pytorch-mnist-worker-0", "worker", "1") + "---" + pytorchPod("pytorch-mnist-worker-1", "worker", "2")
+	_, err := h.Apply(h.Ctx, []byte(objects))
+	require.NoError(t, err)
+	_, err = h.WaitForPodsBound(h.Ctx, "default", gangSelector+"pytorch-mnist", 3, bindTimeout)
+	require.NoError(t, err)
+}
+
+// 9. PodGroup status follows the gang's life.
+func TestPodGroupStatusFollowsTheGang(t *testing.T) {
+	h := startCluster(t, "scheduler-config.yaml", nodes(2, "8")...)
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "life", 2))
+	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "life", 2, "2")...))
+	// A same-named group elsewhere must not be counted.
+	require.NoError(t, h.CreateNamespace(h.Ctx, "other"))
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "other", "life", 5))
+	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("other", "life", 5, "100")...))
+
+	_, err := h.WaitForPodsBound(h.Ctx, "default", gangSelector+"life", 2, bindTimeout)
+	require.NoError(t, err)
+	waitForPhase(t, h, "life", "Scheduled", 0, 0)
+	pg, err := h.PodGroups.SchedulingV1alpha1().PodGroups("default").Get(h.Ctx, "life", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.False(t, pg.Status.ScheduleStartTime.IsZero())
+
+	for _, p := range []string{"life-0", "life-1"} {
+		require.NoError(t, h.SetPodPhase(h.Ctx, "default", p, corev1.PodRunning))
+	}
+	waitForPhase(t, h, "life", schedv1alpha1.PodGroupRunning, 2, 0)
+	for _, p := range []string{"life-0", "life-1"} {
+		require.NoError(t, h.SetPodPhase(h.Ctx, "default", p, corev1.PodSucceeded))
+	}
+	waitForPhase(t, h, "life", schedv1alpha1.PodGroupFinished, 0, 2)
+}
+
+func waitForPhase(t *testing.T, h *harness.Harness, name string, phase schedv1alpha1.PodGroupPhase, running, succeeded int32) {
+	t.Helper()
+	var last schedv1alpha1.PodGroupStatus
+	err := wait.PollUntilContextTimeout(h.Ctx, 100*time.Millisecond, bindTimeout, true, func(ctx context.Context) (bool, error) {
+		pg, err := h.PodGroups.SchedulingV1alpha1().PodGroups("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = pg.Status
+		return pg.Status.Phase == phase && pg.Status.Running == running && pg.Status.Succeeded == succeeded, nil
+	})
+	require.NoError(t, err, "PodGroup %s status %+v, want phase %s running %d succeeded %d", name, last, phase, running, succeeded)
+}
+
+// 4. Contention: 20 gangs, each needing 40% of the cluster, created at once;
+// each is deleted a second after it is fully bound. Every gang completes and
+// no gang is ever seen partly bound for long.
+func TestContendingGangsAllComplete(t *testing.T) {
+	h := startCluster(t, "scheduler-config.yaml", nodes(10, "4")...)
+	const gangs, size = 20, 4 // 4 x 4 cpu = 16 of 40 cpu
+	for i := 0; i < gangs; i++ {
+		name := fmt.Sprintf("g%02d", i)
+		require.NoError(t, h.CreatePodGroup(h.Ctx, "default", name, size))
+		require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", name, size, "4")...))
+	}
+	done := map[string]bool{}
+	partialSince := map[string]time.Time{}
+	deadline := time.Now().Add(3 * time.Minute)
+	for len(done) < gangs && time.Now().Before(deadline) {
+		pods, err := h.Client.CoreV1().Pods("default").List(h.Ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		bound := map[string]int{}
+		for _, p := range pods.Items {
+			if g := p.Labels[schedv1alpha1.PodGroupLabel]; g != "" && p.Spec.NodeName != "" {
+				bound[g]++
+			}
+		}
+		for g, n := range bound {
+			switch {
+			case n == size:
+				delete(partialSince, g)
+				if !done[g] {
+					done[g] = true
+					go func(g string) {
+						time.Sleep(time.Second)
+						_ = h.Client.CoreV1().Pods("default").DeleteCollection(h.Ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)},
+							metav1.ListOptions{LabelSelector: gangSelector + g})
+					}(g)
+				}
+			case n > 0 && !done[g]:
+				if _, ok := partialSince[g]; !ok {
+					partialSince[g] = time.Now()
+				}
+				require.Less(t, time.Since(partialSince[g]), 5*time.Second, "gang %s stuck with %d of %d bound", g, n, size)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var missing []string
+	for i := 0; i < gangs; i++ {
+		if name := fmt.Sprintf("g%02d", i); !done[name] {
+			missing = append(missing, name)
+		}
+	}
+	require.Empty(t, missing, "gangs never fully bound: %s", strings.Join(missing, ", "))
+}
+
+// 8. A 200-pod gang on 200 nodes binds completely.
+func TestLargeGangBindsCompletely(t *testing.T) {
+	h := startCluster(t, "scheduler-config.yaml", nodes(200, "2")...)
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "big", 200))
+	start := time.Now()
+	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "big", 200, "2")...))
+	created := time.Now()
+	_, err := h.WaitForPodsBound(h.Ctx, "default", gangSelector+"big", 200, 2*time.Minute)
+	require.NoError(t, err)
+	t.Logf("200-pod gang: created in %s, all bound %s after the last pod existed", created.Sub(start).Round(time.Millisecond), time.Since(created).Round(time.Millisecond))
+}
