@@ -126,6 +126,9 @@ func newStore(h fwk.Handle) (*Store, error) {
 			},
 		}, &schedv1alpha1.PodGroup{}, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	})
+	if _, err := s.podGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: s.forgetGroupTime}); err != nil {
+		return nil, err
+	}
 	s.pods = h.SharedInformerFactory().Core().V1().Pods().Informer()
 	if err := s.pods.AddIndexers(cache.Indexers{podGroupIndex: indexByGroup}); err != nil {
 		return nil, fmt.Errorf("indexing pods by PodGroup: %w", err)
@@ -205,8 +208,20 @@ func (s *Store) GroupTime(key GroupKey, fallback time.Time) time.Time {
 	return t
 }
 
-// ForgetGroupTime drops a deleted group's pinned time.
-func (s *Store) ForgetGroupTime(key GroupKey) {
+// forgetGroupTime drops a deleted group's pinned time once none of its pods
+// is left to be queued, so the pins do not grow without bound.
+func (s *Store) forgetGroupTime(obj interface{}) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pg, ok := obj.(*schedv1alpha1.PodGroup)
+	if !ok {
+		return
+	}
+	key := GroupKey{Namespace: pg.Namespace, Name: pg.Name}
+	if len(s.Members(key)) > 0 {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.groupTimes, key)
@@ -332,4 +347,19 @@ func (s *Store) OnMemberChange(f func(GroupKey)) error {
 		DeleteFunc: call,
 	})
 	return err
+}
+
+// NewStatic returns a Store over fixed PodGroups and pods, not connected to
+// any apiserver: for unit tests of the plugins that read it.
+func NewStatic(groups []*schedv1alpha1.PodGroup, pods []*corev1.Pod) *Store {
+	s := &Store{now: time.Now, gangs: map[GroupKey]*Gang{}, groupTimes: map[GroupKey]time.Time{}}
+	s.podGroups = cache.NewSharedIndexInformer(&cache.ListWatch{}, &schedv1alpha1.PodGroup{}, 0, cache.Indexers{})
+	s.pods = cache.NewSharedIndexInformer(&cache.ListWatch{}, &corev1.Pod{}, 0, cache.Indexers{podGroupIndex: indexByGroup})
+	for _, g := range groups {
+		_ = s.podGroups.GetIndexer().Add(g)
+	}
+	for _, p := range pods {
+		_ = s.pods.GetIndexer().Add(p)
+	}
+	return s
 }

@@ -1,0 +1,152 @@
+package gang
+
+import (
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/plugins/state"
+)
+
+var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+
+func queued(t *testing.T, pod *corev1.Pod, queuedAt time.Time) fwk.QueuedEntityInfo {
+	t.Helper()
+	pi, err := framework.NewPodInfo(pod)
+	require.NoError(t, err)
+	return &framework.QueuedPodInfo{PodInfo: pi, QueueingParams: framework.QueueingParams{Timestamp: queuedAt}}
+}
+
+func member(name, group string, priority int32) *corev1.Pod {
+	return st.MakePod().Namespace("ns").Name(name).UID(name).Priority(priority).Label(schedv1alpha1.PodGroupLabel, group).Obj()
+}
+
+func podGroup(name string, created time.Time, minMember int32) *schedv1alpha1.PodGroup {
+	return &schedv1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.NewTime(created)},
+		Spec:       schedv1alpha1.PodGroupSpec{MinMember: minMember},
+	}
+}
+
+// Plain pods are ordered exactly as PrioritySort orders them, since every
+// profile of the binary shares this queue sort.
+func TestLessMatchesPrioritySortForPlainPods(t *testing.T) {
+	g := &Gang{store: state.NewStatic(nil, nil)}
+	prioritySort := &queuesort.PrioritySort{}
+	pods := []fwk.QueuedEntityInfo{
+		queued(t, st.MakePod().Name("a").Priority(10).Obj(), t0.Add(2*time.Second)),
+		queued(t, st.MakePod().Name("b").Priority(10).Obj(), t0),
+		queued(t, st.MakePod().Name("c").Priority(100).Obj(), t0.Add(5*time.Second)),
+		queued(t, st.MakePod().Name("d").Priority(0).Obj(), t0.Add(-time.Second)),
+	}
+	for _, a := range pods {
+		for _, b := range pods {
+			if a != b {
+				assert.Equal(t, prioritySort.Less(a, b), g.Less(a, b), "%s vs %s", podName(a), podName(b))
+			}
+		}
+	}
+}
+
+// Members of one gang sit together, ordered by the gang's creation time;
+// two gangs created in the same second (timestamps have 1s resolution) do
+// not interleave.
+func TestLessKeepsGangsTogether(t *testing.T) {
+	store := state.NewStatic([]*schedv1alpha1.PodGroup{podGroup("early", t0, 2), podGroup("late-b", t0.Add(time.Minute), 2), podGroup("late-a", t0.Add(time.Minute), 2)}, nil)
+	g := &Gang{store: store}
+	entries := []fwk.QueuedEntityInfo{
+		queued(t, member("b-1", "late-b", 0), t0.Add(1*time.Hour)),
+		queued(t, member("a-1", "late-a", 0), t0.Add(2*time.Hour)),
+		queued(t, member("b-0", "late-b", 0), t0.Add(3*time.Hour)),
+		queued(t, member("a-0", "late-a", 0), t0.Add(4*time.Hour)),
+		queued(t, member("e-0", "early", 0), t0.Add(5*time.Hour)),
+		queued(t, st.MakePod().Namespace("ns").Name("plain").Obj(), t0.Add(30*time.Second)),
+		queued(t, member("urgent", "late-a", 1000), t0.Add(6*time.Hour)),
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return g.Less(entries[i], entries[j]) })
+	var order []string
+	for _, e := range entries {
+		order = append(order, podOf(e).Name)
+	}
+	assert.Equal(t, []string{"urgent", "e-0", "plain", "a-0", "a-1", "b-0", "b-1"}, order)
+}
+
+func nodeInfo(name, cpu string, used ...*corev1.Pod) fwk.NodeInfo {
+	ni := framework.NewNodeInfo(used...)
+	ni.SetNode(st.MakeNode().Name(name).Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourceMemory: "16Gi"}).Obj())
+	return ni
+}
+
+func cpuMember(name string, cpu string) *corev1.Pod {
+	return st.MakePod().Namespace("ns").Name(name).UID(name).Label(schedv1alpha1.PodGroupLabel, "g").Req(map[corev1.ResourceName]string{corev1.ResourceCPU: cpu}).Obj()
+}
+
+// The quorum check places members node by node: free capacity that adds up
+// but is scattered in fragments too small for a member does not pass
+// (scheduler-plugins #429).
+func TestQuorumCheckIsPlacementAware(t *testing.T) {
+	members := []*corev1.Pod{cpuMember("m0", "4"), cpuMember("m1", "4")}
+	pg := podGroup("g", t0, 2)
+	g := &Gang{store: state.NewStatic([]*schedv1alpha1.PodGroup{pg}, members)}
+	filler := func(n string) *corev1.Pod {
+		return st.MakePod().Name(n).UID(n).Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}).Obj()
+	}
+	fragmented := []fwk.NodeInfo{nodeInfo("a", "4", filler("fa")), nodeInfo("b", "4", filler("fb")), nodeInfo("c", "4", filler("fc"))}
+	roomy := []fwk.NodeInfo{nodeInfo("a", "4"), nodeInfo("b", "4", filler("fb")), nodeInfo("c", "8")}
+
+	check := func(nodes []fwk.NodeInfo) (reason string) {
+		g.store.Lock(func(tx *state.Tx) { reason = g.quorumDoesNotFit(pg, tx.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, tx) })
+		return reason
+	}
+	assert.Contains(t, check(fragmented), "0 of the 2 members needed for minMember 2 fit", "9 cpu free in 3-cpu pieces")
+	assert.Empty(t, check(roomy))
+
+	// Members already reserved do not need room again.
+	g.store.Lock(func(tx *state.Tx) { tx.Gang(state.GroupKey{Namespace: "ns", Name: "g"}).Reserved["m0"] = members[0] })
+	oneNode := []fwk.NodeInfo{nodeInfo("a", "4")}
+	assert.Empty(t, check(oneNode))
+}
+
+func TestComputeStatus(t *testing.T) {
+	pg := podGroup("g", t0, 2)
+	now := metav1.NewTime(t0.Add(time.Minute))
+	pod := func(name, node string, phase corev1.PodPhase) corev1.Pod {
+		p := st.MakePod().Namespace("ns").Name(name).Node(node).Phase(phase).Obj()
+		return *p
+	}
+	for _, tc := range []struct {
+		name    string
+		pods    []corev1.Pod
+		placing bool
+		want    schedv1alpha1.PodGroupPhase
+		running int32
+	}{
+		{"no pods", nil, false, schedv1alpha1.PodGroupPending, 0},
+		{"placing", []corev1.Pod{pod("a", "", corev1.PodPending), pod("b", "", corev1.PodPending)}, true, schedv1alpha1.PodGroupScheduling, 0},
+		{"quorum bound", []corev1.Pod{pod("a", "n1", corev1.PodPending), pod("b", "n2", corev1.PodPending)}, false, PodGroupScheduled, 0},
+		{"running", []corev1.Pod{pod("a", "n1", corev1.PodRunning), pod("b", "n2", corev1.PodRunning)}, false, schedv1alpha1.PodGroupRunning, 2},
+		{"finished", []corev1.Pod{pod("a", "n1", corev1.PodSucceeded), pod("b", "n2", corev1.PodSucceeded)}, false, schedv1alpha1.PodGroupFinished, 0},
+		{"failed", []corev1.Pod{pod("a", "n1", corev1.PodFailed), pod("b", "n2", corev1.PodRunning)}, false, schedv1alpha1.PodGroupFailed, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := computeStatus(pg, tc.pods, tc.placing, now)
+			assert.Equal(t, tc.want, got.Phase)
+			assert.Equal(t, tc.running, got.Running)
+			assert.Equal(t, tc.want == schedv1alpha1.PodGroupPending, got.ScheduleStartTime.IsZero())
+		})
+	}
+	// Pods of a same-named group in another namespace are not counted.
+	other := pod("x", "n1", corev1.PodRunning)
+	other.Namespace = "elsewhere"
+	assert.Equal(t, int32(0), computeStatus(pg, []corev1.Pod{other}, false, now).Running)
+}
