@@ -69,13 +69,20 @@ func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 		return
 	}
 	var wasReserved bool
+	why := fmt.Sprintf("member %s lost its place (binding failed or it was rejected)", pod.Name)
+	timeout := g.timeout(g.store.PodGroup(key))
 	g.store.Lock(func(tx *state.Tx) {
 		gang := tx.Gang(key)
 		_, wasReserved = gang.Reserved[pod.UID]
 		delete(gang.Reserved, pod.UID)
+		// The framework does not say why; an attempt as old as the Permit
+		// wait has timed out.
+		if !gang.AttemptStarted.IsZero() && tx.Now().Sub(gang.AttemptStarted) >= timeout {
+			why = fmt.Sprintf("timed out after %s with %d members placed", timeout, tx.Placed(gang))
+		}
 	})
 	if wasReserved {
-		g.failAttempt(ctx, key, fmt.Sprintf("member %s lost its place", pod.Name))
+		g.failAttempt(ctx, key, why)
 	}
 }
 

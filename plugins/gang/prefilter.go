@@ -34,10 +34,17 @@ func (g *Gang) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 
 	var status *fwk.Status
 	var started bool
+	var unblocked []state.GroupKey
+	defer func() { g.activateGangs(ctx, unblocked) }()
 	g.store.Lock(func(tx *state.Tx) {
 		gang := tx.Gang(key)
 		if tx.Placed(gang) >= int(pg.Spec.MinMember) {
 			return // quorum reached: surplus members place freely
+		}
+		if placing := tx.Placing(); placing != nil && placing != gang && g.stale(placing, tx) {
+			// Its attempt ended without a verdict (a scheduling error before
+			// anything was reserved): nothing of it is left to wait for.
+			unblocked = append(unblocked, tx.FinishPlacing(placing)...)
 		}
 		if placing := tx.Placing(); placing != nil && placing != gang {
 			tx.Block(placing, key)
@@ -72,6 +79,13 @@ func (g *Gang) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 		g.statusQueue.enqueue(key)
 	}
 	return nil, nil
+}
+
+// stale reports whether the placing gang holds the slot with nothing
+// reserved for longer than any Permit wait: every attempt that reserved a
+// member ends by quorum, PostFilter or Permit timeout well before that.
+func (g *Gang) stale(placing *state.Gang, tx *state.Tx) bool {
+	return len(placing.Reserved) == 0 && tx.Now().Sub(placing.AttemptStarted) > g.timeout(g.store.PodGroup(placing.Key))+5*time.Second
 }
 
 // PreFilterExtensions is not needed: the gang check does not depend on

@@ -109,6 +109,10 @@ func (w *statusWriter) write(key state.GroupKey) error {
 	if statusEqual(pg.Status, status) {
 		return nil
 	}
+	if status.Phase == schedv1alpha1.PodGroupPending && pg.Status.Phase != schedv1alpha1.PodGroupPending && int32(len(pods.Items)) < pg.Spec.MinMember {
+		w.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeNormal, "WaitingForMembers", "Scheduling",
+			"gang %s has %d of its minMember %d pods; it is not scheduled until they exist", key, len(pods.Items), pg.Spec.MinMember)
+	}
 	// Spelled out: the API type omits zero counts, and a merge patch that
 	// omits a field keeps its old value.
 	fields := map[string]interface{}{

@@ -313,3 +313,28 @@ func TestLargeGangBindsCompletely(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("200-pod gang: created in %s, all bound %s after the last pod existed", created.Sub(start).Round(time.Millisecond), time.Since(created).Round(time.Millisecond))
 }
+
+// A gang whose members cannot all be placed within scheduleTimeoutSeconds
+// is released when the wait times out, and the PodGroup says so. The last
+// member exists but is kept out of scheduling by a scheduling gate.
+func TestGangTimesOutAndSaysSo(t *testing.T) {
+	h := startCluster(t, "scheduler-config.yaml", nodes(2, "8")...)
+	pg := harness.PodGroup("default", "slow", 3)
+	timeout := int32(2)
+	pg.Spec.ScheduleTimeoutSeconds = &timeout
+	_, err := h.PodGroups.SchedulingV1alpha1().PodGroups("default").Create(h.Ctx, pg, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waiting := time.Now()
+	members := harness.GangPods("default", "slow", 3, "1")
+	require.NoError(t, h.CreatePods(h.Ctx, members[:2]...))
+	gated := harness.Pod(members[2])
+	gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
+	_, err = h.Client.CoreV1().Pods("default").Create(h.Ctx, gated, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	ev, err := h.WaitForEvent(h.Ctx, "default", "slow", "GangRejected", bindTimeout)
+	require.NoError(t, err)
+	assert.Contains(t, ev.Note, "timed out after 2s")
+	assert.GreaterOrEqual(t, time.Since(waiting), 2*time.Second)
+	assertNoneBoundFor(t, h, "slow", time.Second)
+}
