@@ -105,7 +105,9 @@ func TestQuorumCheckIsPlacementAware(t *testing.T) {
 	roomy := []fwk.NodeInfo{nodeInfo("a", "4"), nodeInfo("b", "4", filler("fb")), nodeInfo("c", "8")}
 
 	check := func(nodes []fwk.NodeInfo) (reason string) {
-		g.store.Lock(func(tx *state.Tx) { reason = g.quorumDoesNotFit(pg, tx.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, tx) })
+		g.store.Lock(func(tx *state.Tx) {
+			reason = g.quorumDoesNotFit(pg, tx.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, tx)
+		})
 		return reason
 	}
 	assert.Contains(t, check(fragmented), "0 of the 2 members needed for minMember 2 fit", "9 cpu free in 3-cpu pieces")
