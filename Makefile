@@ -38,6 +38,7 @@ bench:
 ## manifests: regenerate deepcopy code and CRDs from the Go types
 manifests:
 	$(CONTROLLER_GEN) object paths=./apis/...
+	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./apis/scheduling/... output:crd:dir=manifests/crds
 	hack_dir=$$(mktemp -d) && \
 	  $(CONTROLLER_GEN) crd:crdVersions=v1 paths=sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1 output:crd:dir=$$hack_dir && \
 	  cp $$hack_dir/scheduling.x-k8s.io_podgroups.yaml manifests/crds/ && rm -rf $$hack_dir

@@ -165,6 +165,12 @@ func (g *Gang) isSchedulableAfterMemberAdded(logger klog.Logger, pod *corev1.Pod
 	if !isMember || !addedIsMember || want != got {
 		return fwk.QueueSkip, nil
 	}
+	// Re-queue only when the count is complete: waking every gated member
+	// on every sibling's arrival costs O(n^2) PreEnqueue runs for an n-pod
+	// gang.
+	if pg := g.store.PodGroup(want); pg != nil && int32(len(g.store.Members(want))) < pg.Spec.MinMember {
+		return fwk.QueueSkip, nil
+	}
 	return fwk.Queue, nil
 }
 

@@ -1,0 +1,88 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// QueueLabel puts a pod (or, on a PodGroup or a namespace, all its pods) in
+// a Queue.
+const QueueLabel = "scheduling.flotilla.dev/queue"
+
+// Queue is a share of the cluster: queues split what the cluster holds by
+// weight, within each queue's guarantee and capability, level by level
+// down the parent tree.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=q
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Weight",type=integer,JSONPath=`.spec.weight`
+// +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parent`
+// +kubebuilder:printcolumn:name="Deserved CPU",type=string,JSONPath=`.status.deserved.cpu`
+// +kubebuilder:printcolumn:name="Allocated CPU",type=string,JSONPath=`.status.allocated.cpu`
+// +kubebuilder:printcolumn:name="Deserved Mem",type=string,JSONPath=`.status.deserved.memory`
+// +kubebuilder:printcolumn:name="Allocated Mem",type=string,JSONPath=`.status.allocated.memory`
+// +kubebuilder:printcolumn:name="Deserved GPU",type=string,JSONPath=`.status.deserved.nvidia\.com/gpu`
+// +kubebuilder:printcolumn:name="Allocated GPU",type=string,JSONPath=`.status.allocated.nvidia\.com/gpu`
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
+type Queue struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   QueueSpec   `json:"spec,omitempty"`
+	Status QueueStatus `json:"status,omitempty"`
+}
+
+// QueueSpec is what a queue is entitled to.
+type QueueSpec struct {
+	// Weight is the queue's share relative to its siblings.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Weight int32 `json:"weight,omitempty"`
+	// Guarantee is reserved for this queue: it deserves at least this much
+	// of what it asks for, whatever the weights.
+	// +optional
+	Guarantee corev1.ResourceList `json:"guarantee,omitempty"`
+	// Capability is a hard cap on what the queue may use. A resource that is
+	// not listed is unlimited.
+	// +optional
+	Capability corev1.ResourceList `json:"capability,omitempty"`
+	// Parent is the name of the queue this one splits; empty for a
+	// top-level queue.
+	// +optional
+	Parent string `json:"parent,omitempty"`
+	// Reclaimable lets other queues take back what this queue uses beyond
+	// its deserved share. Default true.
+	// +kubebuilder:default=true
+	// +optional
+	Reclaimable *bool `json:"reclaimable,omitempty"`
+}
+
+// QueueStatus is what the scheduler last computed for the queue.
+type QueueStatus struct {
+	// Deserved is the queue's current fair share.
+	Deserved corev1.ResourceList `json:"deserved,omitempty"`
+	// Allocated is what the queue's placed pods request.
+	Allocated corev1.ResourceList `json:"allocated,omitempty"`
+	// Requested is allocated plus what its pending pods request.
+	Requested corev1.ResourceList `json:"requested,omitempty"`
+	// RunningGangs counts gangs of the queue with their quorum placed.
+	RunningGangs int32 `json:"runningGangs,omitempty"`
+	// PendingGangs counts gangs of the queue still short of their quorum.
+	PendingGangs int32 `json:"pendingGangs,omitempty"`
+	// Conditions: Valid says whether the spec can be honoured.
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// QueueList is a list of Queues.
+//
+// +kubebuilder:object:root=true
+type QueueList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Queue `json:"items"`
+}

@@ -1,0 +1,272 @@
+package state
+
+import (
+	"math"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Resources is an amount per resource: cpu in millicores, everything else
+// in its base unit. A resource that is absent is zero.
+type Resources map[corev1.ResourceName]int64
+
+// ResourcesOf converts a ResourceList.
+func ResourcesOf(list corev1.ResourceList) Resources {
+	r := make(Resources, len(list))
+	for name, q := range list {
+		if name == corev1.ResourceCPU {
+			r[name] = q.MilliValue()
+		} else {
+			r[name] = q.Value()
+		}
+	}
+	return r
+}
+
+// List converts back to a ResourceList, dropping zeros.
+func (r Resources) List() corev1.ResourceList {
+	list := corev1.ResourceList{}
+	for name, v := range r {
+		if v == 0 {
+			continue
+		}
+		if name == corev1.ResourceCPU {
+			list[name] = *resource.NewMilliQuantity(v, resource.DecimalSI)
+		} else if name == corev1.ResourceMemory {
+			list[name] = *resource.NewQuantity(v, resource.BinarySI)
+		} else {
+			list[name] = *resource.NewQuantity(v, resource.DecimalSI)
+		}
+	}
+	return list
+}
+
+// Add adds o to r.
+func (r Resources) Add(o Resources) {
+	for name, v := range o {
+		r[name] += v
+	}
+}
+
+// Sub subtracts o from r.
+func (r Resources) Sub(o Resources) {
+	for name, v := range o {
+		r[name] -= v
+	}
+}
+
+// Clone copies r.
+func (r Resources) Clone() Resources {
+	c := make(Resources, len(r))
+	for k, v := range r {
+		c[k] = v
+	}
+	return c
+}
+
+// ShareNode is one queue in the deserved-share computation.
+type ShareNode struct {
+	Name   string
+	Weight int64
+	// Guarantee is a floor; Capability a cap, nil meaning unlimited per
+	// resource that is absent from it.
+	Guarantee, Capability Resources
+	// Request is what the queue's own pods ask for (allocated + pending).
+	Request  Resources
+	Children []*ShareNode
+
+	// demand is what the subtree can use: its requests capped by
+	// capabilities, computed bottom-up.
+	demand Resources
+}
+
+// Deserve splits total among the roots, level by level: at each level a
+// parent's deserved is shared by its children in proportion to their
+// weights, each child getting at least its guarantee and at most what it
+// can use (its and its descendants' requests, capped by capabilities). It
+// is weighted max-min fairness solved exactly per resource (no iteration
+// to a fixed point, so it terminates for any weights, e.g. 1 vs 65535,
+// volcano #2549), and a resource only some queues ask for goes to them.
+// A queue's own pods, if it also has children, share its deserved as one
+// more child of weight 1.
+func Deserve(roots []*ShareNode, total Resources) map[string]Resources {
+	out := map[string]Resources{}
+	top := &ShareNode{Name: "", Weight: 1, Children: roots}
+	computeDemand(top)
+	distribute(top, total, out)
+	return out
+}
+
+func computeDemand(n *ShareNode) Resources {
+	d := n.Request.Clone()
+	if d == nil {
+		d = Resources{}
+	}
+	for _, c := range n.Children {
+		d.Add(computeDemand(c))
+	}
+	for name, cap := range n.Capability {
+		if d[name] > cap {
+			d[name] = cap
+		}
+	}
+	n.demand = d
+	return d
+}
+
+func distribute(n *ShareNode, deserved Resources, out map[string]Resources) {
+	if n.Name != "" {
+		out[n.Name] = deserved
+	}
+	if len(n.Children) == 0 {
+		return
+	}
+	members := n.Children
+	if len(n.Request) > 0 && n.Name != "" {
+		own := &ShareNode{Name: "", Weight: 1, demand: capTo(n.Request, n.Capability)}
+		members = append(append([]*ShareNode{}, n.Children...), own)
+	}
+	shares := make([]Resources, len(members))
+	for i := range shares {
+		shares[i] = Resources{}
+	}
+	names := map[corev1.ResourceName]bool{}
+	for _, m := range members {
+		for name := range m.demand {
+			names[name] = true
+		}
+		for name := range m.Guarantee {
+			names[name] = true
+		}
+	}
+	weights := make([]float64, len(members))
+	floors := make([]int64, len(members))
+	caps := make([]int64, len(members))
+	for name := range names {
+		for i, m := range members {
+			weights[i] = float64(max(m.Weight, 1))
+			caps[i] = m.demand[name]
+			floors[i] = min(m.Guarantee[name], caps[i])
+		}
+		for i, v := range waterFill(deserved[name], weights, floors, caps) {
+			if v > 0 {
+				shares[i][name] = v
+			}
+		}
+	}
+	for i, m := range members {
+		if m.Name != "" {
+			distribute(m, shares[i], out)
+		}
+	}
+}
+
+func capTo(r, capability Resources) Resources {
+	c := r.Clone()
+	for name, v := range capability {
+		if c[name] > v {
+			c[name] = v
+		}
+	}
+	return c
+}
+
+// waterFill splits amount among members: x_i = clamp(λ·w_i, floor_i, cap_i)
+// with Σx = min(amount, Σcap). When the floors alone exceed the amount, the
+// floors are what is split. The level λ is found exactly from the sorted
+// breakpoints of the piecewise-linear Σx(λ); integer rounding hands the last
+// units to the largest remainders, so nothing is lost or overshot.
+func waterFill(amount int64, weights []float64, floors, caps []int64) []int64 {
+	n := len(weights)
+	out := make([]int64, n)
+	if amount <= 0 {
+		return out
+	}
+	var sumFloors, sumCaps int64
+	for i := range weights {
+		sumFloors += floors[i]
+		sumCaps += caps[i]
+	}
+	if sumCaps <= amount {
+		copy(out, caps)
+		return out
+	}
+	lo := floors
+	if sumFloors > amount {
+		// Guarantees overlap: share the amount by weight up to each floor.
+		caps, lo = floors, make([]int64, n)
+	}
+	total := func(level float64) float64 {
+		s := 0.0
+		for i, w := range weights {
+			s += math.Min(math.Max(level*w, float64(lo[i])), float64(caps[i]))
+		}
+		return s
+	}
+	var breaks []float64
+	for i, w := range weights {
+		breaks = append(breaks, float64(lo[i])/w, float64(caps[i])/w)
+	}
+	sort.Float64s(breaks)
+	target := float64(amount)
+	level, prev := 0.0, 0.0
+	for _, b := range breaks {
+		if total(b) >= target {
+			// Σx is linear between prev and b: slope is the weight of the
+			// members strictly between their floor and cap there.
+			mid := (prev + b) / 2
+			slope, base := 0.0, 0.0
+			for i, w := range weights {
+				v := mid * w
+				switch {
+				case v <= float64(lo[i]):
+					base += float64(lo[i])
+				case v >= float64(caps[i]):
+					base += float64(caps[i])
+				default:
+					slope += w
+				}
+			}
+			level = b
+			if slope > 0 {
+				level = (target - base) / slope
+			}
+			break
+		}
+		prev = b
+	}
+	exact := make([]float64, n)
+	var given int64
+	for i, w := range weights {
+		exact[i] = math.Min(math.Max(level*w, float64(lo[i])), float64(caps[i]))
+		out[i] = int64(math.Floor(exact[i]))
+		given += out[i]
+	}
+	// Hand out what flooring left, largest remainder first, within caps.
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return exact[order[a]]-math.Floor(exact[order[a]]) > exact[order[b]]-math.Floor(exact[order[b]])
+	})
+	for left := amount - given; left > 0; {
+		progressed := false
+		for _, i := range order {
+			if left == 0 {
+				break
+			}
+			if out[i] < caps[i] {
+				out[i]++
+				left--
+				progressed = true
+			}
+		}
+		if !progressed {
+			break
+		}
+	}
+	return out
+}
