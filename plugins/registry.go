@@ -10,12 +10,14 @@ import (
 	_ "github.com/flotilla-sched/flotilla/apis/config/scheme"
 	"github.com/flotilla-sched/flotilla/plugins/binpack"
 	"github.com/flotilla-sched/flotilla/plugins/gang"
+	"github.com/flotilla-sched/flotilla/plugins/proportion"
 )
 
 // SchedulerOptions returns one registry option per flotilla plugin.
 func SchedulerOptions() []app.Option {
 	return []app.Option{
 		app.WithPlugin(gang.Name, gang.New),
+		app.WithPlugin(proportion.Name, proportion.New),
 		app.WithPlugin(binpack.Name, binpack.New),
 	}
 }

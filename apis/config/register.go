@@ -21,6 +21,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&BinpackArgs{},
 		&GangArgs{},
+		&ProportionArgs{},
 	)
 	return nil
 }

@@ -40,3 +40,14 @@ type GangArgs struct {
 	// starting a new one, so that other gangs get their turn.
 	BackoffSeconds int64
 }
+
+// ProportionArgs configures the Proportion plugin.
+//
+// +kubebuilder:object:root=true
+type ProportionArgs struct {
+	metav1.TypeMeta
+
+	// DefaultQueue takes the pods that name no queue (by their own,
+	// their PodGroup's or their namespace's label).
+	DefaultQueue string
+}

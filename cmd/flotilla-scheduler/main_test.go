@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla-sched/flotilla/manifests"
 	"github.com/flotilla-sched/flotilla/plugins/binpack"
 	"github.com/flotilla-sched/flotilla/plugins/gang"
+	"github.com/flotilla-sched/flotilla/plugins/proportion"
 	"github.com/flotilla-sched/flotilla/test/harness/launch"
 )
 
@@ -102,6 +103,8 @@ func TestShippedConfigurations(t *testing.T) {
 			} {
 				assert.Contains(t, enabledNames(plugins), gang.Name, point)
 			}
+			assert.Contains(t, enabledNames(got.PreFilter.Enabled), proportion.Name)
+			assert.Contains(t, enabledNames(got.Reserve.Enabled), proportion.Name)
 			assert.Contains(t, enabledNames(got.PreScore.Enabled), binpack.Name)
 			score := map[string]int32{}
 			for _, p := range got.Score.Enabled {

@@ -12,6 +12,18 @@ import (
 // small and differ only in optional pointers, so they are written out rather
 // than generated.
 func addConversionFuncs(s *runtime.Scheme) error {
+	if err := s.AddConversionFunc((*ProportionArgs)(nil), (*config.ProportionArgs)(nil), func(a, b interface{}, _ conversion.Scope) error {
+		b.(*config.ProportionArgs).DefaultQueue = ptr.Deref(a.(*ProportionArgs).DefaultQueue, "")
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*config.ProportionArgs)(nil), (*ProportionArgs)(nil), func(a, b interface{}, _ conversion.Scope) error {
+		b.(*ProportionArgs).DefaultQueue = ptr.To(a.(*config.ProportionArgs).DefaultQueue)
+		return nil
+	}); err != nil {
+		return err
+	}
 	if err := s.AddConversionFunc((*GangArgs)(nil), (*config.GangArgs)(nil), func(a, b interface{}, _ conversion.Scope) error {
 		in, out := a.(*GangArgs), b.(*config.GangArgs)
 		out.PermitWaitingTimeSeconds = ptr.Deref(in.PermitWaitingTimeSeconds, 0)

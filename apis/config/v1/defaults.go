@@ -44,3 +44,13 @@ func SetDefaults_GangArgs(obj *GangArgs) {
 		obj.BackoffSeconds = ptr.To(DefaultGangBackoffSeconds)
 	}
 }
+
+// DefaultQueueName is the queue of pods that name none.
+const DefaultQueueName = "default"
+
+// SetDefaults_ProportionArgs fills what the user left out.
+func SetDefaults_ProportionArgs(obj *ProportionArgs) {
+	if obj.DefaultQueue == nil {
+		obj.DefaultQueue = ptr.To(DefaultQueueName)
+	}
+}

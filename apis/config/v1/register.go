@@ -20,6 +20,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&BinpackArgs{},
 		&GangArgs{},
+		&ProportionArgs{},
 	)
 	return nil
 }
@@ -27,5 +28,6 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 func addDefaultingFuncs(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&BinpackArgs{}, func(obj interface{}) { SetDefaults_BinpackArgs(obj.(*BinpackArgs)) })
 	scheme.AddTypeDefaultingFunc(&GangArgs{}, func(obj interface{}) { SetDefaults_GangArgs(obj.(*GangArgs)) })
+	scheme.AddTypeDefaultingFunc(&ProportionArgs{}, func(obj interface{}) { SetDefaults_ProportionArgs(obj.(*ProportionArgs)) })
 	return nil
 }

@@ -43,3 +43,16 @@ type GangArgs struct {
 	// 0 turns back-off off.
 	BackoffSeconds *int64 `json:"backoffSeconds,omitempty"`
 }
+
+// ProportionArgs configures the Proportion plugin.
+//
+// +kubebuilder:object:root=true
+type ProportionArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// DefaultQueue takes the pods that name no queue by their own, their
+	// PodGroup's or their namespace's scheduling.flotilla.dev/queue label.
+	// Default "default"; if no such Queue exists it acts as weight 1 with no
+	// limits.
+	DefaultQueue *string `json:"defaultQueue,omitempty"`
+}

@@ -95,3 +95,15 @@ func ValidateGangArgs(path *field.Path, args *config.GangArgs) error {
 	}
 	return errs.ToAggregate()
 }
+
+// ValidateProportionArgs validates the Proportion plugin's args.
+func ValidateProportionArgs(path *field.Path, args *config.ProportionArgs) error {
+	var errs field.ErrorList
+	if args.DefaultQueue == "" {
+		errs = append(errs, field.Required(path.Child("defaultQueue"), "pods that name no queue need one"))
+	}
+	for _, msg := range utilvalidation.IsDNS1123Subdomain(args.DefaultQueue) {
+		errs = append(errs, field.Invalid(path.Child("defaultQueue"), args.DefaultQueue, msg))
+	}
+	return errs.ToAggregate()
+}

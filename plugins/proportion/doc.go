@@ -1,0 +1,37 @@
+// Package proportion shares the cluster among Queues (scheduling.flotilla.dev
+// Queue objects) by weight, Volcano-style, and admits pods within their
+// queue's share.
+//
+// Membership: a pod is in the queue its label scheduling.flotilla.dev/queue
+// names, else its PodGroup's, else its namespace's, else args defaultQueue
+// ("default"; without a Queue of that name it acts as weight 1, no limits).
+// A pod naming a queue that does not exist, or an invalid one, stays
+// pending and its FailedScheduling event names the queue.
+//
+// Deserved share: at each level of the parent tree a parent's deserved
+// (the root's is what the nodes hold, less what other schedulers' pods use)
+// is split among its children by weight, each child getting at least its
+// guarantee and at most what it can use — its own and its descendants'
+// requests (allocated plus pending), capped by capability — per resource.
+// It is weighted max-min fairness, solved exactly (state.Deserve). A queue
+// can therefore use more than its weighted share only while no other queue
+// asks for the rest; taking it back when they do is reclaim (preemption).
+// Shares are recomputed when pods, nodes, PodGroups or queues change, once
+// per burst of events, not per scheduling cycle.
+//
+// Admission (PreFilter): a pod is admitted when, for its queue and every
+// ancestor, allocated + its request stays within deserved and within
+// capability, for every resource it requests. The first member of a gang
+// asks for all the members still needed for its quorum at once, so half a
+// gang is never admitted. Pods refused for queue reasons are re-queued when
+// a placed pod goes away or a queue changes (queueing hints).
+//
+// Accounting (Reserve/Unreserve) charges a pod to its queue the moment it is
+// placed, before the apiserver shows it bound, and releases it if it is not
+// bound; after a restart it is rebuilt from the informers.
+//
+// Queue status (deserved, allocated, requested, running and pending gangs,
+// a Valid condition saying why a queue cannot be honoured: unknown parent,
+// parent cycle, guarantee above capability) is patched when it changes, at
+// most once a second, and exported as the flotilla_queue_* gauges.
+package proportion

@@ -1,0 +1,178 @@
+package proportion
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/flotilla-sched/flotilla/apis/config"
+	"github.com/flotilla-sched/flotilla/apis/config/validation"
+	"github.com/flotilla-sched/flotilla/plugins/state"
+)
+
+// Name is the plugin's name in a KubeSchedulerConfiguration; its args are
+// kind ProportionArgs.
+const Name = "Proportion"
+
+const queueResource fwk.EventResource = "queues.v1alpha1.scheduling.flotilla.dev"
+
+// Proportion admits pods within their queue's deserved share.
+type Proportion struct {
+	store  *state.Store
+	queues *state.Queues
+	status *statusWriter
+}
+
+var (
+	_ fwk.PreFilterPlugin   = &Proportion{}
+	_ fwk.ReservePlugin     = &Proportion{}
+	_ fwk.EnqueueExtensions = &Proportion{}
+)
+
+// New builds the plugin from validated args.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args, ok := obj.(*config.ProportionArgs)
+	if !ok {
+		return nil, fmt.Errorf("%s: want args of type ProportionArgs, got %T", Name, obj)
+	}
+	if err := validation.ValidateProportionArgs(field.NewPath("args"), args); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	store, err := state.For(h)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	queues, err := store.EnableQueues(h, args.DefaultQueue)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	return &Proportion{store: store, queues: queues, status: newStatusWriter(ctx, queues)}, nil
+}
+
+// Name returns the plugin's name.
+func (p *Proportion) Name() string { return Name }
+
+// PreFilter admits the pod if its queue and every ancestor stay within
+// deserved and capability with its request (a gang's first member: the
+// request of every member still needed for the quorum).
+func (p *Proportion) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	p.status.start()
+	name := p.queues.QueueOf(pod)
+	p.queues.Observe(pod)
+	if key, ok := state.GroupOf(pod); ok {
+		p.queues.Observe(p.store.Members(key)...)
+	}
+	view := p.queues.View()
+	queue := view.Queues[name]
+	if queue == nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("queue %q does not exist", name))
+	}
+	if queue.Invalid != "" {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("queue %q is invalid: %s", name, queue.Invalid))
+	}
+	request, what := p.admissionRequest(pod)
+	for _, q := range view.Ancestors(name) {
+		if reason := exceeds(q, request); reason != "" {
+			klog.FromContext(ctx).V(4).Info("Queue refuses pod", "queue", q.Name, "pod", klog.KObj(pod), "reason", reason)
+			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("queue %q: %s would %s", q.Name, what, reason))
+		}
+	}
+	return nil, nil
+}
+
+// admissionRequest is what admitting the pod commits its queue to.
+func (p *Proportion) admissionRequest(pod *corev1.Pod) (state.Resources, string) {
+	own := state.Request(pod)
+	key, ok := state.GroupOf(pod)
+	if !ok {
+		return own, "the pod"
+	}
+	pg := p.store.PodGroup(key)
+	if pg == nil {
+		return own, "the pod"
+	}
+	var placed int
+	p.store.Lock(func(tx *state.Tx) { placed = tx.Placed(tx.Gang(key)) })
+	if placed > 0 {
+		return own, "the pod" // its gang was admitted as a unit
+	}
+	// The gang's first member: every member needed for the quorum, this one
+	// included, smallest first (any minMember of them make the quorum).
+	var others []state.Resources
+	for _, m := range p.store.Members(key) {
+		if m.UID != pod.UID && m.Spec.NodeName == "" {
+			others = append(others, state.Request(m))
+		}
+	}
+	sort.SliceStable(others, func(i, j int) bool { return others[i][corev1.ResourceCPU] < others[j][corev1.ResourceCPU] })
+	total := own.Clone()
+	for i := 0; i < int(pg.Spec.MinMember)-1 && i < len(others); i++ {
+		total.Add(others[i])
+	}
+	return total, fmt.Sprintf("gang %s (%d members for its quorum)", key, pg.Spec.MinMember)
+}
+
+// exceeds says how admitting request would overrun the queue, or "".
+func exceeds(q *state.QueueInfo, request state.Resources) string {
+	var over []string
+	for name, v := range request {
+		if v <= 0 {
+			continue
+		}
+		after := q.Allocated[name] + v
+		if limit, capped := q.Capability[name]; capped && after > limit {
+			return fmt.Sprintf("exceed its capability of %s (%s)", name, describe(name, after, limit))
+		}
+		if after > q.Deserved[name] {
+			over = append(over, fmt.Sprintf("%s (%s)", name, describe(name, after, q.Deserved[name])))
+		}
+	}
+	if len(over) == 0 {
+		return ""
+	}
+	sort.Strings(over)
+	return "exceed its deserved share of " + strings.Join(over, ", ")
+}
+
+func describe(name corev1.ResourceName, after, limit int64) string {
+	list := state.Resources{name: after}.List()
+	lim := state.Resources{name: limit}.List()
+	a, l := list[name], lim[name]
+	return fmt.Sprintf("%s > %s", a.String(), l.String())
+}
+
+// PreFilterExtensions is not needed: admission does not depend on which
+// node the pod would go to.
+func (p *Proportion) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Reserve charges the pod to its queue.
+func (p *Proportion) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+	p.queues.Reserve(pod)
+	return nil
+}
+
+// Unreserve releases the charge of a pod that was not bound.
+func (p *Proportion) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
+	p.queues.Unreserve(pod)
+}
+
+// EventsToRegister re-queues refused pods when a share may have grown.
+func (p *Proportion) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		// A placed pod going away lowers its queue's allocation.
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
+		// A pending pod going away lowers its queue's demand, raising others' shares.
+		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Delete}},
+		// A changed or new queue, or its status showing a new share.
+		{Event: fwk.ClusterEvent{Resource: queueResource, ActionType: fwk.Add | fwk.Update | fwk.Delete}},
+		// More nodes, more to share.
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}},
+	}, nil
+}

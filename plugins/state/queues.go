@@ -1,0 +1,537 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	resourcehelper "k8s.io/component-helpers/resource"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+)
+
+// Queues is the per-queue accounting of one scheduler: what every queue's
+// placed pods use (allocated), what its pending pods ask for, and the
+// deserved shares computed from them. Pod, node and queue events keep it
+// current; Reserve/Unreserve account a pod the moment it is placed. After
+// a restart it is rebuilt from the informers.
+type Queues struct {
+	store        *Store
+	queues       cache.SharedIndexInformer
+	namespaces   corelisters.NamespaceLister
+	dynamic      dynamic.Interface
+	defaultQueue string
+
+	mu       sync.Mutex
+	profiles map[string]bool
+	pods     map[types.UID]*podAccount
+	nodes    map[string]Resources
+	// foreign is what pods of other schedulers use: not ours to share.
+	foreign  Resources
+	dirty    bool
+	view     *QueueView
+	computed time.Time
+}
+
+type podAccount struct {
+	queue    string
+	request  Resources
+	placed   bool // bound, or reserved by this scheduler
+	reserved bool
+	foreign  bool
+	group    GroupKey
+	inGroup  bool
+}
+
+// QueueInfo is one queue as last computed.
+type QueueInfo struct {
+	Name        string
+	Parent      string
+	Weight      int64
+	Reclaimable bool
+	Capability  Resources // nil entries: unlimited
+	Guarantee   Resources
+	Allocated   Resources
+	Pending     Resources
+	Deserved    Resources
+	// Invalid says why the queue cannot be honoured; empty when valid.
+	Invalid string
+	// Exists is false for the implicit default queue.
+	Exists bool
+}
+
+// QueueView is an immutable snapshot of every queue.
+type QueueView struct {
+	Queues map[string]*QueueInfo
+	Total  Resources
+}
+
+// Ancestors returns the queue and its ancestors, leaf first.
+func (v *QueueView) Ancestors(name string) []*QueueInfo {
+	var chain []*QueueInfo
+	seen := map[string]bool{}
+	for q := v.Queues[name]; q != nil && !seen[q.Name]; q = v.Queues[q.Parent] {
+		seen[q.Name] = true
+		chain = append(chain, q)
+	}
+	return chain
+}
+
+var (
+	queuesMu  sync.Mutex
+	queueSets = map[*Store]*Queues{}
+)
+
+// EnableQueues returns the scheduler's queue accounting, building it on
+// first use, and counts the pods of the given profile as queue members.
+func (s *Store) EnableQueues(h fwk.Handle, defaultQueue string) (*Queues, error) {
+	queuesMu.Lock()
+	defer queuesMu.Unlock()
+	q, ok := queueSets[s]
+	if !ok {
+		var err error
+		if q, err = newQueues(s, h, defaultQueue); err != nil {
+			return nil, err
+		}
+		queueSets[s] = q
+	}
+	q.mu.Lock()
+	q.profiles[h.ProfileName()] = true
+	q.dirty = true
+	q.mu.Unlock()
+	return q, nil
+}
+
+func newQueues(s *Store, h fwk.Handle, defaultQueue string) (*Queues, error) {
+	cfg := rest.CopyConfig(h.KubeConfig())
+	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	q := &Queues{
+		store: s, dynamic: dyn, defaultQueue: defaultQueue,
+		namespaces: h.SharedInformerFactory().Core().V1().Namespaces().Lister(),
+		profiles:   map[string]bool{}, pods: map[types.UID]*podAccount{}, nodes: map[string]Resources{},
+		foreign: Resources{}, dirty: true,
+	}
+	q.queues = h.SharedInformerFactory().InformerFor(&flotillav1alpha1.Queue{}, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return cache.NewSharedIndexInformer(typedQueueListWatch(dyn), &flotillav1alpha1.Queue{}, resync, cache.Indexers{})
+	})
+	markDirty := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(interface{}) { q.rebuild() },
+		UpdateFunc: func(old, cur interface{}) { q.rebuildIfSpecChanged(old, cur) },
+		DeleteFunc: func(interface{}) { q.rebuild() },
+	}
+	if _, err := q.queues.AddEventHandler(markDirty); err != nil {
+		return nil, err
+	}
+	// A PodGroup's or namespace's queue label decides its pods' queue.
+	if _, err := s.podGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(interface{}) { q.rebuild() }, UpdateFunc: func(_, _ interface{}) { q.rebuild() },
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := h.SharedInformerFactory().Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(interface{}) { q.rebuild() }, UpdateFunc: func(old, cur interface{}) {
+			if old.(*corev1.Namespace).Labels[flotillav1alpha1.QueueLabel] != cur.(*corev1.Namespace).Labels[flotillav1alpha1.QueueLabel] {
+				q.rebuild()
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    q.onPod,
+		UpdateFunc: func(_, cur interface{}) { q.onPod(cur) },
+		DeleteFunc: q.onPodDelete,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := h.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    q.onNode,
+		UpdateFunc: func(_, cur interface{}) { q.onNode(cur) },
+		DeleteFunc: q.onNodeDelete,
+	}); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// typedQueueListWatch lists and watches Queues through the dynamic client
+// and hands the informer typed objects.
+func typedQueueListWatch(dyn dynamic.Interface) *cache.ListWatch {
+	res := dyn.Resource(flotillav1alpha1.QueueResource)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			list, err := res.List(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			out := &flotillav1alpha1.QueueList{ListMeta: metav1.ListMeta{ResourceVersion: list.GetResourceVersion()}}
+			for i := range list.Items {
+				var queue flotillav1alpha1.Queue
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &queue); err != nil {
+					return nil, err
+				}
+				out.Items = append(out.Items, queue)
+			}
+			return out, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			w, err := res.Watch(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+				if u, ok := e.Object.(*unstructured.Unstructured); ok {
+					var queue flotillav1alpha1.Queue
+					if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &queue); err == nil {
+						e.Object = &queue
+					}
+				}
+				return e, true
+			}), nil
+		},
+	}
+}
+
+// Dynamic returns the client Queue status is written with.
+func (q *Queues) Dynamic() dynamic.Interface { return q.dynamic }
+
+// QueueOf says which queue a pod belongs to: its own label, else its
+// PodGroup's, else its namespace's, else the default queue.
+func (q *Queues) QueueOf(pod *corev1.Pod) string {
+	if name := pod.Labels[flotillav1alpha1.QueueLabel]; name != "" {
+		return name
+	}
+	if key, ok := GroupOf(pod); ok {
+		if pg := q.store.PodGroup(key); pg != nil && pg.Labels[flotillav1alpha1.QueueLabel] != "" {
+			return pg.Labels[flotillav1alpha1.QueueLabel]
+		}
+	}
+	if ns, err := q.namespaces.Get(pod.Namespace); err == nil && ns.Labels[flotillav1alpha1.QueueLabel] != "" {
+		return ns.Labels[flotillav1alpha1.QueueLabel]
+	}
+	return q.defaultQueue
+}
+
+// Request is what a pod counts for in its queue.
+func Request(pod *corev1.Pod) Resources {
+	return ResourcesOf(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+}
+
+func terminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.DeletionTimestamp != nil
+}
+
+func (q *Queues) onPod(obj interface{}) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if terminal(pod) {
+		q.onPodDelete(obj)
+		return
+	}
+	queue := q.QueueOf(pod)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	acc := q.pods[pod.UID]
+	if acc == nil {
+		acc = &podAccount{}
+		q.pods[pod.UID] = acc
+	}
+	acc.queue, acc.request = queue, Request(pod)
+	acc.group, acc.inGroup = GroupOf(pod)
+	acc.foreign = !q.profiles[pod.Spec.SchedulerName]
+	acc.placed = pod.Spec.NodeName != "" || acc.reserved
+	if pod.Spec.NodeName != "" {
+		acc.reserved = false
+	}
+	q.dirty = true
+}
+
+func (q *Queues) onPodDelete(obj interface{}) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.pods, pod.UID)
+	q.dirty = true
+}
+
+func (q *Queues) onNode(obj interface{}) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.nodes[node.Name] = ResourcesOf(node.Status.Allocatable)
+	q.dirty = true
+}
+
+func (q *Queues) onNodeDelete(obj interface{}) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if node, ok := obj.(*corev1.Node); ok {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		delete(q.nodes, node.Name)
+		q.dirty = true
+	}
+}
+
+// rebuild re-resolves every pod's queue (a queue, PodGroup or namespace
+// label changed) and marks the shares for recomputation.
+func (q *Queues) rebuild() {
+	for _, obj := range q.store.pods.GetIndexer().List() {
+		q.onPod(obj)
+	}
+	q.mu.Lock()
+	q.dirty = true
+	q.mu.Unlock()
+}
+
+func (q *Queues) rebuildIfSpecChanged(old, cur interface{}) {
+	o, ok1 := old.(*flotillav1alpha1.Queue)
+	c, ok2 := cur.(*flotillav1alpha1.Queue)
+	if ok1 && ok2 && o.Generation == c.Generation {
+		return // a status write of ours
+	}
+	q.rebuild()
+}
+
+// Reserve accounts a placed pod to its queue before the apiserver shows it
+// bound; Unreserve takes it back.
+func (q *Queues) Reserve(pod *corev1.Pod) {
+	queue := q.QueueOf(pod)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	acc := q.pods[pod.UID]
+	if acc == nil {
+		acc = &podAccount{queue: queue, request: Request(pod)}
+		q.pods[pod.UID] = acc
+	}
+	acc.reserved, acc.placed = true, true
+	q.dirty = true
+}
+
+// Unreserve undoes Reserve.
+func (q *Queues) Unreserve(pod *corev1.Pod) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if acc := q.pods[pod.UID]; acc != nil && acc.reserved {
+		acc.reserved, acc.placed = false, false
+		q.dirty = true
+	}
+}
+
+// View returns the current shares, recomputing them if anything changed
+// since the last computation: events only mark the state dirty, so bursts
+// of events cost one computation.
+func (q *Queues) View() *QueueView {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.dirty || q.view == nil {
+		q.view = q.compute()
+		q.dirty = false
+		q.computed = time.Now()
+	}
+	return q.view
+}
+
+func (q *Queues) compute() *QueueView {
+	view := &QueueView{Queues: map[string]*QueueInfo{}, Total: Resources{}}
+	for _, obj := range q.queues.GetIndexer().List() {
+		queue, ok := obj.(*flotillav1alpha1.Queue)
+		if !ok {
+			continue
+		}
+		info := &QueueInfo{
+			Name: queue.Name, Parent: queue.Spec.Parent, Weight: int64(max(queue.Spec.Weight, 1)), Exists: true,
+			Reclaimable: queue.Spec.Reclaimable == nil || *queue.Spec.Reclaimable,
+			Guarantee:   ResourcesOf(queue.Spec.Guarantee), Allocated: Resources{}, Pending: Resources{},
+		}
+		if queue.Spec.Capability != nil {
+			info.Capability = ResourcesOf(queue.Spec.Capability)
+		}
+		view.Queues[queue.Name] = info
+	}
+	if _, ok := view.Queues[q.defaultQueue]; !ok {
+		view.Queues[q.defaultQueue] = &QueueInfo{Name: q.defaultQueue, Weight: 1, Reclaimable: true, Allocated: Resources{}, Pending: Resources{}}
+	}
+	validate(view)
+
+	for _, r := range q.nodes {
+		view.Total.Add(r)
+	}
+	q.foreign = Resources{}
+	for _, acc := range q.pods {
+		if acc.foreign {
+			if acc.placed {
+				q.foreign.Add(acc.request)
+			}
+			continue
+		}
+		info := view.Queues[acc.queue]
+		if info == nil {
+			continue // a queue that does not exist: its pods are refused
+		}
+		if acc.placed {
+			info.Allocated.Add(acc.request)
+		} else {
+			info.Pending.Add(acc.request)
+		}
+	}
+	available := view.Total.Clone()
+	available.Sub(q.foreign)
+	for name, v := range available {
+		if v < 0 {
+			available[name] = 0
+		}
+	}
+
+	nodes := map[string]*ShareNode{}
+	for name, info := range view.Queues {
+		if info.Invalid != "" {
+			continue
+		}
+		request := info.Allocated.Clone()
+		request.Add(info.Pending)
+		nodes[name] = &ShareNode{Name: name, Weight: info.Weight, Guarantee: info.Guarantee, Capability: info.Capability, Request: request}
+	}
+	var roots []*ShareNode
+	names := make([]string, 0, len(nodes))
+	for name := range nodes {
+		names = append(names, name)
+	}
+	sort.Strings(names) // deterministic sibling order
+	for _, name := range names {
+		n := nodes[name]
+		if parent, ok := nodes[view.Queues[name].Parent]; ok {
+			parent.Children = append(parent.Children, n)
+		} else {
+			roots = append(roots, n)
+		}
+	}
+	for name, deserved := range Deserve(roots, available) {
+		view.Queues[name].Deserved = deserved
+	}
+	for _, info := range view.Queues {
+		if info.Deserved == nil {
+			info.Deserved = Resources{}
+		}
+	}
+	return view
+}
+
+// validate marks queues whose spec cannot be honoured: a parent that does
+// not exist, a cycle of parents, a guarantee above the capability.
+func validate(view *QueueView) {
+	for _, info := range view.Queues {
+		if info.Parent != "" {
+			if _, ok := view.Queues[info.Parent]; !ok {
+				info.Invalid = fmt.Sprintf("parent queue %q does not exist", info.Parent)
+				continue
+			}
+			seen := map[string]bool{info.Name: true}
+			for p := view.Queues[info.Parent]; p != nil && p.Parent != ""; p = view.Queues[p.Parent] {
+				if seen[p.Parent] {
+					info.Invalid = fmt.Sprintf("parents form a cycle through %q", p.Parent)
+					break
+				}
+				seen[p.Name] = true
+			}
+			if info.Invalid != "" {
+				continue
+			}
+		}
+		var over []string
+		for name, g := range info.Guarantee {
+			if c, capped := info.Capability[name]; capped && g > c {
+				over = append(over, string(name))
+			}
+		}
+		if len(over) > 0 {
+			sort.Strings(over)
+			info.Invalid = fmt.Sprintf("guarantee exceeds capability for %s", strings.Join(over, ", "))
+		}
+	}
+	// A queue under an invalid parent cannot be placed in the tree either.
+	for changed := true; changed; {
+		changed = false
+		for _, info := range view.Queues {
+			if p := view.Queues[info.Parent]; info.Invalid == "" && p != nil && p.Invalid != "" {
+				info.Invalid = fmt.Sprintf("parent queue %q is invalid", p.Name)
+				changed = true
+			}
+		}
+	}
+}
+
+// GangCounts returns, per queue, how many gangs have their quorum placed
+// and how many are still short of it.
+func (q *Queues) GangCounts() (running, pending map[string]int32) {
+	q.mu.Lock()
+	placed := map[GroupKey]int32{}
+	queueOf := map[GroupKey]string{}
+	for _, acc := range q.pods {
+		if acc.inGroup && !acc.foreign {
+			queueOf[acc.group] = acc.queue
+			if acc.placed {
+				placed[acc.group]++
+			}
+		}
+	}
+	q.mu.Unlock()
+	running, pending = map[string]int32{}, map[string]int32{}
+	for key, queue := range queueOf {
+		pg := q.store.PodGroup(key)
+		if pg != nil && placed[key] >= pg.Spec.MinMember {
+			running[queue]++
+		} else {
+			pending[queue]++
+		}
+	}
+	return running, pending
+}
+
+// Informer exposes the Queue informer.
+func (q *Queues) Informer() cache.SharedIndexInformer { return q.queues }
+
+// Observe accounts a pod that the informer handlers may not have reached
+// yet: the scheduler can pop a pod before every handler of the pod informer
+// has seen it, and a share must include the demand of the pod it admits.
+func (q *Queues) Observe(pods ...*corev1.Pod) {
+	for _, pod := range pods {
+		q.mu.Lock()
+		_, known := q.pods[pod.UID]
+		q.mu.Unlock()
+		if !known {
+			q.onPod(pod)
+		}
+	}
+}
