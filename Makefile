@@ -14,7 +14,7 @@ ARGS ?=
 UNIT_PKGS        = $(shell $(GO) list ./... | grep -v /test/integration)
 INTEGRATION_PKGS = ./test/integration/...
 
-.PHONY: all build test test-unit test-integration bench manifests verify-manifests image lint playground clean
+.PHONY: all build test test-unit test-integration bench fuzz manifests verify-manifests image lint playground clean
 
 all: build
 
@@ -34,6 +34,11 @@ test-integration:
 ## bench: benchmarks; rewrites the packing-quality table in docs/benchmarks.md
 bench:
 	$(GO) test -count=1 -run TestPackingQuality -bench . -benchmem ./plugins/binpack -args -packing-report=$(CURDIR)/docs/benchmarks.md
+
+## fuzz: run each fuzz target for FUZZTIME (default 10s)
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDeserve$$' -fuzztime $(FUZZTIME) ./plugins/state/
 
 ## manifests: regenerate deepcopy code and CRDs from the Go types
 manifests:

@@ -8,11 +8,14 @@ import (
 	"text/tabwriter"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	resourcehelper "k8s.io/component-helpers/resource"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
@@ -38,6 +41,9 @@ func printSummary(ctx context.Context, out io.Writer, cp *harness.ControlPlane, 
 		return err
 	}
 	if err := printGangs(ctx, out, cp, pods); err != nil {
+		return err
+	}
+	if err := printQueues(ctx, out, cp); err != nil {
 		return err
 	}
 	return printNodes(ctx, out, cp)
@@ -127,4 +133,39 @@ func quantity(q resource.Quantity, name corev1.ResourceName) string {
 		return fmt.Sprintf("%dGi", q.Value()>>30)
 	}
 	return q.String()
+}
+
+func printQueues(ctx context.Context, out io.Writer, cp *harness.ControlPlane) error {
+	list, err := cp.Dynamic.Resource(flotillav1alpha1.QueueResource).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	if len(list.Items) == 0 {
+		return nil
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "\nQUEUES\tWEIGHT\tDESERVED CPU/MEM/GPU\tALLOCATED CPU/MEM/GPU\tVALID")
+	for _, item := range list.Items {
+		var q flotillav1alpha1.Queue
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &q); err != nil {
+			return err
+		}
+		valid := "-"
+		if c := meta.FindStatusCondition(q.Status.Conditions, "Valid"); c != nil {
+			valid = string(c.Status)
+		}
+		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", q.Name, q.Spec.Weight, triple(q.Status.Deserved), triple(q.Status.Allocated), valid)
+	}
+	return w.Flush()
+}
+
+func triple(r corev1.ResourceList) string {
+	q := func(name corev1.ResourceName) string {
+		v, ok := r[name]
+		if !ok {
+			return "0"
+		}
+		return quantity(v, name)
+	}
+	return q(corev1.ResourceCPU) + "/" + q(corev1.ResourceMemory) + "/" + q(harness.GPU)
 }
