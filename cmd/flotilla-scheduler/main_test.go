@@ -145,7 +145,9 @@ func TestShippedConfigurations(t *testing.T) {
 	}
 }
 
-func profileWithBinpackArgs(args string) []byte {
+// profileWithArgs is a one-profile configuration enabling plugin with the
+// given args (YAML lines indented for "args:").
+func profileWithArgs(plugin, args string) []byte {
 	return []byte(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:
@@ -153,29 +155,21 @@ profiles:
   plugins:
     multiPoint:
       enabled:
-      - name: Binpack
+      - name: ` + plugin + `
+    queueSort:
+      enabled:
+      - name: Gang
+      disabled:
+      - name: "*"
   pluginConfig:
-  - name: Binpack
+  - name: ` + plugin + `
     args:
 ` + args)
 }
 
-func gangArgsConfig(args string) []byte {
-	return []byte(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: flotilla-scheduler
-  plugins:
-    multiPoint:
-      enabled:
-      - name: Gang
-      disabled:
-      - name: PrioritySort
-  pluginConfig:
-  - name: Gang
-    args:
-` + args)
-}
+func profileWithBinpackArgs(args string) []byte { return profileWithArgs(binpack.Name, args) }
+
+func gangArgsConfig(args string) []byte { return profileWithArgs(gang.Name, args) }
 
 func TestBinpackArgsDefaulted(t *testing.T) {
 	s, err := setup(t, profileWithBinpackArgs("      {}\n"))

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -35,12 +34,9 @@ var (
 
 // New builds the plugin from validated args.
 func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error) {
-	args, ok := obj.(*config.BinpackArgs)
-	if !ok {
-		return nil, fmt.Errorf("%s: want args of type BinpackArgs, got %T", Name, obj)
-	}
-	if err := validation.ValidateBinpackArgs(field.NewPath("args"), args); err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+	args, err := validation.Args(Name, obj, validation.ValidateBinpackArgs)
+	if err != nil {
+		return nil, err
 	}
 	return &Binpack{resources: args.Resources, scarce: args.ScarceResources}, nil
 }

@@ -8,11 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/flotilla-sched/flotilla/apis/config"
 	"github.com/flotilla-sched/flotilla/apis/config/validation"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 )
@@ -38,14 +36,11 @@ var (
 
 // New builds the plugin from validated args.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	args, ok := obj.(*config.ProportionArgs)
-	if !ok {
-		return nil, fmt.Errorf("%s: want args of type ProportionArgs, got %T", Name, obj)
+	args, err := validation.Args(Name, obj, validation.ValidateProportionArgs)
+	if err != nil {
+		return nil, err
 	}
-	if err := validation.ValidateProportionArgs(field.NewPath("args"), args); err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
-	}
-	store, err := state.For(h)
+	store, err := state.For(ctx, h)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}

@@ -86,8 +86,8 @@ var (
 
 // For returns the Store of the scheduler that owns h, building it on first
 // use. Every profile of one scheduler shares its informer factory, and so
-// its Store.
-func For(h fwk.Handle) (*Store, error) {
+// its Store. It is forgotten when ctx (the scheduler's) ends.
+func For(ctx context.Context, h fwk.Handle) (*Store, error) {
 	storesMu.Lock()
 	defer storesMu.Unlock()
 	factory := h.SharedInformerFactory()
@@ -99,6 +99,15 @@ func For(h fwk.Handle) (*Store, error) {
 		return nil, err
 	}
 	stores[factory] = s
+	go func() {
+		<-ctx.Done()
+		storesMu.Lock()
+		delete(stores, factory)
+		storesMu.Unlock()
+		queuesMu.Lock()
+		delete(queueSets, s)
+		queuesMu.Unlock()
+	}()
 	return s, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -106,4 +107,19 @@ func ValidateProportionArgs(path *field.Path, args *config.ProportionArgs) error
 		errs = append(errs, field.Invalid(path.Child("defaultQueue"), args.DefaultQueue, msg))
 	}
 	return errs.ToAggregate()
+}
+
+// Args returns a plugin's args as the type its factory expects, validated:
+// every plugin's New starts with this, so a wrong type or a bad field stops
+// the scheduler with an error that names the plugin and the field.
+func Args[T runtime.Object](plugin string, obj runtime.Object, validate func(*field.Path, T) error) (T, error) {
+	args, ok := obj.(T)
+	if !ok {
+		var zero T
+		return zero, fmt.Errorf("%s: want args of type %sArgs, got %T", plugin, plugin, obj)
+	}
+	if err := validate(field.NewPath("args"), args); err != nil {
+		return args, fmt.Errorf("%s: %w", plugin, err)
+	}
+	return args, nil
 }
