@@ -74,7 +74,7 @@ func (p *Proportion) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev
 	}
 	request, what := p.admissionRequest(pod)
 	for _, q := range view.Ancestors(name) {
-		if reason := exceeds(q, request); reason != "" {
+		if reason := exceeds(q, request, view.Available); reason != "" {
 			klog.FromContext(ctx).V(4).Info("Queue refuses pod", "queue", q.Name, "pod", klog.KObj(pod), "reason", reason)
 			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("queue %q: %s would %s", q.Name, what, reason))
 		}
@@ -114,8 +114,10 @@ func (p *Proportion) admissionRequest(pod *corev1.Pod) (state.Resources, string)
 	return total, fmt.Sprintf("gang %s (%d members for its quorum)", key, pg.Spec.MinMember)
 }
 
-// exceeds says how admitting request would overrun the queue, or "".
-func exceeds(q *state.QueueInfo, request state.Resources) string {
+// exceeds says how admitting request would overrun the queue, or "". A
+// request the cluster could not hold even with every queue idle is not the
+// queue's to refuse: the node filters say what is missing.
+func exceeds(q *state.QueueInfo, request, available state.Resources) string {
 	var over []string
 	for name, v := range request {
 		if v <= 0 {
@@ -125,7 +127,7 @@ func exceeds(q *state.QueueInfo, request state.Resources) string {
 		if limit, capped := q.Capability[name]; capped && after > limit {
 			return fmt.Sprintf("exceed its capability of %s (%s)", name, describe(name, after, limit))
 		}
-		if after > q.Deserved[name] {
+		if after > q.Deserved[name] && after <= available[name] {
 			over = append(over, fmt.Sprintf("%s (%s)", name, describe(name, after, q.Deserved[name])))
 		}
 	}

@@ -79,6 +79,9 @@ type QueueInfo struct {
 type QueueView struct {
 	Queues map[string]*QueueInfo
 	Total  Resources
+	// Available is what the queues share: Total less what other
+	// schedulers' pods use.
+	Available Resources
 }
 
 // Ancestors returns the queue and its ancestors, leaf first.
@@ -413,6 +416,7 @@ func (q *Queues) compute() *QueueView {
 			available[name] = 0
 		}
 	}
+	view.Available = available
 
 	nodes := map[string]*ShareNode{}
 	for name, info := range view.Queues {
