@@ -41,11 +41,20 @@ type Queues struct {
 	profiles map[string]bool
 	pods     map[types.UID]*podAccount
 	nodes    map[string]Resources
+	// Per-queue sums of the accounts, kept as accounts change, so that a
+	// placement costs O(resources), not a pass over every pod.
+	allocated, pending map[string]Resources
 	// foreign is what pods of other schedulers use: not ours to share.
-	foreign  Resources
-	dirty    bool
-	view     *QueueView
-	computed time.Time
+	foreign Resources
+	// demandChanged: a queue's demand (allocated + pending), a queue, or the
+	// nodes changed, so the deserved shares must be recomputed. A placement
+	// only moves a pod from pending to allocated in its queue and leaves the
+	// shares as they are.
+	demandChanged bool
+	// allocationChanged: the view's allocations are stale.
+	allocationChanged bool
+	view              *QueueView
+	shares            *QueueView
 }
 
 type podAccount struct {
@@ -115,7 +124,7 @@ func (s *Store) EnableQueues(h fwk.Handle, defaultQueue string) (*Queues, error)
 	}
 	q.mu.Lock()
 	q.profiles[h.ProfileName()] = true
-	q.dirty = true
+	q.demandChanged = true
 	q.mu.Unlock()
 	return q, nil
 }
@@ -131,7 +140,7 @@ func newQueues(s *Store, h fwk.Handle, defaultQueue string) (*Queues, error) {
 		store: s, dynamic: dyn, defaultQueue: defaultQueue,
 		namespaces: h.SharedInformerFactory().Core().V1().Namespaces().Lister(),
 		profiles:   map[string]bool{}, pods: map[types.UID]*podAccount{}, nodes: map[string]Resources{},
-		foreign: Resources{}, dirty: true,
+		allocated: map[string]Resources{}, pending: map[string]Resources{}, foreign: Resources{}, demandChanged: true,
 	}
 	q.queues = h.SharedInformerFactory().InformerFor(&flotillav1alpha1.Queue{}, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return cache.NewSharedIndexInformer(typedQueueListWatch(dyn), &flotillav1alpha1.Queue{}, resync, cache.Indexers{})
@@ -259,15 +268,52 @@ func (q *Queues) onPod(obj interface{}) {
 	if acc == nil {
 		acc = &podAccount{}
 		q.pods[pod.UID] = acc
+	} else {
+		q.charge(acc, -1)
 	}
-	acc.queue, acc.request = queue, Request(pod)
+	request := Request(pod)
+	if acc.queue != queue || !equalResources(acc.request, request) || acc.foreign != !q.profiles[pod.Spec.SchedulerName] {
+		q.demandChanged = true
+	}
+	acc.queue, acc.request = queue, request
 	acc.group, acc.inGroup = GroupOf(pod)
 	acc.foreign = !q.profiles[pod.Spec.SchedulerName]
 	acc.placed = pod.Spec.NodeName != "" || acc.reserved
 	if pod.Spec.NodeName != "" {
 		acc.reserved = false
 	}
-	q.dirty = true
+	q.charge(acc, +1)
+}
+
+// charge adds (sign +1) or removes (-1) an account's share of the sums.
+// Called with q.mu held.
+func (q *Queues) charge(acc *podAccount, sign int64) {
+	var into Resources
+	switch {
+	case acc.foreign && !acc.placed:
+		return // another scheduler's pending pod uses nothing yet
+	case acc.foreign:
+		into = q.foreign
+		q.demandChanged = true
+	case acc.placed:
+		into = q.allocated[acc.queue]
+		if into == nil {
+			into = Resources{}
+			q.allocated[acc.queue] = into
+		}
+	default:
+		into = q.pending[acc.queue]
+		if into == nil {
+			into = Resources{}
+			q.pending[acc.queue] = into
+		}
+	}
+	for name, v := range acc.request {
+		into[name] += sign * v
+	}
+	q.allocationChanged = true
+	// Moving between pending and allocated of one queue keeps its demand;
+	// the caller of a real change (add, delete, resize, move) marks it.
 }
 
 func (q *Queues) onPodDelete(obj interface{}) {
@@ -280,8 +326,11 @@ func (q *Queues) onPodDelete(obj interface{}) {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	delete(q.pods, pod.UID)
-	q.dirty = true
+	if acc, ok := q.pods[pod.UID]; ok {
+		q.charge(acc, -1)
+		delete(q.pods, pod.UID)
+		q.demandChanged = true
+	}
 }
 
 func (q *Queues) onNode(obj interface{}) {
@@ -292,7 +341,7 @@ func (q *Queues) onNode(obj interface{}) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.nodes[node.Name] = ResourcesOf(node.Status.Allocatable)
-	q.dirty = true
+	q.demandChanged = true
 }
 
 func (q *Queues) onNodeDelete(obj interface{}) {
@@ -303,7 +352,7 @@ func (q *Queues) onNodeDelete(obj interface{}) {
 		q.mu.Lock()
 		defer q.mu.Unlock()
 		delete(q.nodes, node.Name)
-		q.dirty = true
+		q.demandChanged = true
 	}
 }
 
@@ -314,7 +363,7 @@ func (q *Queues) rebuild() {
 		q.onPod(obj)
 	}
 	q.mu.Lock()
-	q.dirty = true
+	q.demandChanged = true
 	q.mu.Unlock()
 }
 
@@ -335,11 +384,15 @@ func (q *Queues) Reserve(pod *corev1.Pod) {
 	defer q.mu.Unlock()
 	acc := q.pods[pod.UID]
 	if acc == nil {
-		acc = &podAccount{queue: queue, request: Request(pod)}
+		acc = &podAccount{queue: queue, request: Request(pod), foreign: !q.profiles[pod.Spec.SchedulerName]}
+		acc.group, acc.inGroup = GroupOf(pod)
 		q.pods[pod.UID] = acc
+		q.demandChanged = true
+	} else {
+		q.charge(acc, -1)
 	}
 	acc.reserved, acc.placed = true, true
-	q.dirty = true
+	q.charge(acc, +1)
 }
 
 // Unreserve undoes Reserve.
@@ -347,26 +400,63 @@ func (q *Queues) Unreserve(pod *corev1.Pod) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if acc := q.pods[pod.UID]; acc != nil && acc.reserved {
+		q.charge(acc, -1)
 		acc.reserved, acc.placed = false, false
-		q.dirty = true
+		q.charge(acc, +1)
 	}
 }
 
-// View returns the current shares, recomputing them if anything changed
-// since the last computation: events only mark the state dirty, so bursts
-// of events cost one computation.
+func equalResources(a, b Resources) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// View returns the queues with their current allocations and shares. The
+// shares are recomputed only when demand, queues or nodes changed since
+// the last call — events only mark that, so a burst costs one computation
+// — and the allocations are refreshed from running sums; both cost
+// O(queues × resources), not a pass over the pods.
 func (q *Queues) View() *QueueView {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.dirty || q.view == nil {
-		q.view = q.compute()
-		q.dirty = false
-		q.computed = time.Now()
+	if q.demandChanged || q.shares == nil {
+		q.shares = q.computeShares()
+		q.demandChanged = false
+		q.allocationChanged = true
+	}
+	if q.allocationChanged || q.view == nil {
+		q.view = q.withAllocations(q.shares)
+		q.allocationChanged = false
 	}
 	return q.view
 }
 
-func (q *Queues) compute() *QueueView {
+// withAllocations copies the shares and fills in the current sums.
+func (q *Queues) withAllocations(shares *QueueView) *QueueView {
+	view := &QueueView{Queues: make(map[string]*QueueInfo, len(shares.Queues)), Total: shares.Total, Available: shares.Available}
+	for name, info := range shares.Queues {
+		c := *info
+		c.Allocated = q.allocated[name].Clone()
+		c.Pending = q.pending[name].Clone()
+		if c.Allocated == nil {
+			c.Allocated = Resources{}
+		}
+		if c.Pending == nil {
+			c.Pending = Resources{}
+		}
+		view.Queues[name] = &c
+	}
+	return view
+}
+
+func (q *Queues) computeShares() *QueueView {
 	view := &QueueView{Queues: map[string]*QueueInfo{}, Total: Resources{}}
 	for _, obj := range q.queues.GetIndexer().List() {
 		queue, ok := obj.(*flotillav1alpha1.Queue)
@@ -376,7 +466,7 @@ func (q *Queues) compute() *QueueView {
 		info := &QueueInfo{
 			Name: queue.Name, Parent: queue.Spec.Parent, Weight: int64(max(queue.Spec.Weight, 1)), Exists: true,
 			Reclaimable: queue.Spec.Reclaimable == nil || *queue.Spec.Reclaimable,
-			Guarantee:   ResourcesOf(queue.Spec.Guarantee), Allocated: Resources{}, Pending: Resources{},
+			Guarantee:   ResourcesOf(queue.Spec.Guarantee),
 		}
 		if queue.Spec.Capability != nil {
 			info.Capability = ResourcesOf(queue.Spec.Capability)
@@ -384,30 +474,12 @@ func (q *Queues) compute() *QueueView {
 		view.Queues[queue.Name] = info
 	}
 	if _, ok := view.Queues[q.defaultQueue]; !ok {
-		view.Queues[q.defaultQueue] = &QueueInfo{Name: q.defaultQueue, Weight: 1, Reclaimable: true, Allocated: Resources{}, Pending: Resources{}}
+		view.Queues[q.defaultQueue] = &QueueInfo{Name: q.defaultQueue, Weight: 1, Reclaimable: true}
 	}
 	validate(view)
 
 	for _, r := range q.nodes {
 		view.Total.Add(r)
-	}
-	q.foreign = Resources{}
-	for _, acc := range q.pods {
-		if acc.foreign {
-			if acc.placed {
-				q.foreign.Add(acc.request)
-			}
-			continue
-		}
-		info := view.Queues[acc.queue]
-		if info == nil {
-			continue // a queue that does not exist: its pods are refused
-		}
-		if acc.placed {
-			info.Allocated.Add(acc.request)
-		} else {
-			info.Pending.Add(acc.request)
-		}
 	}
 	available := view.Total.Clone()
 	available.Sub(q.foreign)
@@ -423,8 +495,11 @@ func (q *Queues) compute() *QueueView {
 		if info.Invalid != "" {
 			continue
 		}
-		request := info.Allocated.Clone()
-		request.Add(info.Pending)
+		request := q.allocated[name].Clone()
+		if request == nil {
+			request = Resources{}
+		}
+		request.Add(q.pending[name])
 		nodes[name] = &ShareNode{Name: name, Weight: info.Weight, Guarantee: info.Guarantee, Capability: info.Capability, Request: request}
 	}
 	var roots []*ShareNode

@@ -1,0 +1,118 @@
+package state
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+)
+
+func staticQueues(queues ...*flotillav1alpha1.Queue) *Queues {
+	qi := cache.NewSharedIndexInformer(&cache.ListWatch{}, &flotillav1alpha1.Queue{}, 0, cache.Indexers{})
+	for _, q := range queues {
+		_ = qi.GetIndexer().Add(q)
+	}
+	q := &Queues{
+		store: NewStatic(nil, nil), queues: qi, defaultQueue: "default",
+		namespaces: corelisters.NewNamespaceLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+		profiles:   map[string]bool{"flotilla-scheduler": true}, pods: map[types.UID]*podAccount{}, nodes: map[string]Resources{},
+		allocated: map[string]Resources{}, pending: map[string]Resources{}, foreign: Resources{}, demandChanged: true,
+	}
+	q.nodes["n"] = Resources{corev1.ResourceCPU: 100000}
+	return q
+}
+
+func queuePod(i int, queue string, bound bool) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("p%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i)),
+			Labels: map[string]string{flotillav1alpha1.QueueLabel: queue}},
+		Spec: corev1.PodSpec{SchedulerName: "flotilla-scheduler", Containers: []corev1.Container{{
+			Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(fmt.Sprintf("%dm", 100*(1+i%5)))}},
+		}}},
+	}
+	if bound {
+		p.Spec.NodeName = "n"
+	}
+	return p
+}
+
+// Informer events, Reserve and Unreserve race in the scheduler; whatever
+// the interleaving, the running sums must equal a recount of the accounts.
+func TestQueueSumsStayExactUnderConcurrency(t *testing.T) {
+	q := staticQueues(
+		&flotillav1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: flotillav1alpha1.QueueSpec{Weight: 1}},
+		&flotillav1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: flotillav1alpha1.QueueSpec{Weight: 2}},
+	)
+	queues := []string{"a", "b", "default"}
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(seed uint64) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, 7))
+			for n := 0; n < 3000; n++ {
+				i := rng.IntN(200)
+				pod := queuePod(i, queues[i%3], rng.IntN(2) == 0)
+				switch rng.IntN(5) {
+				case 0, 1:
+					q.onPod(pod)
+				case 2:
+					q.Reserve(pod)
+				case 3:
+					q.Unreserve(pod)
+				case 4:
+					q.onPodDelete(pod)
+				}
+				if n%100 == 0 {
+					q.View()
+				}
+			}
+		}(uint64(w))
+	}
+	wg.Wait()
+
+	wantAllocated, wantPending := map[string]Resources{}, map[string]Resources{}
+	for _, acc := range q.pods {
+		into := wantPending
+		if acc.placed {
+			into = wantAllocated
+		}
+		if into[acc.queue] == nil {
+			into[acc.queue] = Resources{}
+		}
+		into[acc.queue].Add(acc.request)
+	}
+	view := q.View()
+	for _, name := range queues {
+		assert.Equal(t, wantAllocated[name][corev1.ResourceCPU], view.Queues[name].Allocated[corev1.ResourceCPU], "allocated of %s", name)
+		assert.Equal(t, wantPending[name][corev1.ResourceCPU], view.Queues[name].Pending[corev1.ResourceCPU], "pending of %s", name)
+	}
+}
+
+// A placement moves a pod from pending to allocated in its queue: the
+// shares stay as they are and are not recomputed.
+func TestPlacementDoesNotRecomputeShares(t *testing.T) {
+	q := staticQueues(&flotillav1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: flotillav1alpha1.QueueSpec{Weight: 1}})
+	q.onPod(queuePod(1, "a", false))
+	before := q.View()
+	shares := q.shares
+	require.Equal(t, int64(200), before.Queues["a"].Pending[corev1.ResourceCPU])
+	q.Reserve(queuePod(1, "a", false))
+	after := q.View()
+	assert.Same(t, shares, q.shares, "shares kept, not recomputed")
+	assert.Equal(t, before.Queues["a"].Deserved, after.Queues["a"].Deserved)
+	assert.Equal(t, int64(200), after.Queues["a"].Allocated[corev1.ResourceCPU])
+	assert.Zero(t, after.Queues["a"].Pending[corev1.ResourceCPU])
+	assert.False(t, q.demandChanged)
+}
