@@ -24,7 +24,7 @@
 //     else args permitWaitingTimeSeconds) until minMember members are placed
 //     (reserved or bound), then all are allowed at once. Members beyond
 //     minMember bind as soon as the quorum is reached.
-//   - PostFilter/Unreserve: when a member fits no node, or a placed member
+//   - PostFilter/Unreserve: when a member cannot be placed, or a placed member
 //     loses its place (timeout, bind failure), a gang short of its quorum
 //     cannot complete this attempt: every waiting member is rejected at once,
 //     releasing its node, the gang backs off, and a GangRejected event on the
@@ -36,7 +36,7 @@
 // other gangs' members are refused ("gang X is placing") without reserving
 // anything and are activated when the slot frees. The placing gang leaves
 // the slot within one attempt: when its quorum is placed (it then holds
-// complete reservations, which bind), when a member fits no node
+// complete reservations, which bind), when a member cannot be placed
 // (PostFilter), or when its Permit wait times out (Unreserve) — and in the
 // last two cases all its reservations are released at once. So partial
 // reservations only ever belong to one gang that could still complete, and
@@ -44,6 +44,9 @@
 // volcano #3373) cannot form. Because scheduling is sequential, serialising
 // the partial phase costs nothing while the placing gang's members are in
 // the queue, which the sibling activation ensures.
+//
+// Metrics: flotilla_gang_wait_seconds (attempt start to quorum placed) and
+// flotilla_gang_rejections_total{reason}.
 //
 // Status: the plugin keeps PodGroup status (phase Pending, Scheduling,
 // Scheduled, Running, Finished or Failed; running, succeeded, failed;

@@ -42,6 +42,7 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 		gang := tx.Gang(key)
 		placed = tx.Placed(gang)
 		if placed >= int(pg.Spec.MinMember) && !gang.AttemptStarted.IsZero() {
+			gangWaitSeconds.Observe(tx.Now().Sub(gang.AttemptStarted).Seconds())
 			unblocked = tx.FinishPlacing(gang)
 		}
 	})
@@ -69,7 +70,7 @@ func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 		return
 	}
 	var wasReserved bool
-	why := fmt.Sprintf("member %s lost its place (binding failed or it was rejected)", pod.Name)
+	why, reason := fmt.Sprintf("member %s lost its place (binding failed or it was rejected)", pod.Name), reasonLostPlace
 	timeout := g.timeout(g.store.PodGroup(key))
 	g.store.Lock(func(tx *state.Tx) {
 		gang := tx.Gang(key)
@@ -78,30 +79,30 @@ func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 		// The framework does not say why; an attempt as old as the Permit
 		// wait has timed out.
 		if !gang.AttemptStarted.IsZero() && tx.Now().Sub(gang.AttemptStarted) >= timeout {
-			why = fmt.Sprintf("timed out after %s with %d members placed", timeout, tx.Placed(gang))
+			why, reason = fmt.Sprintf("timed out after %s with %d members placed", timeout, tx.Placed(gang)), reasonTimedOut
 		}
 	})
 	if wasReserved {
-		g.failAttempt(ctx, key, why)
+		g.failAttempt(ctx, key, why, reason)
 	}
 }
 
-// PostFilter runs when a member fits no node. Short of the quorum the gang
+// PostFilter runs when a member cannot be placed. Short of the quorum the gang
 // cannot complete in this attempt: its waiting members are released at once.
 func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	key, ok := state.GroupOf(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	g.failAttempt(ctx, key, fmt.Sprintf("member %s fits no node", pod.Name))
-	return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s cannot complete: member %s fits no node", key, pod.Name))
+	g.failAttempt(ctx, key, fmt.Sprintf("member %s could not be placed", pod.Name), reasonMemberUnplaceable)
+	return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s cannot complete: member %s could not be placed", key, pod.Name))
 }
 
 // failAttempt ends a gang's attempt if it is short of its quorum: rejects
 // its waiting members, backs it off and says why on the PodGroup. A gang
 // that has reached its quorum is left alone: a surplus member failing does
 // not undo it.
-func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why string) {
+func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why, reason string) {
 	pg := g.store.PodGroup(key)
 	minMember := 1
 	if pg != nil {
@@ -127,6 +128,7 @@ func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why string) 
 	if !ended {
 		return
 	}
+	gangRejections.WithLabelValues(reason).Inc()
 	klog.FromContext(ctx).V(2).Info("Gang attempt failed", "gang", key.String(), "reason", why)
 	message := fmt.Sprintf("gang %s rejected: %s", key, why)
 	g.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {

@@ -68,6 +68,7 @@ func (g *Gang) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 	})
 	if status != nil {
 		if status.Code() == fwk.UnschedulableAndUnresolvable {
+			gangRejections.WithLabelValues(reasonDoesNotFit).Inc()
 			g.recordGangEvent(pg, corev1.EventTypeWarning, "GangDoesNotFit", status.Message())
 		}
 		g.statusQueue.enqueue(key)

@@ -47,9 +47,11 @@ func TestGangThatFitsBindsWhole(t *testing.T) {
 	require.NoError(t, h.CreatePods(h.Ctx, members[:3]...))
 	assertNoneBoundFor(t, h, "train", 2*time.Second)
 
+	waits := metricValue(t, "flotilla_gang_wait_seconds", nil)
 	require.NoError(t, h.CreatePods(h.Ctx, members[3]))
 	_, err := h.WaitForPodsBound(h.Ctx, "default", gangSelector+"train", 4, bindTimeout)
 	require.NoError(t, err)
+	assert.Equal(t, waits+1, metricValue(t, "flotilla_gang_wait_seconds", nil), "one gang wait observed")
 }
 
 // 2. A gang of N with room for N-1: none bound, its reservations released
@@ -67,6 +69,7 @@ func TestGangWithoutRoomBindsNothingAndReleases(t *testing.T) {
 		}
 		pods = append(pods, p)
 	}
+	rejected := metricValue(t, "flotilla_gang_rejections_total", map[string]string{"reason": "member_unplaceable"})
 	for _, p := range pods {
 		_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, p, metav1.CreateOptions{})
 		require.NoError(t, err)
@@ -74,6 +77,7 @@ func TestGangWithoutRoomBindsNothingAndReleases(t *testing.T) {
 	ev, err := h.WaitForEvent(h.Ctx, "default", "short", "GangRejected", bindTimeout)
 	require.NoError(t, err)
 	assert.Contains(t, ev.Note, "short-3")
+	assert.Greater(t, metricValue(t, "flotilla_gang_rejections_total", map[string]string{"reason": "member_unplaceable"}), rejected)
 	assertNoneBoundFor(t, h, "short", 3*time.Second)
 
 	// Nothing holds the nodes: a pod needing a whole node still fits on each.

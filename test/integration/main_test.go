@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/flotilla-sched/flotilla/manifests"
 	"github.com/flotilla-sched/flotilla/test/harness"
@@ -34,4 +35,35 @@ func startCluster(t *testing.T, config string, nodes ...harness.NodeSpec) *harne
 
 func cpuNode(name string) harness.NodeSpec {
 	return harness.NodeSpec{Name: name, CPU: "8", Memory: "32Gi"}
+}
+
+// metricValue reads a metric of the in-process scheduler from the registry
+// its /metrics endpoint serves: a gauge's or counter's value, a histogram's
+// sample count; 0 if the series does not exist yet.
+func metricValue(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
+					continue series
+				}
+			}
+			switch {
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue()
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue()
+			case m.GetHistogram() != nil:
+				return float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return 0
 }

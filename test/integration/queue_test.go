@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/component-base/metrics/legacyregistry"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/test/harness"
@@ -90,32 +89,8 @@ func TestQueuesShareByWeight(t *testing.T) {
 	})
 	require.NoError(t, err)
 	// And the scheduler's metrics.
-	assert.Equal(t, 30.0, gauge(t, "flotilla_queue_deserved", map[string]string{"queue": "three", "resource": "cpu"}))
-	assert.Equal(t, 40.0, gauge(t, "flotilla_queue_requested", map[string]string{"queue": "three", "resource": "cpu"}))
-}
-
-// gauge reads a gauge of the in-process scheduler from the metrics registry
-// its /metrics endpoint serves.
-func gauge(t *testing.T, name string, labels map[string]string) float64 {
-	t.Helper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
-					continue metrics
-				}
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no %s%v in the scheduler's metrics", name, labels)
-	return 0
+	assert.Equal(t, 30.0, metricValue(t, "flotilla_queue_deserved", map[string]string{"queue": "three", "resource": "cpu"}))
+	assert.Equal(t, 40.0, metricValue(t, "flotilla_queue_requested", map[string]string{"queue": "three", "resource": "cpu"}))
 }
 
 // 3. A queue alone borrows the idle cluster; a second queue's pods are then

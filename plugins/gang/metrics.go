@@ -1,0 +1,38 @@
+package gang
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+var (
+	// gangWaitSeconds: from a gang's attempt starting to its quorum being
+	// placed, i.e. how long its first members held nodes waiting.
+	gangWaitSeconds = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace: "flotilla", Name: "gang_wait_seconds",
+		Help:           "Time from a gang's placing attempt starting to its quorum being placed.",
+		Buckets:        metrics.ExponentialBuckets(0.01, 2, 15),
+		StabilityLevel: metrics.ALPHA,
+	})
+	// gangRejections counts failed attempts by why they failed.
+	gangRejections = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "flotilla", Name: "gang_rejections_total",
+		Help:           "Gang placing attempts that failed or were refused, by reason (does_not_fit, member_unplaceable, lost_place, timed_out).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+	registerMetrics sync.Once
+)
+
+// Reasons a gang attempt ends without its quorum.
+const (
+	reasonDoesNotFit        = "does_not_fit"
+	reasonMemberUnplaceable = "member_unplaceable"
+	reasonLostPlace         = "lost_place"
+	reasonTimedOut          = "timed_out"
+)
+
+func init() {
+	registerMetrics.Do(func() { legacyregistry.MustRegister(gangWaitSeconds, gangRejections) })
+}
