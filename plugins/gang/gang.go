@@ -116,7 +116,9 @@ func (g *Gang) sortKey(e fwk.QueuedEntityInfo) (state.GroupKey, time.Time) {
 }
 
 // PreEnqueue keeps a member out of the queue until its PodGroup exists and
-// has at least minMember pods.
+// has at least minMember pods. A gated pod gets no scheduling attempt, so
+// it gets an event saying what it waits for instead: it never waits
+// silently.
 func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	key, ok := state.GroupOf(pod)
 	if !ok {
@@ -124,16 +126,22 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	}
 	g.statusQueue.enqueue(key)
 	pg := g.store.PodGroup(key)
-	if pg == nil {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("waiting for PodGroup %s to be created", key))
+	var why, reason string
+	switch {
+	case pg == nil:
+		why, reason = fmt.Sprintf("waiting for PodGroup %s to be created", key), "WaitingForPodGroup"
+	case pg.Spec.MinMember < 1:
+		why, reason = fmt.Sprintf("PodGroup %s has minMember %d; it must be at least 1", key, pg.Spec.MinMember), "InvalidPodGroup"
+	default:
+		if n := len(g.store.Members(key)); int32(n) < pg.Spec.MinMember {
+			why, reason = fmt.Sprintf("PodGroup %s has %d of its minMember %d pods", key, n, pg.Spec.MinMember), "WaitingForMembers"
+		}
 	}
-	if pg.Spec.MinMember < 1 {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("PodGroup %s has minMember %d; it must be at least 1", key, pg.Spec.MinMember))
+	if why == "" {
+		return nil
 	}
-	if n := len(g.store.Members(key)); int32(n) < pg.Spec.MinMember {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("PodGroup %s has %d of its minMember %d pods", key, n, pg.Spec.MinMember))
-	}
-	return nil
+	g.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, reason, "Scheduling", why)
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
 }
 
 // EventsToRegister re-queues waiting members on the events that can let

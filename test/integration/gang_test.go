@@ -342,3 +342,37 @@ func TestGangTimesOutAndSaysSo(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(waiting), 2*time.Second)
 	assertNoneBoundFor(t, h, "slow", time.Second)
 }
+
+// Pods of a gang that cannot start say why on themselves, not only in logs.
+func TestGatedMembersSayWhy(t *testing.T) {
+	h := startCluster(t, "scheduler-config.yaml", nodes(1, "8")...)
+	// No PodGroup at all.
+	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "ghost", 1, "1")...))
+	ev, err := h.WaitForEvent(h.Ctx, "default", "ghost-0", "WaitingForPodGroup", bindTimeout)
+	require.NoError(t, err)
+	assert.Contains(t, ev.Note, "waiting for PodGroup default/ghost to be created")
+
+	// minMember larger than the pods that exist.
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "few", 3))
+	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "few", 2, "1")...))
+	ev, err = h.WaitForEvent(h.Ctx, "default", "few-0", "WaitingForMembers", bindTimeout)
+	require.NoError(t, err)
+	assert.Regexp(t, `has [12] of its minMember 3 pods`, ev.Note)
+	_, err = h.WaitForEvent(h.Ctx, "default", "few", "WaitingForMembers", bindTimeout)
+	require.NoError(t, err, "the PodGroup says so too")
+
+	// minMember omitted (0): the schema's minimum does not apply to an
+	// absent field, so the scheduler refuses it itself.
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "zero", 0))
+	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "zero", 1, "1")...))
+	ev, err = h.WaitForEvent(h.Ctx, "default", "zero-0", "InvalidPodGroup", bindTimeout)
+	require.NoError(t, err)
+	assert.Contains(t, ev.Note, "minMember 0; it must be at least 1")
+
+	// A negative minMember never gets in: the CRD schema names the field.
+	pg := harness.PodGroup("default", "negative", -2)
+	_, err = h.PodGroups.SchedulingV1alpha1().PodGroups("default").Create(h.Ctx, pg, metav1.CreateOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "spec.minMember")
+	assertNoneBoundFor(t, h, "few", time.Second)
+}
