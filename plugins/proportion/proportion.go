@@ -29,6 +29,7 @@ type Proportion struct {
 }
 
 var (
+	_ fwk.PreEnqueuePlugin  = &Proportion{}
 	_ fwk.PreFilterPlugin   = &Proportion{}
 	_ fwk.ReservePlugin     = &Proportion{}
 	_ fwk.EnqueueExtensions = &Proportion{}
@@ -53,6 +54,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 
 // Name returns the plugin's name.
 func (p *Proportion) Name() string { return Name }
+
+// PreEnqueue admits every pod to the queue; it is here because it is the
+// first thing only the scheduling (leading) replica does, which is when the
+// status writer starts.
+func (p *Proportion) PreEnqueue(context.Context, *corev1.Pod) *fwk.Status {
+	p.status.start()
+	return nil
+}
 
 // PreFilter admits the pod if its queue and every ancestor stay within
 // deserved and capability with its request (a gang's first member: the
@@ -151,6 +160,7 @@ func (p *Proportion) PreFilterExtensions() fwk.PreFilterExtensions { return nil 
 
 // Reserve charges the pod to its queue.
 func (p *Proportion) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+	p.status.start()
 	p.queues.Reserve(pod)
 	return nil
 }
