@@ -40,7 +40,7 @@ type Setup struct {
 // exactly as the binary takes them. dir receives the effective config file.
 // Errors are the scheduler's own start-up errors (bad config, bad args).
 func New(ctx context.Context, dir string, config []byte, kubeconfig string, flags []string) (*Setup, error) {
-	configPath, err := writeConfig(dir, config, kubeconfig)
+	configPath, err := WriteConfig(dir, config, kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -95,10 +95,10 @@ func (s *Setup) Run(ctx context.Context) error {
 	return err
 }
 
-// writeConfig points the configuration at kubeconfig and writes it to dir.
+// WriteConfig points the configuration at kubeconfig and writes it to dir.
 // Only clientConnection.kubeconfig is touched, as generic YAML, so the
 // scheduler's strict decoding still sees every other field as written.
-func writeConfig(dir string, config []byte, kubeconfig string) (string, error) {
+func WriteConfig(dir string, config []byte, kubeconfig string) (string, error) {
 	var doc map[string]interface{}
 	if err := yaml.Unmarshal(config, &doc); err != nil {
 		return "", fmt.Errorf("scheduler config is not YAML: %w", err)

@@ -1,0 +1,117 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/flotilla-sched/flotilla/test/harness/launch"
+)
+
+var (
+	buildOnce   sync.Once
+	builtBinary string
+	buildErr    error
+)
+
+// SchedulerBinary builds the flotilla-scheduler command once per test
+// process and returns its path.
+func SchedulerBinary() (string, error) {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "flotilla-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBinary = filepath.Join(dir, "flotilla-scheduler")
+		out, err := exec.Command("go", "build", "-o", builtBinary, "github.com/flotilla-sched/flotilla/cmd/flotilla-scheduler").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v: %s", err, out)
+		}
+	})
+	return builtBinary, buildErr
+}
+
+// SchedulerProcess is the real flotilla-scheduler binary running as its own
+// process against the control plane: what leader election, crashes and
+// restarts need, since an in-process scheduler cannot be killed.
+type SchedulerProcess struct {
+	cmd  *exec.Cmd
+	logs *syncBuffer
+	done chan struct{}
+}
+
+// StartSchedulerProcess runs the binary with the configuration (pointed at
+// this control plane) and extra flags. It is killed at clean-up.
+func (cp *ControlPlane) StartSchedulerProcess(ctx context.Context, config []byte, flags ...string) (*SchedulerProcess, error) {
+	binary, err := SchedulerBinary()
+	if err != nil {
+		return nil, err
+	}
+	configPath, err := launch.WriteConfig(cp.tb.TempDir(), config, cp.KubeconfigPath)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"--config=" + configPath, "--secure-port=0", "--v=2"}, flags...)
+	p := &SchedulerProcess{cmd: exec.CommandContext(ctx, binary, args...), logs: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	cp.tb.Cleanup(func() { _ = p.Kill() })
+	return p, nil
+}
+
+// Kill ends the process at once (SIGKILL), as a crash or a lost node would.
+func (p *SchedulerProcess) Kill() error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("scheduler process %d did not exit", p.cmd.Process.Pid)
+	}
+}
+
+// Logs returns what the process has written so far.
+func (p *SchedulerProcess) Logs() string { return p.logs.String() }
+
+// Leading reports whether the process has logged that it acquired its lease.
+func (p *SchedulerProcess) Leading() bool {
+	return strings.Contains(strings.ToLower(p.Logs()), "successfully acquired lease")
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
