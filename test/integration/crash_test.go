@@ -24,8 +24,28 @@ import (
 // moved to another node, every gang is whole or holds nothing — unless the
 // rest of it genuinely does not fit, which its PodGroup then says — and the
 // queue's accounting equals what the apiserver shows. FLOTILLA_CRASH_SEED
-// replays a run.
+// replays a run. "cancel" stops an in-process scheduler through its
+// context; "kill" SIGKILLs the real binary, which gets no chance to clean up.
 func TestSchedulerCrashesLeaveNoPartialGangs(t *testing.T) {
+	t.Run("cancel", func(t *testing.T) {
+		crashScenario(t, func(h *harness.Harness, config []byte) func() {
+			s, err := h.ControlPlane.StartScheduler(h.Ctx, config, harness.SchedulerOptions{})
+			require.NoError(t, err)
+			return func() { require.NoError(t, s.Stop()) }
+		})
+	})
+	t.Run("kill", func(t *testing.T) {
+		crashScenario(t, func(h *harness.Harness, config []byte) func() {
+			p, err := h.StartSchedulerProcess(h.Ctx, config, "--leader-elect=false")
+			require.NoError(t, err)
+			return func() { require.NoError(t, p.Kill()) }
+		})
+	})
+}
+
+// crashScenario runs the scenario; start starts a scheduler and returns
+// what crashes it.
+func crashScenario(t *testing.T, start func(h *harness.Harness, config []byte) (crash func())) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("FLOTILLA_CRASH_SEED"); s != "" {
 		var err error
@@ -66,13 +86,12 @@ func TestSchedulerCrashesLeaveNoPartialGangs(t *testing.T) {
 	}
 	config := shippedConfig(t, "scheduler-config.yaml")
 	for i := 0; i < 6; i++ {
-		s, err := h.ControlPlane.StartScheduler(h.Ctx, config, harness.SchedulerOptions{})
-		require.NoError(t, err)
-		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
-		require.NoError(t, s.Stop())
+		crash := start(h, config)
+		time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
+		crash()
 		observe()
 	}
-	h.StartScheduler(config, harness.SchedulerOptions{})
+	start(h, config)
 
 	// Settled: nothing changes over two gang timeouts.
 	var bound map[string]int
