@@ -56,6 +56,10 @@ func (cp *ControlPlane) StartScheduler(ctx context.Context, config []byte, opts 
 		defer close(s.done)
 		s.err = setup.Run(runCtx)
 	}()
+	// Registered after the apiserver's teardown, so it runs before it: a
+	// scheduler still watching would hold the apiserver's shutdown for its
+	// full grace period.
+	cp.tb.Cleanup(func() { _ = s.Stop() })
 	return s, nil
 }
 
