@@ -317,10 +317,7 @@ func (q *Queues) charge(acc *podAccount, sign int64) {
 }
 
 func (q *Queues) onPodDelete(obj interface{}) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := unwrap(obj).(*corev1.Pod)
 	if !ok {
 		return
 	}
@@ -345,10 +342,7 @@ func (q *Queues) onNode(obj interface{}) {
 }
 
 func (q *Queues) onNodeDelete(obj interface{}) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	if node, ok := obj.(*corev1.Node); ok {
+	if node, ok := unwrap(obj).(*corev1.Node); ok {
 		q.mu.Lock()
 		defer q.mu.Unlock()
 		delete(q.nodes, node.Name)

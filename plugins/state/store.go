@@ -220,10 +220,7 @@ func (s *Store) GroupTime(key GroupKey, fallback time.Time) time.Time {
 // forgetGroupTime drops a deleted group's pinned time once none of its pods
 // is left to be queued, so the pins do not grow without bound.
 func (s *Store) forgetGroupTime(obj interface{}) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pg, ok := obj.(*schedv1alpha1.PodGroup)
+	pg, ok := unwrap(obj).(*schedv1alpha1.PodGroup)
 	if !ok {
 		return
 	}
@@ -312,14 +309,9 @@ func (tx *Tx) Placed(g *Gang) int {
 // forgetBound drops members from the reserved set once the apiserver shows
 // them bound or gone, so the set only ever holds in-flight members.
 func (s *Store) forgetBound(obj interface{}) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := unwrap(obj).(*corev1.Pod)
 	if !ok {
-		if tomb, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
-			pod, ok = tomb.Obj.(*corev1.Pod)
-		}
-		if !ok {
-			return
-		}
+		return
 	}
 	key, ok := GroupOf(pod)
 	if !ok {
@@ -341,10 +333,7 @@ func (s *Store) forgetBound(obj interface{}) {
 // updated or deleted.
 func (s *Store) OnMemberChange(f func(GroupKey)) error {
 	call := func(obj interface{}) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if pod, ok := obj.(*corev1.Pod); ok {
+		if pod, ok := unwrap(obj).(*corev1.Pod); ok {
 			if key, ok := GroupOf(pod); ok {
 				f(key)
 			}
@@ -371,4 +360,13 @@ func NewStatic(groups []*schedv1alpha1.PodGroup, pods []*corev1.Pod) *Store {
 		_ = s.pods.GetIndexer().Add(p)
 	}
 	return s
+}
+
+// unwrap returns the object of an informer delete event, which is wrapped in
+// a tombstone when the watch missed the deletion.
+func unwrap(obj interface{}) interface{} {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return tomb.Obj
+	}
+	return obj
 }
