@@ -39,6 +39,7 @@ bench:
 FUZZTIME ?= 10s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDeserve$$' -fuzztime $(FUZZTIME) ./plugins/state/
+	$(GO) test -run '^$$' -fuzz '^FuzzPluginArgs$$' -fuzztime $(FUZZTIME) ./apis/config/scheme/
 
 ## manifests: regenerate deepcopy code and CRDs from the Go types
 manifests:
