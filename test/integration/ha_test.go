@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -68,14 +69,27 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	// retry periods and the scheduling itself on top.
 	assert.Less(t, takeover, lease+5*time.Second)
 
-	// Bound once: exactly one Scheduled event per pod.
+	// Bound once: exactly one Scheduled event per pod (events are written
+	// asynchronously, so wait for the first before counting).
 	for i := 0; i < 5; i++ {
 		for _, name := range []string{fmt.Sprintf("before-%d", i), fmt.Sprintf("after-%d", i)} {
+			_, err := h.WaitForEvent(h.Ctx, "default", name, "Scheduled", bindTimeout)
+			require.NoError(t, err)
 			events, err := h.Client.EventsV1().Events("default").List(h.Ctx, metav1.ListOptions{
 				FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("regarding.name", name), fields.OneTermEqualSelector("reason", "Scheduled")).String(),
 			})
 			require.NoError(t, err)
 			assert.Len(t, events.Items, 1, "pod %s", name)
+			if len(events.Items) == 1 {
+				assert.EqualValues(t, 0, seriesCount(events.Items[0].Series), "pod %s scheduled more than once", name)
+			}
 		}
 	}
+}
+
+func seriesCount(s *eventsv1.EventSeries) int32 {
+	if s == nil {
+		return 0
+	}
+	return s.Count
 }
