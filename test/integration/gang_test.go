@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -375,4 +376,61 @@ func TestGatedMembersSayWhy(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "spec.minMember")
 	assertNoneBoundFor(t, h, "few", time.Second)
+}
+
+// A member whose binding fails after the quorum was allowed (here a
+// ValidatingAdmissionPolicy rejects it) is unreserved and retried; the
+// failure does not cascade to its bound siblings, and once the cause is gone
+// the gang completes.
+func TestFailedBindingIsRetriedUntilTheGangCompletes(t *testing.T) {
+	h := startCluster(t, "scheduler-config.yaml", nodes(2, "8")...)
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-binding"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/binding"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "object.metadata.name != 'flaky-2'", Message: "injected binding failure"}},
+		},
+	}
+	_, err := h.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(h.Ctx, policy, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = h.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(h.Ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-binding"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: "refuse-binding", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	// The policy is enforced once the apiserver has compiled it.
+	require.Eventually(t, func() bool {
+		probe := harness.Pod(harness.PodSpec{Name: "flaky-2", SchedulerName: "nobody"})
+		if _, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, probe, metav1.CreateOptions{}); err != nil {
+			return false
+		}
+		defer h.Client.CoreV1().Pods("default").Delete(h.Ctx, "flaky-2", metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+		err := h.Client.CoreV1().Pods("default").Bind(h.Ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "flaky-2"}, Target: corev1.ObjectReference{Kind: "Node", Name: "node-000"}}, metav1.CreateOptions{})
+		return err != nil && strings.Contains(err.Error(), "injected binding failure")
+	}, bindTimeout, 200*time.Millisecond)
+	require.Eventually(t, func() bool {
+		_, err := h.Client.CoreV1().Pods("default").Get(h.Ctx, "flaky-2", metav1.GetOptions{})
+		return err != nil
+	}, bindTimeout, 100*time.Millisecond)
+
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "flaky", 3))
+	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "flaky", 3, "1")...))
+	ev, err := h.WaitForEvent(h.Ctx, "default", "flaky-2", "FailedScheduling", bindTimeout)
+	require.NoError(t, err)
+	assert.Contains(t, ev.Note, "injected binding failure")
+	for _, p := range []string{"flaky-0", "flaky-1"} {
+		_, err := h.WaitForPodBound(h.Ctx, "default", p, bindTimeout)
+		require.NoError(t, err, "the siblings' bindings succeeded and stay")
+	}
+
+	require.NoError(t, h.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(h.Ctx, "refuse-binding", metav1.DeleteOptions{}))
+	_, err = h.WaitForPodsBound(h.Ctx, "default", gangSelector+"flaky", 3, time.Minute)
+	require.NoError(t, err, "the failed member is retried and the gang completes")
 }
