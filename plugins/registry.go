@@ -10,6 +10,7 @@ import (
 	_ "github.com/flotilla-sched/flotilla/apis/config/scheme"
 	"github.com/flotilla-sched/flotilla/plugins/binpack"
 	"github.com/flotilla-sched/flotilla/plugins/gang"
+	"github.com/flotilla-sched/flotilla/plugins/preemption"
 	"github.com/flotilla-sched/flotilla/plugins/proportion"
 )
 
@@ -19,5 +20,6 @@ func SchedulerOptions() []app.Option {
 		app.WithPlugin(gang.Name, gang.New),
 		app.WithPlugin(proportion.Name, proportion.New),
 		app.WithPlugin(binpack.Name, binpack.New),
+		app.WithPlugin(preemption.Name, preemption.New),
 	}
 }

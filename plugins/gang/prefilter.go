@@ -21,7 +21,13 @@ import (
 // members still needed for the quorum fit the nodes' free capacity. The
 // check runs once, when the gang's attempt starts; the siblings are then
 // activated so they follow straight away.
-func (g *Gang) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+//
+// A quorum that does not fit is refused as unresolvable unless the profile
+// runs gang-aware preemption: then it is refused as unschedulable and the
+// cycle state says so, and the preemption plugin decides whether evicting
+// other pods makes room for the whole quorum (a per-pod preemption would
+// evict for one member of a gang that still cannot run).
+func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	key, ok := state.GroupOf(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Skip)
@@ -33,7 +39,7 @@ func (g *Gang) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 	logger := klog.FromContext(ctx).WithValues("gang", key.String())
 
 	var status *fwk.Status
-	var started bool
+	var started, doesNotFit bool
 	var unblocked []state.GroupKey
 	defer func() { g.activateGangs(ctx, unblocked) }()
 	g.store.Lock(func(tx *state.Tx) {
@@ -60,14 +66,19 @@ func (g *Gang) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 		}
 		if reason := g.quorumDoesNotFit(pg, gang, nodes, tx); reason != "" {
 			gang.LastFailure = reason
+			doesNotFit = true
 			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
+			if g.store.GangPreemption(g.handle.ProfileName()) {
+				cycle.Write(state.GangNeedsRoomKey, &state.GangNeedsRoom{Key: key, Need: int(pg.Spec.MinMember) - tx.Placed(gang)})
+				status = fwk.NewStatus(fwk.Unschedulable, reason)
+			}
 			return
 		}
 		tx.StartPlacing(gang)
 		started = true
 	})
 	if status != nil {
-		if status.Code() == fwk.UnschedulableAndUnresolvable {
+		if doesNotFit {
 			gangRejections.WithLabelValues(reasonDoesNotFit).Inc()
 			g.recordGangEvent(pg, corev1.EventTypeWarning, "GangDoesNotFit", status.Message())
 		}

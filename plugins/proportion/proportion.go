@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -82,11 +81,9 @@ func (p *Proportion) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("queue %q is invalid: %s", name, queue.Invalid))
 	}
 	request, what := p.admissionRequest(pod)
-	for _, q := range view.Ancestors(name) {
-		if reason := exceeds(q, request, view.Available); reason != "" {
-			klog.FromContext(ctx).V(4).Info("Queue refuses pod", "queue", q.Name, "pod", klog.KObj(pod), "reason", reason)
-			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("queue %q: %s would %s", q.Name, what, reason))
-		}
+	if refusing, reason := view.Refuses(name, request, nil); reason != "" {
+		klog.FromContext(ctx).V(4).Info("Queue refuses pod", "queue", refusing, "pod", klog.KObj(pod), "reason", reason)
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("queue %q: %s %s", refusing, what, reason))
 	}
 	return nil, nil
 }
@@ -121,37 +118,6 @@ func (p *Proportion) admissionRequest(pod *corev1.Pod) (state.Resources, string)
 		total.Add(others[i])
 	}
 	return total, fmt.Sprintf("gang %s (%d members for its quorum)", key, pg.Spec.MinMember)
-}
-
-// exceeds says how admitting request would overrun the queue, or "". A
-// request the cluster could not hold even with every queue idle is not the
-// queue's to refuse: the node filters say what is missing.
-func exceeds(q *state.QueueInfo, request, available state.Resources) string {
-	var over []string
-	for name, v := range request {
-		if v <= 0 {
-			continue
-		}
-		after := q.Allocated[name] + v
-		if limit, capped := q.Capability[name]; capped && after > limit {
-			return fmt.Sprintf("exceed its capability of %s (%s)", name, describe(name, after, limit))
-		}
-		if after > q.Deserved[name] && after <= available[name] {
-			over = append(over, fmt.Sprintf("%s (%s)", name, describe(name, after, q.Deserved[name])))
-		}
-	}
-	if len(over) == 0 {
-		return ""
-	}
-	sort.Strings(over)
-	return "exceed its deserved share of " + strings.Join(over, ", ")
-}
-
-func describe(name corev1.ResourceName, after, limit int64) string {
-	list := state.Resources{name: after}.List()
-	lim := state.Resources{name: limit}.List()
-	a, l := list[name], lim[name]
-	return fmt.Sprintf("%s > %s", a.String(), l.String())
 }
 
 // PreFilterExtensions is not needed: admission does not depend on which

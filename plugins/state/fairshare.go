@@ -270,3 +270,25 @@ func waterFill(amount int64, weights []float64, floors, caps []int64) []int64 {
 	}
 	return out
 }
+
+// Less orders requests by size: cpu, then memory, then everything else.
+func (r Resources) Less(o Resources) bool {
+	if r[corev1.ResourceCPU] != o[corev1.ResourceCPU] {
+		return r[corev1.ResourceCPU] < o[corev1.ResourceCPU]
+	}
+	if r[corev1.ResourceMemory] != o[corev1.ResourceMemory] {
+		return r[corev1.ResourceMemory] < o[corev1.ResourceMemory]
+	}
+	var rest, orest int64
+	for name, v := range r {
+		if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+			rest += v
+		}
+	}
+	for name, v := range o {
+		if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+			orest += v
+		}
+	}
+	return rest < orest
+}

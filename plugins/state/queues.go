@@ -608,3 +608,11 @@ func (q *Queues) Observe(pods ...*corev1.Pod) {
 		}
 	}
 }
+
+// Charged reports whether pods like pod count in their queue's
+// allocation: pods of other schedulers do not.
+func (q *Queues) Charged(pod *corev1.Pod) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.profiles[pod.Spec.SchedulerName]
+}

@@ -59,6 +59,8 @@ type Store struct {
 	// groupTimes pins each group's queue-sort time at first sight, so a
 	// queued pod's sort key never changes (a changing key corrupts the heap).
 	groupTimes map[GroupKey]time.Time
+	// gangPreemption: profiles whose preemption plugin is gang-aware.
+	gangPreemption map[string]bool
 }
 
 // Gang is the in-flight accounting of one PodGroup. Guarded by Store.mu.

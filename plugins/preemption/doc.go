@@ -1,0 +1,48 @@
+// Package preemption is flotilla's PostFilter: it replaces DefaultPreemption
+// in the flotilla-scheduler profile and decides which running pods to evict
+// when a pending pod — or a pending gang's quorum — finds no room.
+//
+// Who may be evicted for whom:
+//   - Within a queue, a pod may evict pods of its own queue with a lower
+//     priority. preemptionPolicy: Never evicts nothing.
+//   - Across queues (reclaim), a pod whose queue — with the pod admitted —
+//     stays within its deserved share, at every level of the queue tree, may
+//     evict pods of other queues that are above their deserved share and
+//     reclaimable, whatever their priority, but never so many that such a
+//     queue (or its ancestors below the common one) drops below its deserved
+//     share on a resource the preemptor asks for. A queue over its share
+//     therefore only preempts inside itself. Deserved shares count pending
+//     demand, the preemptor's included, so the queue that was reclaimed
+//     from is at its share afterwards and cannot reclaim straight back.
+//   - Gangs are evicted so that none is left with 0 < running < minMember:
+//     a victim is a surplus member above minMember, or the whole gang.
+//     Pods waiting in Permit or binding are never victims.
+//
+// Choosing victims: candidates are ordered least important first — pods
+// that no PodDisruptionBudget protects before protected ones, single pods
+// (plain or surplus gang members) before whole gangs, lower priority first,
+// smaller gangs first, newer first. The shortest prefix of that order that
+// makes room is taken, then every victim that is not needed is given back,
+// most important first, so no victim is evicted that the preemptor could do
+// without. Terminating pods count as free room, so a preemptor whose
+// earlier victims are still terminating evicts nothing more.
+//
+// A single pod is placed by simulation on each candidate node (the node's
+// pods less its victims, with every Filter plugin and the nominated pods),
+// and the node whose victims cost least is chosen: fewest PDB violations,
+// then lowest top victim priority, then fewest victims. A gang member that
+// Gang refused because its quorum does not fit preempts for the whole
+// quorum: the members still needed are placed together by simulation
+// (first fit, largest first) on the nodes less the victims, every member
+// checked for its resources and the node for the preemptor's constraints
+// (members of a gang share a pod template); if even evicting every eligible
+// pod would not make room for all of them, nothing is evicted. The
+// placement found is nominated: the preemptor through the scheduler, its
+// siblings by their status.
+//
+// Victims get the DisruptionTarget condition (reason
+// PreemptionByScheduler) and an event saying whether it was a preemption or
+// a reclaim and for which pod or gang; they are deleted asynchronously, and
+// flotilla_preemption_victims_total{kind} counts them. While an eviction is
+// in flight its preemptor evicts nothing more.
+package preemption

@@ -1,0 +1,27 @@
+package preemption
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// Kinds of eviction.
+const (
+	kindPreemption = "preemption" // by a higher-priority pod of the same queue
+	kindReclaim    = "reclaim"    // by a queue below its deserved share
+)
+
+var (
+	victimsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "flotilla", Name: "preemption_victims_total",
+		Help:           "Pods evicted by flotilla's preemption, by kind (preemption within a queue, reclaim across queues).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"kind"})
+	registerMetrics sync.Once
+)
+
+func init() {
+	registerMetrics.Do(func() { legacyregistry.MustRegister(victimsTotal) })
+}

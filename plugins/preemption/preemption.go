@@ -1,0 +1,197 @@
+package preemption
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/flotilla-sched/flotilla/plugins/state"
+)
+
+// Name is the plugin's name in a KubeSchedulerConfiguration. It takes no
+// args.
+const Name = "Preemption"
+
+// Preemption evicts running pods for pending pods and gangs by queue,
+// priority and gang rules (see doc.go).
+type Preemption struct {
+	handle fwk.Handle
+	store  *state.Store
+	pods   corelisters.PodLister
+	pdbs   policylisters.PodDisruptionBudgetLister
+
+	mu sync.Mutex
+	// inFlight: evictions started for a preemptor (a pod or a gang) whose
+	// victims may still hold their nodes.
+	inFlight map[string][]victimRef
+}
+
+type victimRef struct {
+	namespace, name string
+	uid             types.UID
+}
+
+var _ fwk.PostFilterPlugin = &Preemption{}
+
+// New builds the plugin; it has no args.
+func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	store, err := state.For(ctx, h)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	store.EnableGangPreemption(h.ProfileName())
+	factory := h.SharedInformerFactory()
+	return &Preemption{
+		handle:   h,
+		store:    store,
+		pods:     factory.Core().V1().Pods().Lister(),
+		pdbs:     factory.Policy().V1().PodDisruptionBudgets().Lister(),
+		inFlight: map[string][]victimRef{},
+	}, nil
+}
+
+// Name returns the plugin's name.
+func (p *Preemption) Name() string { return Name }
+
+// preemptor is what must be placed: one pod, or the members a gang still
+// needs for its quorum.
+type preemptor struct {
+	id       string
+	pod      *corev1.Pod
+	members  []*corev1.Pod
+	group    state.GroupKey
+	inGroup  bool
+	queue    string
+	priority int32
+	request  state.Resources
+	what     string
+}
+
+// PostFilter chooses victims for the pod (or its gang), starts evicting
+// them and nominates where the pod is to go.
+func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	logger := klog.FromContext(ctx)
+	if latest, err := p.pods.Pods(pod.Namespace).Get(pod.Name); err == nil && latest.UID == pod.UID {
+		pod = latest
+	}
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "not preempting: the pod's preemptionPolicy is Never")
+	}
+	who, reason := p.preemptorFor(cycle, pod)
+	if who == nil {
+		return nil, fwk.NewStatus(fwk.Unschedulable, reason)
+	}
+	if waiting := p.victimsPending(who.id); waiting > 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("not preempting again: %d victims evicted for %s are still terminating", waiting, who.what))
+	}
+	nodes, err := p.handle.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	world, err := p.survey(ctx, who, nodes)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+
+	var best *plan
+	if who.inGroup && len(who.members) > 1 {
+		best, reason = p.planGang(ctx, cycle, who, world)
+	} else {
+		best, reason = p.planPod(ctx, cycle, who, world, statuses)
+	}
+	if best == nil {
+		logger.V(4).Info("No preemption", "preemptor", who.what, "reason", reason)
+		return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Unschedulable, "preemption cannot help: "+reason)
+	}
+	if len(best.victims) == 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("not preempting: terminating pods are freeing room for %s", who.what))
+	}
+	p.evict(ctx, who, best, world)
+	node := best.placement[pod.UID]
+	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}},
+		fwk.NewStatus(fwk.Success, fmt.Sprintf("preempting %d pods for %s", len(best.pods()), who.what))
+}
+
+// preemptorFor returns what the pod preempts for, or why it does not.
+func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preemptor, string) {
+	who := &preemptor{
+		id: string(pod.UID), pod: pod, members: []*corev1.Pod{pod},
+		priority: corev1helpers.PodPriority(pod), request: state.Request(pod),
+		what: fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name),
+	}
+	if queues := p.store.Queues(); queues != nil {
+		who.queue = queues.QueueOf(pod)
+	}
+	key, ok := state.GroupOf(pod)
+	if !ok || p.store.PodGroup(key) == nil {
+		return who, ""
+	}
+	who.group, who.inGroup = key, true
+	var quorumPlaced bool
+	var reserved map[types.UID]bool
+	pg := p.store.PodGroup(key)
+	p.store.Lock(func(tx *state.Tx) {
+		g := tx.Gang(key)
+		quorumPlaced = tx.Placed(g) >= int(pg.Spec.MinMember)
+		reserved = make(map[types.UID]bool, len(g.Reserved))
+		for uid := range g.Reserved {
+			reserved[uid] = true
+		}
+	})
+	if quorumPlaced {
+		return who, "" // a surplus member preempts as a pod
+	}
+	data, err := cycle.Read(state.GangNeedsRoomKey)
+	room, _ := data.(*state.GangNeedsRoom)
+	if err != nil || room == nil || room.Key != key {
+		return nil, fmt.Sprintf("not preempting: gang %s is not waiting for room", key)
+	}
+	var others []*corev1.Pod
+	for _, m := range p.store.Members(key) {
+		if m.UID != pod.UID && m.Spec.NodeName == "" && !reserved[m.UID] && m.DeletionTimestamp == nil {
+			others = append(others, m)
+		}
+	}
+	// Any `need` members make the quorum; the smallest are the cheapest.
+	sort.SliceStable(others, func(i, j int) bool { return state.Request(others[i]).Less(state.Request(others[j])) })
+	if len(others) < room.Need-1 {
+		return nil, fmt.Sprintf("not preempting: gang %s needs %d more members than are pending", key, room.Need-1-len(others))
+	}
+	who.members = append(who.members, others[:max(room.Need-1, 0)]...)
+	who.id = "gang/" + key.String()
+	who.what = "gang " + key.String()
+	who.request = state.Resources{}
+	for _, m := range who.members {
+		who.request.Add(state.Request(m))
+	}
+	return who, ""
+}
+
+// victimsPending counts the victims of an earlier eviction for id that
+// still exist, forgetting the eviction once none does.
+func (p *Preemption) victimsPending(id string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	left := p.inFlight[id][:0]
+	for _, v := range p.inFlight[id] {
+		if pod, err := p.pods.Pods(v.namespace).Get(v.name); err == nil && pod.UID == v.uid {
+			left = append(left, v)
+		}
+	}
+	if len(left) == 0 {
+		delete(p.inFlight, id)
+		return 0
+	}
+	p.inFlight[id] = left
+	return len(left)
+}

@@ -1,0 +1,282 @@
+package preemption
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/flotilla-sched/flotilla/plugins/state"
+)
+
+// world is the cluster as one preemption attempt sees it.
+type world struct {
+	queues *state.Queues    // nil: every pod is in one implicit queue
+	view   *state.QueueView // nil with queues
+	nodes  []fwk.NodeInfo
+	byName map[string]fwk.NodeInfo
+	// terminating pods per node: room that is being freed already.
+	terminating map[string][]fwk.PodInfo
+	// units are the eligible victims, least important first.
+	units []*unit
+}
+
+// member is one pod of a victim unit and the node it runs on.
+type member struct {
+	info fwk.PodInfo
+	node string
+}
+
+// unit is what is evicted together: one pod, or a whole gang.
+type unit struct {
+	members   []member
+	queue     string
+	priority  int32 // the highest of its members
+	whole     bool  // a whole gang
+	protected bool  // a PodDisruptionBudget forbids evicting a member
+	reclaim   bool  // from another queue
+	newest    time.Time
+}
+
+func (u *unit) touches(node string) bool {
+	for _, m := range u.members {
+		if m.node == node {
+			return true
+		}
+	}
+	return false
+}
+
+// survey finds every pod the preemptor may evict and groups them into units.
+func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.NodeInfo) (*world, error) {
+	w := &world{nodes: nodes, byName: make(map[string]fwk.NodeInfo, len(nodes)), terminating: map[string][]fwk.PodInfo{}}
+	mayReclaim := false
+	if w.queues = p.store.Queues(); w.queues != nil {
+		w.queues.Observe(who.members...)
+		w.view = w.queues.View()
+		// Reclaim is for a queue that stays within its deserved share with
+		// the preemptor admitted; an over-share queue preempts only itself.
+		_, refused := w.view.Refuses(who.queue, who.request, nil)
+		mayReclaim = refused == ""
+	}
+	pdbs, err := p.pdbs.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+
+	type candidate struct {
+		member
+		eligible, reclaim bool
+	}
+	groups := map[state.GroupKey][]candidate{}
+	var singles []candidate
+	for _, n := range nodes {
+		name := n.Node().Name
+		w.byName[name] = n
+		for _, info := range n.GetPods() {
+			pod := info.GetPod()
+			if pod.DeletionTimestamp != nil {
+				w.terminating[name] = append(w.terminating[name], info)
+				continue
+			}
+			c := candidate{member: member{info: info, node: name}}
+			// Waiting or binding pods belong to an attempt in flight.
+			inFlight := p.handle.GetWaitingPod(pod.UID) != nil || p.handle.GetPodInPreBind(pod.UID) != nil
+			c.eligible, c.reclaim = p.eligible(w, who, pod, mayReclaim)
+			c.eligible = c.eligible && !inFlight
+			if key, ok := state.GroupOf(pod); ok && p.store.PodGroup(key) != nil {
+				if who.inGroup && key == who.group {
+					continue
+				}
+				groups[key] = append(groups[key], c)
+				continue
+			}
+			if c.eligible {
+				singles = append(singles, c)
+			}
+		}
+	}
+
+	newUnit := func(cs []candidate, whole bool) *unit {
+		u := &unit{whole: whole, priority: corev1helpers.PodPriority(cs[0].info.GetPod())}
+		for _, c := range cs {
+			pod := c.info.GetPod()
+			u.members = append(u.members, c.member)
+			u.priority = max(u.priority, corev1helpers.PodPriority(pod))
+			u.reclaim = u.reclaim || c.reclaim
+			if t := startTime(pod); t.After(u.newest) {
+				u.newest = t
+			}
+			u.protected = u.protected || protectedByPDB(pod, pdbs)
+		}
+		if w.queues != nil {
+			u.queue = w.queues.QueueOf(cs[0].info.GetPod())
+		}
+		return u
+	}
+	for _, c := range singles {
+		w.units = append(w.units, newUnit([]candidate{c}, false))
+	}
+	for key, running := range groups {
+		minMember := int(p.store.PodGroup(key).Spec.MinMember)
+		var eligible []candidate
+		for _, c := range running {
+			if c.eligible {
+				eligible = append(eligible, c)
+			}
+		}
+		// Surplus members above minMember may go one by one, least
+		// important first; beyond them only the whole gang may go.
+		sort.SliceStable(eligible, func(i, j int) bool {
+			a, b := eligible[i].info.GetPod(), eligible[j].info.GetPod()
+			if pa, pb := corev1helpers.PodPriority(a), corev1helpers.PodPriority(b); pa != pb {
+				return pa < pb
+			}
+			return startTime(a).After(startTime(b))
+		})
+		for i := 0; i < len(running)-minMember && i < len(eligible); i++ {
+			w.units = append(w.units, newUnit(eligible[i:i+1], false))
+		}
+		if len(eligible) == len(running) && len(running) > 0 {
+			w.units = append(w.units, newUnit(running, true))
+		}
+	}
+	sort.SliceStable(w.units, func(i, j int) bool { return lessImportant(w.units[i], w.units[j]) })
+	return w, nil
+}
+
+// eligible says whether the preemptor may evict pod at all, and whether
+// that would be a reclaim from another queue.
+func (p *Preemption) eligible(w *world, who *preemptor, pod *corev1.Pod, mayReclaim bool) (eligible, reclaim bool) {
+	queue := ""
+	if w.queues != nil {
+		queue = w.queues.QueueOf(pod)
+	}
+	if queue == who.queue {
+		return corev1helpers.PodPriority(pod) < who.priority, false
+	}
+	if !mayReclaim || !w.queues.Charged(pod) {
+		return false, false
+	}
+	path := reclaimPath(w.view, queue, who.queue)
+	if len(path) == 0 {
+		return false, false
+	}
+	for _, q := range path {
+		if !q.Reclaimable || q.Invalid != "" {
+			return false, false
+		}
+	}
+	return true, true
+}
+
+// reclaimPath is the victim's queue and its ancestors below the lowest one
+// it shares with the preemptor's queue: the queues a reclaim takes from.
+func reclaimPath(view *state.QueueView, victim, preemptor string) []*state.QueueInfo {
+	shared := map[string]bool{}
+	for _, q := range view.Ancestors(preemptor) {
+		shared[q.Name] = true
+	}
+	var path []*state.QueueInfo
+	for _, q := range view.Ancestors(victim) {
+		if shared[q.Name] {
+			break
+		}
+		path = append(path, q)
+	}
+	return path
+}
+
+// lessImportant orders victims: unprotected before PDB-protected, single
+// pods before whole gangs, lower priority, smaller gangs, newer.
+func lessImportant(a, b *unit) bool {
+	if a.protected != b.protected {
+		return !a.protected
+	}
+	if a.whole != b.whole {
+		return !a.whole
+	}
+	if a.priority != b.priority {
+		return a.priority < b.priority
+	}
+	if len(a.members) != len(b.members) {
+		return len(a.members) < len(b.members)
+	}
+	return a.newest.After(b.newest)
+}
+
+// sequence keeps the units, in order, that can be taken together without
+// taking any queue a reclaim takes from below its deserved share on a
+// resource the preemptor asks for. Any prefix or subset of it keeps that
+// promise too, since taking fewer leaves more.
+func (w *world) sequence(who *preemptor, units []*unit) []*unit {
+	if w.view == nil {
+		return units
+	}
+	released := state.Released{}
+	var out []*unit
+	for _, u := range units {
+		if !u.reclaim {
+			out = append(out, u)
+			continue
+		}
+		trial := state.Released{}
+		for q, r := range released {
+			trial[q] = r.Clone()
+		}
+		for _, m := range u.members {
+			w.view.Release(trial, u.queue, state.Request(m.info.GetPod()))
+		}
+		if w.keepsShares(who, trial) {
+			released = trial
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func (w *world) keepsShares(who *preemptor, released state.Released) bool {
+	for name, r := range released {
+		if len(reclaimPath(w.view, name, who.queue)) == 0 {
+			continue // the preemptor's queue or a shared ancestor
+		}
+		q := w.view.Queues[name]
+		for res, need := range who.request {
+			if need > 0 && r[res] > 0 && q.Allocated[res]-r[res] < q.Deserved[res] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func startTime(pod *corev1.Pod) time.Time {
+	if pod.Status.StartTime != nil {
+		return pod.Status.StartTime.Time
+	}
+	return pod.CreationTimestamp.Time
+}
+
+// protectedByPDB reports whether a budget that selects the pod allows no
+// disruption now.
+func protectedByPDB(pod *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) bool {
+	for _, pdb := range pdbs {
+		if pdb.Namespace != pod.Namespace || pdb.Status.DisruptionsAllowed > 0 {
+			continue
+		}
+		selector, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || selector.Empty() {
+			continue
+		}
+		if selector.Matches(labels.Set(pod.Labels)) {
+			return true
+		}
+	}
+	return false
+}

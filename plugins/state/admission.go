@@ -1,0 +1,114 @@
+package state
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// Released is what leaving pods give back, per queue, counted in the queue
+// and in each of its ancestors.
+type Released map[string]Resources
+
+// Release records that a pod of queue gives back r.
+func (v *QueueView) Release(released Released, queue string, r Resources) {
+	for _, q := range v.Ancestors(queue) {
+		if released[q.Name] == nil {
+			released[q.Name] = Resources{}
+		}
+		released[q.Name].Add(r)
+	}
+}
+
+// Refuses names the queue (the given one or an ancestor) that admitting
+// request would overrun once released is given back, and says how; "" if
+// the request is admitted.
+// Every queue on the path must stay within its capability and, for every
+// resource the request asks for, within its deserved share. A request the
+// cluster could not hold even with every queue idle is not the queues' to
+// refuse: the node filters say what is missing.
+func (v *QueueView) Refuses(name string, request Resources, released Released) (queue, reason string) {
+	for _, q := range v.Ancestors(name) {
+		if reason := q.exceeds(request, released[q.Name], v.Available); reason != "" {
+			return q.Name, reason
+		}
+	}
+	return "", ""
+}
+
+func (q *QueueInfo) exceeds(request, released, available Resources) string {
+	var over []string
+	names := make([]corev1.ResourceName, 0, len(request))
+	for name := range request {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	for _, name := range names {
+		v := request[name]
+		if v <= 0 {
+			continue
+		}
+		after := q.Allocated[name] - released[name] + v
+		if limit, capped := q.Capability[name]; capped && after > limit {
+			return fmt.Sprintf("would exceed its capability of %s (%s)", name, describe(name, after, limit))
+		}
+		if after > q.Deserved[name] && after <= available[name] {
+			over = append(over, fmt.Sprintf("%s (%s)", name, describe(name, after, q.Deserved[name])))
+		}
+	}
+	if len(over) == 0 {
+		return ""
+	}
+	return "would exceed its deserved share of " + strings.Join(over, ", ")
+}
+
+func describe(name corev1.ResourceName, after, limit int64) string {
+	a, l := (Resources{name: after}).List()[name], (Resources{name: limit}).List()[name]
+	return fmt.Sprintf("%s > %s", a.String(), l.String())
+}
+
+// GangNeedsRoomKey is where Gang's PreFilter tells the preemption plugin,
+// through the cycle state, that the pod's gang was refused only because
+// the members still needed for its quorum do not fit the free capacity —
+// the one refusal that evicting other pods can cure.
+const GangNeedsRoomKey fwk.StateKey = "flotilla.dev/gang-needs-room"
+
+// GangNeedsRoom is the gang that needs room and how many members it still
+// needs for its quorum.
+type GangNeedsRoom struct {
+	Key  GroupKey
+	Need int
+}
+
+// Clone is required by fwk.StateData; the value is never modified.
+func (g *GangNeedsRoom) Clone() fwk.StateData { return g }
+
+// EnableGangPreemption records that profile runs a gang-aware preemption
+// plugin, so Gang may leave a gang that does not fit to it instead of
+// refusing it outright.
+func (s *Store) EnableGangPreemption(profile string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gangPreemption == nil {
+		s.gangPreemption = map[string]bool{}
+	}
+	s.gangPreemption[profile] = true
+}
+
+// GangPreemption reports whether profile runs gang-aware preemption.
+func (s *Store) GangPreemption(profile string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gangPreemption[profile]
+}
+
+// Queues returns the queue accounting if a plugin of this scheduler
+// enabled it, else nil (then every pod is in one implicit queue).
+func (s *Store) Queues() *Queues {
+	queuesMu.Lock()
+	defer queuesMu.Unlock()
+	return queueSets[s]
+}
