@@ -39,6 +39,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	logger := klog.FromContext(ctx).WithValues("gang", key.String())
 
 	var status *fwk.Status
+	preempts := g.store.GangPreemption(g.handle.ProfileName())
 	var started, doesNotFit bool
 	var unblocked []state.GroupKey
 	defer func() { g.activateGangs(ctx, unblocked) }()
@@ -68,7 +69,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 			gang.LastFailure = reason
 			doesNotFit = true
 			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
-			if g.store.GangPreemption(g.handle.ProfileName()) {
+			if preempts {
 				cycle.Write(state.GangNeedsRoomKey, &state.GangNeedsRoom{Key: key, Need: int(pg.Spec.MinMember) - tx.Placed(gang)})
 				status = fwk.NewStatus(fwk.Unschedulable, reason)
 			}

@@ -33,7 +33,7 @@ func (p *Preemption) evict(ctx context.Context, who *preemptor, pl *plan, w *wor
 	var nReclaimed int
 	for _, m := range victims {
 		pod := m.info.GetPod()
-		refs = append(refs, victimRef{namespace: pod.Namespace, name: pod.Name, uid: pod.UID})
+		refs = append(refs, victimRef{namespace: pod.Namespace, name: pod.Name, node: m.node, uid: pod.UID})
 		nodes[m.node] = true
 		if reclaimed[pod.UID] {
 			nReclaimed++

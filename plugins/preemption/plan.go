@@ -110,10 +110,86 @@ func (p *Preemption) planGang(ctx context.Context, cycle fwk.CycleState, who *pr
 		return p.simulate(ctx, cycle, who, w, victims, w.nodes)
 	}
 	seq := w.sequence(who, w.units)
-	if pl := minimal(seq, fits); pl != nil {
-		return pl, ""
+	if placement, ok := fits(nil); ok {
+		return &plan{placement: placement}, ""
+	}
+	if _, ok := fits(seq); ok {
+		if pl := p.memberByMember(ctx, cycle, who, w, seq); pl != nil {
+			return pl, ""
+		}
+		return minimal(seq, fits), ""
 	}
 	return nil, fmt.Sprintf("even evicting all %d pods it may evict would not make room for the %d members %s needs", countPods(seq), len(who.members), who.what)
+}
+
+// memberByMember places the members one at a time, largest first, each on
+// free room if there is any, else on the node where the cheapest victims
+// make room for it; then it gives back every victim the whole placement
+// can do without. Placing member by member finds one victim on each of
+// four nodes where the shortest prefix of the victim order might take
+// three on each of two. nil if it finds no placement.
+func (p *Preemption) memberByMember(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, seq []*unit) *plan {
+	sc := p.newScene(ctx, cycle, who, w)
+	if sc == nil {
+		return nil
+	}
+	var chosen []*unit
+	taken := map[*unit]bool{}
+	placement := map[types.UID]string{}
+	for _, m := range largestFirst(who.members) {
+		var best *plan
+		bestNode := ""
+		for _, n := range w.nodes {
+			if name := n.Node().Name; sc.fits(m, name) {
+				best, bestNode = &plan{}, name
+				break
+			}
+		}
+		for _, n := range w.nodes {
+			if best != nil && len(best.victims) == 0 {
+				break
+			}
+			name := n.Node().Name
+			var here []*unit
+			for _, u := range seq {
+				if !taken[u] && u.touches(name) {
+					here = append(here, u)
+				}
+			}
+			if len(here) == 0 {
+				continue
+			}
+			pl := minimal(here, func(victims []*unit) (map[types.UID]string, bool) {
+				trial := sc.fork()
+				return nil, trial.removeUnits(victims) && trial.fits(m, name)
+			})
+			if pl != nil && (best == nil || cheaper(pl.cost(), best.cost())) {
+				best, bestNode = pl, name
+			}
+		}
+		if best == nil {
+			return nil
+		}
+		for _, u := range best.victims {
+			taken[u] = true
+			chosen = append(chosen, u)
+		}
+		if !sc.removeUnits(best.victims) || !sc.place(m, bestNode) {
+			return nil
+		}
+		placement[m.UID] = bestNode
+	}
+	if !w.admits(who, chosen) {
+		return nil
+	}
+	sort.SliceStable(chosen, func(i, j int) bool { return lessImportant(chosen[i], chosen[j]) })
+	for i := len(chosen) - 1; i >= 0; i-- {
+		trial := append(append([]*unit(nil), chosen[:i]...), chosen[i+1:]...)
+		if pl, ok := p.simulate(ctx, cycle, who, w, trial, w.nodes); ok {
+			chosen, placement = trial, pl
+		}
+	}
+	return &plan{victims: chosen, placement: placement}
 }
 
 func countPods(units []*unit) int {
@@ -157,93 +233,150 @@ func minimal(seq []*unit, fits func([]*unit) (map[types.UID]string, bool)) *plan
 // pods. The preemptor's queue must admit it with the victims' share given
 // back.
 func (p *Preemption) simulate(ctx context.Context, base fwk.CycleState, who *preemptor, w *world, victims []*unit, nodes []fwk.NodeInfo) (map[types.UID]string, bool) {
-	removed := map[types.UID]bool{}
-	var leaving []member
-	for _, u := range victims {
-		for _, m := range u.members {
-			if !removed[m.info.GetPod().UID] {
-				removed[m.info.GetPod().UID] = true
-				leaving = append(leaving, m)
-			}
-		}
+	if !w.admits(who, victims) {
+		return nil, false
 	}
-	if w.view != nil {
-		released := state.Released{}
-		for _, m := range leaving {
-			if pod := m.info.GetPod(); w.queues.Charged(pod) {
-				w.view.Release(released, w.queues.QueueOf(pod), state.Request(pod))
-			}
-		}
-		if _, reason := w.view.Refuses(who.queue, who.request, released); reason != "" {
-			return nil, false
-		}
+	sc := p.newScene(ctx, base, who, w)
+	if sc == nil || !sc.removeUnits(victims) {
+		return nil, false
 	}
-
-	logger := klog.FromContext(ctx)
-	cycle := base.Clone()
-	clones := map[string]fwk.NodeInfo{}
-	clone := func(name string) fwk.NodeInfo {
-		if c, ok := clones[name]; ok {
-			return c
-		}
-		c := w.byName[name].Snapshot()
-		clones[name] = c
-		return c
-	}
-	remove := func(m member) bool {
-		ni := clone(m.node)
-		if err := ni.RemovePod(logger, m.info.GetPod()); err != nil {
-			return false
-		}
-		return p.handle.RunPreFilterExtensionRemovePod(ctx, cycle, who.pod, m.info, ni).IsSuccess()
-	}
-	for name, infos := range w.terminating {
-		for _, info := range infos {
-			if !remove(member{info: info, node: name}) {
-				return nil, false
-			}
-		}
-	}
-	for _, m := range leaving {
-		if !remove(m) {
-			return nil, false
-		}
-	}
-
-	members := append([]*corev1.Pod(nil), who.members...)
-	sort.SliceStable(members, func(i, j int) bool { return state.Request(members[j]).Less(state.Request(members[i])) })
-	placement := make(map[types.UID]string, len(members))
-	for _, m := range members {
-		request := state.Request(m)
+	placement := make(map[types.UID]string, len(who.members))
+	for _, m := range largestFirst(who.members) {
 		placed := false
 		for _, n := range nodes {
-			name := n.Node().Name
-			ni := n
-			if c, ok := clones[name]; ok {
-				ni = c
+			if name := n.Node().Name; sc.fits(m, name) {
+				if !sc.place(m, name) {
+					return nil, false
+				}
+				placement[m.UID] = name
+				placed = true
+				break
 			}
-			if !request.FitsIn(state.FreeOf(ni)) {
-				continue
-			}
-			if !p.handle.RunFilterPluginsWithNominatedPods(ctx, cycle, who.pod, ni).IsSuccess() {
-				continue
-			}
-			info, err := framework.NewPodInfo(m)
-			if err != nil {
-				return nil, false
-			}
-			ni = clone(name)
-			ni.AddPodInfo(info)
-			if !p.handle.RunPreFilterExtensionAddPod(ctx, cycle, who.pod, info, ni).IsSuccess() {
-				return nil, false
-			}
-			placement[m.UID] = name
-			placed = true
-			break
 		}
 		if !placed {
 			return nil, false
 		}
 	}
 	return placement, true
+}
+
+// admits reports whether the preemptor's queue admits it once the victims'
+// share is given back.
+func (w *world) admits(who *preemptor, victims []*unit) bool {
+	if w.view == nil {
+		return true
+	}
+	released := state.Released{}
+	for _, m := range (&plan{victims: victims}).pods() {
+		if pod := m.info.GetPod(); w.queues.Charged(pod) {
+			w.view.Release(released, w.queues.QueueOf(pod), state.Request(pod))
+		}
+	}
+	_, reason := w.view.Refuses(who.queue, who.request, released)
+	return reason == ""
+}
+
+func largestFirst(pods []*corev1.Pod) []*corev1.Pod {
+	out := append([]*corev1.Pod(nil), pods...)
+	sort.SliceStable(out, func(i, j int) bool { return state.Request(out[j]).Less(state.Request(out[i])) })
+	return out
+}
+
+// scene is the cluster being changed by a simulation: copies of the nodes
+// it touched and of the cycle state, which the PreFilter extensions keep
+// in step with every pod removed or added.
+type scene struct {
+	p       *Preemption
+	ctx     context.Context
+	who     *preemptor
+	w       *world
+	cycle   fwk.CycleState
+	clones  map[string]fwk.NodeInfo
+	removed map[types.UID]bool
+	parent  *scene // a fork reads the nodes it has not copied from here
+}
+
+// newScene starts from the snapshot less the terminating pods.
+func (p *Preemption) newScene(ctx context.Context, base fwk.CycleState, who *preemptor, w *world) *scene {
+	sc := &scene{p: p, ctx: ctx, who: who, w: w, cycle: base.Clone(), clones: map[string]fwk.NodeInfo{}, removed: map[types.UID]bool{}}
+	for name, infos := range w.terminating {
+		for _, info := range infos {
+			if !sc.remove(member{info: info, node: name}) {
+				return nil
+			}
+		}
+	}
+	return sc
+}
+
+// fork starts a trial on top of the scene that leaves the scene as it is.
+func (sc *scene) fork() *scene {
+	f := &scene{p: sc.p, ctx: sc.ctx, who: sc.who, w: sc.w, cycle: sc.cycle.Clone(), clones: map[string]fwk.NodeInfo{}, removed: map[types.UID]bool{}, parent: sc}
+	for uid := range sc.removed {
+		f.removed[uid] = true
+	}
+	return f
+}
+
+func (sc *scene) node(name string) fwk.NodeInfo {
+	if c, ok := sc.clones[name]; ok {
+		return c
+	}
+	if sc.parent != nil {
+		return sc.parent.node(name)
+	}
+	return sc.w.byName[name]
+}
+
+func (sc *scene) mutable(name string) fwk.NodeInfo {
+	if c, ok := sc.clones[name]; ok {
+		return c
+	}
+	c := sc.node(name).Snapshot()
+	sc.clones[name] = c
+	return c
+}
+
+func (sc *scene) remove(m member) bool {
+	if sc.removed[m.info.GetPod().UID] {
+		return true
+	}
+	sc.removed[m.info.GetPod().UID] = true
+	ni := sc.mutable(m.node)
+	if err := ni.RemovePod(klog.FromContext(sc.ctx), m.info.GetPod()); err != nil {
+		return false
+	}
+	return sc.p.handle.RunPreFilterExtensionRemovePod(sc.ctx, sc.cycle, sc.who.pod, m.info, ni).IsSuccess()
+}
+
+func (sc *scene) removeUnits(units []*unit) bool {
+	for _, u := range units {
+		for _, m := range u.members {
+			if !sc.remove(m) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// fits reports whether member m would go on the node: its own resources
+// fit, and the node passes every Filter for the preemptor, whose
+// constraints the members share.
+func (sc *scene) fits(m *corev1.Pod, name string) bool {
+	ni := sc.node(name)
+	if !state.Request(m).FitsIn(state.FreeOf(ni)) {
+		return false
+	}
+	return sc.p.handle.RunFilterPluginsWithNominatedPods(sc.ctx, sc.cycle, sc.who.pod, ni).IsSuccess()
+}
+
+func (sc *scene) place(m *corev1.Pod, name string) bool {
+	info, err := framework.NewPodInfo(m)
+	if err != nil {
+		return false
+	}
+	ni := sc.mutable(name)
+	ni.AddPodInfo(info)
+	return sc.p.handle.RunPreFilterExtensionAddPod(sc.ctx, sc.cycle, sc.who.pod, info, ni).IsSuccess()
 }

@@ -37,8 +37,8 @@ type Preemption struct {
 }
 
 type victimRef struct {
-	namespace, name string
-	uid             types.UID
+	namespace, name, node string
+	uid                   types.UID
 }
 
 var _ fwk.PostFilterPlugin = &Preemption{}
@@ -178,13 +178,16 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 }
 
 // victimsPending counts the victims of an earlier eviction for id that
-// still exist, forgetting the eviction once none does.
+// still exist — in the informer or in this cycle's snapshot, which may
+// predate their deletion — forgetting the eviction once none does.
 func (p *Preemption) victimsPending(id string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	left := p.inFlight[id][:0]
 	for _, v := range p.inFlight[id] {
 		if pod, err := p.pods.Pods(v.namespace).Get(v.name); err == nil && pod.UID == v.uid {
+			left = append(left, v)
+		} else if p.inSnapshot(v) {
 			left = append(left, v)
 		}
 	}
@@ -194,4 +197,17 @@ func (p *Preemption) victimsPending(id string) int {
 	}
 	p.inFlight[id] = left
 	return len(left)
+}
+
+func (p *Preemption) inSnapshot(v victimRef) bool {
+	node, err := p.handle.SnapshotSharedLister().NodeInfos().Get(v.node)
+	if err != nil {
+		return false
+	}
+	for _, info := range node.GetPods() {
+		if info.GetPod().UID == v.uid {
+			return true
+		}
+	}
+	return false
 }

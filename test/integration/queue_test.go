@@ -97,7 +97,11 @@ func TestQueuesShareByWeight(t *testing.T) {
 // admitted as capacity frees, and the first no longer beyond its share.
 func TestBorrowedCapacityGoesToTheNewQueueAsItFrees(t *testing.T) {
 	h := startCluster(t, "scheduler-config.yaml", nodes(2, "10")...)
-	require.NoError(t, h.CreateQueue(h.Ctx, harness.Queue("early", 1, "")))
+	// Not reclaimable: "late" waits for capacity to free instead of
+	// evicting (reclaim has its own tests).
+	early := harness.Queue("early", 1, "")
+	early.Spec.Reclaimable = new(bool)
+	require.NoError(t, h.CreateQueue(h.Ctx, early))
 	require.NoError(t, h.CreateQueue(h.Ctx, harness.Queue("late", 1, "")))
 	require.NoError(t, h.CreatePods(h.Ctx, queuePods("early", 20, "1")...))
 	_, err := h.WaitForPodsBound(h.Ctx, "default", "queue=early", 20, bindTimeout)

@@ -1,0 +1,397 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/test/harness"
+)
+
+// startPreemptionCluster starts the shipped scheduler over the nodes, with
+// terminating pods finished as kubelets would, and priority classes low
+// (10), high (1000) and high-never (1000, preemptionPolicy Never).
+func startPreemptionCluster(t *testing.T, nodes ...harness.NodeSpec) *harness.Harness {
+	t.Helper()
+	h := startCluster(t, "scheduler-config.yaml", nodes...)
+	require.NoError(t, h.FinishTerminatingPods(h.Ctx))
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "low", 10, false))
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "high", 1000, false))
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "high-never", 1000, true))
+	return h
+}
+
+// deletions records the last state of every pod deleted in the namespace
+// from now on, by name.
+type deletions struct {
+	mu   sync.Mutex
+	pods map[string]*corev1.Pod
+}
+
+func watchDeletions(t *testing.T, h *harness.Harness) *deletions {
+	t.Helper()
+	w, err := h.Client.CoreV1().Pods("default").Watch(h.Ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	d := &deletions{pods: map[string]*corev1.Pod{}}
+	go func() {
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			d.mu.Lock()
+			// The DisruptionTarget condition is written before the delete;
+			// remember it from the last update that had it.
+			if ev.Type == watch.Deleted || pod.DeletionTimestamp != nil {
+				if prev, seen := d.pods[pod.Name]; !seen || disruption(prev) == nil {
+					d.pods[pod.Name] = pod
+				}
+			}
+			d.mu.Unlock()
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return d
+}
+
+func (d *deletions) names(prefix string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for name := range d.pods {
+		if strings.HasPrefix(name, prefix) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func (d *deletions) get(name string) *corev1.Pod {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.pods[name]
+}
+
+func disruption(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.DisruptionTarget {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// eventsWithReason lists the namespace's events with the reason.
+func eventsWithReason(t *testing.T, h *harness.Harness, reason string) []eventsv1.Event {
+	t.Helper()
+	list, err := h.Client.EventsV1().Events("default").List(h.Ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func bound(t *testing.T, h *harness.Harness, selector string) int {
+	t.Helper()
+	pods, err := h.Client.CoreV1().Pods("default").List(h.Ctx, metav1.ListOptions{LabelSelector: selector})
+	require.NoError(t, err)
+	n := 0
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
+}
+
+func pinned(name, node, cpu, priorityClass string, labels map[string]string) harness.PodSpec {
+	return harness.PodSpec{Name: name, NodeName: node, CPU: cpu, PriorityClassName: priorityClass, Labels: labels}
+}
+
+// Rule 1: a pod preempts lower-priority pods of its own queue — exactly as
+// many as it needs — and preemptionPolicy Never preempts nothing.
+func TestPreemptionWithinQueueTakesFewestLowerPriorityPods(t *testing.T) {
+	h := startPreemptionCluster(t, harness.NodeSpec{Name: "node-0", CPU: "4", Memory: "16Gi"})
+	for i := 0; i < 4; i++ {
+		require.NoError(t, h.CreatePods(h.Ctx, pinned(fmt.Sprintf("low-%d", i), "node-0", "1", "low", map[string]string{"app": "low"})))
+	}
+	deleted := watchDeletions(t, h)
+
+	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "polite", CPU: "2", PriorityClassName: "high-never"}))
+	cond, err := h.WaitForPodUnschedulable(h.Ctx, "default", "polite", bindTimeout)
+	require.NoError(t, err)
+	assert.Contains(t, cond.Message, "preemptionPolicy is Never")
+	time.Sleep(time.Second)
+	assert.Empty(t, deleted.names("low-"), "preemptionPolicy Never evicts nothing")
+
+	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "urgent", CPU: "2", PriorityClassName: "high"}))
+	_, err = h.WaitForPodBound(h.Ctx, "default", "urgent", bindTimeout)
+	require.NoError(t, err)
+	assert.Len(t, deleted.names("low-"), 2, "2 cpu needed, 2 victims of 1 cpu")
+	assert.Equal(t, 2, bound(t, h, "app=low"))
+	for _, name := range deleted.names("low-") {
+		c := disruption(deleted.get(name))
+		require.NotNil(t, c, "victim %s has DisruptionTarget", name)
+		assert.Equal(t, corev1.PodReasonPreemptionByScheduler, c.Reason)
+		assert.Contains(t, c.Message, "preempted by pod default/urgent (priority 1000)")
+	}
+	require.Eventually(t, func() bool { return len(eventsWithReason(t, h, "Preempted")) == 2 }, bindTimeout, 200*time.Millisecond)
+	assertStaysPending(t, h, "polite", 2*time.Second)
+}
+
+func assertStaysPending(t *testing.T, h *harness.Harness, name string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		pod, err := h.Client.CoreV1().Pods("default").Get(h.Ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Empty(t, pod.Spec.NodeName, "%s must stay pending", name)
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Rule 2 and 6: a queue below its deserved share reclaims from a borrowing
+// queue whatever the borrower's priority, returns it to its deserved share
+// and stops there; the queue it took from never takes back.
+func TestReclaimReturnsBorrowerToDeservedShareAndStops(t *testing.T) {
+	h := startPreemptionCluster(t, nodes(2, "10")...)
+	require.NoError(t, h.CreateQueue(h.Ctx, harness.Queue("borrower", 1, "")))
+	require.NoError(t, h.CreateQueue(h.Ctx, harness.Queue("lender", 1, "")))
+	for _, spec := range queuePods("borrower", 20, "1") {
+		spec.PriorityClassName = "high"
+		require.NoError(t, h.CreatePods(h.Ctx, spec))
+	}
+	_, err := h.WaitForPodsBound(h.Ctx, "default", "queue=borrower", 20, bindTimeout)
+	require.NoError(t, err, "alone, a queue borrows the idle cluster")
+	deleted := watchDeletions(t, h)
+	reclaimsBefore := metricValue(t, "flotilla_preemption_victims_total", map[string]string{"kind": "reclaim"})
+
+	require.NoError(t, h.CreatePods(h.Ctx, queuePods("lender", 14, "1")...))
+	got := waitForBoundCPU(t, h, map[string]int64{"lender": 10000, "borrower": 10000})
+	require.Equal(t, map[string]int64{"lender": 10000, "borrower": 10000}, got)
+	time.Sleep(3 * time.Second)
+	assert.Equal(t, map[string]int64{"lender": 10000, "borrower": 10000}, boundCPU(t, h), "reclaim stops at the deserved share")
+	assert.Len(t, deleted.names("borrower-"), 10)
+	assert.Empty(t, deleted.names("lender-"))
+	for _, name := range deleted.names("borrower-") {
+		c := disruption(deleted.get(name))
+		require.NotNil(t, c, "victim %s has DisruptionTarget", name)
+		assert.Contains(t, c.Message, `reclaimed by queue "lender"`)
+		assert.Contains(t, c.Message, `queue "borrower" is above its deserved share`)
+	}
+	require.Eventually(t, func() bool { return len(eventsWithReason(t, h, "Reclaimed")) == 10 }, bindTimeout, 200*time.Millisecond)
+	assert.Equal(t, reclaimsBefore+10, metricValue(t, "flotilla_preemption_victims_total", map[string]string{"kind": "reclaim"}))
+	// The lender's 4 others are beyond its share: it preempts only inside
+	// itself, and nothing there has a lower priority.
+	cond, err := h.WaitForPodUnschedulable(h.Ctx, "default", "lender-013", bindTimeout)
+	require.NoError(t, err)
+	assert.Contains(t, cond.Message, `queue "lender"`)
+}
+
+// Rule 3: a running gang with minMember 4 of 6 loses its 2 surplus members,
+// and after that only all of its members at once.
+func TestRunningGangLosesSurplusMembersOrEverything(t *testing.T) {
+	h := startPreemptionCluster(t, harness.NodeSpec{Name: "node-0", CPU: "6", Memory: "16Gi"})
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "train", 4))
+	specs := harness.GangPods("default", "train", 6, "1")
+	for i := range specs {
+		specs[i].PriorityClassName = "low"
+	}
+	require.NoError(t, h.CreatePods(h.Ctx, specs...))
+	_, err := h.WaitForPodsBound(h.Ctx, "default", "scheduling.x-k8s.io/pod-group=train", 6, bindTimeout)
+	require.NoError(t, err)
+	deleted := watchDeletions(t, h)
+
+	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "urgent-a", CPU: "2", PriorityClassName: "high"}))
+	_, err = h.WaitForPodBound(h.Ctx, "default", "urgent-a", bindTimeout)
+	require.NoError(t, err)
+	assert.Len(t, deleted.names("train-"), 2, "the 2 surplus members")
+	assert.Equal(t, 4, bound(t, h, "scheduling.x-k8s.io/pod-group=train"))
+
+	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "urgent-b", CPU: "1", PriorityClassName: "high"}))
+	_, err = h.WaitForPodBound(h.Ctx, "default", "urgent-b", bindTimeout)
+	require.NoError(t, err)
+	assert.Len(t, deleted.names("train-"), 6, "no surplus left: the whole gang goes, not 1 of its 4")
+	assert.Equal(t, 0, bound(t, h, "scheduling.x-k8s.io/pod-group=train"))
+}
+
+// Rule 4 and 5: a pending gang evicts exactly what its whole quorum needs,
+// placed together — or, if even everything it may evict is not enough,
+// nothing.
+func TestPendingGangEvictsExactlyForItsQuorumOrNothing(t *testing.T) {
+	h := startPreemptionCluster(t, nodes(4, "4")...)
+	// 3 cpu of 4 used on every node: 1 free each.
+	for n := 0; n < 4; n++ {
+		for i := 0; i < 3; i++ {
+			require.NoError(t, h.CreatePods(h.Ctx, pinned(fmt.Sprintf("low-%d-%d", n, i), fmt.Sprintf("node-%03d", n), "1", "low", map[string]string{"app": "low"})))
+		}
+	}
+	deleted := watchDeletions(t, h)
+
+	// 5 members of 4 cpu need 20 cpu of 16: nothing is evicted.
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "huge", 5))
+	huge := harness.GangPods("default", "huge", 5, "4")
+	for i := range huge {
+		huge[i].PriorityClassName = "high"
+	}
+	require.NoError(t, h.CreatePods(h.Ctx, huge...))
+	cond, err := h.WaitForPodUnschedulable(h.Ctx, "default", "huge-0", bindTimeout)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		pod, err := h.Client.CoreV1().Pods("default").Get(h.Ctx, "huge-0", metav1.GetOptions{})
+		require.NoError(t, err)
+		cond = harness.PodScheduledCondition(pod)
+		return cond != nil && strings.Contains(cond.Message, "would not make room")
+	}, bindTimeout, 200*time.Millisecond, "the pod says why preemption cannot help")
+	time.Sleep(2 * time.Second)
+	assert.Empty(t, deleted.names("low-"), "a gang that cannot fit evicts nothing")
+	for _, spec := range huge {
+		require.NoError(t, h.Client.CoreV1().Pods("default").Delete(h.Ctx, spec.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}))
+	}
+
+	// 4 members of 2 cpu: one victim per node, and all 4 placed.
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "train", 4))
+	train := harness.GangPods("default", "train", 4, "2")
+	for i := range train {
+		train[i].PriorityClassName = "high"
+	}
+	require.NoError(t, h.CreatePods(h.Ctx, train...))
+	placed, err := h.WaitForPodsBound(h.Ctx, "default", "scheduling.x-k8s.io/pod-group=train", 4, bindTimeout)
+	require.NoError(t, err)
+	assert.Len(t, deleted.names("low-"), 4, "exactly enough for the quorum")
+	perNode := map[string]int{}
+	for _, node := range placed {
+		perNode[node]++
+	}
+	assert.Len(t, perNode, 4, "one member per node, where one victim each made room")
+	assert.Equal(t, 8, bound(t, h, "app=low"))
+}
+
+// Rule 5: pods a PodDisruptionBudget protects are taken last.
+func TestPDBProtectedPodsAreTakenLast(t *testing.T) {
+	h := startPreemptionCluster(t, harness.NodeSpec{Name: "node-0", CPU: "4", Memory: "16Gi"})
+	for i := 0; i < 4; i++ {
+		labels := map[string]string{"app": "low", "protected": fmt.Sprint(i < 2)}
+		require.NoError(t, h.CreatePods(h.Ctx, pinned(fmt.Sprintf("low-%d", i), "node-0", "1", "low", labels)))
+	}
+	// With no disruption controller here the budget's status allows no
+	// disruption, which is what it would say with 2 of 2 required.
+	minAvailable := intstr.FromInt32(2)
+	_, err := h.Client.PolicyV1().PodDisruptionBudgets("default").Create(h.Ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "protected"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"protected": "true"}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	deleted := watchDeletions(t, h)
+	time.Sleep(time.Second) // the scheduler's PDB informer
+
+	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "urgent-a", CPU: "2", PriorityClassName: "high"}))
+	_, err = h.WaitForPodBound(h.Ctx, "default", "urgent-a", bindTimeout)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"low-2", "low-3"}, deleted.names("low-"), "the unprotected pods first")
+
+	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "urgent-b", CPU: "2", PriorityClassName: "high"}))
+	_, err = h.WaitForPodBound(h.Ctx, "default", "urgent-b", bindTimeout)
+	require.NoError(t, err)
+	assert.Len(t, deleted.names("low-"), 4, "protected pods are taken last, not never")
+}
+
+// Rule 6: minutes of churn between two queues — pods finish and their
+// controllers replace them, evicted ones too — compressed into seconds
+// (each pod runs 1-3 s): after the first reclaim settles the shares, no
+// queue reclaims from the other again.
+func TestNoReclaimPingPongUnderChurn(t *testing.T) {
+	h := startPreemptionCluster(t, nodes(2, "10")...)
+	require.NoError(t, h.CreateQueue(h.Ctx, harness.Queue("a", 1, "")))
+	require.NoError(t, h.CreateQueue(h.Ctx, harness.Queue("b", 1, "")))
+	deleted := watchDeletions(t, h)
+	seed := time.Now().UnixNano()
+	t.Logf("churn seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+
+	var serial int
+	keep := func(ctx context.Context, queue string, want int, finishing bool, boundAt map[string]time.Time, lifetime map[string]time.Duration) error {
+		pods, err := h.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "queue=" + queue})
+		if err != nil {
+			return err
+		}
+		live := 0
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			live++
+			if p.Spec.NodeName == "" || !finishing {
+				continue
+			}
+			if _, ok := boundAt[p.Name]; !ok {
+				boundAt[p.Name], lifetime[p.Name] = time.Now(), time.Second+time.Duration(rng.Int63n(int64(2*time.Second)))
+			}
+			if time.Since(boundAt[p.Name]) > lifetime[p.Name] {
+				// The pod finished: its controller removes it.
+				if err := h.Client.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err == nil {
+					live--
+				}
+			}
+		}
+		for ; live < want; live++ {
+			serial++
+			spec := harness.PodSpec{Name: fmt.Sprintf("%s-%05d", queue, serial), CPU: "1", Labels: map[string]string{flotillav1alpha1.QueueLabel: queue, "queue": queue}}
+			if err := h.CreatePods(ctx, spec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	run := func(d time.Duration, finishing bool, queues ...string) {
+		boundAt, lifetime := map[string]time.Time{}, map[string]time.Duration{}
+		deadline := time.Now().Add(d)
+		for time.Now().Before(deadline) {
+			for _, q := range queues {
+				require.NoError(t, keep(h.Ctx, q, 15, finishing, boundAt, lifetime))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	// "a" alone borrows 15 of 20; "b" arrives and takes back 5.
+	run(3*time.Second, false, "a")
+	run(5*time.Second, false, "a", "b")
+	got := waitForBoundCPU(t, h, map[string]int64{"a": 10000, "b": 10000})
+	require.Equal(t, map[string]int64{"a": 10000, "b": 10000}, got)
+	firstReclaim := len(deleted.names("a-"))
+	assert.Equal(t, 5, firstReclaim)
+	assert.Empty(t, deleted.names("b-"))
+
+	// Churn: every pod finishes after 1-3 s and is replaced.
+	reclaimedBefore := len(eventsWithReason(t, h, "Reclaimed"))
+	run(25*time.Second, true, "a", "b")
+	assert.Equal(t, reclaimedBefore, len(eventsWithReason(t, h, "Reclaimed")), "no reclaim once shares settled")
+	for _, name := range append(deleted.names("a-"), deleted.names("b-")...) {
+		if c := disruption(deleted.get(name)); c != nil {
+			assert.Contains(t, c.Message, `reclaimed by queue "b"`, "only b ever reclaimed (%s)", name)
+		}
+	}
+	final := boundCPU(t, h)
+	assert.InDelta(t, 10000, final["a"], 2000)
+	assert.InDelta(t, 10000, final["b"], 2000)
+}
+
