@@ -28,20 +28,18 @@ func (p *Preemption) evict(ctx context.Context, who *preemptor, pl *plan, w *wor
 			reclaimed[m.info.GetPod().UID] = reclaimed[m.info.GetPod().UID] || u.reclaim
 		}
 	}
-	refs := make([]victimRef, 0, len(victims))
+	refs := make([]podRef, 0, len(victims))
 	nodes := map[string]bool{}
 	var nReclaimed int
 	for _, m := range victims {
 		pod := m.info.GetPod()
-		refs = append(refs, victimRef{namespace: pod.Namespace, name: pod.Name, node: m.node, uid: pod.UID})
+		refs = append(refs, podRef{namespace: pod.Namespace, name: pod.Name, node: m.node, uid: pod.UID})
 		nodes[m.node] = true
 		if reclaimed[pod.UID] {
 			nReclaimed++
 		}
 	}
-	p.mu.Lock()
-	p.inFlight[who.id] = refs
-	p.mu.Unlock()
+	p.track(who, refs)
 
 	nodeNames := make([]string, 0, len(nodes))
 	for n := range nodes {

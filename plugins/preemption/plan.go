@@ -266,7 +266,7 @@ func (w *world) admits(who *preemptor, victims []*unit) bool {
 	if w.view == nil {
 		return true
 	}
-	released := state.Released{}
+	released := w.base()
 	for _, m := range (&plan{victims: victims}).pods() {
 		if pod := m.info.GetPod(); w.queues.Charged(pod) {
 			w.view.Release(released, w.queues.QueueOf(pod), state.Request(pod))

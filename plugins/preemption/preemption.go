@@ -32,13 +32,8 @@ type Preemption struct {
 
 	mu sync.Mutex
 	// inFlight: evictions started for a preemptor (a pod or a gang) whose
-	// victims may still hold their nodes.
-	inFlight map[string][]victimRef
-}
-
-type victimRef struct {
-	namespace, name, node string
-	uid                   types.UID
+	// victims may still hold their nodes or whose pods are not placed yet.
+	inFlight map[string]*eviction
 }
 
 var _ fwk.PostFilterPlugin = &Preemption{}
@@ -56,7 +51,7 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		store:    store,
 		pods:     factory.Core().V1().Pods().Lister(),
 		pdbs:     factory.Policy().V1().PodDisruptionBudgets().Lister(),
-		inFlight: map[string][]victimRef{},
+		inFlight: map[string]*eviction{},
 	}, nil
 }
 
@@ -177,29 +172,9 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 	return who, ""
 }
 
-// victimsPending counts the victims of an earlier eviction for id that
-// still exist — in the informer or in this cycle's snapshot, which may
-// predate their deletion — forgetting the eviction once none does.
-func (p *Preemption) victimsPending(id string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	left := p.inFlight[id][:0]
-	for _, v := range p.inFlight[id] {
-		if pod, err := p.pods.Pods(v.namespace).Get(v.name); err == nil && pod.UID == v.uid {
-			left = append(left, v)
-		} else if p.inSnapshot(v) {
-			left = append(left, v)
-		}
-	}
-	if len(left) == 0 {
-		delete(p.inFlight, id)
-		return 0
-	}
-	p.inFlight[id] = left
-	return len(left)
-}
-
-func (p *Preemption) inSnapshot(v victimRef) bool {
+// inSnapshot reports whether the victim is still on its node in this
+// cycle's snapshot, which may predate its deletion.
+func (p *Preemption) inSnapshot(v podRef) bool {
 	node, err := p.handle.SnapshotSharedLister().NodeInfos().Get(v.node)
 	if err != nil {
 		return false

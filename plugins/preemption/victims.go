@@ -25,6 +25,25 @@ type world struct {
 	terminating map[string][]fwk.PodInfo
 	// units are the eligible victims, least important first.
 	units []*unit
+	// leaving is what the victims of other evictions in flight give back to
+	// their queues; claimed what those evictions' preemptors will take.
+	leaving, claimed state.Released
+}
+
+// base is what the queues will have given back, net, once the evictions
+// in flight are done.
+func (w *world) base() state.Released {
+	out := state.Released{}
+	for q, r := range w.leaving {
+		out[q] = r.Clone()
+	}
+	for q, r := range w.claimed {
+		if out[q] == nil {
+			out[q] = state.Resources{}
+		}
+		out[q].Sub(r)
+	}
+	return out
 }
 
 // member is one pod of a victim unit and the node it runs on.
@@ -55,14 +74,21 @@ func (u *unit) touches(node string) bool {
 
 // survey finds every pod the preemptor may evict and groups them into units.
 func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.NodeInfo) (*world, error) {
-	w := &world{nodes: nodes, byName: make(map[string]fwk.NodeInfo, len(nodes)), terminating: map[string][]fwk.PodInfo{}}
-	mayReclaim := false
+	w := &world{nodes: nodes, byName: make(map[string]fwk.NodeInfo, len(nodes)), terminating: map[string][]fwk.PodInfo{},
+		leaving: state.Released{}, claimed: state.Released{}}
+	leaving, claims := p.pending(who.id)
 	if w.queues = p.store.Queues(); w.queues != nil {
 		w.queues.Observe(who.members...)
 		w.view = w.queues.View()
+		for _, c := range claims {
+			w.view.Release(w.claimed, c.queue, c.request)
+		}
+	}
+	mayReclaim := false
+	if w.view != nil {
 		// Reclaim is for a queue that stays within its deserved share with
 		// the preemptor admitted; an over-share queue preempts only itself.
-		_, refused := w.view.Refuses(who.queue, who.request, nil)
+		_, refused := w.view.Refuses(who.queue, who.request, w.base())
 		mayReclaim = refused == ""
 	}
 	pdbs, err := p.pdbs.List(labels.Everything())
@@ -83,6 +109,14 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 			pod := info.GetPod()
 			if pod.DeletionTimestamp != nil {
 				w.terminating[name] = append(w.terminating[name], info)
+				continue
+			}
+			if leaving[pod.UID] {
+				// Chosen by another eviction, not deleted yet: as good as gone.
+				w.terminating[name] = append(w.terminating[name], info)
+				if w.queues != nil && w.queues.Charged(pod) {
+					w.view.Release(w.leaving, w.queues.QueueOf(pod), state.Request(pod))
+				}
 				continue
 			}
 			c := candidate{member: member{info: info, node: name}}
@@ -220,6 +254,9 @@ func (w *world) sequence(who *preemptor, units []*unit) []*unit {
 		return units
 	}
 	released := state.Released{}
+	for q, r := range w.leaving {
+		released[q] = r.Clone()
+	}
 	var out []*unit
 	for _, u := range units {
 		if !u.reclaim {
@@ -233,7 +270,7 @@ func (w *world) sequence(who *preemptor, units []*unit) []*unit {
 		for _, m := range u.members {
 			w.view.Release(trial, u.queue, state.Request(m.info.GetPod()))
 		}
-		if w.keepsShares(who, trial) {
+		if w.keepsShares(who, u, trial) {
 			released = trial
 			out = append(out, u)
 		}
@@ -241,12 +278,10 @@ func (w *world) sequence(who *preemptor, units []*unit) []*unit {
 	return out
 }
 
-func (w *world) keepsShares(who *preemptor, released state.Released) bool {
-	for name, r := range released {
-		if len(reclaimPath(w.view, name, who.queue)) == 0 {
-			continue // the preemptor's queue or a shared ancestor
-		}
-		q := w.view.Queues[name]
+// keepsShares checks the queues a reclaim of u takes from.
+func (w *world) keepsShares(who *preemptor, u *unit, released state.Released) bool {
+	for _, q := range reclaimPath(w.view, u.queue, who.queue) {
+		r := released[q.Name]
 		for res, need := range who.request {
 			if need > 0 && r[res] > 0 && q.Allocated[res]-r[res] < q.Deserved[res] {
 				return false

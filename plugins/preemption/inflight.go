@@ -1,0 +1,130 @@
+package preemption
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/flotilla-sched/flotilla/plugins/state"
+)
+
+// An eviction is remembered from the moment its victims are chosen until
+// they are gone and its preemptor's pods are placed. Until then other
+// preemptions must count it: its victims are leaving (room being freed,
+// and taken from their queues already) and its preemptor's pods are as
+// good as placed (charged to their queue). Without that, preemptors chosen
+// back to back, before the first victims' deletions reach the snapshot,
+// reclaim past the deserved share and the queue they over-took from
+// reclaims back.
+type eviction struct {
+	victims []podRef
+	members []podRef
+	queue   string
+	started time.Time
+}
+
+type podRef struct {
+	namespace, name, node string
+	uid                   types.UID
+}
+
+// forgetAfter bounds how long an eviction whose preemptor never got placed
+// is counted.
+const forgetAfter = 2 * time.Minute
+
+func (p *Preemption) track(who *preemptor, victims []podRef) {
+	e := &eviction{victims: victims, queue: who.queue, started: time.Now()}
+	for _, m := range who.members {
+		e.members = append(e.members, podRef{namespace: m.Namespace, name: m.Name, uid: m.UID})
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.inFlight[who.id] = e
+}
+
+// exists reports whether the pod is still in the informer or, for a
+// victim, in this cycle's snapshot.
+func (p *Preemption) exists(ref podRef) (*corev1.Pod, bool) {
+	if pod, err := p.pods.Pods(ref.namespace).Get(ref.name); err == nil && pod.UID == ref.uid {
+		return pod, true
+	}
+	return nil, ref.node != "" && p.inSnapshot(ref)
+}
+
+// victimsPending counts the victims of the eviction for id that still
+// exist.
+func (p *Preemption) victimsPending(id string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pruneLocked()
+	e := p.inFlight[id]
+	if e == nil {
+		return 0
+	}
+	n := 0
+	for _, v := range e.victims {
+		if _, ok := p.exists(v); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// claim is what a preemptor not placed yet will take from its queue.
+type claim struct {
+	queue   string
+	request state.Resources
+}
+
+// pending returns, for every eviction but id's, the victims still leaving
+// and what its preemptor's pods not placed yet will take.
+func (p *Preemption) pending(id string) (leaving map[types.UID]bool, claims []claim) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pruneLocked()
+	leaving = map[types.UID]bool{}
+	for other, e := range p.inFlight {
+		if other == id {
+			continue
+		}
+		for _, v := range e.victims {
+			leaving[v.uid] = true
+		}
+		for _, m := range e.members {
+			if pod, ok := p.exists(m); ok && pod.Spec.NodeName == "" {
+				claims = append(claims, claim{queue: e.queue, request: state.Request(pod)})
+			}
+		}
+	}
+	return leaving, claims
+}
+
+// pruneLocked forgets evictions that are over: no victim left and every
+// preemptor pod placed or gone.
+func (p *Preemption) pruneLocked() {
+	for id, e := range p.inFlight {
+		if time.Since(e.started) > forgetAfter {
+			delete(p.inFlight, id)
+			continue
+		}
+		over := true
+		for _, v := range e.victims {
+			if _, ok := p.exists(v); ok {
+				over = false
+				break
+			}
+		}
+		for _, m := range e.members {
+			if !over {
+				break
+			}
+			if pod, ok := p.exists(m); ok && pod.Spec.NodeName == "" {
+				over = false
+			}
+		}
+		if over {
+			delete(p.inFlight, id)
+		}
+	}
+}
