@@ -395,4 +395,3 @@ func TestNoReclaimPingPongUnderChurn(t *testing.T) {
 	assert.InDelta(t, 10000, final["a"], 2000)
 	assert.InDelta(t, 10000, final["b"], 2000)
 }
-
