@@ -31,9 +31,16 @@ test-unit:
 test-integration:
 	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)
 
-## bench: benchmarks; rewrites the packing-quality table in docs/benchmarks.md
+## bench: benchmarks; rewrites the packing-quality and workload tables in docs/benchmarks.md
+## (BENCH_SIZE=full|smoke, BENCH_COUNT runs per variant, BENCH_WORKLOADS=P1,Q2 to pick)
+BENCH_SIZE      ?= full
+BENCH_COUNT     ?= 3
+BENCH_WORKLOADS ?=
 bench:
 	$(GO) test -count=1 -run TestPackingQuality -bench . -benchmem ./plugins/binpack -args -packing-report=$(CURDIR)/docs/benchmarks.md
+	$(GO) test -count=1 -timeout 180m -run TestWorkloads -v ./test/bench -args -bench.size=$(BENCH_SIZE) \
+	  -bench.count=$(BENCH_COUNT) -bench.workloads=$(BENCH_WORKLOADS) \
+	  -bench.report=$(CURDIR)/docs/benchmarks.md -bench.json=$(CURDIR)/docs/benchmarks.json
 
 ## fuzz: run each fuzz target for FUZZTIME (default 10s)
 FUZZTIME ?= 10s

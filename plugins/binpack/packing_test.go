@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -29,6 +28,7 @@ import (
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 
 	"github.com/flotilla-sched/flotilla/apis/config"
+	"github.com/flotilla-sched/flotilla/test/report"
 )
 
 var packingReport = flag.String("packing-report", "", "replace the packing-quality section of this markdown file (docs/benchmarks.md) with the new table")
@@ -312,7 +312,7 @@ func TestPackingQualityAgainstInTreeStrategies(t *testing.T) {
 	table := packingTable(totals, bound)
 	t.Log("\n" + table)
 	if *packingReport != "" {
-		require.NoError(t, replaceSection(*packingReport, "packing-quality", table))
+		require.NoError(t, report.ReplaceSection(*packingReport, "packing-quality", table))
 	}
 	ours := totals[0]
 	for _, other := range totals[1:] {
@@ -335,20 +335,4 @@ func BenchmarkPackingQuality(b *testing.B) {
 			b.ReportMetric(100*float64(r.gpusAllocated)/float64(r.gpusTotal), "gpu-alloc-%")
 		})
 	}
-}
-
-// replaceSection rewrites the part of a markdown file between
-// <!-- name:begin --> and <!-- name:end --> so that other sections stay.
-func replaceSection(path, name, body string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	begin, end := "<!-- "+name+":begin -->\n", "<!-- "+name+":end -->"
-	i, j := strings.Index(string(data), begin), strings.Index(string(data), end)
-	if i < 0 || j < i {
-		return fmt.Errorf("%s has no %s section markers", path, name)
-	}
-	out := string(data[:i+len(begin)]) + body + string(data[j:])
-	return os.WriteFile(path, []byte(out), 0o644)
 }

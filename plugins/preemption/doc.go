@@ -8,12 +8,15 @@
 //   - Across queues (reclaim), a pod whose queue — with the pod admitted —
 //     stays within its deserved share, at every level of the queue tree, may
 //     evict pods of other queues that are above their deserved share and
-//     reclaimable, whatever their priority, but never so many that such a
-//     queue (or its ancestors below the common one) drops below its deserved
-//     share on a resource the preemptor asks for. A queue over its share
-//     therefore only preempts inside itself. Deserved shares count pending
-//     demand, the preemptor's included, so the queue that was reclaimed
-//     from is at its share afterwards and cannot reclaim straight back.
+//     reclaimable, whatever their priority, and only while such a queue (and
+//     its ancestors below the common one) is still above its deserved share
+//     on a resource the preemptor asks for: a reclaim stops at the share.
+//     Pods are indivisible and shares are not, so the last victim may leave
+//     its queue short of its share by less than the victim itself. A queue
+//     over its share only preempts inside itself. Deserved shares count
+//     pending demand, the preemptor's included, so the queue reclaimed from
+//     cannot reclaim straight back: admitting its victim again would put it
+//     where it was, above its share.
 //   - Gangs are evicted so that none is left with 0 < running < minMember:
 //     a victim is a surplus member above minMember, or the whole gang.
 //     Pods waiting in Permit or binding are never victims.

@@ -246,8 +246,12 @@ func lessImportant(a, b *unit) bool {
 }
 
 // sequence keeps the units, in order, that can be taken together without
-// taking any queue a reclaim takes from below its deserved share on a
-// resource the preemptor asks for. Any prefix or subset of it keeps that
+// taking from any queue a reclaim takes from once it is no longer above its
+// deserved share, on a resource the preemptor asks for and the unit uses.
+// Pods are indivisible and shares are not: the last unit taken may leave
+// its queue below its share by less than the unit itself, and the queue
+// cannot take it back — admitting it again would put the queue where it
+// was, above its share. Any prefix or subset of the result keeps that
 // promise too, since taking fewer leaves more.
 func (w *world) sequence(who *preemptor, units []*unit) []*unit {
 	if w.view == nil {
@@ -263,27 +267,28 @@ func (w *world) sequence(who *preemptor, units []*unit) []*unit {
 			out = append(out, u)
 			continue
 		}
-		trial := state.Released{}
-		for q, r := range released {
-			trial[q] = r.Clone()
+		if !w.aboveShare(who, u, released) {
+			continue
 		}
 		for _, m := range u.members {
-			w.view.Release(trial, u.queue, state.Request(m.info.GetPod()))
+			w.view.Release(released, u.queue, state.Request(m.info.GetPod()))
 		}
-		if w.keepsShares(who, u, trial) {
-			released = trial
-			out = append(out, u)
-		}
+		out = append(out, u)
 	}
 	return out
 }
 
-// keepsShares checks the queues a reclaim of u takes from.
-func (w *world) keepsShares(who *preemptor, u *unit, released state.Released) bool {
+// aboveShare reports whether every queue a reclaim of u takes from is still
+// above its deserved share, with released already taken, on each resource
+// the preemptor asks for and u would give back.
+func (w *world) aboveShare(who *preemptor, u *unit, released state.Released) bool {
+	gives := state.Resources{}
+	for _, m := range u.members {
+		gives.Add(state.Request(m.info.GetPod()))
+	}
 	for _, q := range reclaimPath(w.view, u.queue, who.queue) {
-		r := released[q.Name]
 		for res, need := range who.request {
-			if need > 0 && r[res] > 0 && q.Allocated[res]-r[res] < q.Deserved[res] {
+			if need > 0 && gives[res] > 0 && q.Allocated[res]-released[q.Name][res] <= q.Deserved[res] {
 				return false
 			}
 		}

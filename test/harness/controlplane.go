@@ -135,6 +135,15 @@ func startEtcd(tb ktesting.TB) (string, error) {
 	return clientURL.String(), nil
 }
 
+// FreePort returns a local TCP port that was free a moment ago.
+func FreePort() (int, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return 0, err
+	}
+	return ports[0], nil
+}
+
 func freePorts(n int) ([]int, error) {
 	var ports []int
 	for i := 0; i < n; i++ {

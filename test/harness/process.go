@@ -91,6 +91,9 @@ func (p *SchedulerProcess) Kill() error {
 	}
 }
 
+// Pid is the process's id.
+func (p *SchedulerProcess) Pid() int { return p.cmd.Process.Pid }
+
 // Logs returns what the process has written so far.
 func (p *SchedulerProcess) Logs() string { return p.logs.String() }
 

@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla/test/report"
+)
+
+var (
+	size          = flag.String("bench.size", "smoke", "smoke (the CI size: checks that every workload completes) or full (issue 8's sizes)")
+	count         = flag.Int("bench.count", 1, "runs per variant; the table shows the median and the spread")
+	only          = flag.String("bench.workloads", "", "comma-separated workload ids (P1,P2,P3,P4,Q1,Q2); empty: all")
+	reportPath    = flag.String("bench.report", "", "rewrite the workloads section of this markdown file (docs/benchmarks.md)")
+	jsonPath      = flag.String("bench.json", "", "write every run as JSON to this file")
+	kubeconfig    = flag.String("bench.kubeconfig", "", "run against this control plane and its scheduler instead of a fresh one per run")
+	schedulerName = flag.String("bench.scheduler-name", "", "with -bench.kubeconfig: the schedulerName the measured scheduler serves (instead of flotilla-scheduler)")
+	metricsURL    = flag.String("bench.metrics-url", "", "with -bench.kubeconfig: the measured scheduler's /metrics, if it serves one")
+)
+
+var runs atomic.Int64
+
+// TestWorkloads runs every workload once per variant (-bench.count times),
+// variants interleaved so that machine noise hits both alike, and prints
+// the table. At the smoke size it asserts only that everything completes
+// and is measured: absolute times belong to the full-size table.
+func TestWorkloads(t *testing.T) {
+	opts := Options{Kubeconfig: *kubeconfig, SchedulerName: *schedulerName, MetricsURL: *metricsURL}
+	wanted := map[string]bool{}
+	for _, id := range strings.Split(*only, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			wanted[strings.ToUpper(id)] = true
+		}
+	}
+	var rows []row
+	var outcomes []outcome
+	var all []*result
+	for _, w := range workloads(*size == "full") {
+		if len(wanted) > 0 && !wanted[w.id] {
+			continue
+		}
+		byVariant := map[string][]*result{}
+		for i := 0; i < *count; i++ {
+			for _, v := range w.variants {
+				r := runOnce(t, w, v, opts, i)
+				if r == nil {
+					return
+				}
+				byVariant[v.name] = append(byVariant[v.name], r)
+				all = append(all, r)
+			}
+		}
+		medians := map[string]*result{}
+		for _, v := range w.variants {
+			medians[v.name] = median(byVariant[v.name])
+			rows = append(rows, row{id: w.id, what: w.what, variant: v.name, runs: byVariant[v.name], median: medians[v.name]})
+		}
+		measured, met := w.verdict(medians)
+		outcomes = append(outcomes, outcome{id: w.id, target: w.target, measured: measured, met: met})
+	}
+	table := render(rows, outcomes, *size, *count)
+	fmt.Println(table)
+	if *reportPath != "" {
+		require.NoError(t, report.ReplaceSection(*reportPath, "workloads", table))
+	}
+	if *jsonPath != "" {
+		data, err := json.MarshalIndent(all, "", "  ")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(*jsonPath, data, 0o644))
+	}
+}
+
+func runOnce(t *testing.T, w workload, v variant, opts Options, i int) *result {
+	var r *result
+	t.Run(fmt.Sprintf("%s/%s/%d", w.id, v.name, i), func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		e, err := newEnv(ctx, t, opts, v, int(runs.Add(1)))
+		require.NoError(t, err)
+		got, err := w.run(e, v)
+		if err != nil && e.proc != nil {
+			t.Logf("scheduler log tail:\n%s", tail(e.proc.Logs()))
+		}
+		require.NoError(t, err)
+		got.Workload, got.Variant = w.id, v.name
+		require.Positive(t, got.Seconds)
+		require.Positive(t, got.PodsPerS)
+		if e.proc != nil {
+			require.Positive(t, got.PeakRSS, "RSS measured")
+			require.Positive(t, got.HeapInUse, "metrics scraped")
+		}
+		t.Logf("%s %s: %d pods in %.2f s (%.0f pods/s), p99 %.0f ms, RSS %.0f MiB, gang %.2f s %v",
+			w.id, v.name, got.Pods, got.Seconds, got.PodsPerS, 1000*got.P99, got.PeakRSS/mib, got.GangSecs, got.Extra)
+		r = got
+	})
+	return r
+}

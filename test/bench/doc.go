@@ -1,0 +1,19 @@
+// Package bench measures flotilla against the default profile on the same
+// workloads, side by side in one run, through the real-apiserver harness:
+// scheduling throughput (P1), gangs at scale (P2, P3), memory with many
+// pending pods (P4), gang waves (Q1) and queue fairness with reclaim (Q2).
+//
+// Each run gets a fresh control plane and the real flotilla-scheduler binary
+// as its own process, serving both profiles from one configuration (the
+// replace-default one), so the default profile's numbers come from the same
+// binary and the scheduler's RSS is its own. The time measured is from the
+// first pod created to the last pod bound; the scheduler's own metrics give
+// latency percentiles and the time spent scheduling and binding. With
+// -bench.kubeconfig the workloads run against an existing control plane
+// instead (for example `make playground ARGS=--no-scheduler`) and a
+// scheduler of your choice, named by -bench.scheduler-name.
+//
+// `make bench` runs the full sizes and rewrites the table in
+// docs/benchmarks.md; the smoke size runs in `make test` and checks only
+// that every workload completes and every number is measured.
+package bench

@@ -1,0 +1,394 @@
+package bench
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/kubernetes/test/utils/ktesting"
+	podgroupclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+
+	"github.com/flotilla-sched/flotilla/manifests"
+	"github.com/flotilla-sched/flotilla/test/harness"
+)
+
+// Options say where a run happens.
+type Options struct {
+	// Kubeconfig of an existing control plane whose scheduler (named by
+	// SchedulerName) is measured; empty: a fresh control plane and the
+	// flotilla-scheduler binary per run.
+	Kubeconfig    string
+	SchedulerName string
+	// MetricsURL of the external scheduler, if it serves one.
+	MetricsURL string
+}
+
+// env is one run's cluster: the API clients, the namespace the workload
+// lives in, the scheduler under test and a record of every pod's life.
+type env struct {
+	ctx       context.Context
+	tb        ktesting.TB
+	client    kubernetes.Interface
+	podGroups podgroupclient.Interface
+	dynamic   dynamic.Interface
+	cp        *harness.ControlPlane // nil against an external control plane
+	namespace string
+	scheduler string
+	proc      *harness.SchedulerProcess
+	metrics   string
+	pods      *podLog
+	nodes     []string
+}
+
+// newEnv starts (or connects to) a cluster for one run of a variant.
+func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run int) (*env, error) {
+	e := &env{ctx: ctx, tb: tb, namespace: fmt.Sprintf("bench-%d", run), scheduler: v.scheduler}
+	var cfg *rest.Config
+	if opts.Kubeconfig != "" {
+		c, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		cfg, e.metrics = c, opts.MetricsURL
+		if v.scheduler == flotillaScheduler && opts.SchedulerName != "" {
+			e.scheduler = opts.SchedulerName
+		}
+	} else {
+		cp, err := harness.StartControlPlane(ctx, tb, harness.ControlPlaneOptions{})
+		if err != nil {
+			return nil, err
+		}
+		e.cp, cfg = cp, cp.Config
+		if err := cp.FinishTerminatingPods(ctx); err != nil {
+			return nil, err
+		}
+	}
+	// The workload is created as fast as the apiserver takes it: the client
+	// must not be what paces the run.
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 5000, 10000
+	var err error
+	if e.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	// CRDs speak JSON only.
+	crdCfg := rest.CopyConfig(cfg)
+	crdCfg.ContentType, crdCfg.AcceptContentTypes = "application/json", "application/json"
+	if e.dynamic, err = dynamic.NewForConfig(crdCfg); err != nil {
+		return nil, err
+	}
+	if e.podGroups, err = podgroupclient.NewForConfig(crdCfg); err != nil {
+		return nil, err
+	}
+	if _, err := e.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.namespace}}, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	tb.Cleanup(func() {
+		if e.cp == nil { // leave an external cluster as it was
+			_ = e.client.CoreV1().Namespaces().Delete(context.Background(), e.namespace, metav1.DeleteOptions{})
+			for _, n := range e.nodes {
+				_ = e.client.CoreV1().Nodes().Delete(context.Background(), n, metav1.DeleteOptions{})
+			}
+		}
+	})
+	e.pods = newPodLog()
+	return e, e.pods.start(ctx, tb, e.client, e.namespace)
+}
+
+// startScheduler runs the flotilla-scheduler binary with both profiles
+// (the replace-default configuration) and waits until it serves.
+func (e *env) startScheduler() error {
+	if e.cp == nil {
+		return nil
+	}
+	config, err := manifests.File("scheduler-config-replace-default.yaml")
+	if err != nil {
+		return err
+	}
+	port, err := harness.FreePort()
+	if err != nil {
+		return err
+	}
+	e.proc, err = e.cp.StartSchedulerProcess(e.ctx, config, "--leader-elect=false", "--v=1",
+		"--secure-port="+strconv.Itoa(port), "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics")
+	if err != nil {
+		return err
+	}
+	e.metrics = fmt.Sprintf("https://127.0.0.1:%d/metrics", port)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := insecure.Get(fmt.Sprintf("https://127.0.0.1:%d/healthz", port)); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("scheduler did not become healthy: %s", tail(e.proc.Logs()))
+}
+
+func tail(s string) string {
+	if len(s) > 2000 {
+		return s[len(s)-2000:]
+	}
+	return s
+}
+
+// The scheduler serves /metrics with a self-signed certificate.
+var insecure = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // local test endpoint
+
+// createNodes creates n nodes like spec, named with a per-run prefix.
+func (e *env) createNodes(n int, spec harness.NodeSpec) error {
+	prefix := e.namespace + "-" + spec.Name
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%05d", prefix, i)
+	}
+	e.nodes = append(e.nodes, names...)
+	return parallel(e.ctx, n, func(ctx context.Context, i int) error {
+		s := spec
+		s.Name = names[i]
+		_, err := e.client.CoreV1().Nodes().Create(ctx, harness.Node(s), metav1.CreateOptions{})
+		return err
+	})
+}
+
+// createPods creates the pods with many workers, recording when each was
+// created.
+func (e *env) createPods(specs []harness.PodSpec) error {
+	return parallel(e.ctx, len(specs), func(ctx context.Context, i int) error {
+		s := specs[i]
+		s.Namespace, s.SchedulerName = e.namespace, e.scheduler
+		e.pods.creating(s.Name)
+		_, err := e.client.CoreV1().Pods(e.namespace).Create(ctx, harness.Pod(s), metav1.CreateOptions{})
+		if err == nil {
+			e.pods.created(s.Name)
+		}
+		return err
+	})
+}
+
+// parallel runs f for 0..n-1 on 16 workers and returns the first error.
+func parallel(ctx context.Context, n int, f func(context.Context, int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var once sync.Once
+	var first error
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(ctx, i); err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		}()
+	}
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
+
+// peakRSS reads the scheduler process's peak resident set (VmHWM), bytes.
+func (e *env) peakRSS() float64 {
+	if e.proc == nil {
+		return 0
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.proc.Pid()))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			fields := strings.Fields(line)
+			if len(fields) >= 2 {
+				kb, _ := strconv.ParseFloat(fields[1], 64)
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}
+
+// podLog records, per pod, when the workload started creating it, when it
+// existed, when it was first seen bound and when it was deleted.
+type podLog struct {
+	mu                              sync.Mutex
+	createStart, createdAt, boundAt map[string]time.Time
+	firstCreate                     time.Time
+	// attemptedAt: when a pod was first reported unschedulable.
+	attemptedAt map[string]time.Time
+	boundCh     chan struct{}
+	bound       int
+}
+
+func newPodLog() *podLog {
+	return &podLog{attemptedAt: map[string]time.Time{}, createStart: map[string]time.Time{}, createdAt: map[string]time.Time{}, boundAt: map[string]time.Time{}, boundCh: make(chan struct{}, 1)}
+}
+
+func (l *podLog) start(ctx context.Context, tb ktesting.TB, client kubernetes.Interface, namespace string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
+	tb.Cleanup(func() {
+		cancel()
+		factory.Shutdown()
+	})
+	seen := func(obj interface{}) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		if pod.Spec.NodeName == "" {
+			for _, c := range pod.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+					l.mu.Lock()
+					if _, ok := l.attemptedAt[pod.Name]; !ok {
+						l.attemptedAt[pod.Name] = time.Now()
+					}
+					l.mu.Unlock()
+				}
+			}
+			return
+		}
+		l.mu.Lock()
+		if _, ok := l.boundAt[pod.Name]; !ok {
+			l.boundAt[pod.Name] = time.Now()
+			l.bound++
+			select {
+			case l.boundCh <- struct{}{}:
+			default:
+			}
+		}
+		l.mu.Unlock()
+	}
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: seen, UpdateFunc: func(_, obj interface{}) { seen(obj) },
+	}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return nil
+}
+
+func (l *podLog) creating(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if l.firstCreate.IsZero() {
+		l.firstCreate = now
+	}
+	l.createStart[name] = now
+}
+
+func (l *podLog) created(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.createdAt[name] = time.Now()
+}
+
+// waitBound waits until n pods have been seen bound.
+func (l *podLog) waitBound(ctx context.Context, n int, timeout time.Duration) error {
+	deadline := time.After(timeout)
+	for {
+		l.mu.Lock()
+		got := l.bound
+		l.mu.Unlock()
+		if got >= n {
+			return nil
+		}
+		select {
+		case <-l.boundCh:
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			return fmt.Errorf("%d of %d pods bound after %s", got, n, timeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// span is from the first pod created to the last pod bound of the names.
+func (l *podLog) span(names []string) (firstCreate, lastCreated, lastBound time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, n := range names {
+		if t := l.createStart[n]; firstCreate.IsZero() || t.Before(firstCreate) {
+			firstCreate = t
+		}
+		if t := l.createdAt[n]; t.After(lastCreated) {
+			lastCreated = t
+		}
+		if t := l.boundAt[n]; t.After(lastBound) {
+			lastBound = t
+		}
+	}
+	return firstCreate, lastCreated, lastBound
+}
+
+// waitAttempted waits until n pods have been reported unschedulable.
+func (l *podLog) waitAttempted(ctx context.Context, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		l.mu.Lock()
+		got := len(l.attemptedAt)
+		l.mu.Unlock()
+		if got >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d pods tried after %s", got, n, timeout)
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (l *podLog) lastAttempt() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var last time.Time
+	for _, t := range l.attemptedAt {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
+// countBound counts the names seen bound.
+func (l *podLog) countBound(names []string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, name := range names {
+		if _, ok := l.boundAt[name]; ok {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,117 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// schedulerMetrics are what the scheduler's /metrics says about a run.
+type schedulerMetrics struct {
+	// Pod scheduling latency (scheduler_pod_scheduling_sli_duration_seconds:
+	// from entering the queue to being scheduled, all attempts), seconds.
+	p50, p90, p99 float64
+	// Time inside scheduling algorithms and inside Bind, seconds summed
+	// over pods.
+	scheduling, binding float64
+	heapInUse           float64
+}
+
+func scrape(url, profile string) (*schedulerMetrics, error) {
+	if url == "" {
+		return nil, nil
+	}
+	resp, err := insecure.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	m := &schedulerMetrics{}
+	if f := families["scheduler_pod_scheduling_sli_duration_seconds"]; f != nil {
+		buckets := mergeBuckets(f.GetMetric())
+		m.p50, m.p90, m.p99 = quantile(buckets, 0.5), quantile(buckets, 0.9), quantile(buckets, 0.99)
+	}
+	if f := families["scheduler_scheduling_algorithm_duration_seconds"]; f != nil {
+		for _, s := range f.GetMetric() {
+			m.scheduling += s.GetHistogram().GetSampleSum()
+		}
+	}
+	if f := families["scheduler_framework_extension_point_duration_seconds"]; f != nil {
+		for _, s := range f.GetMetric() {
+			if label(s, "extension_point") == "Bind" && label(s, "profile") == profile {
+				m.binding += s.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	if f := families["go_memstats_heap_inuse_bytes"]; f != nil && len(f.GetMetric()) > 0 {
+		m.heapInUse = f.GetMetric()[0].GetGauge().GetValue()
+	}
+	return m, nil
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+type bucket struct{ upper, count float64 }
+
+// mergeBuckets adds up the cumulative buckets of every series.
+func mergeBuckets(series []*dto.Metric) []bucket {
+	sums := map[float64]float64{}
+	for _, s := range series {
+		hasInf := false
+		for _, b := range s.GetHistogram().GetBucket() {
+			sums[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+			hasInf = hasInf || math.IsInf(b.GetUpperBound(), 1)
+		}
+		if !hasInf {
+			sums[math.Inf(1)] += float64(s.GetHistogram().GetSampleCount())
+		}
+	}
+	out := make([]bucket, 0, len(sums))
+	for upper, count := range sums {
+		out = append(out, bucket{upper, count})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].upper < out[j].upper })
+	return out
+}
+
+// quantile interpolates linearly inside the bucket the rank falls in, as
+// Prometheus's histogram_quantile does.
+func quantile(buckets []bucket, q float64) float64 {
+	if len(buckets) == 0 || buckets[len(buckets)-1].count == 0 {
+		return 0
+	}
+	rank := q * buckets[len(buckets)-1].count
+	lower, below := 0.0, 0.0
+	for _, b := range buckets {
+		if b.count >= rank {
+			if math.IsInf(b.upper, 1) {
+				return lower
+			}
+			if b.count == below {
+				return b.upper
+			}
+			return lower + (b.upper-lower)*(rank-below)/(b.count-below)
+		}
+		lower, below = b.upper, b.count
+	}
+	return lower
+}
