@@ -122,6 +122,14 @@ func bound(t *testing.T, h *harness.Harness, selector string) int {
 	return n
 }
 
+func gangWithPriority(group string, n int, cpu, priorityClass string) []harness.PodSpec {
+	specs := harness.GangPods("default", group, n, cpu)
+	for i := range specs {
+		specs[i].PriorityClassName = priorityClass
+	}
+	return specs
+}
+
 func pinned(name, node, cpu, priorityClass string, labels map[string]string) harness.PodSpec {
 	return harness.PodSpec{Name: name, NodeName: node, CPU: cpu, PriorityClassName: priorityClass, Labels: labels}
 }
@@ -210,11 +218,7 @@ func TestReclaimReturnsBorrowerToDeservedShareAndStops(t *testing.T) {
 func TestRunningGangLosesSurplusMembersOrEverything(t *testing.T) {
 	h := startPreemptionCluster(t, harness.NodeSpec{Name: "node-0", CPU: "6", Memory: "16Gi"})
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "train", 4))
-	specs := harness.GangPods("default", "train", 6, "1")
-	for i := range specs {
-		specs[i].PriorityClassName = "low"
-	}
-	require.NoError(t, h.CreatePods(h.Ctx, specs...))
+	require.NoError(t, h.CreatePods(h.Ctx, gangWithPriority("train", 6, "1", "low")...))
 	_, err := h.WaitForPodsBound(h.Ctx, "default", "scheduling.x-k8s.io/pod-group=train", 6, bindTimeout)
 	require.NoError(t, err)
 	deleted := watchDeletions(t, h)
@@ -249,10 +253,7 @@ func TestPendingGangEvictsExactlyForItsQuorumOrNothing(t *testing.T) {
 
 	// 5 members of 4 cpu need 20 cpu of 16: nothing is evicted.
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "huge", 5))
-	huge := harness.GangPods("default", "huge", 5, "4")
-	for i := range huge {
-		huge[i].PriorityClassName = "high"
-	}
+	huge := gangWithPriority("huge", 5, "4", "high")
 	require.NoError(t, h.CreatePods(h.Ctx, huge...))
 	cond, err := h.WaitForPodUnschedulable(h.Ctx, "default", "huge-0", bindTimeout)
 	require.NoError(t, err)
@@ -270,11 +271,7 @@ func TestPendingGangEvictsExactlyForItsQuorumOrNothing(t *testing.T) {
 
 	// 4 members of 2 cpu: one victim per node, and all 4 placed.
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "train", 4))
-	train := harness.GangPods("default", "train", 4, "2")
-	for i := range train {
-		train[i].PriorityClassName = "high"
-	}
-	require.NoError(t, h.CreatePods(h.Ctx, train...))
+	require.NoError(t, h.CreatePods(h.Ctx, gangWithPriority("train", 4, "2", "high")...))
 	placed, err := h.WaitForPodsBound(h.Ctx, "default", "scheduling.x-k8s.io/pod-group=train", 4, bindTimeout)
 	require.NoError(t, err)
 	assert.Len(t, deleted.names("low-"), 4, "exactly enough for the quorum")
