@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,7 @@ var (
 	kubeconfig    = flag.String("bench.kubeconfig", "", "run against this control plane and its scheduler instead of a fresh one per run")
 	schedulerName = flag.String("bench.scheduler-name", "", "with -bench.kubeconfig: the schedulerName the measured scheduler serves (instead of flotilla-scheduler)")
 	metricsURL    = flag.String("bench.metrics-url", "", "with -bench.kubeconfig: the measured scheduler's /metrics, if it serves one")
+	cpuProfile    = flag.String("bench.cpuprofile", "", "save a 15 s CPU profile of the scheduler from the start of each P run into this directory")
 )
 
 var runs atomic.Int64
@@ -85,7 +87,11 @@ func runOnce(t *testing.T, w workload, v variant, opts Options, i int) *result {
 		t.Cleanup(cancel)
 		e, err := newEnv(ctx, t, opts, v, int(runs.Add(1)))
 		require.NoError(t, err)
+		e.profileDir, e.workload = *cpuProfile, w.id
 		got, err := w.run(e, v)
+		if dir := os.Getenv("FLOTILLA_BENCH_LOGS"); dir != "" && e.proc != nil {
+			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.log", w.id, runs.Load())), []byte(e.proc.Logs()), 0o644)
+		}
 		if err != nil && e.proc != nil {
 			t.Logf("scheduler log tail:\n%s", tail(e.proc.Logs()))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -50,8 +51,12 @@ type env struct {
 	scheduler string
 	proc      *harness.SchedulerProcess
 	metrics   string
-	pods      *podLog
-	nodes     []string
+	pprof     string
+	// profileDir: where to save a CPU profile of each run (-bench.cpuprofile).
+	profileDir string
+	workload   string
+	pods       *podLog
+	nodes      []string
 }
 
 // newEnv starts (or connects to) a cluster for one run of a variant.
@@ -123,12 +128,17 @@ func (e *env) startScheduler() error {
 	if err != nil {
 		return err
 	}
-	e.proc, err = e.cp.StartSchedulerProcess(e.ctx, config, "--leader-elect=false", "--v=1",
-		"--secure-port="+strconv.Itoa(port), "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics")
+	verbosity := "1"
+	if v := os.Getenv("FLOTILLA_BENCH_V"); v != "" {
+		verbosity = v
+	}
+	e.proc, err = e.cp.StartSchedulerProcess(e.ctx, config, "--leader-elect=false", "--v="+verbosity,
+		"--secure-port="+strconv.Itoa(port), "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*")
 	if err != nil {
 		return err
 	}
 	e.metrics = fmt.Sprintf("https://127.0.0.1:%d/metrics", port)
+	e.pprof = fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/profile", port)
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if resp, err := insecure.Get(fmt.Sprintf("https://127.0.0.1:%d/healthz", port)); err == nil {
@@ -391,4 +401,46 @@ func (l *podLog) countBound(names []string) int {
 		}
 	}
 	return n
+}
+
+// firstBound is when the first of the names was seen bound.
+func (l *podLog) firstBound(names []string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var first time.Time
+	for _, n := range names {
+		if t, ok := l.boundAt[n]; ok && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+	}
+	return first
+}
+
+// profileCPU saves a CPU profile of the scheduler over the next seconds to
+// path, in the background; the returned channel closes when it is written.
+func (e *env) profileCPU(path string, seconds int) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if e.pprof == "" {
+			return
+		}
+		client := &http.Client{Timeout: time.Duration(seconds+30) * time.Second, Transport: insecure.Transport}
+		resp, err := client.Get(fmt.Sprintf("%s?seconds=%d", e.pprof, seconds))
+		if err != nil {
+			e.tb.Logf("cpu profile: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(path)
+		if err != nil {
+			e.tb.Logf("cpu profile: %v", err)
+			return
+		}
+		defer f.Close()
+		if _, err := io.Copy(f, resp.Body); err != nil {
+			e.tb.Logf("cpu profile: %v", err)
+		}
+	}()
+	return done
 }
