@@ -3,10 +3,12 @@ package gang
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -30,6 +32,15 @@ type Gang struct {
 	permitWait  time.Duration
 	backoff     time.Duration
 	statusQueue *statusWriter
+
+	// lastArrival remembers the member count seen for the last added pod:
+	// the queue asks the same question for every gated sibling of one
+	// arrival, and counting is O(members).
+	arrivalMu   sync.Mutex
+	lastArrival struct {
+		uid      types.UID
+		complete bool
+	}
 }
 
 var (
@@ -132,6 +143,9 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		why, reason = fmt.Sprintf("waiting for PodGroup %s to be created", key), "WaitingForPodGroup"
 	case pg.Spec.MinMember < 1:
 		why, reason = fmt.Sprintf("PodGroup %s has minMember %d; it must be at least 1", key, pg.Spec.MinMember), "InvalidPodGroup"
+	case g.attemptUnderWay(key):
+		// Counted complete when the attempt started; its members are being
+		// activated together, which must not cost O(members) each.
 	default:
 		if n := len(g.store.Members(key)); int32(n) < pg.Spec.MinMember {
 			why, reason = fmt.Sprintf("PodGroup %s has %d of its minMember %d pods", key, n, pg.Spec.MinMember), "WaitingForMembers"
@@ -140,8 +154,31 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	if why == "" {
 		return nil
 	}
-	g.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, reason, "Scheduling", why)
+	if reason == "WaitingForMembers" {
+		g.sayWhyIfStillGated(pod, key)
+	} else {
+		g.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, reason, "Scheduling", why)
+	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
+}
+
+// gatedEventDelay: members waiting for their siblings to be created say so
+// only if they are still waiting after this long. A job's pods arrive within
+// moments of each other; an event for every member of every gang meanwhile
+// would double the API writes of scheduling it.
+const gatedEventDelay = 2 * time.Second
+
+func (g *Gang) sayWhyIfStillGated(pod *corev1.Pod, key state.GroupKey) {
+	time.AfterFunc(gatedEventDelay, func() {
+		pg := g.store.PodGroup(key)
+		if pg == nil || g.attemptUnderWay(key) {
+			return
+		}
+		if n := len(g.store.Members(key)); int32(n) < pg.Spec.MinMember {
+			g.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, "WaitingForMembers", "Scheduling",
+				"PodGroup %s has %d of its minMember %d pods", key, n, pg.Spec.MinMember)
+		}
+	})
 }
 
 // EventsToRegister re-queues waiting members on the events that can let
@@ -171,10 +208,23 @@ func (g *Gang) isSchedulableAfterMemberAdded(logger klog.Logger, pod *corev1.Pod
 	// Re-queue only when the count is complete: waking every gated member
 	// on every sibling's arrival costs O(n^2) PreEnqueue runs for an n-pod
 	// gang.
-	if pg := g.store.PodGroup(want); pg != nil && int32(len(g.store.Members(want))) < pg.Spec.MinMember {
+	g.arrivalMu.Lock()
+	defer g.arrivalMu.Unlock()
+	if g.lastArrival.uid != added.UID {
+		pg := g.store.PodGroup(want)
+		g.lastArrival.uid = added.UID
+		g.lastArrival.complete = pg == nil || int32(len(g.store.Members(want))) >= pg.Spec.MinMember
+	}
+	if !g.lastArrival.complete {
 		return fwk.QueueSkip, nil
 	}
 	return fwk.Queue, nil
+}
+
+func (g *Gang) attemptUnderWay(key state.GroupKey) bool {
+	var under bool
+	g.store.Lock(func(tx *state.Tx) { under = !tx.Gang(key).AttemptStarted.IsZero() })
+	return under
 }
 
 func (g *Gang) isSchedulableAfterPodGroupChange(logger klog.Logger, pod *corev1.Pod, _, newObj interface{}) (fwk.QueueingHint, error) {

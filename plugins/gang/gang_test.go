@@ -104,14 +104,17 @@ func TestQuorumCheckIsPlacementAware(t *testing.T) {
 	fragmented := []fwk.NodeInfo{nodeInfo("a", "4", filler("fa")), nodeInfo("b", "4", filler("fb")), nodeInfo("c", "4", filler("fc"))}
 	roomy := []fwk.NodeInfo{nodeInfo("a", "4"), nodeInfo("b", "4", filler("fb")), nodeInfo("c", "8")}
 
+	var plan []state.PlanSlot
 	check := func(nodes []fwk.NodeInfo) (reason string) {
 		g.store.Lock(func(tx *state.Tx) {
-			reason = g.quorumDoesNotFit(pg, tx.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, tx)
+			reason, plan = g.quorumDoesNotFit(pg, tx.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, tx)
 		})
 		return reason
 	}
 	assert.Contains(t, check(fragmented), "0 of the 2 members needed for minMember 2 fit", "9 cpu free in 3-cpu pieces")
 	assert.Empty(t, check(roomy))
+	// The plan is where first fit put them: one on a, one on c.
+	assert.Equal(t, []state.PlanSlot{{Node: "a", Members: 1}, {Node: "c", Members: 1}}, plan)
 
 	// Members already reserved do not need room again.
 	g.store.Lock(func(tx *state.Tx) { tx.Gang(state.GroupKey{Namespace: "ns", Name: "g"}).Reserved["m0"] = members[0] })

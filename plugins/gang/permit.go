@@ -14,13 +14,15 @@ import (
 )
 
 // Reserve records the member as placed for its gang.
-func (g *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+func (g *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, node string) *fwk.Status {
 	key, ok := state.GroupOf(pod)
 	if !ok {
 		return nil
 	}
 	g.store.Lock(func(tx *state.Tx) {
-		tx.Gang(key).Reserved[pod.UID] = pod
+		gang := tx.Gang(key)
+		gang.Reserved[pod.UID] = pod
+		gang.TakePlanSlot(node)
 	})
 	return nil
 }
@@ -89,10 +91,29 @@ func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 
 // PostFilter runs when a member cannot be placed. Short of the quorum the gang
 // cannot complete in this attempt: its waiting members are released at once.
-func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+//
+// A member that was steered to the attempt's planned nodes and found none
+// of them usable (its constraints are more than the resources the plan
+// saw) does not end the attempt: the plan is dropped and the member is
+// tried again at once over every node.
+func (g *Gang) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	key, ok := state.GroupOf(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	if _, err := cycle.Read(plannedKey); err == nil {
+		var attempt bool
+		g.store.Lock(func(tx *state.Tx) {
+			gang := tx.Gang(key)
+			if attempt = !gang.AttemptStarted.IsZero(); attempt {
+				gang.AbandonPlan()
+			}
+		})
+		if attempt {
+			klog.FromContext(ctx).V(2).Info("Gang member found no room on the planned nodes; placing over every node", "gang", key.String(), "pod", klog.KObj(pod))
+			g.handle.Activate(klog.FromContext(ctx), map[string]*corev1.Pod{pod.Namespace + "/" + pod.Name: pod})
+			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("member %s found no room on its gang's planned nodes; retrying over every node", pod.Name))
+		}
 	}
 	g.failAttempt(ctx, key, fmt.Sprintf("member %s could not be placed", pod.Name), reasonMemberUnplaceable)
 	return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s cannot complete: member %s could not be placed", key, pod.Name))

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/sets"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -41,6 +42,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	var status *fwk.Status
 	preempts := g.store.GangPreemption(g.handle.ProfileName())
 	var started, doesNotFit bool
+	var window []string
 	var unblocked []state.GroupKey
 	defer func() { g.activateGangs(ctx, unblocked) }()
 	g.store.Lock(func(tx *state.Tx) {
@@ -59,13 +61,15 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 			return
 		}
 		if !gang.AttemptStarted.IsZero() {
+			window = gang.PlanWindow(planWindow)
 			return // attempt under way: admitted when it started
 		}
 		if wait := gang.BackoffUntil.Sub(tx.Now()); wait > 0 {
 			status = fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s backs off for %s after: %s", key, wait.Round(100*time.Millisecond), gang.LastFailure))
 			return
 		}
-		if reason := g.quorumDoesNotFit(pg, gang, nodes, tx); reason != "" {
+		reason, plan := g.quorumDoesNotFit(pg, gang, nodes, tx)
+		if reason != "" {
 			gang.LastFailure = reason
 			doesNotFit = true
 			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
@@ -76,6 +80,8 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 			return
 		}
 		tx.StartPlacing(gang)
+		gang.SetPlan(plan)
+		window = gang.PlanWindow(planWindow)
 		started = true
 	})
 	if status != nil {
@@ -91,8 +97,24 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 		g.activateSiblings(ctx, pod, key)
 		g.statusQueue.enqueue(key)
 	}
+	if len(window) > 0 {
+		cycle.Write(plannedKey, planned{})
+		return &fwk.PreFilterResult{NodeNames: sets.New(window...)}, nil
+	}
 	return nil, nil
 }
+
+// planWindow is how many planned nodes a member may choose among: enough
+// for the score plugins (binpack) to still choose, few enough that a
+// member's filter and score cost does not grow with the cluster.
+const planWindow = 16
+
+// plannedKey marks, in the cycle state, a member steered to planned nodes.
+const plannedKey fwk.StateKey = "flotilla.dev/gang-planned"
+
+type planned struct{}
+
+func (planned) Clone() fwk.StateData { return planned{} }
 
 // stale reports whether the placing gang holds the slot with nothing
 // reserved for longer than any Permit wait: every attempt that reserved a
@@ -127,10 +149,12 @@ func (g *Gang) activateSiblings(ctx context.Context, pod *corev1.Pod, key state.
 // any member does not pass (scheduler-plugins #429). For gangs of identical
 // members, the usual case, first-fit is exact. It returns why the quorum
 // cannot fit, or "".
-func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, tx *state.Tx) string {
+//
+// It also returns where the members went: the attempt's plan.
+func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, tx *state.Tx) (string, []state.PlanSlot) {
 	need := int(pg.Spec.MinMember) - tx.Placed(gang)
 	if need <= 0 {
-		return ""
+		return "", nil
 	}
 	var pending []corev1.ResourceList
 	for _, p := range g.store.Members(gang.Key) {
@@ -140,7 +164,7 @@ func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, no
 		pending = append(pending, resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
 	}
 	if len(pending) < need {
-		return fmt.Sprintf("gang %s needs %d more members but only %d are pending", gang.Key, need, len(pending))
+		return fmt.Sprintf("gang %s needs %d more members but only %d are pending", gang.Key, need, len(pending)), nil
 	}
 	// Any `need` members reach the quorum; the smallest are the likeliest to fit.
 	sort.SliceStable(pending, func(i, j int) bool { return size(pending[i]) < size(pending[j]) })
@@ -152,22 +176,29 @@ func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, no
 		free = append(free, freeOf(n))
 	}
 	placed := 0
+	var plan []state.PlanSlot
+	slotOf := map[int]int{}
 	for _, req := range pending {
-		for _, f := range free {
+		for i, f := range free {
 			if fits(req, f) {
 				take(req, f)
 				placed++
+				if _, ok := slotOf[i]; !ok {
+					slotOf[i] = len(plan)
+					plan = append(plan, state.PlanSlot{Node: nodes[i].Node().Name})
+				}
+				plan[slotOf[i]].Members++
 				break
 			}
 		}
 	}
 	if placed < need {
-		return fmt.Sprintf("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity", gang.Key, placed, need, pg.Spec.MinMember)
+		return fmt.Sprintf("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity", gang.Key, placed, need, pg.Spec.MinMember), nil
 	}
 	if pg.Spec.MinResources != nil && !fitsTotal(pg.Spec.MinResources, free, pending) {
-		return fmt.Sprintf("gang %s does not fit: its minResources exceed the cluster's free capacity", gang.Key)
+		return fmt.Sprintf("gang %s does not fit: its minResources exceed the cluster's free capacity", gang.Key), nil
 	}
-	return ""
+	return "", plan
 }
 
 // size orders requests for first-fit decreasing: cpu dominates, then memory,

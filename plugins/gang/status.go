@@ -93,8 +93,10 @@ func (w *statusWriter) write(key state.GroupKey) error {
 	}
 	// Terminated members leave the scheduler's informer, so count from the
 	// apiserver; the coalescing keeps this to a few lists per gang.
+	// ResourceVersion "0": from the apiserver's watch cache, not a quorum
+	// read of etcd — a thousand gangs make thousands of these.
 	pods, err := w.handle.ClientSet().CoreV1().Pods(key.Namespace).List(w.ctx, metav1.ListOptions{
-		LabelSelector: labels.Set{schedv1alpha1.PodGroupLabel: key.Name}.String(),
+		LabelSelector: labels.Set{schedv1alpha1.PodGroupLabel: key.Name}.String(), ResourceVersion: "0",
 	})
 	if err != nil {
 		return err

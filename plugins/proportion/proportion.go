@@ -68,10 +68,9 @@ func (p *Proportion) PreEnqueue(context.Context, *corev1.Pod) *fwk.Status {
 func (p *Proportion) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	p.status.start()
 	name := p.queues.QueueOf(pod)
+	request, what, members := p.admissionRequest(pod)
 	p.queues.Observe(pod)
-	if key, ok := state.GroupOf(pod); ok {
-		p.queues.Observe(p.store.Members(key)...)
-	}
+	p.queues.Observe(members...)
 	view := p.queues.View()
 	queue := view.Queues[name]
 	if queue == nil {
@@ -80,7 +79,6 @@ func (p *Proportion) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev
 	if queue.Invalid != "" {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("queue %q is invalid: %s", name, queue.Invalid))
 	}
-	request, what := p.admissionRequest(pod)
 	if refusing, reason := view.Refuses(name, request, nil); reason != "" {
 		klog.FromContext(ctx).V(4).Info("Queue refuses pod", "queue", refusing, "pod", klog.KObj(pod), "reason", reason)
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("queue %q: %s %s", refusing, what, reason))
@@ -88,26 +86,29 @@ func (p *Proportion) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev
 	return nil, nil
 }
 
-// admissionRequest is what admitting the pod commits its queue to.
-func (p *Proportion) admissionRequest(pod *corev1.Pod) (state.Resources, string) {
+// admissionRequest is what admitting the pod commits its queue to, and
+// for a gang's first member the members whose demand the queue's share
+// must already count.
+func (p *Proportion) admissionRequest(pod *corev1.Pod) (state.Resources, string, []*corev1.Pod) {
 	own := state.Request(pod)
 	key, ok := state.GroupOf(pod)
 	if !ok {
-		return own, "the pod"
+		return own, "the pod", nil
 	}
 	pg := p.store.PodGroup(key)
 	if pg == nil {
-		return own, "the pod"
+		return own, "the pod", nil
 	}
 	var placed int
 	p.store.Lock(func(tx *state.Tx) { placed = tx.Placed(tx.Gang(key)) })
 	if placed > 0 {
-		return own, "the pod" // its gang was admitted as a unit
+		return own, "the pod", nil // its gang was admitted as a unit
 	}
 	// The gang's first member: every member needed for the quorum, this one
 	// included, smallest first (any minMember of them make the quorum).
+	members := p.store.Members(key)
 	var others []state.Resources
-	for _, m := range p.store.Members(key) {
+	for _, m := range members {
 		if m.UID != pod.UID && m.Spec.NodeName == "" {
 			others = append(others, state.Request(m))
 		}
@@ -117,7 +118,7 @@ func (p *Proportion) admissionRequest(pod *corev1.Pod) (state.Resources, string)
 	for i := 0; i < int(pg.Spec.MinMember)-1 && i < len(others); i++ {
 		total.Add(others[i])
 	}
-	return total, fmt.Sprintf("gang %s (%d members for its quorum)", key, pg.Spec.MinMember)
+	return total, fmt.Sprintf("gang %s (%d members for its quorum)", key, pg.Spec.MinMember), members
 }
 
 // PreFilterExtensions is not needed: admission does not depend on which

@@ -153,16 +153,24 @@ func newQueues(s *Store, h fwk.Handle, defaultQueue string) (*Queues, error) {
 	if _, err := q.queues.AddEventHandler(markDirty); err != nil {
 		return nil, err
 	}
-	// A PodGroup's or namespace's queue label decides its pods' queue.
+	// A PodGroup's or namespace's queue label decides its pods' queue: when
+	// it appears or changes, only those pods are re-resolved (a PodGroup's
+	// status writes, a thousand per gang wave, change nothing).
 	if _, err := s.podGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(interface{}) { q.rebuild() }, UpdateFunc: func(_, _ interface{}) { q.rebuild() },
+		AddFunc: func(obj interface{}) { q.resolveGroup(obj) },
+		UpdateFunc: func(old, cur interface{}) {
+			if queueLabel(old) != queueLabel(cur) {
+				q.resolveGroup(cur)
+			}
+		},
 	}); err != nil {
 		return nil, err
 	}
 	if _, err := h.SharedInformerFactory().Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(interface{}) { q.rebuild() }, UpdateFunc: func(old, cur interface{}) {
-			if old.(*corev1.Namespace).Labels[flotillav1alpha1.QueueLabel] != cur.(*corev1.Namespace).Labels[flotillav1alpha1.QueueLabel] {
-				q.rebuild()
+		AddFunc: func(obj interface{}) { q.resolveNamespace(obj) },
+		UpdateFunc: func(old, cur interface{}) {
+			if queueLabel(old) != queueLabel(cur) {
+				q.resolveNamespace(cur)
 			}
 		},
 	}); err != nil {
@@ -359,6 +367,40 @@ func (q *Queues) rebuild() {
 	q.mu.Lock()
 	q.demandChanged = true
 	q.mu.Unlock()
+}
+
+func queueLabel(obj interface{}) string {
+	if m, ok := obj.(metav1.Object); ok {
+		return m.GetLabels()[flotillav1alpha1.QueueLabel]
+	}
+	return ""
+}
+
+// resolveGroup re-resolves the queue of a PodGroup's members.
+func (q *Queues) resolveGroup(obj interface{}) {
+	pg, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	for _, pod := range q.store.Members(GroupKey{Namespace: pg.GetNamespace(), Name: pg.GetName()}) {
+		q.onPod(pod)
+	}
+}
+
+// resolveNamespace re-resolves the queue of a namespace's pods.
+func (q *Queues) resolveNamespace(obj interface{}) {
+	ns, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	pods, err := q.store.pods.GetIndexer().ByIndex(cache.NamespaceIndex, ns.GetName())
+	if err != nil {
+		q.rebuild()
+		return
+	}
+	for _, pod := range pods {
+		q.onPod(pod)
+	}
 }
 
 func (q *Queues) rebuildIfSpecChanged(old, cur interface{}) {

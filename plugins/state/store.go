@@ -61,6 +61,11 @@ type Store struct {
 	groupTimes map[GroupKey]time.Time
 	// gangPreemption: profiles whose preemption plugin is gang-aware.
 	gangPreemption map[string]bool
+	// bound are the members the informer shows bound (and not deleting),
+	// per group, kept by the same handler that forgets reserved members
+	// once bound, so that Placed counts each member once in O(1).
+	bound        map[GroupKey]map[types.UID]bool
+	boundTracked cache.ResourceEventHandlerRegistration
 }
 
 // Gang is the in-flight accounting of one PodGroup. Guarded by Store.mu.
@@ -79,6 +84,10 @@ type Gang struct {
 	// blocked are gangs refused while this one was placing; they are
 	// activated when it finishes.
 	blocked map[GroupKey]bool
+	// plan steers the attempt's members to the nodes its first-fit check
+	// found room on (see plan.go).
+	plan       []PlanSlot
+	planFailed bool
 }
 
 var (
@@ -124,7 +133,7 @@ func newStore(h fwk.Handle) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{clients: clients, now: time.Now, gangs: map[GroupKey]*Gang{}, groupTimes: map[GroupKey]time.Time{}}
+	s := &Store{clients: clients, now: time.Now, gangs: map[GroupKey]*Gang{}, groupTimes: map[GroupKey]time.Time{}, bound: map[GroupKey]map[types.UID]bool{}}
 	// Registered with the scheduler's factory so that the scheduler starts
 	// it and waits for its sync before scheduling, like its own informers.
 	s.podGroups = h.SharedInformerFactory().InformerFor(&schedv1alpha1.PodGroup{}, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
@@ -144,14 +153,19 @@ func newStore(h fwk.Handle) (*Store, error) {
 	if err := s.pods.AddIndexers(cache.Indexers{podGroupIndex: indexByGroup}); err != nil {
 		return nil, fmt.Errorf("indexing pods by PodGroup: %w", err)
 	}
-	if _, err := s.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj interface{}) {
-			if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
-				s.forgetBound(pod)
+	s.boundTracked, err = s.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) { s.trackBound(obj, false) },
+		UpdateFunc: func(old, obj interface{}) {
+			if o, ok := old.(*corev1.Pod); ok {
+				if n, ok := obj.(*corev1.Pod); ok && o.Labels[schedv1alpha1.PodGroupLabel] != n.Labels[schedv1alpha1.PodGroupLabel] {
+					s.trackBound(o, true)
+				}
 			}
+			s.trackBound(obj, false)
 		},
-		DeleteFunc: s.forgetBound,
-	}); err != nil {
+		DeleteFunc: func(obj interface{}) { s.trackBound(obj, true) },
+	})
+	if err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -271,6 +285,7 @@ func (tx *Tx) Block(g *Gang, blocked GroupKey) { g.blocked[blocked] = true }
 // slot. It returns the gangs refused meanwhile, to be activated.
 func (tx *Tx) FinishPlacing(g *Gang) []GroupKey {
 	g.AttemptStarted = time.Time{}
+	g.plan = nil
 	if tx.s.placing == g {
 		tx.s.placing = nil
 	}
@@ -297,20 +312,30 @@ func (tx *Tx) Forget(g *Gang) {
 // bound ones (from the informer) and reserved ones (assumed, waiting in
 // Permit or binding), each counted once.
 func (tx *Tx) Placed(g *Gang) int {
-	n := len(g.Reserved)
-	for _, p := range tx.s.Members(g.Key) {
-		if p.Spec.NodeName != "" {
-			if _, reserved := g.Reserved[p.UID]; !reserved {
+	if tx.s.boundTracked == nil || !tx.s.boundTracked.HasSynced() {
+		// Until the handler has seen every pod, count from the index.
+		n := len(g.Reserved)
+		for _, p := range tx.s.Members(g.Key) {
+			if _, reserved := g.Reserved[p.UID]; p.Spec.NodeName != "" && !reserved {
 				n++
 			}
+		}
+		return n
+	}
+	n := len(g.Reserved)
+	for uid := range tx.s.bound[g.Key] {
+		if _, reserved := g.Reserved[uid]; !reserved {
+			n++
 		}
 	}
 	return n
 }
 
-// forgetBound drops members from the reserved set once the apiserver shows
-// them bound or gone, so the set only ever holds in-flight members.
-func (s *Store) forgetBound(obj interface{}) {
+// trackBound keeps the bound members of each group and drops members from
+// the reserved set once the apiserver shows them bound or gone, so the set
+// only ever holds in-flight members. Both under one lock: a member is
+// counted once, as reserved or as bound, whatever the moment.
+func (s *Store) trackBound(obj interface{}, gone bool) {
 	pod, ok := unwrap(obj).(*corev1.Pod)
 	if !ok {
 		return
@@ -319,8 +344,23 @@ func (s *Store) forgetBound(obj interface{}) {
 	if !ok {
 		return
 	}
+	isBound := !gone && pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if isBound {
+		if s.bound[key] == nil {
+			s.bound[key] = map[types.UID]bool{}
+		}
+		s.bound[key][pod.UID] = true
+	} else if set := s.bound[key]; set != nil {
+		delete(set, pod.UID)
+		if len(set) == 0 {
+			delete(s.bound, key)
+		}
+	}
+	if !gone && pod.Spec.NodeName == "" {
+		return
+	}
 	g, ok := s.gangs[key]
 	if !ok {
 		return

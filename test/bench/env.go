@@ -132,8 +132,11 @@ func (e *env) startScheduler() error {
 	if v := os.Getenv("FLOTILLA_BENCH_V"); v != "" {
 		verbosity = v
 	}
-	e.proc, err = e.cp.StartSchedulerProcess(e.ctx, config, "--leader-elect=false", "--v="+verbosity,
-		"--secure-port="+strconv.Itoa(port), "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*")
+	flags := []string{"--leader-elect=false", "--v=" + verbosity,
+		"--secure-port=" + strconv.Itoa(port), "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*"}
+	// Extra scheduler flags for experiments, e.g. feature gates.
+	flags = append(flags, strings.Fields(os.Getenv("FLOTILLA_BENCH_FLAGS"))...)
+	e.proc, err = e.cp.StartSchedulerProcess(e.ctx, config, flags...)
 	if err != nil {
 		return err
 	}
