@@ -7,9 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -156,32 +154,37 @@ func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, no
 	if need <= 0 {
 		return "", nil
 	}
-	var pending []corev1.ResourceList
+	var pending []state.Resources
 	for _, p := range g.store.Members(gang.Key) {
 		if _, reserved := gang.Reserved[p.UID]; reserved || p.Spec.NodeName != "" {
 			continue
 		}
-		pending = append(pending, resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
+		pending = append(pending, state.Request(p))
 	}
 	if len(pending) < need {
 		return fmt.Sprintf("gang %s needs %d more members but only %d are pending", gang.Key, need, len(pending)), nil
 	}
 	// Any `need` members reach the quorum; the smallest are the likeliest to fit.
-	sort.SliceStable(pending, func(i, j int) bool { return size(pending[i]) < size(pending[j]) })
+	sort.SliceStable(pending, func(i, j int) bool { return pending[i].Less(pending[j]) })
 	pending = pending[:need]
-	sort.SliceStable(pending, func(i, j int) bool { return size(pending[i]) > size(pending[j]) })
+	sort.SliceStable(pending, func(i, j int) bool { return pending[j].Less(pending[i]) })
 
-	free := make([]corev1.ResourceList, 0, len(nodes))
-	for _, n := range nodes {
-		free = append(free, freeOf(n))
+	// A node's free capacity is computed when first fit reaches it: on a
+	// cluster with room the check stops after the first few nodes.
+	free := make([]state.Resources, len(nodes))
+	freeAt := func(i int) state.Resources {
+		if free[i] == nil {
+			free[i] = state.FreeOf(nodes[i])
+		}
+		return free[i]
 	}
 	placed := 0
 	var plan []state.PlanSlot
 	slotOf := map[int]int{}
 	for _, req := range pending {
-		for i, f := range free {
-			if fits(req, f) {
-				take(req, f)
+		for i := range nodes {
+			if f := freeAt(i); req.FitsIn(f) {
+				req.Take(f)
 				placed++
 				if _, ok := slotOf[i]; !ok {
 					slotOf[i] = len(plan)
@@ -195,84 +198,20 @@ func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, no
 	if placed < need {
 		return fmt.Sprintf("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity", gang.Key, placed, need, pg.Spec.MinMember), nil
 	}
-	if pg.Spec.MinResources != nil && !fitsTotal(pg.Spec.MinResources, free, pending) {
-		return fmt.Sprintf("gang %s does not fit: its minResources exceed the cluster's free capacity", gang.Key), nil
-	}
-	return "", plan
-}
-
-// size orders requests for first-fit decreasing: cpu dominates, then memory,
-// then the number of distinct resources.
-func size(r corev1.ResourceList) float64 {
-	return float64(r.Cpu().MilliValue())*1e6 + float64(r.Memory().Value())/1e6 + float64(len(r))
-}
-
-func freeOf(n fwk.NodeInfo) corev1.ResourceList {
-	alloc, used := n.GetAllocatable(), n.GetRequested()
-	free := corev1.ResourceList{}
-	free[corev1.ResourceCPU] = *resourceQuantity(alloc.GetMilliCPU()-used.GetMilliCPU(), true)
-	free[corev1.ResourceMemory] = *resourceQuantity(alloc.GetMemory()-used.GetMemory(), false)
-	free[corev1.ResourceEphemeralStorage] = *resourceQuantity(alloc.GetEphemeralStorage()-used.GetEphemeralStorage(), false)
-	free[corev1.ResourcePods] = *resourceQuantity(int64(alloc.GetAllowedPodNumber()-len(n.GetPods())), false)
-	for name, q := range alloc.GetScalarResources() {
-		free[name] = *resourceQuantity(q-used.GetScalarResources()[name], false)
-	}
-	return free
-}
-
-// fits reports whether req fits in free; a pod also takes one pod slot.
-func fits(req, free corev1.ResourceList) bool {
-	if slots, ok := free[corev1.ResourcePods]; ok && slots.Value() < 1 {
-		return false
-	}
-	for name, q := range req {
-		if q.IsZero() {
-			continue
+	if pg.Spec.MinResources != nil {
+		// What is free after the trial placement plus what it used.
+		total := state.Resources{}
+		for i := range nodes {
+			total.Add(freeAt(i))
 		}
-		f, ok := free[name]
-		if !ok || f.Cmp(q) < 0 {
-			return false
+		for _, req := range pending {
+			total.Add(req)
 		}
-	}
-	return true
-}
-
-func take(req, free corev1.ResourceList) {
-	for name, q := range req {
-		f := free[name]
-		f.Sub(q)
-		free[name] = f
-	}
-	if slots, ok := free[corev1.ResourcePods]; ok {
-		slots.Sub(*resourceQuantity(1, false))
-		free[corev1.ResourcePods] = slots
-	}
-}
-
-// fitsTotal checks minResources against what is free after the members'
-// trial placement plus what that placement used.
-func fitsTotal(min corev1.ResourceList, free []corev1.ResourceList, placed []corev1.ResourceList) bool {
-	total := corev1.ResourceList{}
-	for _, lists := range [][]corev1.ResourceList{free, placed} {
-		for _, l := range lists {
-			for name, q := range l {
-				t := total[name]
-				t.Add(q)
-				total[name] = t
+		for name, v := range state.ResourcesOf(pg.Spec.MinResources) {
+			if total[name] < v {
+				return fmt.Sprintf("gang %s does not fit: its minResources exceed the cluster's free capacity", gang.Key), nil
 			}
 		}
 	}
-	for name, q := range min {
-		if t, ok := total[name]; !ok || t.Cmp(q) < 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func resourceQuantity(v int64, milli bool) *resource.Quantity {
-	if milli {
-		return resource.NewMilliQuantity(v, resource.DecimalSI)
-	}
-	return resource.NewQuantity(v, resource.DecimalSI)
+	return "", plan
 }
