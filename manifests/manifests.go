@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -58,4 +60,31 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 		crds = append(crds, crd)
 	}
 	return crds, nil
+}
+
+// SchedulerFlags returns the flags the shipped Deployment passes to
+// flotilla-scheduler besides --config, so that what is measured is what is
+// deployed.
+func SchedulerFlags() ([]string, error) {
+	data, err := File("deployment.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var deployment appsv1.Deployment
+	if err := yaml.Unmarshal(data, &deployment); err != nil {
+		return nil, fmt.Errorf("manifests/deployment.yaml: %w", err)
+	}
+	for _, c := range deployment.Spec.Template.Spec.Containers {
+		if c.Name != "scheduler" {
+			continue
+		}
+		var flags []string
+		for _, arg := range c.Args {
+			if !strings.HasPrefix(arg, "--config=") {
+				flags = append(flags, arg)
+			}
+		}
+		return flags, nil
+	}
+	return nil, fmt.Errorf("manifests/deployment.yaml has no container named scheduler")
 }

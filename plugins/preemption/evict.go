@@ -61,6 +61,7 @@ func (p *Preemption) evict(ctx context.Context, who *preemptor, pl *plan, w *wor
 			}
 			if err := p.evictOne(ctx, who, m.info.GetPod(), kind, w); err != nil {
 				logger.Error(err, "Evicting victim", "preemptor", who.what, "victim", klog.KObj(m.info.GetPod()))
+				p.dropVictim(who.id, m.info.GetPod().UID)
 				continue
 			}
 			victimsTotal.WithLabelValues(kind).Inc()

@@ -128,3 +128,46 @@ func (p *Preemption) pruneLocked() {
 		}
 	}
 }
+
+// evictionOf returns the eviction a pod waits for: its gang's or its own.
+func (p *Preemption) evictionOf(pod *corev1.Pod) (string, *eviction) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if key, ok := state.GroupOf(pod); ok {
+		if e := p.inFlight["gang/"+key.String()]; e != nil {
+			return "gang/" + key.String(), e
+		}
+	}
+	return string(pod.UID), p.inFlight[string(pod.UID)]
+}
+
+// victimsInInformer counts an eviction's victims the informer still has:
+// unlike victimsPending it does not look at a cycle's snapshot, which
+// outside a cycle may be stale.
+func (p *Preemption) victimsInInformer(e *eviction) int {
+	n := 0
+	for _, v := range e.victims {
+		if pod, err := p.pods.Pods(v.namespace).Get(v.name); err == nil && pod.UID == v.uid {
+			n++
+		}
+	}
+	return n
+}
+
+// dropVictim forgets a victim whose eviction failed, so its preemptor does
+// not wait for it.
+func (p *Preemption) dropVictim(id string, uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.inFlight[id]
+	if e == nil {
+		return
+	}
+	kept := e.victims[:0]
+	for _, v := range e.victims {
+		if v.uid != uid {
+			kept = append(kept, v)
+		}
+	}
+	e.victims = kept
+}

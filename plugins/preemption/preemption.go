@@ -36,7 +36,11 @@ type Preemption struct {
 	inFlight map[string]*eviction
 }
 
-var _ fwk.PostFilterPlugin = &Preemption{}
+var (
+	_ fwk.PostFilterPlugin  = &Preemption{}
+	_ fwk.PreEnqueuePlugin  = &Preemption{}
+	_ fwk.EnqueueExtensions = &Preemption{}
+)
 
 // New builds the plugin; it has no args.
 func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
@@ -57,6 +61,44 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 
 // Name returns the plugin's name.
 func (p *Preemption) Name() string { return Name }
+
+// PreEnqueue keeps a preemptor (or its gang's members) out of scheduling
+// while the pods evicted for it are still there: an attempt then can only
+// fail, and every failed attempt lengthens the pod's back-off, so the room
+// it made would sit idle. The victims' deletion lets it in.
+func (p *Preemption) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
+	if _, e := p.evictionOf(pod); e != nil {
+		if n := p.victimsInInformer(e); n > 0 {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("waiting for %d pods evicted to make room for it to terminate", n))
+		}
+	}
+	return nil
+}
+
+// EventsToRegister lets a waiting preemptor in once one of its victims is
+// deleted.
+func (p *Preemption) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.isVictimGone},
+	}, nil
+}
+
+func (p *Preemption) isVictimGone(_ klog.Logger, pod *corev1.Pod, oldObj, _ interface{}) (fwk.QueueingHint, error) {
+	gone, ok := oldObj.(*corev1.Pod)
+	if !ok {
+		return fwk.Queue, nil
+	}
+	_, e := p.evictionOf(pod)
+	if e == nil {
+		return fwk.Queue, nil
+	}
+	for _, v := range e.victims {
+		if v.uid == gone.UID {
+			return fwk.Queue, nil
+		}
+	}
+	return fwk.QueueSkip, nil
+}
 
 // preemptor is what must be placed: one pod, or the members a gang still
 // needs for its quorum.

@@ -132,8 +132,19 @@ func (e *env) startScheduler() error {
 	if v := os.Getenv("FLOTILLA_BENCH_V"); v != "" {
 		verbosity = v
 	}
-	flags := []string{"--leader-elect=false", "--v=" + verbosity,
-		"--secure-port=" + strconv.Itoa(port), "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*"}
+	shipped, err := manifests.SchedulerFlags()
+	if err != nil {
+		return err
+	}
+	// The shipped Deployment's flags, but for logging, leader election
+	// (one replica) and where it serves.
+	flags := []string{"--leader-elect=false", "--v=" + verbosity, "--secure-port=" + strconv.Itoa(port),
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*"}
+	for _, f := range shipped {
+		if !strings.HasPrefix(f, "--v=") {
+			flags = append(flags, f)
+		}
+	}
 	// Extra scheduler flags for experiments, e.g. feature gates.
 	flags = append(flags, strings.Fields(os.Getenv("FLOTILLA_BENCH_FLAGS"))...)
 	e.proc, err = e.cp.StartSchedulerProcess(e.ctx, config, flags...)
