@@ -26,10 +26,10 @@ func staticQueues(queues ...*flotillav1alpha1.Queue) *Queues {
 	q := &Queues{
 		store: NewStatic(nil, nil), queues: qi, defaultQueue: "default",
 		namespaces: corelisters.NewNamespaceLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-		profiles:   map[string]bool{"flotilla-scheduler": true}, pods: map[types.UID]*podAccount{}, nodes: map[string]Resources{},
+		profiles:   map[string]bool{"flotilla-scheduler": true}, pods: map[types.UID]*podAccount{}, nodes: map[string]Resources{}, total: Resources{},
 		allocated: map[string]Resources{}, pending: map[string]Resources{}, foreign: Resources{}, demandChanged: true,
 	}
-	q.nodes["n"] = Resources{corev1.ResourceCPU: 100000}
+	q.onNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: Resources{corev1.ResourceCPU: 100000}.List()}})
 	return q
 }
 
@@ -115,4 +115,20 @@ func TestPlacementDoesNotRecomputeShares(t *testing.T) {
 	assert.Equal(t, int64(200), after.Queues["a"].Allocated[corev1.ResourceCPU])
 	assert.Zero(t, after.Queues["a"].Pending[corev1.ResourceCPU])
 	assert.False(t, q.demandChanged)
+}
+
+// The cluster total follows node changes without a pass over the nodes.
+func TestNodeTotalFollowsNodeEvents(t *testing.T) {
+	q := staticQueues()
+	node := func(name, cpu string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}
+	}
+	q.onNode(node("m", "8"))
+	q.onNode(node("m", "8")) // a heartbeat
+	assert.Equal(t, int64(108000), q.View().Total[corev1.ResourceCPU])
+	q.onNode(node("m", "4"))
+	assert.Equal(t, int64(104000), q.View().Total[corev1.ResourceCPU])
+	q.onNodeDelete(node("m", "4"))
+	q.onNodeDelete(node("m", "4"))
+	assert.Equal(t, int64(100000), q.View().Total[corev1.ResourceCPU])
 }

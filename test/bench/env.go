@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -110,6 +109,13 @@ func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run in
 			}
 		}
 	})
+	if e.cp == nil {
+		// An external cluster has no kubelets either (the playground's
+		// nodes are fake): finish deletions as kubelets would.
+		if err := harness.FinishTerminatingPods(ctx, tb, e.client); err != nil {
+			return nil, err
+		}
+	}
 	e.pods = newPodLog()
 	return e, e.pods.start(ctx, tb, e.client, e.namespace)
 }
@@ -138,8 +144,7 @@ func (e *env) startScheduler() error {
 	}
 	// The shipped Deployment's flags, but for logging, leader election
 	// (one replica) and where it serves.
-	flags := []string{"--leader-elect=false", "--v=" + verbosity, "--secure-port=" + strconv.Itoa(port),
-		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*"}
+	flags := append([]string{"--leader-elect=false", "--v=" + verbosity}, harness.ServingFlags(port)...)
 	for _, f := range shipped {
 		if !strings.HasPrefix(f, "--v=") {
 			flags = append(flags, f)
@@ -153,17 +158,10 @@ func (e *env) startScheduler() error {
 	}
 	e.metrics = fmt.Sprintf("https://127.0.0.1:%d/metrics", port)
 	e.pprof = fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/profile", port)
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := insecure.Get(fmt.Sprintf("https://127.0.0.1:%d/healthz", port)); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := harness.WaitHealthy(e.ctx, port, 60*time.Second); err != nil {
+		return fmt.Errorf("%w: %s", err, tail(e.proc.Logs()))
 	}
-	return fmt.Errorf("scheduler did not become healthy: %s", tail(e.proc.Logs()))
+	return nil
 }
 
 func tail(s string) string {
@@ -172,9 +170,6 @@ func tail(s string) string {
 	}
 	return s
 }
-
-// The scheduler serves /metrics with a self-signed certificate.
-var insecure = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // local test endpoint
 
 // createNodes creates n nodes like spec, named with a per-run prefix.
 func (e *env) createNodes(n int, spec harness.NodeSpec) error {
@@ -439,7 +434,7 @@ func (e *env) profileCPU(path string, seconds int) <-chan struct{} {
 		if e.pprof == "" {
 			return
 		}
-		client := &http.Client{Timeout: time.Duration(seconds+30) * time.Second, Transport: insecure.Transport}
+		client := &http.Client{Timeout: time.Duration(seconds+30) * time.Second, Transport: harness.Insecure.Transport}
 		resp, err := client.Get(fmt.Sprintf("%s?seconds=%d", e.pprof, seconds))
 		if err != nil {
 			e.tb.Logf("cpu profile: %v", err)

@@ -1,13 +1,12 @@
 package bench
 
 import (
-	"fmt"
 	"math"
 	"sort"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+
+	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
 // schedulerMetrics are what the scheduler's /metrics says about a run.
@@ -25,16 +24,7 @@ func scrape(url, profile string) (*schedulerMetrics, error) {
 	if url == "" {
 		return nil, nil
 	}
-	resp, err := insecure.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	families, err := harness.Scrape(url)
 	if err != nil {
 		return nil, err
 	}

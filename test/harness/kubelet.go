@@ -8,7 +8,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubernetes/test/utils/ktesting"
 )
 
 // FinishTerminatingPods plays the kubelets' part in deletion until ctx
@@ -16,11 +18,17 @@ import (
 // its kubelet reports its containers stopped, and there are no kubelets
 // here, so every terminating pod is removed at once.
 func (cp *ControlPlane) FinishTerminatingPods(ctx context.Context) error {
+	return FinishTerminatingPods(ctx, cp.tb, cp.Client)
+}
+
+// FinishTerminatingPods does the same against any cluster the client
+// reaches.
+func FinishTerminatingPods(ctx context.Context, tb ktesting.TB, client kubernetes.Interface) error {
 	// Stopped before the apiserver, which otherwise waits a minute for the
 	// watch to drain.
 	ctx, cancel := context.WithCancel(ctx)
-	factory := informers.NewSharedInformerFactory(cp.Client, 0)
-	cp.tb.Cleanup(func() {
+	factory := informers.NewSharedInformerFactory(client, 0)
+	tb.Cleanup(func() {
 		cancel()
 		factory.Shutdown()
 	})
@@ -29,11 +37,11 @@ func (cp *ControlPlane) FinishTerminatingPods(ctx context.Context) error {
 		if !ok || pod.DeletionTimestamp == nil {
 			return
 		}
-		err := cp.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		err := client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 			GracePeriodSeconds: new(int64), Preconditions: metav1.NewUIDPreconditions(string(pod.UID)),
 		})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
-			cp.tb.Logf("finishing terminating pod %s/%s: %v", pod.Namespace, pod.Name, err)
+			tb.Logf("finishing terminating pod %s/%s: %v", pod.Namespace, pod.Name, err)
 		}
 	}
 	_, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
