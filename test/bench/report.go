@@ -74,9 +74,9 @@ func render(rows []row, outcomes []outcome, size string, count int) string {
 		if m.GangSecs > 0 {
 			gang = fmt.Sprintf("%.2f s", m.GangSecs)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %.1f s | %.0f%s | %s / %s / %s | %.1f / %.1f | %.0f MiB | %.0f MiB | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %.1f s | %.0f%s | %s | %.1f / %.1f | %.0f MiB | %.0f MiB | %s |\n",
 			r.id, r.what, r.variant, m.Pods, m.Seconds, m.PodsPerS, spread(r.runs, func(x *result) float64 { return x.PodsPerS }),
-			ms(m.P50), ms(m.P90), ms(m.P99), m.SchedulingSecs, m.BindingSecs, m.PeakRSS/mib, m.HeapInUse/mib, gang)
+			latency(m), m.SchedulingSecs, m.BindingSecs, m.PeakRSS/mib, m.HeapInUse/mib, gang)
 	}
 	b.WriteString("\n| id | target | measured | met |\n|---|---|---|---|\n")
 	for _, o := range outcomes {
@@ -90,6 +90,14 @@ func render(rows []row, outcomes []outcome, size string, count int) string {
 }
 
 func ms(seconds float64) string { return fmt.Sprintf("%.0f ms", 1000*seconds) }
+
+// latency is "–" when nothing was scheduled (P4's pods all stay pending).
+func latency(m *result) string {
+	if m.P50 == 0 && m.P90 == 0 && m.P99 == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%s / %s / %s", ms(m.P50), ms(m.P90), ms(m.P99))
+}
 
 func cpuModel() string {
 	data, err := os.ReadFile("/proc/cpuinfo")
