@@ -54,6 +54,13 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	}
 	_, err = h.WaitForPodsBound(h.Ctx, "default", "ha=yes", 5, bindTimeout)
 	require.NoError(t, err)
+	// Events are written asynchronously: a leader killed right after binding
+	// may take its last ones with it. Let them land before the kill, so the
+	// count below tests binding, not event delivery under SIGKILL.
+	for i := 0; i < 5; i++ {
+		_, err := h.WaitForEvent(h.Ctx, "default", fmt.Sprintf("before-%d", i), "Scheduled", bindTimeout)
+		require.NoError(t, err)
+	}
 
 	require.NoError(t, leader.Kill())
 	killed := time.Now()
