@@ -147,8 +147,8 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		// Counted complete when the attempt started; its members are being
 		// activated together, which must not cost O(members) each.
 	default:
-		if n := len(g.store.Members(key)); int32(n) < pg.Spec.MinMember {
-			why, reason = fmt.Sprintf("PodGroup %s has %d of its minMember %d pods", key, n, pg.Spec.MinMember), "WaitingForMembers"
+		if short := g.membersShort(key, pg); short != "" {
+			why, reason = short, "WaitingForMembers"
 		}
 	}
 	if why == "" {
@@ -174,11 +174,18 @@ func (g *Gang) sayWhyIfStillGated(pod *corev1.Pod, key state.GroupKey) {
 		if pg == nil || g.attemptUnderWay(key) {
 			return
 		}
-		if n := len(g.store.Members(key)); int32(n) < pg.Spec.MinMember {
-			g.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, "WaitingForMembers", "Scheduling",
-				"PodGroup %s has %d of its minMember %d pods", key, n, pg.Spec.MinMember)
+		if short := g.membersShort(key, pg); short != "" {
+			g.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, "WaitingForMembers", "Scheduling", "%s", short)
 		}
 	})
+}
+
+// membersShort says how the group is short of its minMember pods, or "".
+func (g *Gang) membersShort(key state.GroupKey, pg *schedv1alpha1.PodGroup) string {
+	if n := len(g.store.Members(key)); int32(n) < pg.Spec.MinMember {
+		return fmt.Sprintf("PodGroup %s has %d of its minMember %d pods", key, n, pg.Spec.MinMember)
+	}
+	return ""
 }
 
 // EventsToRegister re-queues waiting members on the events that can let

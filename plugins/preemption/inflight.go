@@ -53,18 +53,28 @@ func (p *Preemption) exists(ref podRef) (*corev1.Pod, bool) {
 }
 
 // victimsPending counts the victims of the eviction for id that still
-// exist.
+// exist, in the informer or in this cycle's snapshot.
 func (p *Preemption) victimsPending(id string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pruneLocked()
-	e := p.inFlight[id]
-	if e == nil {
-		return 0
+	if e := p.inFlight[id]; e != nil {
+		return p.liveVictims(e, true)
 	}
+	return 0
+}
+
+// liveVictims counts an eviction's victims that still exist. Outside a
+// scheduling cycle the snapshot may be stale, so only the informer counts.
+// Called with p.mu held.
+func (p *Preemption) liveVictims(e *eviction, withSnapshot bool) int {
 	n := 0
 	for _, v := range e.victims {
-		if _, ok := p.exists(v); ok {
+		ref := v
+		if !withSnapshot {
+			ref.node = ""
+		}
+		if _, ok := p.exists(ref); ok {
 			n++
 		}
 	}
@@ -129,29 +139,49 @@ func (p *Preemption) pruneLocked() {
 	}
 }
 
-// evictionOf returns the eviction a pod waits for: its gang's or its own.
-func (p *Preemption) evictionOf(pod *corev1.Pod) (string, *eviction) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if key, ok := state.GroupOf(pod); ok {
-		if e := p.inFlight["gang/"+key.String()]; e != nil {
-			return "gang/" + key.String(), e
-		}
+// evictionID names what a pod preempts for: its gang, or itself.
+func evictionID(pod *corev1.Pod, inGang bool) string {
+	if key, ok := state.GroupOf(pod); ok && inGang {
+		return "gang/" + key.String()
 	}
-	return string(pod.UID), p.inFlight[string(pod.UID)]
+	return string(pod.UID)
 }
 
-// victimsInInformer counts an eviction's victims the informer still has:
-// unlike victimsPending it does not look at a cycle's snapshot, which
-// outside a cycle may be stale.
-func (p *Preemption) victimsInInformer(e *eviction) int {
-	n := 0
+// evictionOfLocked returns the eviction a pod waits for: its gang's or
+// its own. Called with p.mu held.
+func (p *Preemption) evictionOfLocked(pod *corev1.Pod) *eviction {
+	if e := p.inFlight[evictionID(pod, true)]; e != nil {
+		return e
+	}
+	return p.inFlight[evictionID(pod, false)]
+}
+
+// waitingFor counts the victims the informer still has of the eviction a
+// pod waits for.
+func (p *Preemption) waitingFor(pod *corev1.Pod) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e := p.evictionOfLocked(pod); e != nil {
+		return p.liveVictims(e, false)
+	}
+	return 0
+}
+
+// isVictimOf reports whether uid is a victim of the eviction pod waits for;
+// true when it waits for none, so that it is not held back.
+func (p *Preemption) isVictimOf(pod *corev1.Pod, uid types.UID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.evictionOfLocked(pod)
+	if e == nil {
+		return true
+	}
 	for _, v := range e.victims {
-		if pod, err := p.pods.Pods(v.namespace).Get(v.name); err == nil && pod.UID == v.uid {
-			n++
+		if v.uid == uid {
+			return true
 		}
 	}
-	return n
+	return false
 }
 
 // dropVictim forgets a victim whose eviction failed, so its preemptor does

@@ -67,10 +67,8 @@ func (p *Preemption) Name() string { return Name }
 // fail, and every failed attempt lengthens the pod's back-off, so the room
 // it made would sit idle. The victims' deletion lets it in.
 func (p *Preemption) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
-	if _, e := p.evictionOf(pod); e != nil {
-		if n := p.victimsInInformer(e); n > 0 {
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("waiting for %d pods evicted to make room for it to terminate", n))
-		}
+	if n := p.waitingFor(pod); n > 0 {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("waiting for %d pods evicted to make room for it to terminate", n))
 	}
 	return nil
 }
@@ -88,14 +86,8 @@ func (p *Preemption) isVictimGone(_ klog.Logger, pod *corev1.Pod, oldObj, _ inte
 	if !ok {
 		return fwk.Queue, nil
 	}
-	_, e := p.evictionOf(pod)
-	if e == nil {
+	if p.isVictimOf(pod, gone.UID) {
 		return fwk.Queue, nil
-	}
-	for _, v := range e.victims {
-		if v.uid == gone.UID {
-			return fwk.Queue, nil
-		}
 	}
 	return fwk.QueueSkip, nil
 }
@@ -162,7 +154,7 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 // preemptorFor returns what the pod preempts for, or why it does not.
 func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preemptor, string) {
 	who := &preemptor{
-		id: string(pod.UID), pod: pod, members: []*corev1.Pod{pod},
+		id: evictionID(pod, false), pod: pod, members: []*corev1.Pod{pod},
 		priority: corev1helpers.PodPriority(pod), request: state.Request(pod),
 		what: fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name),
 	}
@@ -170,13 +162,13 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 		who.queue = queues.QueueOf(pod)
 	}
 	key, ok := state.GroupOf(pod)
-	if !ok || p.store.PodGroup(key) == nil {
+	pg := p.store.PodGroup(key)
+	if !ok || pg == nil {
 		return who, ""
 	}
 	who.group, who.inGroup = key, true
 	var quorumPlaced bool
 	var reserved map[types.UID]bool
-	pg := p.store.PodGroup(key)
 	p.store.Lock(func(tx *state.Tx) {
 		g := tx.Gang(key)
 		quorumPlaced = tx.Placed(g) >= int(pg.Spec.MinMember)
@@ -205,7 +197,7 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 		return nil, fmt.Sprintf("not preempting: gang %s needs %d more members than are pending", key, room.Need-1-len(others))
 	}
 	who.members = append(who.members, others[:max(room.Need-1, 0)]...)
-	who.id = "gang/" + key.String()
+	who.id = evictionID(pod, true)
 	who.what = "gang " + key.String()
 	who.request = state.Resources{}
 	for _, m := range who.members {
