@@ -3,8 +3,10 @@ package harness
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/flotilla-sched/flotilla/manifests"
 	"github.com/flotilla-sched/flotilla/test/harness/launch"
 )
 
@@ -44,7 +46,19 @@ func (cp *ControlPlane) StartScheduler(ctx context.Context, config []byte, opts 
 	if kubeconfig == "" {
 		kubeconfig = cp.KubeconfigPath
 	}
-	flags := append([]string{"--leader-elect=false"}, opts.Flags...)
+	// The shipped Deployment's flags (its feature gates) but for logging,
+	// so that the tests run what is deployed.
+	shipped, err := manifests.SchedulerFlags()
+	if err != nil {
+		return nil, err
+	}
+	flags := []string{"--leader-elect=false"}
+	for _, f := range shipped {
+		if !strings.HasPrefix(f, "--v=") {
+			flags = append(flags, f)
+		}
+	}
+	flags = append(flags, opts.Flags...)
 	runCtx, cancel := context.WithCancel(ctx)
 	setup, err := launch.New(runCtx, cp.tb.TempDir(), config, kubeconfig, flags)
 	if err != nil {
