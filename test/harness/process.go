@@ -49,13 +49,19 @@ type SchedulerProcess struct {
 }
 
 // StartSchedulerProcess runs the binary with the configuration (pointed at
-// this control plane) and extra flags. It is killed at clean-up.
+// this control plane as its admin) and extra flags. It is killed at clean-up.
 func (cp *ControlPlane) StartSchedulerProcess(ctx context.Context, config []byte, flags ...string) (*SchedulerProcess, error) {
+	return cp.StartSchedulerProcessAs(ctx, config, cp.KubeconfigPath, flags...)
+}
+
+// StartSchedulerProcessAs is StartSchedulerProcess with the credentials of
+// kubeconfig, e.g. a ServiceAccount's (ServiceAccountKubeconfig).
+func (cp *ControlPlane) StartSchedulerProcessAs(ctx context.Context, config []byte, kubeconfig string, flags ...string) (*SchedulerProcess, error) {
 	binary, err := SchedulerBinary()
 	if err != nil {
 		return nil, err
 	}
-	configPath, err := launch.WriteConfig(cp.tb.TempDir(), config, cp.KubeconfigPath)
+	configPath, err := launch.WriteConfig(cp.tb.TempDir(), config, kubeconfig)
 	if err != nil {
 		return nil, err
 	}
