@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
@@ -52,7 +53,7 @@ const (
 	stepMetricsClientCA = "Prometheus reads /metrics with a client certificate"
 )
 
-// neededBy names, for each grant of manifests/rbac.yaml (one rule of a
+// neededBy names, for each grant of the shipped RBAC (one rule of a
 // role, or a binding to a role the manifest does not define), the first
 // step that fails without it. A grant missing here fails the test: give it
 // a step that needs it, or drop it.
@@ -84,6 +85,8 @@ var neededBy = map[string]string{
 	"Role flotilla-system/flotilla-scheduler-leader-election: leases [create]":                                         stepLease,
 	"Role flotilla-system/flotilla-scheduler-leader-election: leases/flotilla-scheduler [get update]":                  stepLease,
 	"RoleBinding kube-system/flotilla-scheduler-authentication-reader: Role extension-apiserver-authentication-reader": stepMetricsClientCA,
+	"Role kube-system/flotilla-scheduler-replace-default: leases [create]":                                             stepLease,
+	"Role kube-system/flotilla-scheduler-replace-default: leases/kube-scheduler [get update]":                          stepLease,
 }
 
 const (
@@ -93,12 +96,14 @@ const (
 	deniedWindow = 4 * time.Second
 )
 
-// The scheduler runs as its ServiceAccount, with exactly manifests/rbac.yaml,
+// The scheduler runs as its ServiceAccount, with exactly the shipped RBAC,
 // against an apiserver with the RBAC authorizer: every step of scheduling
 // gangs, queues, preemption, DRA and metrics works, without one forbidden
 // request. Then each grant is removed in turn, the scheduler restarted, and
 // the step that needs it must be the first to fail, with a forbidden
-// request for the grant's resources in the scheduler's log.
+// request for the grant's resources in the scheduler's log. Both ways to
+// deploy are run: beside kube-scheduler (rbac.yaml) and instead of it
+// (rbac.yaml plus rbac-replace-default.yaml, kube-scheduler's own lease).
 func TestShippedRBACIsNeededRuleByRule(t *testing.T) {
 	ca, err := harness.NewClientCA(t.TempDir())
 	require.NoError(t, err)
@@ -111,24 +116,17 @@ func TestShippedRBACIsNeededRuleByRule(t *testing.T) {
 		_, err = h.Apply(h.Ctx, data)
 		require.NoError(t, err, name)
 	}
-	grants, err := rbacGrants(h.Ctx, h.Client)
-	require.NoError(t, err)
-	for _, g := range grants {
-		require.Contains(t, neededBy, g.name, "no step is named as needing this grant of manifests/rbac.yaml: add one, or drop the grant")
-	}
-
 	w := newRBACWorld(t, h, ca)
 	kubeconfig, err := h.ServiceAccountKubeconfig(h.Ctx, "flotilla-system", "flotilla-scheduler")
 	require.NoError(t, err)
 	shipped, err := manifests.SchedulerFlags()
 	require.NoError(t, err)
-	config := shippedConfig(t, "scheduler-config.yaml")
 
 	run := 0
 	// schedule starts a fresh scheduler and walks the steps until the first
 	// that fails (given only deniedWindow if it is expected to), and returns
 	// its name, or "" when all passed.
-	schedule := func(t *testing.T, expectFailing string) (failed string, logs string) {
+	schedule := func(t *testing.T, config []byte, expectFailing string) (failed string, logs string) {
 		run++
 		w.reset(t)
 		port, err := harness.FreePort()
@@ -159,24 +157,48 @@ func TestShippedRBACIsNeededRuleByRule(t *testing.T) {
 		}
 		return "", p.Logs()
 	}
-
-	t.Run("all grants", func(t *testing.T) {
-		failed, logs := schedule(t, "")
-		require.Empty(t, failed, "scheduler logs:\n%s", logs)
-		for _, line := range strings.Split(logs, "\n") {
-			require.NotContains(t, line, "forbidden", "a request was refused with every grant in place")
+	// check runs every step with all grants, then without each grant of
+	// the manifest.
+	check := func(t *testing.T, config []byte, manifest string) {
+		grants, err := rbacGrants(h.Ctx, h.Client, manifest)
+		require.NoError(t, err)
+		for _, g := range grants {
+			require.Contains(t, neededBy, g.name, "no step is named as needing this grant of manifests/%s: add one, or drop the grant", manifest)
 		}
-	})
-	for _, g := range grants {
-		t.Run("without "+g.name, func(t *testing.T) {
-			want := neededBy[g.name]
-			require.NoError(t, g.revoke(h.Ctx))
-			defer func() { require.NoError(t, g.restore(h.Ctx)) }()
-			failed, logs := schedule(t, want)
-			require.Equal(t, want, failed, "first step to fail without %s; scheduler logs:\n%s", g.name, logs)
-			require.True(t, deniedIn(logs, g.resources), "no forbidden request for %v in the scheduler's logs:\n%s", g.resources, logs)
+		t.Run("all grants", func(t *testing.T) {
+			failed, logs := schedule(t, config, "")
+			require.Empty(t, failed, "scheduler logs:\n%s", logs)
+			for _, line := range strings.Split(logs, "\n") {
+				require.NotContains(t, line, "forbidden", "a request was refused with every grant in place")
+			}
 		})
+		for _, g := range grants {
+			t.Run("without "+g.name, func(t *testing.T) {
+				want := neededBy[g.name]
+				require.NoError(t, g.revoke(h.Ctx))
+				defer func() { require.NoError(t, g.restore(h.Ctx)) }()
+				failed, logs := schedule(t, config, want)
+				require.Equal(t, want, failed, "first step to fail without %s; scheduler logs:\n%s", g.name, logs)
+				require.True(t, deniedIn(logs, g.resources), "no forbidden request for %v in the scheduler's logs:\n%s", g.resources, logs)
+			})
+		}
 	}
+
+	t.Run("beside kube-scheduler", func(t *testing.T) {
+		w.lease = types.NamespacedName{Namespace: "flotilla-system", Name: "flotilla-scheduler"}
+		check(t, shippedConfig(t, "scheduler-config.yaml"), "rbac.yaml")
+	})
+	t.Run("instead of kube-scheduler", func(t *testing.T) {
+		data, err := manifests.File("rbac-replace-default.yaml")
+		require.NoError(t, err)
+		_, err = h.Apply(h.Ctx, data)
+		require.NoError(t, err)
+		w.lease = types.NamespacedName{Namespace: "kube-system", Name: "kube-scheduler"}
+		w.servesDefault = true
+		// rbac.yaml's grants were checked above; what this way adds is the
+		// lease, and the default profile's pods.
+		check(t, shippedConfig(t, "scheduler-config-replace-default.yaml"), "rbac-replace-default.yaml")
+	})
 }
 
 // deniedIn reports whether a log line shows a request refused for one of
@@ -204,8 +226,8 @@ type grant struct {
 	revoke, restore func(context.Context) error
 }
 
-func rbacGrants(ctx context.Context, client kubernetes.Interface) ([]grant, error) {
-	data, err := manifests.File("rbac.yaml")
+func rbacGrants(ctx context.Context, client kubernetes.Interface, manifest string) ([]grant, error) {
+	data, err := manifests.File(manifest)
 	if err != nil {
 		return nil, err
 	}
@@ -322,10 +344,14 @@ func ruleName(rule rbacv1.PolicyRule) string {
 
 // rbacWorld is the cluster the steps run in, set up once by an admin.
 type rbacWorld struct {
-	h          *harness.Harness
-	port       int
-	token      string
-	clientCert tls.Certificate
+	h    *harness.Harness
+	port int
+	// lease is the scheduler's leader-election lease.
+	lease types.NamespacedName
+	// servesDefault: the scheduler serves the default-scheduler profile too.
+	servesDefault bool
+	token         string
+	clientCert    tls.Certificate
 }
 
 const (
@@ -409,7 +435,7 @@ func (w *rbacWorld) reset(t *testing.T) {
 	ctx, client := w.h.Ctx, w.h.Client
 	require.NoError(t, client.CoreV1().Pods("default").DeleteCollection(ctx,
 		metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{LabelSelector: rbacRunLabel}))
-	err := client.CoordinationV1().Leases("flotilla-system").Delete(ctx, "flotilla-scheduler", metav1.DeleteOptions{})
+	err := client.CoordinationV1().Leases(w.lease.Namespace).Delete(ctx, w.lease.Name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		require.NoError(t, err)
 	}
@@ -508,7 +534,7 @@ func (w *rbacWorld) cachesSync(ctx context.Context, _ string) error {
 
 func (w *rbacWorld) leaseAcquired(ctx context.Context, _ string) error {
 	return poll(ctx, func(ctx context.Context) (bool, string, error) {
-		lease, err := w.h.Client.CoordinationV1().Leases("flotilla-system").Get(ctx, "flotilla-scheduler", metav1.GetOptions{})
+		lease, err := w.h.Client.CoordinationV1().Leases(w.lease.Namespace).Get(ctx, w.lease.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, "no lease", nil
 		}
@@ -533,11 +559,14 @@ func (w *rbacWorld) toldUnschedulable(ctx context.Context, id string) error {
 }
 
 func (w *rbacWorld) bound(ctx context.Context, id string) error {
-	p := w.pod(id, "plain", harness.PodSpec{CPU: "1"})
-	if err := w.create(ctx, p); err != nil {
+	pods := []*corev1.Pod{w.pod(id, "plain", harness.PodSpec{CPU: "1"})}
+	if w.servesDefault {
+		pods = append(pods, w.pod(id, "default-profile", harness.PodSpec{CPU: "1", SchedulerName: corev1.DefaultSchedulerName}))
+	}
+	if err := w.create(ctx, pods...); err != nil {
 		return err
 	}
-	return w.waitBound(ctx, p)
+	return w.waitBound(ctx, pods...)
 }
 
 func (w *rbacWorld) eventRecorded(ctx context.Context, id string) error {
