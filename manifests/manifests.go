@@ -66,13 +66,9 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // flotilla-scheduler besides --config, so that what is measured is what is
 // deployed.
 func SchedulerFlags() ([]string, error) {
-	data, err := File("deployment.yaml")
+	deployment, err := Deployment()
 	if err != nil {
 		return nil, err
-	}
-	var deployment appsv1.Deployment
-	if err := yaml.Unmarshal(data, &deployment); err != nil {
-		return nil, fmt.Errorf("manifests/deployment.yaml: %w", err)
 	}
 	for _, c := range deployment.Spec.Template.Spec.Containers {
 		if c.Name != "scheduler" {
@@ -87,4 +83,17 @@ func SchedulerFlags() ([]string, error) {
 		return flags, nil
 	}
 	return nil, fmt.Errorf("manifests/deployment.yaml has no container named scheduler")
+}
+
+// Deployment returns the shipped Deployment of flotilla-scheduler.
+func Deployment() (*appsv1.Deployment, error) {
+	data, err := File("deployment.yaml")
+	if err != nil {
+		return nil, err
+	}
+	deployment := &appsv1.Deployment{}
+	if err := yaml.Unmarshal(data, deployment); err != nil {
+		return nil, fmt.Errorf("manifests/deployment.yaml: %w", err)
+	}
+	return deployment, nil
 }

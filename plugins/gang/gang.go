@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -73,7 +74,45 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := store.OnMemberChange(g.statusQueue.notify); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
+	// The framework hears of a PodGroup from its own (dynamic) informer,
+	// which can run ahead of the store's: a member gated in PreEnqueue
+	// because the store did not know its PodGroup yet would then wait for an
+	// event that has already passed, and a gang created while the scheduler
+	// syncs its caches was never scheduled. The store's informer wakes the
+	// group's gated members once it knows the group, or a new spec of it.
+	logger := klog.FromContext(ctx)
+	if _, err := store.PodGroupInformer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) { g.wakeMembers(logger, obj) },
+		UpdateFunc: func(old, obj interface{}) {
+			if o, ok := old.(*schedv1alpha1.PodGroup); ok {
+				if n, ok := obj.(*schedv1alpha1.PodGroup); ok && o.Generation == n.Generation {
+					return
+				}
+			}
+			g.wakeMembers(logger, obj)
+		},
+	}); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
 	return g, nil
+}
+
+// wakeMembers re-runs PreEnqueue for the group's members the queue holds
+// back; members it does not hold are left alone.
+func (g *Gang) wakeMembers(logger klog.Logger, obj interface{}) {
+	pg, ok := obj.(*schedv1alpha1.PodGroup)
+	if !ok {
+		return
+	}
+	pending := map[string]*corev1.Pod{}
+	for _, pod := range g.store.Members(state.GroupKey{Namespace: pg.Namespace, Name: pg.Name}) {
+		if pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil {
+			pending[pod.Namespace+"/"+pod.Name] = pod
+		}
+	}
+	if len(pending) > 0 {
+		g.handle.Activate(logger, pending)
+	}
 }
 
 // Name returns the plugin's name.

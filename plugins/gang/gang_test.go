@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
@@ -154,4 +155,36 @@ func TestComputeStatus(t *testing.T) {
 	other := pod("x", "n1", corev1.PodRunning)
 	other.Namespace = "elsewhere"
 	assert.Equal(t, int32(0), computeStatus(pg, []corev1.Pod{other}, false, now).Running)
+}
+
+// activations records what the plugin asks the queue to re-run.
+type activations struct {
+	fwk.Handle
+	pods []string
+}
+
+func (a *activations) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
+	for key := range pods {
+		a.pods = append(a.pods, key)
+	}
+}
+
+// When the store learns of a PodGroup (after the framework's informer may
+// already have told the queue), only the group's pending members are woken.
+func TestStoreLearningOfPodGroupWakesItsPendingMembers(t *testing.T) {
+	bound := member("bound", "g1", 0)
+	bound.Spec.NodeName = "node-a"
+	leaving := member("leaving", "g1", 0)
+	leaving.DeletionTimestamp = &metav1.Time{Time: t0}
+	handle := &activations{}
+	g := &Gang{handle: handle, store: state.NewStatic(nil, []*corev1.Pod{
+		member("a", "g1", 0), member("b", "g1", 0), bound, leaving, member("other", "g2", 0),
+	})}
+	g.wakeMembers(klog.Background(), podGroup("g1", t0, 2))
+	sort.Strings(handle.pods)
+	assert.Equal(t, []string{"ns/a", "ns/b"}, handle.pods)
+
+	handle.pods = nil
+	g.wakeMembers(klog.Background(), podGroup("empty", t0, 2))
+	assert.Empty(t, handle.pods, "a group without pending members activates nothing")
 }

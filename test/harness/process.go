@@ -66,7 +66,13 @@ func (cp *ControlPlane) StartSchedulerProcessAs(ctx context.Context, config []by
 		return nil, err
 	}
 	args := append([]string{"--config=" + configPath, "--secure-port=0", "--v=2"}, flags...)
-	p := &SchedulerProcess{cmd: exec.CommandContext(ctx, binary, args...), logs: &syncBuffer{}, done: make(chan struct{})}
+	return cp.startProcess(exec.CommandContext(ctx, binary, args...))
+}
+
+// startProcess starts a scheduler command, collecting its output, and kills
+// it at clean-up.
+func (cp *ControlPlane) startProcess(cmd *exec.Cmd) (*SchedulerProcess, error) {
+	p := &SchedulerProcess{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {
 		return nil, err
