@@ -6,38 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 
 	"github.com/flotilla-sched/flotilla/test/harness/launch"
 )
 
 // ImageUser is the uid and gid the image runs as (distroless :nonroot).
 const ImageUser = 65532
-
-var (
-	staticOnce   sync.Once
-	staticBinary string
-	staticErr    error
-)
-
-// StaticSchedulerBinary builds flotilla-scheduler as the Dockerfile does:
-// static (no cgo), trimmed paths, stripped. Built once per test process.
-func StaticSchedulerBinary() (string, error) {
-	staticOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "flotilla-static-")
-		if err != nil {
-			staticErr = err
-			return
-		}
-		staticBinary = filepath.Join(dir, "flotilla-scheduler")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", staticBinary, "github.com/flotilla-sched/flotilla/cmd/flotilla-scheduler")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			staticErr = fmt.Errorf("go build: %v: %s", err, out)
-		}
-	})
-	return staticBinary, staticErr
-}
 
 // imageRootScript makes the directory $1 a read-only root in a private
 // mount namespace, with the kernel's /proc and /dev as a container runtime

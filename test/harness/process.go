@@ -15,29 +15,46 @@ import (
 	"github.com/flotilla-sched/flotilla/test/harness/launch"
 )
 
+// binaryBuild builds the flotilla-scheduler command once per test process
+// with extra go build flags and environment.
+type binaryBuild struct {
+	flags, env []string
+	once       sync.Once
+	path       string
+	err        error
+}
+
+func (b *binaryBuild) get() (string, error) {
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "flotilla-bin-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(dir, "flotilla-scheduler")
+		args := append(append([]string{"build"}, b.flags...), "-o", b.path, "github.com/flotilla-sched/flotilla/cmd/flotilla-scheduler")
+		cmd := exec.Command("go", args...)
+		cmd.Env = append(os.Environ(), b.env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build: %v: %s", err, out)
+		}
+	})
+	return b.path, b.err
+}
+
 var (
-	buildOnce   sync.Once
-	builtBinary string
-	buildErr    error
+	schedulerBuild = &binaryBuild{}
+	// As the Dockerfile builds it: static (no cgo), trimmed paths, stripped.
+	staticSchedulerBuild = &binaryBuild{flags: []string{"-trimpath", "-ldflags", "-s -w"}, env: []string{"CGO_ENABLED=0"}}
 )
 
 // SchedulerBinary builds the flotilla-scheduler command once per test
 // process and returns its path.
-func SchedulerBinary() (string, error) {
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "flotilla-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBinary = filepath.Join(dir, "flotilla-scheduler")
-		out, err := exec.Command("go", "build", "-o", builtBinary, "github.com/flotilla-sched/flotilla/cmd/flotilla-scheduler").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v: %s", err, out)
-		}
-	})
-	return builtBinary, buildErr
-}
+func SchedulerBinary() (string, error) { return schedulerBuild.get() }
+
+// StaticSchedulerBinary builds flotilla-scheduler as the Dockerfile does,
+// once per test process, and returns its path.
+func StaticSchedulerBinary() (string, error) { return staticSchedulerBuild.get() }
 
 // SchedulerProcess is the real flotilla-scheduler binary running as its own
 // process against the control plane: what leader election, crashes and

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -234,6 +235,25 @@ func rbacGrants(ctx context.Context, client kubernetes.Interface, manifest strin
 	defined := map[string]bool{}
 	var grants []grant
 	var bindings []*rbacv1.RoleBinding
+	// ruleGrants makes each rule of a role a grant; setRules writes the
+	// role's rules to the cluster.
+	ruleGrants := func(label string, rules []rbacv1.PolicyRule, setRules func(context.Context, []byte) error) {
+		write := func(rules []rbacv1.PolicyRule) func(context.Context) error {
+			return func(ctx context.Context) error {
+				patch, err := json.Marshal(map[string]interface{}{"rules": rules})
+				if err != nil {
+					return err
+				}
+				return setRules(ctx, patch)
+			}
+		}
+		for i, rule := range rules {
+			grants = append(grants, grant{
+				name: label + ": " + ruleName(rule), resources: rule.Resources,
+				revoke: write(slices.Delete(slices.Clone(rules), i, i+1)), restore: write(rules),
+			})
+		}
+	}
 	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {
 		var doc map[string]interface{}
@@ -249,49 +269,21 @@ func rbacGrants(ctx context.Context, client kubernetes.Interface, manifest strin
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(doc, role); err != nil {
 				return nil, err
 			}
-			api := client.RbacV1().ClusterRoles()
-			set := func(rules []rbacv1.PolicyRule) func(context.Context) error {
-				return func(ctx context.Context) error {
-					live, err := api.Get(ctx, role.Name, metav1.GetOptions{})
-					if err != nil {
-						return err
-					}
-					live.Rules = rules
-					_, err = api.Update(ctx, live, metav1.UpdateOptions{})
-					return err
-				}
-			}
 			defined["ClusterRole/"+role.Name] = true
-			for i, rule := range role.Rules {
-				grants = append(grants, grant{
-					name: "ClusterRole " + role.Name + ": " + ruleName(rule), resources: rule.Resources,
-					revoke: set(slices.Delete(slices.Clone(role.Rules), i, i+1)), restore: set(role.Rules),
-				})
-			}
+			ruleGrants("ClusterRole "+role.Name, role.Rules, func(ctx context.Context, patch []byte) error {
+				_, err := client.RbacV1().ClusterRoles().Patch(ctx, role.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+				return err
+			})
 		case "Role":
 			role := &rbacv1.Role{}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(doc, role); err != nil {
 				return nil, err
 			}
-			api := client.RbacV1().Roles(role.Namespace)
-			set := func(rules []rbacv1.PolicyRule) func(context.Context) error {
-				return func(ctx context.Context) error {
-					live, err := api.Get(ctx, role.Name, metav1.GetOptions{})
-					if err != nil {
-						return err
-					}
-					live.Rules = rules
-					_, err = api.Update(ctx, live, metav1.UpdateOptions{})
-					return err
-				}
-			}
 			defined["Role/"+role.Name] = true
-			for i, rule := range role.Rules {
-				grants = append(grants, grant{
-					name: "Role " + role.Namespace + "/" + role.Name + ": " + ruleName(rule), resources: rule.Resources,
-					revoke: set(slices.Delete(slices.Clone(role.Rules), i, i+1)), restore: set(role.Rules),
-				})
-			}
+			ruleGrants("Role "+role.Namespace+"/"+role.Name, role.Rules, func(ctx context.Context, patch []byte) error {
+				_, err := client.RbacV1().Roles(role.Namespace).Patch(ctx, role.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+				return err
+			})
 		case "RoleBinding":
 			binding := &rbacv1.RoleBinding{}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(doc, binding); err != nil {
@@ -316,7 +308,6 @@ func rbacGrants(ctx context.Context, client kubernetes.Interface, manifest strin
 				resources = append(resources, rule.Resources...)
 			}
 		}
-		binding := binding
 		grants = append(grants, grant{
 			name:      "RoleBinding " + binding.Namespace + "/" + binding.Name + ": " + binding.RoleRef.Kind + " " + binding.RoleRef.Name,
 			resources: resources,
