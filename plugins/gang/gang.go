@@ -9,9 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/apis/config/validation"
@@ -33,6 +35,9 @@ type Gang struct {
 	permitWait  time.Duration
 	backoff     time.Duration
 	statusQueue *statusWriter
+	// nominatesWaitingPods: kube-scheduler writes a nominated node to every
+	// pod waiting in Permit (NominatedNodeNameForExpectation).
+	nominatesWaitingPods bool
 
 	// lastArrival remembers the member count seen for the last added pod:
 	// the queue asks the same question for every gated sibling of one
@@ -65,10 +70,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	g := &Gang{
-		handle:     h,
-		store:      store,
-		permitWait: time.Duration(args.PermitWaitingTimeSeconds) * time.Second,
-		backoff:    time.Duration(args.BackoffSeconds) * time.Second,
+		handle:               h,
+		store:                store,
+		permitWait:           time.Duration(args.PermitWaitingTimeSeconds) * time.Second,
+		backoff:              time.Duration(args.BackoffSeconds) * time.Second,
+		nominatesWaitingPods: utilfeature.DefaultFeatureGate.Enabled(features.NominatedNodeNameForExpectation),
 	}
 	g.statusQueue = newStatusWriter(ctx, store, h)
 	if err := store.OnMemberChange(g.statusQueue.notify); err != nil {

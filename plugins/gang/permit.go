@@ -6,6 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -66,10 +69,13 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 // out or was rejected, or its binding failed. Short of the quorum the gang
 // cannot complete in this attempt, so every waiting sibling is released now
 // rather than holding its node until it times out.
-func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
+func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, node string) {
 	key, ok := state.GroupOf(pod)
 	if !ok {
 		return
+	}
+	if g.nominatesWaitingPods {
+		g.clearWaitingNomination(ctx, pod, node)
 	}
 	var wasReserved bool
 	why, reason := fmt.Sprintf("member %s lost its place (binding failed or it was rejected)", pod.Name), reasonLostPlace
@@ -183,4 +189,28 @@ func (g *Gang) activateGangs(ctx context.Context, keys []state.GroupKey) {
 
 func (g *Gang) recordGangEvent(pg *schedv1alpha1.PodGroup, eventType, reason, message string) {
 	g.handle.EventRecorder().Eventf(pg, nil, eventType, reason, "Scheduling", message)
+}
+
+// clearWaitingNomination takes back the nominated node kube-scheduler wrote
+// for a member before it waited in Permit (NominatedNodeNameForExpectation).
+// The scheduler's failure handling compares with its own copy of the pod,
+// which never saw that write, so it leaves the nomination in place: the
+// rejected member then holds the node against every pod of its priority
+// until it is tried again, and a gang that cannot fit blocks the nodes it
+// was refused. The patch goes the way the scheduler's own write went
+// (through its API dispatcher when it has one), so it lands after it.
+func (g *Gang) clearWaitingNomination(ctx context.Context, pod *corev1.Pod, node string) {
+	clear := &fwk.NominatingInfo{NominatedNodeName: "", NominatingMode: fwk.ModeOverride}
+	if cacher := g.handle.APICacher(); cacher != nil {
+		nominated := pod.DeepCopy()
+		nominated.Status.NominatedNodeName = node
+		if _, err := cacher.PatchPodStatus(nominated, nil, clear); err != nil {
+			klog.FromContext(ctx).Error(err, "Clearing a rejected gang member's nominated node", "pod", klog.KObj(pod), "node", node)
+		}
+		return
+	}
+	patch := []byte(`{"status":{"nominatedNodeName":null}}`)
+	if _, err := g.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
+		klog.FromContext(ctx).Error(err, "Clearing a rejected gang member's nominated node", "pod", klog.KObj(pod), "node", node)
+	}
 }

@@ -58,8 +58,24 @@ func TestGangThatFitsBindsWhole(t *testing.T) {
 // 2. A gang of N with room for N-1: none bound, its reservations released
 // at once, and the reason on the PodGroup. The members fit by resources, so
 // the gang starts placing; one member's node selector matches no node.
+//
+// Run with the shipped feature gates and with NominatedNodeNameForExpectation
+// on (Kubernetes' default, off in the shipped Deployment): the scheduler
+// then writes a nominated node to every member waiting in Permit, and a
+// rejected member must not keep it.
 func TestGangWithoutRoomBindsNothingAndReleases(t *testing.T) {
-	h := startCluster(t, "scheduler-config.yaml", nodes(4, "4")...)
+	for name, flags := range map[string][]string{
+		"shipped gates":                      nil,
+		"NominatedNodeNameForExpectation on": {"--feature-gates=NominatedNodeNameForExpectation=true"},
+	} {
+		t.Run(name, func(t *testing.T) { gangWithoutRoomBindsNothingAndReleases(t, flags) })
+	}
+}
+
+func gangWithoutRoomBindsNothingAndReleases(t *testing.T, flags []string) {
+	h := harness.Start(t, harness.ControlPlaneOptions{})
+	require.NoError(t, h.CreateNodes(h.Ctx, nodes(4, "4")...))
+	h.StartScheduler(shippedConfig(t, "scheduler-config.yaml"), harness.SchedulerOptions{Flags: flags})
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "short", 4))
 	members := harness.GangPods("default", "short", 4, "4")
 	pods := make([]*corev1.Pod, 0, 4)
@@ -80,12 +96,23 @@ func TestGangWithoutRoomBindsNothingAndReleases(t *testing.T) {
 	assert.Contains(t, ev.Note, "short-3")
 	assert.Greater(t, metricValue(t, "flotilla_gang_rejections_total", map[string]string{"reason": "member_unplaceable"}), rejected)
 	assertNoneBoundFor(t, h, "short", 3*time.Second)
+	// No member keeps a nominated node: it would hold that node for itself.
+	err = wait.PollUntilContextTimeout(h.Ctx, 100*time.Millisecond, bindTimeout, true, func(ctx context.Context) (bool, error) {
+		for _, p := range pods {
+			got, err := h.Client.CoreV1().Pods("default").Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil || got.Status.NominatedNodeName != "" {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	require.NoError(t, err, "a rejected member kept its nominated node")
 
 	// Nothing holds the nodes: a pod needing a whole node still fits on each.
-	for i := 0; i < 3; i++ {
+	for i := 0; i < 4; i++ {
 		require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: fmt.Sprintf("whole-%d", i), CPU: "4", Labels: map[string]string{"app": "whole"}}))
 	}
-	_, err = h.WaitForPodsBound(h.Ctx, "default", "app=whole", 3, bindTimeout)
+	_, err = h.WaitForPodsBound(h.Ctx, "default", "app=whole", 4, bindTimeout)
 	require.NoError(t, err, "rejected gang still holds reservations")
 }
 
