@@ -26,7 +26,10 @@
 // packing order); otherwise the formula above is the score unchanged. So
 // CPU-only pods fill CPU-only nodes, may use what a GPU node has left beyond
 // its free GPUs' share (all of it once its GPUs are taken), and take a GPU
-// node's reserve only when nothing else fits.
+// node's reserve only when nothing else fits. The protection costs nodes
+// when the GPU pods it waits for never come; with scarceResources empty the
+// plugin ranks nodes as NodeResourcesFit's MostAllocated does with the same
+// weights (docs/benchmarks.md measures both).
 //
 // The plugin's weight in the profile is its weight among the scores; the
 // shipped profile disables the in-tree scores that spread pods out.
