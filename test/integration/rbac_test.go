@@ -59,12 +59,12 @@ const (
 // step that fails without it. A grant missing here fails the test: give it
 // a step that needs it, or drop it.
 var neededBy = map[string]string{
-	"ClusterRole flotilla-scheduler: events [create patch update]":                                                     stepEvent,
+	"ClusterRole flotilla-scheduler: events [create patch]":                                                            stepEvent,
 	"ClusterRole flotilla-scheduler: nodes [get list watch]":                                                           stepCachesSync,
 	"ClusterRole flotilla-scheduler: pods [get list watch]":                                                            stepCachesSync,
 	"ClusterRole flotilla-scheduler: pods [delete]":                                                                    stepPreempt,
-	"ClusterRole flotilla-scheduler: pods/binding,bindings [create]":                                                   stepBind,
-	"ClusterRole flotilla-scheduler: pods/status [patch update]":                                                       stepUnschedulable,
+	"ClusterRole flotilla-scheduler: pods/binding [create]":                                                            stepBind,
+	"ClusterRole flotilla-scheduler: pods/status [patch]":                                                              stepUnschedulable,
 	"ClusterRole flotilla-scheduler: services,replicationcontrollers [get list watch]":                                 stepCachesSync,
 	"ClusterRole flotilla-scheduler: replicasets,statefulsets [get list watch]":                                        stepCachesSync,
 	"ClusterRole flotilla-scheduler: poddisruptionbudgets [get list watch]":                                            stepCachesSync,
