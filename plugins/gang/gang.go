@@ -104,16 +104,22 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 }
 
 // wakeMembers re-runs PreEnqueue for the group's members the queue holds
-// back; members it does not hold are left alone.
+// back.
 func (g *Gang) wakeMembers(logger klog.Logger, obj interface{}) {
-	pg, ok := obj.(*schedv1alpha1.PodGroup)
-	if !ok {
-		return
+	if pg, ok := obj.(*schedv1alpha1.PodGroup); ok {
+		g.activatePending(logger, "", state.GroupKey{Namespace: pg.Namespace, Name: pg.Name})
 	}
+}
+
+// activatePending moves the unbound members of the groups, but skip, to
+// the active queue. Members the queue does not hold are left alone.
+func (g *Gang) activatePending(logger klog.Logger, skip types.UID, keys ...state.GroupKey) {
 	pending := map[string]*corev1.Pod{}
-	for _, pod := range g.store.Members(state.GroupKey{Namespace: pg.Namespace, Name: pg.Name}) {
-		if pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil {
-			pending[pod.Namespace+"/"+pod.Name] = pod
+	for _, key := range keys {
+		for _, pod := range g.store.Members(key) {
+			if pod.UID != skip && pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil {
+				pending[pod.Namespace+"/"+pod.Name] = pod
+			}
 		}
 	}
 	if len(pending) > 0 {

@@ -173,18 +173,7 @@ func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why, reason 
 // activateGangs moves the pending members of gangs that were refused while
 // another gang placed back to the active queue.
 func (g *Gang) activateGangs(ctx context.Context, keys []state.GroupKey) {
-	if len(keys) == 0 {
-		return
-	}
-	pods := map[string]*corev1.Pod{}
-	for _, key := range keys {
-		for _, p := range g.store.Members(key) {
-			if p.Spec.NodeName == "" {
-				pods[p.Namespace+"/"+p.Name] = p
-			}
-		}
-	}
-	g.handle.Activate(klog.FromContext(ctx), pods)
+	g.activatePending(klog.FromContext(ctx), "", keys...)
 }
 
 func (g *Gang) recordGangEvent(pg *schedv1alpha1.PodGroup, eventType, reason, message string) {

@@ -129,15 +129,7 @@ func (g *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // queue so the whole gang is tried back to back instead of being paced by
 // each member's back-off (scheduler-plugins #397/#450/#703).
 func (g *Gang) activateSiblings(ctx context.Context, pod *corev1.Pod, key state.GroupKey) {
-	siblings := map[string]*corev1.Pod{}
-	for _, p := range g.store.Members(key) {
-		if p.UID != pod.UID && p.Spec.NodeName == "" {
-			siblings[p.Namespace+"/"+p.Name] = p
-		}
-	}
-	if len(siblings) > 0 {
-		g.handle.Activate(klog.FromContext(ctx), siblings)
-	}
+	g.activatePending(klog.FromContext(ctx), pod.UID, key)
 }
 
 // quorumDoesNotFit tries to place the members still needed for the quorum,
