@@ -47,6 +47,3 @@ func (g *Gang) TakePlanSlot(node string) {
 // member found no room among the planned ones (its constraints differ from
 // what the first-fit check sees, which is resources only).
 func (g *Gang) AbandonPlan() { g.planFailed = true }
-
-// PlanAbandoned reports whether AbandonPlan was called in this attempt.
-func (g *Gang) PlanAbandoned() bool { return g.planFailed }

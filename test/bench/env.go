@@ -83,21 +83,11 @@ func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run in
 	}
 	// The workload is created as fast as the apiserver takes it: the client
 	// must not be what paces the run.
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = 5000, 10000
-	var err error
-	if e.client, err = kubernetes.NewForConfig(cfg); err != nil {
+	clients, err := harness.NewClients(cfg)
+	if err != nil {
 		return nil, err
 	}
-	// CRDs speak JSON only.
-	crdCfg := rest.CopyConfig(cfg)
-	crdCfg.ContentType, crdCfg.AcceptContentTypes = "application/json", "application/json"
-	if e.dynamic, err = dynamic.NewForConfig(crdCfg); err != nil {
-		return nil, err
-	}
-	if e.podGroups, err = podgroupclient.NewForConfig(crdCfg); err != nil {
-		return nil, err
-	}
+	e.client, e.podGroups, e.dynamic = clients.Client, clients.PodGroups, clients.Dynamic
 	if _, err := e.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.namespace}}, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}

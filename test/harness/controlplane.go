@@ -40,9 +40,7 @@ type ControlPlane struct {
 	// credentials for out-of-process clients (kubectl, another scheduler).
 	Config         *rest.Config
 	KubeconfigPath string
-	Client         kubernetes.Interface
-	PodGroups      podgroupclient.Interface
-	Dynamic        dynamic.Interface
+	Clients
 
 	tb ktesting.TB
 }
@@ -72,20 +70,9 @@ func StartControlPlane(ctx context.Context, tb ktesting.TB, opts ControlPlaneOpt
 	}
 	tb.Cleanup(server.TearDownFn)
 
-	cfg := rest.CopyConfig(server.ClientConfig)
-	// The defaults (5 qps) would make the harness, not the scheduler, the
-	// bottleneck of every scenario.
-	cfg.QPS, cfg.Burst = 5000, 10000
+	cfg := unthrottled(server.ClientConfig)
 	cp := &ControlPlane{Config: cfg, tb: tb}
-	if cp.Client, err = kubernetes.NewForConfig(cfg); err != nil {
-		return nil, err
-	}
-	jsonCfg := rest.CopyConfig(cfg)
-	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
-	if cp.PodGroups, err = podgroupclient.NewForConfig(jsonCfg); err != nil {
-		return nil, err
-	}
-	if cp.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+	if cp.Clients, err = NewClients(cfg); err != nil {
 		return nil, err
 	}
 	cp.KubeconfigPath = opts.KubeconfigPath
@@ -99,6 +86,40 @@ func StartControlPlane(ctx context.Context, tb ktesting.TB, opts ControlPlaneOpt
 		return nil, err
 	}
 	return cp, nil
+}
+
+// Clients are the API clients of one identity.
+type Clients struct {
+	Client    kubernetes.Interface
+	PodGroups podgroupclient.Interface
+	Dynamic   dynamic.Interface
+}
+
+// NewClients builds the clients of cfg without client-side rate limiting.
+func NewClients(cfg *rest.Config) (Clients, error) {
+	cfg = unthrottled(cfg)
+	var c Clients
+	var err error
+	if c.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return c, err
+	}
+	// The PodGroup CRD speaks JSON only.
+	jsonCfg := rest.CopyConfig(cfg)
+	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+	if c.PodGroups, err = podgroupclient.NewForConfig(jsonCfg); err != nil {
+		return c, err
+	}
+	c.Dynamic, err = dynamic.NewForConfig(cfg)
+	return c, err
+}
+
+// unthrottled copies cfg without its default 5 qps, which would make the
+// test client, not the scheduler, the bottleneck of every scenario and
+// workload.
+func unthrottled(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 5000, 10000
+	return cfg
 }
 
 // startEtcd runs an in-process etcd on free loopback ports and returns its

@@ -452,10 +452,11 @@ func (w *rbacWorld) steps() []rbacStep {
 		{stepClaimAllocated, w.claimAllocated},
 		{stepExtendedClaim, w.extendedResourceClaimed},
 		{stepMetricsToken, func(ctx context.Context, _ string) error {
-			return w.readMetrics(ctx, &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, "Bearer "+w.token)
+			return w.readMetrics(ctx, harness.Insecure, "Bearer "+w.token)
 		}},
 		{stepMetricsClientCA, func(ctx context.Context, _ string) error {
-			return w.readMetrics(ctx, &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{w.clientCert}}}, "")
+			withCert := &http.Client{Timeout: harness.Insecure.Timeout, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{w.clientCert}}}} //nolint:gosec // a local test endpoint
+			return w.readMetrics(ctx, withCert, "")
 		}},
 	}
 }
@@ -496,24 +497,21 @@ func (w *rbacWorld) create(ctx context.Context, pods ...*corev1.Pod) error {
 }
 
 func (w *rbacWorld) waitBound(ctx context.Context, pods ...*corev1.Pod) error {
-	return poll(ctx, func(ctx context.Context) (bool, string, error) {
-		for _, p := range pods {
-			got, err := w.h.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, "", err
-			}
-			if got.Spec.NodeName == "" {
-				return false, p.Name + " not bound", nil
-			}
+	for _, p := range pods {
+		if _, err := w.h.WaitForPodBound(ctx, p.Namespace, p.Name, stepTimeout); err != nil {
+			return err
 		}
-		return true, "", nil
-	})
+	}
+	return nil
 }
 
 func (w *rbacWorld) cachesSync(ctx context.Context, _ string) error {
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	return poll(ctx, func(context.Context) (bool, string, error) {
-		resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz?verbose", w.port))
+	return poll(ctx, func(ctx context.Context) (bool, string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/readyz?verbose", w.port), nil)
+		if err != nil {
+			return false, "", err
+		}
+		resp, err := harness.Insecure.Do(req)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -676,8 +674,7 @@ func (w *rbacWorld) extendedResourceClaimed(ctx context.Context, id string) erro
 	return w.waitBound(ctx, p)
 }
 
-func (w *rbacWorld) readMetrics(ctx context.Context, transport *http.Transport, authorization string) error {
-	client := &http.Client{Timeout: 5 * time.Second, Transport: transport}
+func (w *rbacWorld) readMetrics(ctx context.Context, client *http.Client, authorization string) error {
 	return poll(ctx, func(ctx context.Context) (bool, string, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", w.port), nil)
 		if err != nil {
