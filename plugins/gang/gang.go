@@ -80,6 +80,15 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := store.OnMemberChange(g.statusQueue.notify); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
+	// A member that Succeeded counts toward its gang's quorum: a
+	// replacement gated because the store had not seen its siblings finish
+	// is let in, and the PodGroup's status moves on.
+	if err := store.OnMemberSucceeded(func(key state.GroupKey) {
+		g.activatePending(klog.FromContext(ctx), "", key)
+		g.statusQueue.notify(key)
+	}); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
 	// The framework hears of a PodGroup from its own (dynamic) informer,
 	// which can run ahead of the store's: a member gated in PreEnqueue
 	// because the store did not know its PodGroup yet would then wait for an
@@ -233,8 +242,8 @@ func (g *Gang) sayWhyIfStillGated(pod *corev1.Pod, key state.GroupKey) {
 
 // membersShort says how the group is short of its minMember pods, or "".
 func (g *Gang) membersShort(key state.GroupKey, pg *schedv1alpha1.PodGroup) string {
-	if n := len(g.store.Members(key)); int32(n) < pg.Spec.MinMember {
-		return fmt.Sprintf("PodGroup %s has %d of its minMember %d pods", key, n, pg.Spec.MinMember)
+	if n := g.store.MemberCount(key); int32(n) < pg.Spec.MinMember {
+		return fmt.Sprintf("PodGroup %s has %d of its minMember %d pods (pending, placed or succeeded)", key, n, pg.Spec.MinMember)
 	}
 	return ""
 }
@@ -271,7 +280,7 @@ func (g *Gang) isSchedulableAfterMemberAdded(logger klog.Logger, pod *corev1.Pod
 	if g.lastArrival.uid != added.UID {
 		pg := g.store.PodGroup(want)
 		g.lastArrival.uid = added.UID
-		g.lastArrival.complete = pg == nil || int32(len(g.store.Members(want))) >= pg.Spec.MinMember
+		g.lastArrival.complete = pg == nil || int32(g.store.MemberCount(want)) >= pg.Spec.MinMember
 	}
 	if !g.lastArrival.complete {
 		return fwk.QueueSkip, nil

@@ -1,6 +1,7 @@
 package gang
 
 import (
+	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -187,4 +188,79 @@ func TestStoreLearningOfPodGroupWakesItsPendingMembers(t *testing.T) {
 	handle.pods = nil
 	g.wakeMembers(klog.Background(), podGroup("empty", t0, 2))
 	assert.Empty(t, handle.pods, "a group without pending members activates nothing")
+}
+
+// A gang's quorum counts placed members and members that Succeeded, not
+// Failed ones: a Job replaces a late failure after its siblings are done,
+// and the replacement must not wait for siblings that already ran.
+func TestQuorumCountsSucceededMembers(t *testing.T) {
+	key := state.GroupKey{Namespace: "ns", Name: "g"}
+	member := func(name string, phase corev1.PodPhase, node string) *corev1.Pod {
+		p := cpuMember(name, "3")
+		p.Status.Phase, p.Spec.NodeName = phase, node
+		return p
+	}
+	many := func(n int, prefix string, phase corev1.PodPhase, node string) []*corev1.Pod {
+		var out []*corev1.Pod
+		for i := 0; i < n; i++ {
+			out = append(out, member(fmt.Sprintf("%s%d", prefix, i), phase, node))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name                string
+		pods                []*corev1.Pod
+		wantShort           bool // PreEnqueue gates the pending members
+		wantQuorum          int
+		wantNeed            int // members the quorum check looks for room for
+		wantSurplus         bool
+		wantReasonSubstring string
+	}{
+		{name: "replacement after 7 siblings succeeded", pods: append(many(7, "done", corev1.PodSucceeded, "n"), member("new", corev1.PodPending, "")),
+			wantQuorum: 7, wantNeed: 1},
+		{name: "replacement while 7 siblings run", pods: append(many(7, "run", corev1.PodRunning, "n"), member("new", corev1.PodPending, "")),
+			wantQuorum: 7, wantNeed: 1},
+		{name: "4 succeeded, 3 run, 1 replacement", pods: append(append(many(4, "done", corev1.PodSucceeded, "n"), many(3, "run", corev1.PodRunning, "n")...), member("new", corev1.PodPending, "")),
+			wantQuorum: 7, wantNeed: 1},
+		{name: "two replacements are needed together", pods: append(many(6, "done", corev1.PodSucceeded, "n"), many(2, "new", corev1.PodPending, "")...),
+			wantQuorum: 6, wantNeed: 2},
+		{name: "failed members do not count", pods: append(append(many(6, "done", corev1.PodSucceeded, "n"), many(1, "failed", corev1.PodFailed, "n")...), member("new", corev1.PodPending, "")),
+			wantShort: true, wantQuorum: 6, wantNeed: 2, wantReasonSubstring: "needs 2 more members but only 1 are pending"},
+		{name: "quorum reached: a pending member is surplus", pods: append(many(8, "done", corev1.PodSucceeded, "n"), member("extra", corev1.PodPending, "")),
+			wantQuorum: 8, wantSurplus: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pg := podGroup("g", t0, 8)
+			var known []*corev1.Pod
+			for _, p := range tc.pods {
+				if p.Status.Phase != corev1.PodFailed { // gone from every informer
+					known = append(known, p)
+				}
+			}
+			g := &Gang{store: state.NewStatic([]*schedv1alpha1.PodGroup{pg}, known)}
+			assert.Equal(t, tc.wantShort, g.membersShort(key, pg) != "", g.membersShort(key, pg))
+			var quorum int
+			var surplus bool
+			var reason string
+			var plan []state.PlanSlot
+			roomy := []fwk.NodeInfo{nodeInfo("a", "8"), nodeInfo("b", "8")}
+			g.store.Lock(func(tx *state.Tx) {
+				gang := tx.Gang(key)
+				quorum, surplus = tx.Quorum(gang), tx.QuorumReached(gang, pg)
+				reason, plan = g.quorumDoesNotFit(pg, gang, roomy, tx)
+			})
+			planned := 0
+			for _, slot := range plan {
+				planned += slot.Members
+			}
+			assert.Equal(t, tc.wantQuorum, quorum)
+			assert.Equal(t, tc.wantSurplus, surplus)
+			if tc.wantReasonSubstring != "" {
+				assert.Contains(t, reason, tc.wantReasonSubstring)
+			} else {
+				assert.Empty(t, reason)
+				assert.Equal(t, tc.wantNeed, planned, "members the quorum check placed")
+			}
+		})
+	}
 }

@@ -45,7 +45,7 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 	var unblocked []state.GroupKey
 	g.store.Lock(func(tx *state.Tx) {
 		gang := tx.Gang(key)
-		placed = tx.Placed(gang)
+		placed = tx.Quorum(gang)
 		if placed >= int(pg.Spec.MinMember) && !gang.AttemptStarted.IsZero() {
 			gangWaitSeconds.Observe(tx.Now().Sub(gang.AttemptStarted).Seconds())
 			unblocked = tx.FinishPlacing(gang)
@@ -53,7 +53,7 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 	})
 	g.statusQueue.enqueue(key)
 	if placed < int(pg.Spec.MinMember) {
-		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("gang %s has %d of %d members placed", key, placed, pg.Spec.MinMember)), g.timeout(pg)
+		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("gang %s has %d of %d members placed or succeeded", key, placed, pg.Spec.MinMember)), g.timeout(pg)
 	}
 	klog.FromContext(ctx).V(4).Info("Gang quorum placed", "gang", key.String(), "placed", placed)
 	g.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
@@ -139,7 +139,7 @@ func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why, reason 
 	var unblocked []state.GroupKey
 	g.store.Lock(func(tx *state.Tx) {
 		gang := tx.Gang(key)
-		if tx.Placed(gang) >= minMember && gang.AttemptStarted.IsZero() {
+		if tx.Quorum(gang) >= minMember && gang.AttemptStarted.IsZero() {
 			return
 		}
 		// Only the first failure of an attempt rejects the siblings; their

@@ -45,8 +45,11 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	defer func() { g.activateGangs(ctx, unblocked) }()
 	g.store.Lock(func(tx *state.Tx) {
 		gang := tx.Gang(key)
-		if tx.Placed(gang) >= int(pg.Spec.MinMember) {
-			return // quorum reached: surplus members place freely
+		if tx.QuorumReached(gang, pg) {
+			// Quorum reached (placed or succeeded members): the rest are
+			// surplus members, or replacements of failed ones, and place
+			// freely.
+			return
 		}
 		if placing := tx.Placing(); placing != nil && placing != gang && g.stale(placing, tx) {
 			// Its attempt ended without a verdict (a scheduling error before
@@ -72,7 +75,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 			doesNotFit = true
 			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
 			if preempts {
-				cycle.Write(state.GangNeedsRoomKey, &state.GangNeedsRoom{Key: key, Need: int(pg.Spec.MinMember) - tx.Placed(gang)})
+				cycle.Write(state.GangNeedsRoomKey, &state.GangNeedsRoom{Key: key, Need: int(pg.Spec.MinMember) - tx.Quorum(gang)})
 				status = fwk.NewStatus(fwk.Unschedulable, reason)
 			}
 			return
@@ -142,7 +145,7 @@ func (g *Gang) activateSiblings(ctx context.Context, pod *corev1.Pod, key state.
 //
 // It also returns where the members went: the attempt's plan.
 func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, tx *state.Tx) (string, []state.PlanSlot) {
-	need := int(pg.Spec.MinMember) - tx.Placed(gang)
+	need := int(pg.Spec.MinMember) - tx.Quorum(gang)
 	if need <= 0 {
 		return "", nil
 	}

@@ -93,7 +93,7 @@ func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *pre
 		fits := func(victims []*unit) (map[types.UID]string, bool) {
 			return p.simulate(ctx, cycle, who, w, victims, only)
 		}
-		if pl := minimal(w.sequence(who, here), fits); pl != nil {
+		if pl := minimal(w.sequence(who, w.shortOf(who, only), here), fits); pl != nil {
 			consider(pl)
 		}
 	}, Name)
@@ -109,7 +109,7 @@ func (p *Preemption) planGang(ctx context.Context, cycle fwk.CycleState, who *pr
 	fits := func(victims []*unit) (map[types.UID]string, bool) {
 		return p.simulate(ctx, cycle, who, w, victims, w.nodes)
 	}
-	seq := w.sequence(who, w.units)
+	seq := w.sequence(who, w.shortOf(who, w.nodes), w.units)
 	if placement, ok := fits(nil); ok {
 		return &plan{placement: placement}, ""
 	}

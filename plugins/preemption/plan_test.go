@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
@@ -102,10 +103,103 @@ func TestReclaimKeepsVictimQueuesAtTheirShare(t *testing.T) {
 		u.queue, u.reclaim = "bob", true
 		units = append(units, u)
 	}
-	assert.Len(t, w.sequence(who, units), 4, "bob is 4 cpu above its share: 4 of 6 may go")
+	short := []corev1.ResourceName{corev1.ResourceCPU}
+	assert.Len(t, w.sequence(who, short, units), 4, "bob is 4 cpu above its share: 4 of 6 may go")
 
 	w.leaving = state.Released{"bob": cpu(3000), "team": cpu(3000), "root": cpu(3000)}
-	assert.Len(t, w.sequence(who, units), 1, "3 already leaving in another eviction")
+	assert.Len(t, w.sequence(who, short, units), 1, "3 already leaving in another eviction")
+}
+
+// A queue is reclaimed from while it is above its deserved share on one
+// resource the preemptor is short of and the victim gives back, not on
+// every resource: pods ask for cpu and memory, and a queue far above its
+// cpu share sits exactly at its memory share when memory is plentiful
+// (deserved = demand). Each reclaim stops at the share of that resource.
+func TestReclaimIsPerResource(t *testing.T) {
+	const gi = int64(1) << 30
+	res := func(cpu, mem int64) state.Resources {
+		return state.Resources{corev1.ResourceCPU: cpu * 1000, corev1.ResourceMemory: mem * gi}
+	}
+	cpuOnly, memOnly := []corev1.ResourceName{corev1.ResourceCPU}, []corev1.ResourceName{corev1.ResourceMemory}
+	both := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+	for _, tc := range []struct {
+		name                string
+		allocated, deserved state.Resources
+		short               []corev1.ResourceName
+		victims             int // of 10 victims of 1 cpu + 1Gi each
+		want                int
+	}{
+		{name: "above on cpu, at its memory share (memory plentiful)", allocated: res(80, 80), deserved: res(36, 80), short: cpuOnly, victims: 10, want: 10},
+		{name: "stops at the cpu share", allocated: res(40, 40), deserved: res(36, 40), short: cpuOnly, victims: 10, want: 4},
+		{name: "preemptor short of both: one resource above is enough", allocated: res(40, 40), deserved: res(36, 40), short: both, victims: 10, want: 4},
+		{name: "above on memory only, preemptor short of cpu only: spared", allocated: res(30, 80), deserved: res(36, 40), short: cpuOnly, victims: 10, want: 0},
+		{name: "above on memory only, preemptor short of memory", allocated: res(30, 80), deserved: res(36, 40), short: memOnly, victims: 10, want: 10},
+		{name: "within its share on everything", allocated: res(30, 30), deserved: res(36, 40), short: both, victims: 10, want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			view := &state.QueueView{Queues: map[string]*state.QueueInfo{
+				"b": {Name: "b", Allocated: tc.allocated, Deserved: tc.deserved, Reclaimable: true},
+				"c": {Name: "c", Allocated: res(10, 10), Deserved: res(54, 80), Reclaimable: true},
+			}}
+			w := &world{view: view, leaving: state.Released{}}
+			who := &preemptor{queue: "c", request: res(1, 1)}
+			var units []*unit
+			for i := 0; i < tc.victims; i++ {
+				u := victimUnit(t, fmt.Sprintf("b-%d", i), 1000, 0, false)
+				pod := u.members[0].info.GetPod()
+				pod.Spec.Containers[0].Resources.Requests = res(1, 1).List()
+				u.queue, u.reclaim = "b", true
+				units = append(units, u)
+			}
+			assert.Len(t, w.sequence(who, tc.short, units), tc.want)
+		})
+	}
+}
+
+// shortOf names what the preemptor cannot get on the nodes, terminating
+// pods given back; if it lacks nothing in sum, everything it asks for.
+func TestShortOf(t *testing.T) {
+	const gi = int64(1) << 30
+	node := func(name string, cpu, mem int64, pods ...*corev1.Pod) fwk.NodeInfo {
+		n := &corev1.Node{}
+		n.Name = name
+		n.Status.Allocatable = state.Resources{corev1.ResourceCPU: cpu * 1000, corev1.ResourceMemory: mem * gi, corev1.ResourcePods: 110}.List()
+		ni := framework.NewNodeInfo(pods...)
+		ni.SetNode(n)
+		return ni
+	}
+	pod := func(name string, cpu, mem int64) *corev1.Pod {
+		p := &corev1.Pod{}
+		p.Name, p.UID = name, types.UID(name)
+		p.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: state.Resources{corev1.ResourceCPU: cpu * 1000, corev1.ResourceMemory: mem * gi}.List()}}}
+		return p
+	}
+	full := pod("full", 10, 10)
+	who := &preemptor{request: state.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: gi}}
+	for _, tc := range []struct {
+		name        string
+		nodes       []fwk.NodeInfo
+		terminating map[string][]fwk.PodInfo
+		want        []corev1.ResourceName
+	}{
+		{name: "cpu used up, memory free", nodes: []fwk.NodeInfo{node("n", 10, 100, full)}, want: []corev1.ResourceName{corev1.ResourceCPU}},
+		{name: "both used up", nodes: []fwk.NodeInfo{node("n", 10, 10, full)}, want: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}},
+		{name: "nothing short in sum: everything asked for", nodes: []fwk.NodeInfo{node("n", 20, 100, full)}, want: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}},
+		{name: "terminating pods give their room back", nodes: []fwk.NodeInfo{node("n", 10, 100, full)},
+			terminating: map[string][]fwk.PodInfo{"n": {mustPodInfo(t, full)}}, want: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &world{terminating: tc.terminating}
+			assert.Equal(t, tc.want, w.shortOf(who, tc.nodes))
+		})
+	}
+}
+
+func mustPodInfo(t *testing.T, pod *corev1.Pod) fwk.PodInfo {
+	t.Helper()
+	info, err := framework.NewPodInfo(pod)
+	assert.NoError(t, err)
+	return info
 }
 
 func queueNames(qs []*state.QueueInfo) []string {

@@ -171,7 +171,7 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 	var reserved map[types.UID]bool
 	p.store.Lock(func(tx *state.Tx) {
 		g := tx.Gang(key)
-		quorumPlaced = tx.Placed(g) >= int(pg.Spec.MinMember)
+		quorumPlaced = tx.QuorumReached(g, pg)
 		reserved = make(map[types.UID]bool, len(g.Reserved))
 		for uid := range g.Reserved {
 			reserved[uid] = true

@@ -247,13 +247,13 @@ func lessImportant(a, b *unit) bool {
 
 // sequence keeps the units, in order, that can be taken together without
 // taking from any queue a reclaim takes from once it is no longer above its
-// deserved share, on a resource the preemptor asks for and the unit uses.
-// Pods are indivisible and shares are not: the last unit taken may leave
-// its queue below its share by less than the unit itself, and the queue
-// cannot take it back — admitting it again would put the queue where it
-// was, above its share. Any prefix or subset of the result keeps that
-// promise too, since taking fewer leaves more.
-func (w *world) sequence(who *preemptor, units []*unit) []*unit {
+// deserved share on a resource the preemptor is short of (see shortOf) and
+// the unit gives back. Pods are indivisible and shares are not: the last
+// unit taken may leave its queue below its share by less than the unit
+// itself, and the queue cannot take it back — admitting it again would put
+// the queue where it was, above its share. Any prefix or subset of the
+// result keeps that promise too, since taking fewer leaves more.
+func (w *world) sequence(who *preemptor, short []corev1.ResourceName, units []*unit) []*unit {
 	if w.view == nil {
 		return units
 	}
@@ -267,7 +267,7 @@ func (w *world) sequence(who *preemptor, units []*unit) []*unit {
 			out = append(out, u)
 			continue
 		}
-		if !w.aboveShare(who, u, released) {
+		if !w.aboveShare(who, short, u, released) {
 			continue
 		}
 		for _, m := range u.members {
@@ -278,22 +278,68 @@ func (w *world) sequence(who *preemptor, units []*unit) []*unit {
 	return out
 }
 
-// aboveShare reports whether every queue a reclaim of u takes from is still
-// above its deserved share, with released already taken, on each resource
-// the preemptor asks for and u would give back.
-func (w *world) aboveShare(who *preemptor, u *unit, released state.Released) bool {
+// aboveShare reports whether a reclaim of u takes a resource its queues
+// have too much of: one resource the preemptor is short of and u gives
+// back on which every queue the reclaim takes from (the victim's queue and
+// its ancestors below the common one) is still above its deserved share,
+// with released already taken. One such resource is enough (Volcano's
+// "overused in any dimension"): a queue far above its cpu share is not
+// spared because its memory, which nobody lacks, is exactly at its share.
+func (w *world) aboveShare(who *preemptor, short []corev1.ResourceName, u *unit, released state.Released) bool {
 	gives := state.Resources{}
 	for _, m := range u.members {
 		gives.Add(state.Request(m.info.GetPod()))
 	}
-	for _, q := range reclaimPath(w.view, u.queue, who.queue) {
-		for res, need := range who.request {
-			if need > 0 && gives[res] > 0 && q.Allocated[res]-released[q.Name][res] <= q.Deserved[res] {
-				return false
+	path := reclaimPath(w.view, u.queue, who.queue)
+	for _, res := range short {
+		if gives[res] <= 0 {
+			continue
+		}
+		above := true
+		for _, q := range path {
+			if q.Allocated[res]-released[q.Name][res] <= q.Deserved[res] {
+				above = false
+				break
 			}
 		}
+		if above {
+			return true
+		}
 	}
-	return true
+	return false
+}
+
+// shortOf returns the resources the preemptor asks for and cannot get on
+// the nodes: those of which the nodes' free capacity (terminating pods
+// given back) holds less, summed, than its members ask for. A reclaim is
+// for those resources only: taking cpu from a queue above its memory share
+// for a pod that lacks only cpu would punish a queue that is not over on
+// what is contested. When the preemptor lacks none of them in sum (the
+// room is fragmented, or it is kept out by pod slots or another pod's
+// constraints), every resource it asks for counts.
+func (w *world) shortOf(who *preemptor, nodes []fwk.NodeInfo) []corev1.ResourceName {
+	free := state.Resources{}
+	for _, n := range nodes {
+		free.Add(state.FreeOf(n))
+		for _, info := range w.terminating[n.Node().Name] {
+			free.Add(state.Request(info.GetPod()))
+		}
+	}
+	var short, asked []corev1.ResourceName
+	for res, need := range who.request {
+		if need <= 0 {
+			continue
+		}
+		asked = append(asked, res)
+		if free[res] < need {
+			short = append(short, res)
+		}
+	}
+	if len(short) == 0 {
+		short = asked
+	}
+	sort.Slice(short, func(i, j int) bool { return short[i] < short[j] })
+	return short
 }
 
 func startTime(pod *corev1.Pod) time.Time {

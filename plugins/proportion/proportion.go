@@ -100,9 +100,11 @@ func (p *Proportion) admissionRequest(pod *corev1.Pod) (state.Resources, string,
 		return own, "the pod", nil
 	}
 	var placed int
-	p.store.Lock(func(tx *state.Tx) { placed = tx.Placed(tx.Gang(key)) })
+	p.store.Lock(func(tx *state.Tx) { placed = tx.Quorum(tx.Gang(key)) })
 	if placed > 0 {
-		return own, "the pod", nil // its gang was admitted as a unit
+		// Its gang was admitted as a unit (members placed or succeeded):
+		// a member still to come counts alone.
+		return own, "the pod", nil
 	}
 	// The gang's first member: every member needed for the quorum, this one
 	// included, smallest first (any minMember of them make the quorum).

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -48,6 +49,9 @@ func GroupOf(pod *corev1.Pod) (GroupKey, bool) {
 type Store struct {
 	podGroups cache.SharedIndexInformer
 	pods      cache.SharedIndexInformer
+	// succeeded are the gang members that Succeeded (metadata only): they
+	// count toward their gang's quorum (see quorum.go).
+	succeeded cache.SharedIndexInformer
 	clients   podgroupclient.Interface
 	now       func() time.Time
 
@@ -146,6 +150,11 @@ func newStore(h fwk.Handle) (*Store, error) {
 			},
 		}, &schedv1alpha1.PodGroup{}, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	})
+	meta, err := metadata.NewForConfig(h.KubeConfig())
+	if err != nil {
+		return nil, err
+	}
+	s.succeeded = s.watchSucceeded(h.SharedInformerFactory(), meta)
 	if _, err := s.podGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: s.forgetGroupTime}); err != nil {
 		return nil, err
 	}
@@ -172,11 +181,7 @@ func newStore(h fwk.Handle) (*Store, error) {
 }
 
 func indexByGroup(obj interface{}) ([]string, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, nil
-	}
-	if key, ok := GroupOf(pod); ok {
+	if key, ok := groupOfObject(obj); ok {
 		return []string{key.String()}, nil
 	}
 	return nil, nil
@@ -398,7 +403,14 @@ func NewStatic(groups []*schedv1alpha1.PodGroup, pods []*corev1.Pod) *Store {
 	for _, g := range groups {
 		_ = s.podGroups.GetIndexer().Add(g)
 	}
+	s.succeeded = cache.NewSharedIndexInformer(&cache.ListWatch{}, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{podGroupIndex: indexByGroup})
 	for _, p := range pods {
+		if p.Status.Phase == corev1.PodSucceeded {
+			// As the apiserver shows it: gone from the scheduler's pod
+			// informer, present in the store's succeeded one.
+			_ = s.succeeded.GetIndexer().Add(&metav1.PartialObjectMetadata{ObjectMeta: p.ObjectMeta})
+			continue
+		}
 		_ = s.pods.GetIndexer().Add(p)
 	}
 	return s

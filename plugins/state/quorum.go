@@ -1,0 +1,146 @@
+package state
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+)
+
+// A gang's quorum counts the members that are placed (reserved, binding,
+// or bound and not terminating) and the members that Succeeded: a Job
+// whose workers finish at different times replaces a late failure after
+// its siblings are done, and that replacement must not wait for siblings
+// that already ran. Failed and deleted members do not count.
+//
+// kube-scheduler's pod informer drops pods that Succeeded or Failed (it
+// watches status.phase!=Succeeded,status.phase!=Failed), and the delete it
+// delivers carries the pod as it was before it finished. So the store
+// watches succeeded members itself: metadata only (name, labels, UID), and
+// only pods labelled with a PodGroup, which is a small, cheap cache.
+
+var podsResource = corev1.SchemeGroupVersion.WithResource("pods")
+
+// succeededSelector picks the succeeded members of any PodGroup.
+var succeededSelector = metav1.ListOptions{
+	LabelSelector: schedv1alpha1.PodGroupLabel,
+	FieldSelector: fields.OneTermEqualSelector("status.phase", string(corev1.PodSucceeded)).String(),
+}
+
+// watchSucceeded registers, with the scheduler's informer factory (so the
+// scheduler starts it and waits for its sync before scheduling), the
+// informer of succeeded gang members.
+func (s *Store) watchSucceeded(factory informers.SharedInformerFactory, client metadata.Interface) cache.SharedIndexInformer {
+	res := client.Resource(podsResource).Namespace(metav1.NamespaceAll)
+	return factory.InformerFor(&metav1.PartialObjectMetadata{}, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return cache.NewSharedIndexInformer(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				opts.LabelSelector, opts.FieldSelector = succeededSelector.LabelSelector, succeededSelector.FieldSelector
+				return res.List(ctx, opts)
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				opts.LabelSelector, opts.FieldSelector = succeededSelector.LabelSelector, succeededSelector.FieldSelector
+				return res.Watch(ctx, opts)
+			},
+		}, &metav1.PartialObjectMetadata{}, resync, cache.Indexers{podGroupIndex: indexByGroup})
+	})
+}
+
+// succeededOf returns the UIDs of the group's members that Succeeded.
+func (s *Store) succeededOf(key GroupKey) []types.UID {
+	if s.succeeded == nil {
+		return nil
+	}
+	objs, err := s.succeeded.GetIndexer().ByIndex(podGroupIndex, key.String())
+	if err != nil {
+		return nil
+	}
+	uids := make([]types.UID, 0, len(objs))
+	for _, o := range objs {
+		if m, ok := o.(metav1.Object); ok {
+			uids = append(uids, m.GetUID())
+		}
+	}
+	return uids
+}
+
+// MemberCount is how many members the group has toward its minMember:
+// the pods the scheduler knows (pending, placed, not terminating) and
+// those that Succeeded, each once.
+func (s *Store) MemberCount(key GroupKey) int {
+	members := s.Members(key)
+	n := len(members)
+	succeeded := s.succeededOf(key)
+	if len(succeeded) == 0 {
+		return n
+	}
+	live := make(map[types.UID]bool, len(members))
+	for _, p := range members {
+		live[p.UID] = true
+	}
+	for _, uid := range succeeded {
+		if !live[uid] {
+			n++ // just finished: the scheduler's informer may not have dropped it yet
+		}
+	}
+	return n
+}
+
+// OnMemberSucceeded calls f with the group of every member that Succeeded:
+// a replacement gated for its siblings may now be complete.
+func (s *Store) OnMemberSucceeded(f func(GroupKey)) error {
+	if s.succeeded == nil {
+		return nil
+	}
+	_, err := s.succeeded.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			if key, ok := groupOfObject(obj); ok {
+				f(key)
+			}
+		},
+	})
+	return err
+}
+
+// Quorum returns how many members count toward the gang's quorum: the
+// placed ones (Placed) and the ones that Succeeded, each once.
+func (tx *Tx) Quorum(g *Gang) int {
+	n := tx.Placed(g)
+	for _, uid := range tx.s.succeededOf(g.Key) {
+		if _, reserved := g.Reserved[uid]; reserved || tx.s.bound[g.Key][uid] {
+			continue // finished a moment ago: counted as placed until the informer drops it
+		}
+		n++
+	}
+	return n
+}
+
+// QuorumReached reports whether the gang's quorum is met: its pending
+// members are then surplus members and place one by one.
+func (tx *Tx) QuorumReached(g *Gang, pg *schedv1alpha1.PodGroup) bool {
+	return pg != nil && tx.Quorum(g) >= int(pg.Spec.MinMember)
+}
+
+// groupOfObject is GroupOf for any object with labels: a pod or its
+// metadata.
+func groupOfObject(obj interface{}) (GroupKey, bool) {
+	m, ok := unwrap(obj).(metav1.Object)
+	if !ok {
+		return GroupKey{}, false
+	}
+	name := m.GetLabels()[schedv1alpha1.PodGroupLabel]
+	if name == "" {
+		return GroupKey{}, false
+	}
+	return GroupKey{Namespace: m.GetNamespace(), Name: name}, true
+}
