@@ -10,6 +10,12 @@ import (
 // FlotillaSchedulerName is the profile workloads opt into.
 const FlotillaSchedulerName = "flotilla-scheduler"
 
+// DefaultMemoryPerCPU is the memory a harness pod requests per cpu unless
+// it says otherwise: a quarter of what the usual test node (8 cpu, 32Gi)
+// has per cpu, so memory is asked for, accounted and shared, and binds
+// only where a test makes it.
+var DefaultMemoryPerCPU = resource.MustParse("1Gi")
+
 // GPU is the extended resource the harness's GPU nodes advertise.
 const GPU corev1.ResourceName = "nvidia.com/gpu"
 
@@ -38,7 +44,9 @@ func Node(spec NodeSpec) *corev1.Node {
 	for name, q := range spec.Extended {
 		rl[name] = resource.MustParse(q)
 	}
-	labels := map[string]string{corev1.LabelHostname: spec.Name}
+	// Every node is the kubelet simulator's (see StartRealistic); without
+	// it running, the label does nothing.
+	labels := map[string]string{corev1.LabelHostname: spec.Name, ManagedNodeLabel: managedNodeValue}
 	for k, v := range spec.Labels {
 		labels[k] = v
 	}
@@ -60,9 +68,14 @@ type PodSpec struct {
 	// SchedulerName defaults to flotilla-scheduler.
 	SchedulerName string
 	CPU           string // request, e.g. "500m"; empty for none
-	Memory        string
-	Extended      map[corev1.ResourceName]string
-	Labels        map[string]string
+	// Memory request; empty means DefaultMemoryPerCPU for each cpu, as
+	// ordinary pods ask for both.
+	Memory string
+	// CPUOnly leaves memory out: for a test that needs a single resource,
+	// which says why.
+	CPUOnly  bool
+	Extended map[corev1.ResourceName]string
+	Labels   map[string]string
 	// PodGroup puts the pod in a scheduler-plugins PodGroup of that name.
 	PodGroup          string
 	PriorityClassName string
@@ -81,8 +94,12 @@ func Pod(spec PodSpec) *corev1.Pod {
 	if spec.CPU != "" {
 		requests[corev1.ResourceCPU] = resource.MustParse(spec.CPU)
 	}
-	if spec.Memory != "" {
+	switch {
+	case spec.Memory != "":
 		requests[corev1.ResourceMemory] = resource.MustParse(spec.Memory)
+	case spec.CPU != "" && !spec.CPUOnly:
+		cpu := resource.MustParse(spec.CPU)
+		requests[corev1.ResourceMemory] = *resource.NewQuantity(cpu.MilliValue()*DefaultMemoryPerCPU.Value()/1000, resource.BinarySI)
 	}
 	for name, q := range spec.Extended {
 		requests[name] = resource.MustParse(q)

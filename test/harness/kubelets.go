@@ -1,0 +1,207 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/kwok/kustomize/stage/node/fast"
+	nodelease "sigs.k8s.io/kwok/kustomize/stage/node/heartbeat-with-lease"
+	podfast "sigs.k8s.io/kwok/kustomize/stage/pod/fast"
+	"sigs.k8s.io/kwok/pkg/apis/internalversion"
+	kwokclient "sigs.k8s.io/kwok/pkg/client/clientset/versioned"
+	"sigs.k8s.io/kwok/pkg/config"
+	"sigs.k8s.io/kwok/pkg/kwok/controllers"
+	utilsclient "sigs.k8s.io/kwok/pkg/utils/client"
+)
+
+// The kubelet simulator is KWOK (sigs.k8s.io/kwok), run in this process:
+// it heartbeats the nodes (a Lease each), runs bound pods (Pending →
+// Running and Ready) and plays them to the end their annotations give, and
+// finishes deleted pods when their grace period ends.
+const (
+	// ManagedNodeLabel marks the nodes KWOK plays the kubelet of. Taking
+	// it off a node is the kubelet dying: its heartbeats stop, the node
+	// lifecycle controller marks it unreachable and evicts its pods, and
+	// nothing finishes them (see StopKubelet).
+	ManagedNodeLabel = "kwok.x-k8s.io/node"
+	managedNodeValue = "fake"
+
+	// RunSecondsAnnotation on a pod: it runs this many seconds (a decimal
+	// number) once Running, then ends. Without it a pod runs until deleted,
+	// as a service's pods do.
+	RunSecondsAnnotation = "sim.flotilla.dev/run-seconds"
+	// ExitCodeAnnotation on a pod: it ends with this non-zero exit code,
+	// in phase Failed; without it the pod Succeeds with exit code 0.
+	ExitCodeAnnotation = "sim.flotilla.dev/exit-code"
+)
+
+// nodeLeaseSeconds: each node's Lease lasts this long and is renewed every
+// quarter of it, well inside the node lifecycle controller's grace.
+const nodeLeaseSeconds = 8
+
+// podStages play a pod's life: ready, then succeed or fail after its run
+// time, and deletion honouring the grace period (delay until the
+// deletionTimestamp, which is the deletion time plus the grace period).
+// containerStatuses[].state.terminated carries finishedAt and the exit
+// code: the Job controller's failure back-off and pod failure policies
+// read them.
+var podStages = []string{podfast.DefaultPodReady, `
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: sim-pod-succeed}
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - {key: '.metadata.deletionTimestamp', operator: DoesNotExist}
+    - {key: '.status.phase', operator: In, values: [Running]}
+    - {key: '.metadata.annotations["` + RunSecondsAnnotation + `"]', operator: Exists}
+    - {key: '.metadata.annotations["` + ExitCodeAnnotation + `"]', operator: DoesNotExist}
+  delay:
+    durationFrom: {jq: {expression: '.metadata.annotations["` + RunSecondsAnnotation + `"] + "s"'}}
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      - {lastTransitionTime: {{ $now | Quote }}, status: "False", type: Ready, reason: PodCompleted}
+      - {lastTransitionTime: {{ $now | Quote }}, status: "False", type: ContainersReady, reason: PodCompleted}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated: {exitCode: 0, reason: Completed, finishedAt: {{ $now | Quote }}}
+      {{ end }}
+      phase: Succeeded
+`, `
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: sim-pod-fail}
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - {key: '.metadata.deletionTimestamp', operator: DoesNotExist}
+    - {key: '.status.phase', operator: In, values: [Running]}
+    - {key: '.metadata.annotations["` + RunSecondsAnnotation + `"]', operator: Exists}
+    - {key: '.metadata.annotations["` + ExitCodeAnnotation + `"]', operator: Exists}
+  delay:
+    durationFrom: {jq: {expression: '.metadata.annotations["` + RunSecondsAnnotation + `"] + "s"'}}
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      {{ $code := index .metadata.annotations "` + ExitCodeAnnotation + `" }}
+      conditions:
+      - {lastTransitionTime: {{ $now | Quote }}, status: "False", type: Ready, reason: PodFailed}
+      - {lastTransitionTime: {{ $now | Quote }}, status: "False", type: ContainersReady, reason: PodFailed}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated: {exitCode: {{ $code }}, reason: Error, finishedAt: {{ $now | Quote }}}
+      {{ end }}
+      phase: Failed
+`, `
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: sim-pod-delete}
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - {key: '.metadata.deletionTimestamp', operator: Exists}
+  delay:
+    durationFrom: {jq: {expression: '.metadata.deletionTimestamp'}}
+  next:
+    delete: true
+`}
+
+var nodeStages = []string{fast.DefaultNodeInit, nodelease.DefaultNodeHeartbeatWithLease}
+
+func parseStages() (map[internalversion.StageResourceRef][]*internalversion.Stage, error) {
+	out := map[internalversion.StageResourceRef][]*internalversion.Stage{}
+	for _, raw := range append(append([]string{}, podStages...), nodeStages...) {
+		stage, err := config.UnmarshalWithType[*internalversion.Stage](raw)
+		if err != nil {
+			return nil, fmt.Errorf("parsing a kubelet simulator stage: %w", err)
+		}
+		out[stage.Spec.ResourceRef] = append(out[stage.Spec.ResourceRef], stage)
+	}
+	return out, nil
+}
+
+// startKubelets runs KWOK's controllers over the nodes labelled
+// ManagedNodeLabel until ctx ends.
+func startKubelets(ctx context.Context, kubeconfigPath string) error {
+	stages, err := parseStages()
+	if err != nil {
+		return err
+	}
+	clientset, err := utilsclient.NewClientset("", kubeconfigPath)
+	if err != nil {
+		return err
+	}
+	restConfig, err := clientset.ToRESTConfig()
+	if err != nil {
+		return err
+	}
+	restConfig = unthrottled(restConfig)
+	dynamicClient, err := clientset.ToDynamicClient()
+	if err != nil {
+		return err
+	}
+	restMapper, err := clientset.ToRESTMapper()
+	if err != nil {
+		return err
+	}
+	restClient, err := rest.RESTClientFor(restConfig)
+	if err != nil {
+		return err
+	}
+	typedClient, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	typedKwokClient, err := kwokclient.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	id, err := controllers.Identity()
+	if err != nil {
+		return err
+	}
+	ctr, err := controllers.NewController(controllers.Config{
+		Clock:                        clock.RealClock{},
+		DynamicClient:                dynamicClient,
+		RESTClient:                   restClient,
+		RESTMapper:                   restMapper,
+		ImpersonatingDynamicClient:   clientset.ToImpersonatingDynamicClient(),
+		ImpersonatingTypedClient:     clientset.ToImpersonatingTypedClient(),
+		TypedClient:                  typedClient,
+		TypedKwokClient:              typedKwokClient,
+		ManageNodesWithLabelSelector: ManagedNodeLabel + "=" + managedNodeValue,
+		CIDR:                         "10.0.0.0/16",
+		NodeIP:                       "10.255.0.1",
+		LocalStages:                  stages,
+		PodPlayStageParallelism:      8,
+		NodePlayStageParallelism:     4,
+		NodeLeaseParallelism:         4,
+		NodeLeaseDurationSeconds:     nodeLeaseSeconds,
+		PodsOnNodeSyncParallelism:    2,
+		ID:                           id,
+	})
+	if err != nil {
+		return fmt.Errorf("kubelet simulator: %w", err)
+	}
+	return ctr.Start(ctx)
+}
