@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -14,6 +15,7 @@ import (
 	kwokclient "sigs.k8s.io/kwok/pkg/client/clientset/versioned"
 	"sigs.k8s.io/kwok/pkg/config"
 	"sigs.k8s.io/kwok/pkg/kwok/controllers"
+	kwoklog "sigs.k8s.io/kwok/pkg/log"
 	utilsclient "sigs.k8s.io/kwok/pkg/utils/client"
 )
 
@@ -143,6 +145,8 @@ func parseStages() (map[internalversion.StageResourceRef][]*internalversion.Stag
 // startKubelets runs KWOK's controllers over the nodes labelled
 // ManagedNodeLabel until ctx ends.
 func startKubelets(ctx context.Context, kubeconfigPath string) error {
+	// KWOK logs every lease renewal at info; keep its warnings and errors.
+	ctx = kwoklog.NewContext(ctx, kwoklog.NewLogger(os.Stderr, kwoklog.LevelWarn))
 	stages, err := parseStages()
 	if err != nil {
 		return err
