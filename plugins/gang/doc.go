@@ -12,8 +12,9 @@
 //     time is pinned the first time it is read, so no key changes while a
 //     pod is queued.
 //   - PreEnqueue: a member enters the queue only when its PodGroup exists
-//     with minMember >= 1 and at least minMember of its pods exist. It is
-//     re-queued by pod and PodGroup events (queueing hints), not a timer.
+//     with minMember >= 1 and at least minMember of its pods exist or
+//     Succeeded. It is re-queued by pod and PodGroup events (queueing
+//     hints) and by a member's success, not a timer.
 //   - PreFilter: the first member of an attempt checks, by first-fit
 //     decreasing over each node's free capacity, that the members still
 //     needed for the quorum fit; if not the gang is refused before anything
@@ -29,6 +30,20 @@
 //     cannot complete this attempt: every waiting member is rejected at once,
 //     releasing its node, the gang backs off, and a GangRejected event on the
 //     PodGroup says which member failed and why.
+//
+// The quorum. A gang's quorum counts its members that are placed
+// (reserved, binding, or bound and not terminating) and those that
+// Succeeded; Failed and deleted members do not count. Pending members are
+// admitted together once what is placed or succeeded plus what they add
+// reaches minMember; when placed + succeeded already reach minMember, a
+// pending member schedules as soon as it fits, like a surplus member. So
+// a Job's replacement for a member that failed late, created after its
+// siblings finished, is placed at once instead of waiting for siblings
+// that already ran (scheduler-plugins' Coscheduling waits forever there).
+// A gang that lost members below its quorum (node failure, eviction)
+// waits for replacements and places them all or nothing. kube-scheduler's
+// pod informer drops finished pods, so the shared state watches succeeded
+// members itself (metadata only).
 //
 // Deadlock freedom. At most one gang — the placing gang — may hold
 // reservations while short of its quorum. A gang becomes the placing gang

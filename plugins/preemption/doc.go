@@ -6,17 +6,27 @@
 //   - Within a queue, a pod may evict pods of its own queue with a lower
 //     priority. preemptionPolicy: Never evicts nothing.
 //   - Across queues (reclaim), a pod whose queue — with the pod admitted —
-//     stays within its deserved share, at every level of the queue tree, may
-//     evict pods of other queues that are above their deserved share and
-//     reclaimable, whatever their priority, and only while such a queue (and
-//     its ancestors below the common one) is still above its deserved share
-//     on a resource the preemptor asks for: a reclaim stops at the share.
-//     Pods are indivisible and shares are not, so the last victim may leave
-//     its queue short of its share by less than the victim itself. A queue
-//     over its share only preempts inside itself. Deserved shares count
-//     pending demand, the preemptor's included, so the queue reclaimed from
-//     cannot reclaim straight back: admitting its victim again would put it
-//     where it was, above its share.
+//     stays within its deserved share on every resource it asks for, at
+//     every level of the queue tree, may evict pods of other queues that
+//     are reclaimable, whatever their priority, while such a queue (and its
+//     ancestors below the common one) is above its deserved share on at
+//     least one resource that the preemptor is short of and the victim
+//     gives back. Short of: the nodes considered (one node for a pod, the
+//     cluster for a gang) have less of it free than the preemptor asks for;
+//     if it lacks none in sum (fragmented room, pod slots, another pod's
+//     constraints), every resource it asks for. One resource is enough
+//     (Volcano's "overused in any dimension"): ordinary pods ask for cpu and
+//     memory, and a queue far above its cpu share sits exactly at its
+//     memory share whenever memory is plentiful, because its deserved
+//     memory is then its demand. A reclaim stops when the victim's queue is
+//     no longer above its share on that resource. Pods are indivisible and
+//     shares are not, so the last victim may leave its queue short of its
+//     share by less than the victim itself. A queue over its share on any
+//     resource it asks for only preempts inside itself. Deserved shares
+//     count pending demand, the preemptor's included, so the queue reclaimed
+//     from cannot reclaim straight back: admitting its victim again would
+//     put it where it was, above its share on the resource it was reclaimed
+//     for.
 //   - Gangs are evicted so that none is left with 0 < running < minMember:
 //     a victim is a surplus member above minMember, or the whole gang.
 //     Pods waiting in Permit or binding are never victims.

@@ -21,7 +21,9 @@
 //
 // Admission (PreFilter): a pod is admitted when, for its queue and every
 // ancestor, allocated + its request stays within deserved and within
-// capability, for every resource it requests. The first member of a gang
+// capability, for every resource it requests: a queue above its share on
+// any one resource takes no more (and is the one reclaim takes from, on
+// that resource; see plugins/preemption). The first member of a gang
 // asks for all the members still needed for its quorum at once, so half a
 // gang is never admitted. Pods refused for queue reasons are re-queued when
 // a placed pod goes away or a queue changes (queueing hints).

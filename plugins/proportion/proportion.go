@@ -115,7 +115,7 @@ func (p *Proportion) admissionRequest(pod *corev1.Pod) (state.Resources, string,
 			others = append(others, state.Request(m))
 		}
 	}
-	sort.SliceStable(others, func(i, j int) bool { return others[i][corev1.ResourceCPU] < others[j][corev1.ResourceCPU] })
+	sort.SliceStable(others, func(i, j int) bool { return others[i].Less(others[j]) })
 	total := own.Clone()
 	for i := 0; i < int(pg.Spec.MinMember)-1 && i < len(others); i++ {
 		total.Add(others[i])

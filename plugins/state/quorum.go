@@ -25,7 +25,7 @@ import (
 //
 // kube-scheduler's pod informer drops pods that Succeeded or Failed (it
 // watches status.phase!=Succeeded,status.phase!=Failed), and the delete it
-// delivers carries the pod as it was before it finished. So the store
+// delivers may carry the pod as it was before it finished. So the store
 // watches succeeded members itself: metadata only (name, labels, UID), and
 // only pods labelled with a PodGroup, which is a small, cheap cache.
 
