@@ -141,7 +141,7 @@ func workloads(full bool) []workload {
 			},
 		},
 		{
-			id: "Q2", what: fmt.Sprintf("3 queues, weights 1:2:3, each over-subscribed, on %d nodes", q2Nodes),
+			id: "Q2", what: fmt.Sprintf("3 queues, weights 1:2:3, each over-subscribed with 1 cpu + 1Gi pods, on %d nodes", q2Nodes),
 			target:   "steady allocation within 2% of deserved; a newly active queue reaches its deserved share <= 10 s (with reclaim)",
 			variants: []variant{flotillaPlain},
 			run: func(e *env, v variant) (*result, error) {
@@ -339,7 +339,7 @@ func (e *env) deletePods(names []string) error {
 
 // runQueues is Q2: queues "one" and "two" (weights 1 and 2) share the
 // cluster; then "three" (weight 3) becomes active and must reclaim its
-// share. Every queue asks for 1.5 x the cluster in 1-cpu pods.
+// share. Every queue asks for 1.5 x the cluster in pods of 1 cpu + 1Gi.
 func runQueues(e *env, nodes int) (*result, error) {
 	if err := e.createNodes(nodes, harness.NodeSpec{Name: "n", CPU: "10", Memory: "64Gi"}); err != nil {
 		return nil, err
@@ -358,7 +358,10 @@ func runQueues(e *env, nodes int) (*result, error) {
 	podsOf := func(q string) []harness.PodSpec {
 		specs := make([]harness.PodSpec, perQueue)
 		for i := range specs {
-			specs[i] = harness.PodSpec{Name: fmt.Sprintf("%s-%05d", q, i), CPU: "1",
+			// Ordinary pods: cpu and memory. Memory is plentiful (64Gi a
+			// node), so each queue's deserved memory is its demand and only
+			// cpu is reclaimed.
+			specs[i] = harness.PodSpec{Name: fmt.Sprintf("%s-%05d", q, i), CPU: "1", Memory: "1Gi",
 				Labels: map[string]string{flotillav1alpha1.QueueLabel: e.namespace + "-" + q, queueLabelKey: q}}
 		}
 		return specs

@@ -45,6 +45,12 @@ type WorkloadSpec struct {
 	Indexed bool
 	// BackoffLimit of a Job (nil: Kubernetes' default, 6).
 	BackoffLimit *int32
+	// IgnoreDisruptions gives a Job the pod failure policy batch users of
+	// preemptible capacity write: a pod evicted or preempted (condition
+	// DisruptionTarget) does not count against backoffLimit. Its
+	// replacement then waits until the pod is gone (podReplacementPolicy
+	// Failed).
+	IgnoreDisruptions bool
 }
 
 func (s WorkloadSpec) template(ownerLabel string) corev1.PodTemplateSpec {
@@ -106,6 +112,12 @@ func Job(s WorkloadSpec) *batchv1.Job {
 			BackoffLimit: s.BackoffLimit,
 			Template:     tmpl,
 		},
+	}
+	if s.IgnoreDisruptions {
+		job.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+			Action:          batchv1.PodFailurePolicyActionIgnore,
+			OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
+		}}}
 	}
 	if s.Indexed {
 		mode := batchv1.IndexedCompletion

@@ -1,0 +1,281 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/test/harness"
+)
+
+// scenario runs a realistic workload and checks its invariants the whole
+// time, not only at the end: no node holds more than it has, no pod
+// changes node, no gang sits partially bound past its timeout before it
+// first reached its quorum. It keeps a timeline (gangs running, pending,
+// finished; jobs) that every failure message carries.
+type scenario struct {
+	t  *testing.T
+	h  *harness.Harness
+	tl *timeline
+
+	mu sync.Mutex
+	// nodeOf is the node each pod was first seen bound to.
+	nodeOf map[types.UID]string
+	// partialSince: when a gang that never reached its quorum was first
+	// seen with some but not all of its quorum bound.
+	partialSince map[state.GroupKey]time.Time
+	// reachedQuorum: gangs that once had minMember placed or succeeded;
+	// members they lose later (failures, evictions) are replaced, not a
+	// scheduling fault.
+	reachedQuorum map[state.GroupKey]bool
+	violations    []string
+	stop          context.CancelFunc
+	done          chan struct{}
+}
+
+// partialGangSlack is added to a gang's timeout before a partial gang is a
+// violation: the Permit wait ends at the timeout, and the rejected members'
+// nodes are released a moment later.
+const partialGangSlack = 5 * time.Second
+
+func startScenario(t *testing.T, h *harness.Harness) *scenario {
+	t.Helper()
+	ctx, cancel := context.WithCancel(h.Ctx)
+	s := &scenario{t: t, h: h, tl: newTimeline(t), nodeOf: map[types.UID]string{}, partialSince: map[state.GroupKey]time.Time{},
+		reachedQuorum: map[state.GroupKey]bool{}, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		for ctx.Err() == nil {
+			s.check(ctx)
+			select {
+			case <-ctx.Done():
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(s.finish)
+	return s
+}
+
+// finish stops checking and fails the test with every violation seen.
+func (s *scenario) finish() {
+	s.stop()
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.violations) > 0 {
+		s.t.Errorf("invariants violated:\n%s\n%s", strings.Join(s.violations, "\n"), s.tl)
+	}
+}
+
+func (s *scenario) violate(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := fmt.Sprintf("t=%.1fs ", time.Since(s.tl.start).Seconds()) + fmt.Sprintf(format, args...)
+	for _, old := range s.violations {
+		if old[strings.Index(old, " ")+1:] == v[strings.Index(v, " ")+1:] {
+			return
+		}
+	}
+	s.violations = append(s.violations, v)
+}
+
+func live(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+func (s *scenario) check(ctx context.Context) {
+	pods, err := s.h.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	nodes, err := s.h.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	groups, err := s.h.PodGroups.SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	jobs, err := s.h.Client.BatchV1().Jobs(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+
+	// Nothing bound twice, no node over-committed.
+	used := map[string]state.Resources{}
+	type members struct{ bound, succeeded int }
+	byGroup := map[state.GroupKey]*members{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if key, ok := state.GroupOf(p); ok {
+			m := byGroup[key]
+			if m == nil {
+				m = &members{}
+				byGroup[key] = m
+			}
+			switch {
+			case p.Status.Phase == corev1.PodSucceeded:
+				m.succeeded++
+			case p.Spec.NodeName != "" && live(p):
+				m.bound++
+			}
+		}
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		s.mu.Lock()
+		first, seen := s.nodeOf[p.UID]
+		if !seen {
+			s.nodeOf[p.UID] = p.Spec.NodeName
+		}
+		s.mu.Unlock()
+		if seen && first != p.Spec.NodeName {
+			s.violate("pod %s/%s bound twice: %s, then %s", p.Namespace, p.Name, first, p.Spec.NodeName)
+		}
+		// A terminating pod still holds its node until it is gone.
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if used[p.Spec.NodeName] == nil {
+			used[p.Spec.NodeName] = state.Resources{}
+		}
+		used[p.Spec.NodeName].Add(state.Request(p))
+	}
+	for _, n := range nodes.Items {
+		have := state.ResourcesOf(n.Status.Allocatable)
+		for res, v := range used[n.Name] {
+			if v > have[res] {
+				s.violate("node %s over-committed: %s %d > %d", n.Name, res, v, have[res])
+			}
+		}
+	}
+
+	// No gang partially bound past its timeout before its first quorum.
+	var running, pending, finished int
+	now := time.Now()
+	for i := range groups.Items {
+		pg := &groups.Items[i]
+		key := state.GroupKey{Namespace: pg.Namespace, Name: pg.Name}
+		m := byGroup[key]
+		if m == nil {
+			m = &members{}
+		}
+		switch {
+		case pg.Status.Phase == schedv1alpha1.PodGroupFinished:
+			finished++
+		case int32(m.bound+m.succeeded) >= pg.Spec.MinMember:
+			running++
+		default:
+			pending++
+		}
+		s.mu.Lock()
+		if int32(m.bound+m.succeeded) >= pg.Spec.MinMember {
+			s.reachedQuorum[key] = true
+		}
+		partial := !s.reachedQuorum[key] && m.bound > 0 && int32(m.bound+m.succeeded) < pg.Spec.MinMember
+		since, was := s.partialSince[key]
+		switch {
+		case !partial:
+			delete(s.partialSince, key)
+		case !was:
+			s.partialSince[key] = now
+		}
+		s.mu.Unlock()
+		timeout := 60 * time.Second
+		if pg.Spec.ScheduleTimeoutSeconds != nil {
+			timeout = time.Duration(*pg.Spec.ScheduleTimeoutSeconds) * time.Second
+		}
+		if partial && was && now.Sub(since) > timeout+partialGangSlack {
+			s.violate("gang %s partially bound (%d of minMember %d) for %s, past its %s timeout", key, m.bound+m.succeeded, pg.Spec.MinMember, now.Sub(since).Round(time.Second), timeout)
+		}
+	}
+	var complete, failed, active int
+	for i := range jobs.Items {
+		switch done, how := harness.JobFinished(&jobs.Items[i]); {
+		case done && how == batchv1.JobComplete:
+			complete++
+		case done:
+			failed++
+		default:
+			active++
+		}
+	}
+	s.tl.add("gangs %d running, %d pending, %d finished; jobs %d active, %d complete, %d failed%s",
+		running, pending, finished, active, complete, failed, s.extra(ctx))
+}
+
+// extra is appended to every timeline line: queue allocations against
+// deserved shares when the scenario has queues.
+func (s *scenario) extra(ctx context.Context) string {
+	list, err := s.h.Dynamic.Resource(flotillav1alpha1.QueueResource).List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, u := range list.Items {
+		var q flotillav1alpha1.Queue
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &q) != nil {
+			continue
+		}
+		alloc, des := q.Status.Allocated[corev1.ResourceCPU], q.Status.Deserved[corev1.ResourceCPU]
+		parts = append(parts, fmt.Sprintf("%s %s/%s", q.Name, alloc.String(), des.String()))
+	}
+	sort.Strings(parts)
+	return "; queues cpu allocated/deserved: " + strings.Join(parts, ", ")
+}
+
+// waitJobs waits until every Job in the list completes, failing with the
+// timeline if one fails or time runs out.
+func (s *scenario) waitJobs(timeout time.Duration, jobs ...*batchv1.Job) {
+	s.t.Helper()
+	for _, j := range jobs {
+		require.NoError(s.t, s.h.WaitForJob(s.h.Ctx, j.Namespace, j.Name, timeout), "%s", s.tl)
+	}
+}
+
+// waitPodGroupsFinished waits until every PodGroup is Finished.
+func (s *scenario) waitPodGroupsFinished(timeout time.Duration) {
+	s.t.Helper()
+	require.Eventually(s.t, func() bool {
+		list, err := s.h.PodGroups.SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).List(s.h.Ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, pg := range list.Items {
+			if pg.Status.Phase != schedv1alpha1.PodGroupFinished {
+				return false
+			}
+		}
+		return true
+	}, timeout, 250*time.Millisecond, "every PodGroup Finished\n%s", s.tl)
+}
+
+// gangJob creates a PodGroup and the Job whose pods are its members.
+func (s *scenario) gangJob(spec harness.WorkloadSpec, minMember int32) *batchv1.Job {
+	s.t.Helper()
+	ns := spec.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	spec.PodGroup = spec.Name
+	_, err := s.h.PodGroups.SchedulingV1alpha1().PodGroups(ns).Create(s.h.Ctx, harness.PodGroup(ns, spec.Name, minMember), metav1.CreateOptions{})
+	require.NoError(s.t, err)
+	job, err := s.h.CreateJob(s.h.Ctx, spec)
+	require.NoError(s.t, err)
+	return job
+}

@@ -1,0 +1,261 @@
+package integration
+
+import (
+	"fmt"
+	"math/rand"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/test/harness"
+)
+
+// The scenario suite: realistic workloads (Jobs with PodGroups, a
+// Deployment) on simulated kubelets under the real controllers, with
+// arrivals, completions and failures interleaved; startScenario checks the
+// invariants the whole time.
+
+func startScenarioCluster(t *testing.T, nodes ...harness.NodeSpec) (*harness.Harness, *scenario) {
+	t.Helper()
+	h := harness.StartRealistic(t, harness.ControlPlaneOptions{})
+	require.NoError(t, h.CreateNodes(h.Ctx, nodes...))
+	h.StartScheduler(shippedConfig(t, "scheduler-config.yaml"), harness.SchedulerOptions{})
+	return h, startScenario(t, h)
+}
+
+func nodeSpecs(prefix string, n int, spec harness.NodeSpec) []harness.NodeSpec {
+	out := make([]harness.NodeSpec, n)
+	for i := range out {
+		out[i] = spec
+		out[i].Name = fmt.Sprintf("%s-%02d", prefix, i)
+	}
+	return out
+}
+
+// runningMembers lists the running pods of a Job.
+func runningMembers(t *testing.T, h *harness.Harness, job *batchv1.Job) []corev1.Pod {
+	t.Helper()
+	list, err := h.Client.CoreV1().Pods(job.Namespace).List(h.Ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + job.Name})
+	require.NoError(t, err)
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Member failures: pods of running gangs fail with exit code 1 at random
+// moments; the Job controller replaces them after its back-off, whatever
+// their siblings are doing by then. Every Job completes within its
+// backoffLimit and every PodGroup reaches Finished.
+func TestScenarioMemberFailures(t *testing.T) {
+	h, s := startScenarioCluster(t, nodeSpecs("node", 12, harness.NodeSpec{CPU: "8", Memory: "32Gi"})...)
+	rng := rand.New(rand.NewSource(1))
+	var jobs []*batchv1.Job
+	for i := 0; i < 6; i++ {
+		size := int32(4 + rng.Intn(5))
+		jobs = append(jobs, s.gangJob(harness.WorkloadSpec{Name: fmt.Sprintf("train-%d", i), Replicas: size, CPU: "3", Memory: "4Gi",
+			RunSeconds: float64(3 + rng.Intn(6))}, size))
+	}
+	// Fail one running member of a random Job every 1.5 s, 8 in all, at
+	// most 2 per Job (backoffLimit is 6).
+	failures := map[string]int{}
+	for failed := 0; failed < 8; {
+		time.Sleep(1500 * time.Millisecond)
+		job := jobs[rng.Intn(len(jobs))]
+		if failures[job.Name] >= 2 {
+			continue
+		}
+		running := runningMembers(t, h, job)
+		if len(running) == 0 {
+			continue
+		}
+		victim := running[rng.Intn(len(running))]
+		if err := h.EndPod(h.Ctx, victim.Namespace, victim.Name, 1); err != nil {
+			continue // it finished meanwhile
+		}
+		s.tl.add("failed %s of %s", victim.Name, job.Name)
+		failures[job.Name]++
+		failed++
+	}
+	s.waitJobs(2*time.Minute, jobs...)
+	s.waitPodGroupsFinished(15 * time.Second)
+}
+
+// Node failure: the kubelet of a node running gang members dies (its
+// Lease stops); the node lifecycle controller marks it unreachable and
+// evicts its pods, which stay Terminating on the dead node; the Job
+// replaces them; the replacements are placed on the nodes left, all or
+// nothing, and the Job completes.
+func TestScenarioNodeFailure(t *testing.T) {
+	h, s := startScenarioCluster(t, nodeSpecs("node", 10, harness.NodeSpec{CPU: "4", Memory: "16Gi"})...)
+	job := s.gangJob(harness.WorkloadSpec{Name: "train", Replicas: 8, CPU: "3", Memory: "4Gi", RunSeconds: 20}, 8)
+	var running []corev1.Pod
+	require.Eventually(t, func() bool {
+		running = runningMembers(t, h, job)
+		return len(running) == 8
+	}, 60*time.Second, 250*time.Millisecond, "the gang runs\n%s", s.tl)
+	dead := running[0].Spec.NodeName
+	require.NoError(t, h.StopKubelet(h.Ctx, dead))
+	s.tl.add("kubelet of %s stopped (runs %s)", dead, running[0].Name)
+
+	// Its pod is evicted: the taint manager deletes it once the node is
+	// unreachable.
+	require.Eventually(t, func() bool {
+		p, err := h.Client.CoreV1().Pods(job.Namespace).Get(h.Ctx, running[0].Name, metav1.GetOptions{})
+		return err != nil || p.DeletionTimestamp != nil
+	}, 60*time.Second, 250*time.Millisecond, "the dead node's pod is evicted\n%s", s.tl)
+	s.tl.add("%s evicted", running[0].Name)
+	s.waitJobs(2*time.Minute, job)
+	s.waitPodGroupsFinished(15 * time.Second)
+	list, err := h.Client.CoreV1().Pods(job.Namespace).List(h.Ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + dead})
+	require.NoError(t, err)
+	for _, p := range list.Items {
+		require.Equal(t, running[0].UID, p.UID, "nothing new was placed on the dead node")
+	}
+}
+
+// Elastic gang: minMember 4 of 8 pods on room for 6 at a time: the quorum
+// binds together, the surplus follows as room allows, and a surplus
+// member's failure disturbs nobody: no other member is evicted or
+// rejected, its replacement runs as surplus, the Job completes.
+func TestScenarioElasticGang(t *testing.T) {
+	h, s := startScenarioCluster(t, nodeSpecs("node", 6, harness.NodeSpec{CPU: "4", Memory: "16Gi"})...)
+	deleted := watchDeletedPods(t, h, metav1.NamespaceDefault)
+	job := s.gangJob(harness.WorkloadSpec{Name: "elastic", Replicas: 8, CPU: "3", Memory: "4Gi", RunSeconds: 8}, 4)
+	var running []corev1.Pod
+	require.Eventually(t, func() bool {
+		running = runningMembers(t, h, job)
+		return len(running) == 6
+	}, 60*time.Second, 250*time.Millisecond, "quorum and surplus run on the room there is\n%s", s.tl)
+	// Any member above the quorum is surplus; fail the newest.
+	newest := running[0]
+	for _, p := range running {
+		if p.CreationTimestamp.After(newest.CreationTimestamp.Time) {
+			newest = p
+		}
+	}
+	require.NoError(t, h.EndPod(h.Ctx, newest.Namespace, newest.Name, 1))
+	s.tl.add("failed surplus member %s", newest.Name)
+	require.Eventually(t, func() bool { return len(runningMembers(t, h, job)) == 5 || len(runningMembers(t, h, job)) == 6 }, 5*time.Second, 100*time.Millisecond)
+	for _, p := range running {
+		if p.Name != newest.Name {
+			require.False(t, deleted.has(p.Name), "member %s was deleted after a surplus member failed\n%s", p.Name, s.tl)
+		}
+	}
+	s.waitJobs(2*time.Minute, job)
+	s.waitPodGroupsFinished(15 * time.Second)
+	require.Empty(t, deleted.all(), "no member of the elastic gang was ever evicted or deleted")
+}
+
+// Mixed batch day: three queues (weights 1:2:3; one with a guarantee, one
+// under a parent) on CPU and 8-GPU nodes; Jobs of 1-16 pods with
+// PodGroups, cpu+memory (+GPU) requests, run times 2-10 s, arriving in
+// waves; a Deployment of plain pods alongside. Every Job completes, the
+// invariants hold throughout, and when all Jobs are done every Queue's
+// allocation is zero and every PodGroup is Finished.
+func TestScenarioMixedBatchDay(t *testing.T) {
+	nodes := append(nodeSpecs("cpu", 8, harness.NodeSpec{CPU: "16", Memory: "64Gi"}),
+		nodeSpecs("gpu", 2, harness.NodeSpec{CPU: "64", Memory: "512Gi", Extended: map[corev1.ResourceName]string{harness.GPU: "8"}})...)
+	h, s := startScenarioCluster(t, nodes...)
+	team := harness.Queue("team", 1, "")
+	research := harness.Queue("research", 1, "")
+	research.Spec.Guarantee = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16")}
+	prod := harness.Queue("prod", 3, "")
+	dev := harness.Queue("dev", 2, "team")
+	for _, q := range []*flotillav1alpha1.Queue{team, research, prod, dev} {
+		require.NoError(t, h.CreateQueue(h.Ctx, q))
+	}
+	_, err := h.CreateDeployment(h.Ctx, harness.WorkloadSpec{Name: "web", Replicas: 6, CPU: "500m", Memory: "512Mi"})
+	require.NoError(t, err)
+
+	rng := rand.New(rand.NewSource(7))
+	queues := []string{"research", "prod", "dev"}
+	var jobs []*batchv1.Job
+	for wave := 0; wave < 4; wave++ {
+		for i := 0; i < 5; i++ {
+			size := int32(1 + rng.Intn(16))
+			spec := harness.WorkloadSpec{Name: fmt.Sprintf("w%d-j%d", wave, i), Replicas: size, CPU: fmt.Sprint(1 + rng.Intn(3)), Memory: fmt.Sprintf("%dGi", 1+rng.Intn(4)),
+				Queue: queues[rng.Intn(len(queues))], RunSeconds: float64(2 + rng.Intn(9)), IgnoreDisruptions: true, Indexed: i%2 == 0}
+			if rng.Intn(4) == 0 {
+				spec.Replicas, spec.CPU, spec.Memory, spec.GPU = int32(1+rng.Intn(4)), "6", "48Gi", fmt.Sprint(1+rng.Intn(2))
+			}
+			jobs = append(jobs, s.gangJob(spec, spec.Replicas))
+		}
+		s.tl.add("wave %d submitted", wave)
+		time.Sleep(4 * time.Second)
+	}
+	s.waitJobs(3*time.Minute, jobs...)
+	s.waitPodGroupsFinished(15 * time.Second)
+	require.Eventually(t, func() bool {
+		for _, q := range []string{"research", "prod", "dev", "team"} {
+			queue, err := h.GetQueue(h.Ctx, q)
+			if err != nil {
+				return false
+			}
+			for _, v := range queue.Status.Allocated {
+				if !v.IsZero() {
+					return false
+				}
+			}
+		}
+		return true
+	}, 15*time.Second, 250*time.Millisecond, "every Queue's allocation is zero once its Jobs are done\n%s", s.tl)
+}
+
+// deletedPods remembers the pods of a namespace that were deleted or
+// marked for deletion.
+type deletedPods struct {
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+func watchDeletedPods(t *testing.T, h *harness.Harness, namespace string) *deletedPods {
+	t.Helper()
+	w, err := h.Client.CoreV1().Pods(namespace).Watch(h.Ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	d := &deletedPods{names: map[string]bool{}}
+	go func() {
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			// A pod that finished is deleted by nobody; one that is
+			// deleted before it finished was evicted or preempted.
+			if (ev.Type == watch.Deleted || pod.DeletionTimestamp != nil) && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+				d.mu.Lock()
+				d.names[pod.Name] = true
+				d.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return d
+}
+
+func (d *deletedPods) has(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.names[name]
+}
+
+func (d *deletedPods) all() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for n := range d.names {
+		out = append(out, n)
+	}
+	return out
+}
