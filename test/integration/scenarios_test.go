@@ -65,13 +65,13 @@ func TestScenarioMemberFailures(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		size := int32(4 + rng.Intn(5))
 		jobs = append(jobs, s.gangJob(harness.WorkloadSpec{Name: fmt.Sprintf("train-%d", i), Replicas: size, CPU: "3", Memory: "4Gi",
-			RunSeconds: float64(3 + rng.Intn(6))}, size))
+			RunSeconds: float64(8 + rng.Intn(8))}, size))
 	}
-	// Fail one running member of a random Job every 1.5 s, 8 in all, at
+	// For 20 s, fail one running member of a random Job every second, at
 	// most 2 per Job (backoffLimit is 6).
 	failures := map[string]int{}
-	for failed := 0; failed < 8; {
-		time.Sleep(1500 * time.Millisecond)
+	total := 0
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
 		job := jobs[rng.Intn(len(jobs))]
 		if failures[job.Name] >= 2 {
 			continue
@@ -86,8 +86,9 @@ func TestScenarioMemberFailures(t *testing.T) {
 		}
 		s.tl.add("failed %s of %s", victim.Name, job.Name)
 		failures[job.Name]++
-		failed++
+		total++
 	}
+	require.GreaterOrEqual(t, total, 6, "failures injected into running gangs\n%s", s.tl)
 	s.waitJobs(2*time.Minute, jobs...)
 	s.waitPodGroupsFinished(15 * time.Second)
 }
