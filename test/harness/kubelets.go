@@ -50,70 +50,10 @@ const nodeLeaseSeconds = 8
 // containerStatuses[].state.terminated carries finishedAt and the exit
 // code: the Job controller's failure back-off and pod failure policies
 // read them.
-var podStages = []string{podfast.DefaultPodReady, `
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata: {name: sim-pod-succeed}
-spec:
-  resourceRef: {apiGroup: v1, kind: Pod}
-  selector:
-    matchExpressions:
-    - {key: '.metadata.deletionTimestamp', operator: DoesNotExist}
-    - {key: '.status.phase', operator: In, values: [Running]}
-    - {key: '.metadata.annotations["` + RunSecondsAnnotation + `"]', operator: Exists}
-    - {key: '.metadata.annotations["` + ExitCodeAnnotation + `"]', operator: DoesNotExist}
-  delay:
-    durationFrom: {jq: {expression: '.metadata.annotations["` + RunSecondsAnnotation + `"] + "s"'}}
-  next:
-    statusTemplate: |
-      {{ $now := Now }}
-      conditions:
-      - {lastTransitionTime: {{ $now | Quote }}, status: "False", type: Ready, reason: PodCompleted}
-      - {lastTransitionTime: {{ $now | Quote }}, status: "False", type: ContainersReady, reason: PodCompleted}
-      containerStatuses:
-      {{ range .spec.containers }}
-      - image: {{ .image | Quote }}
-        name: {{ .name | Quote }}
-        ready: false
-        restartCount: 0
-        started: false
-        state:
-          terminated: {exitCode: 0, reason: Completed, finishedAt: {{ $now | Quote }}}
-      {{ end }}
-      phase: Succeeded
-`, `
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata: {name: sim-pod-fail}
-spec:
-  resourceRef: {apiGroup: v1, kind: Pod}
-  selector:
-    matchExpressions:
-    - {key: '.metadata.deletionTimestamp', operator: DoesNotExist}
-    - {key: '.status.phase', operator: In, values: [Running]}
-    - {key: '.metadata.annotations["` + RunSecondsAnnotation + `"]', operator: Exists}
-    - {key: '.metadata.annotations["` + ExitCodeAnnotation + `"]', operator: Exists}
-  delay:
-    durationFrom: {jq: {expression: '.metadata.annotations["` + RunSecondsAnnotation + `"] + "s"'}}
-  next:
-    statusTemplate: |
-      {{ $now := Now }}
-      {{ $code := index .metadata.annotations "` + ExitCodeAnnotation + `" }}
-      conditions:
-      - {lastTransitionTime: {{ $now | Quote }}, status: "False", type: Ready, reason: PodFailed}
-      - {lastTransitionTime: {{ $now | Quote }}, status: "False", type: ContainersReady, reason: PodFailed}
-      containerStatuses:
-      {{ range .spec.containers }}
-      - image: {{ .image | Quote }}
-        name: {{ .name | Quote }}
-        ready: false
-        restartCount: 0
-        started: false
-        state:
-          terminated: {exitCode: {{ $code }}, reason: Error, finishedAt: {{ $now | Quote }}}
-      {{ end }}
-      phase: Failed
-`, `
+var podStages = []string{podfast.DefaultPodReady,
+	endStage("sim-pod-succeed", "DoesNotExist", "0", "Completed", "PodCompleted", "Succeeded"),
+	endStage("sim-pod-fail", "Exists", `{{ index .metadata.annotations "`+ExitCodeAnnotation+`" }}`, "Error", "PodFailed", "Failed"),
+	`
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata: {name: sim-pod-delete}
@@ -127,6 +67,44 @@ spec:
   next:
     delete: true
 `}
+
+// endStage ends a running pod that has a run time, once it has run that
+// long: with ExitCodeAnnotation absent (exitCodeOperator DoesNotExist) it
+// Succeeds, present (Exists) it Fails with that code.
+func endStage(name, exitCodeOperator, exitCode, reason, conditionReason, phase string) string {
+	return `
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: ` + name + `}
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - {key: '.metadata.deletionTimestamp', operator: DoesNotExist}
+    - {key: '.status.phase', operator: In, values: [Running]}
+    - {key: '.metadata.annotations["` + RunSecondsAnnotation + `"]', operator: Exists}
+    - {key: '.metadata.annotations["` + ExitCodeAnnotation + `"]', operator: ` + exitCodeOperator + `}
+  delay:
+    durationFrom: {jq: {expression: '.metadata.annotations["` + RunSecondsAnnotation + `"] + "s"'}}
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      - {lastTransitionTime: {{ $now | Quote }}, status: "False", type: Ready, reason: ` + conditionReason + `}
+      - {lastTransitionTime: {{ $now | Quote }}, status: "False", type: ContainersReady, reason: ` + conditionReason + `}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated: {exitCode: ` + exitCode + `, reason: ` + reason + `, finishedAt: {{ $now | Quote }}}
+      {{ end }}
+      phase: ` + phase + `
+`
+}
 
 var nodeStages = []string{fast.DefaultNodeInit, nodelease.DefaultNodeHeartbeatWithLease}
 

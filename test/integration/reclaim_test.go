@@ -53,13 +53,7 @@ func TestReclaimWithCPUAndMemoryPods(t *testing.T) {
 }
 
 func runReclaimScenario(t *testing.T, loads []queueLoad) {
-	h := harness.StartRealistic(t, harness.ControlPlaneOptions{})
-	var nodes []harness.NodeSpec
-	for i := 0; i < 10; i++ {
-		nodes = append(nodes, harness.NodeSpec{Name: fmt.Sprintf("node-%02d", i), CPU: "10", Memory: "100Gi"})
-	}
-	require.NoError(t, h.CreateNodes(h.Ctx, nodes...))
-	h.StartScheduler(shippedConfig(t, "scheduler-config.yaml"), harness.SchedulerOptions{})
+	h := startRealisticCluster(t, nodeSpecs("node", 10, harness.NodeSpec{CPU: "10", Memory: "100Gi"})...)
 	var leaves []string
 	for _, l := range loads {
 		require.NoError(t, h.CreateQueue(h.Ctx, l.queue))

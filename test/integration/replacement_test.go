@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -23,14 +22,8 @@ import (
 // for a quorum that already ran. Each Job must complete and its PodGroup
 // reach Finished.
 func TestGangReplacementMembers(t *testing.T) {
-	h := harness.StartRealistic(t, harness.ControlPlaneOptions{})
 	// Four 8-pod gangs of 3-cpu pods run side by side, one pod a node.
-	var nodes []harness.NodeSpec
-	for i := 0; i < 32; i++ {
-		nodes = append(nodes, harness.NodeSpec{Name: fmt.Sprintf("node-%02d", i), CPU: "4", Memory: "16Gi"})
-	}
-	require.NoError(t, h.CreateNodes(h.Ctx, nodes...))
-	h.StartScheduler(shippedConfig(t, "scheduler-config.yaml"), harness.SchedulerOptions{})
+	h := startRealisticCluster(t, nodeSpecs("node", 32, harness.NodeSpec{CPU: "4", Memory: "16Gi"})...)
 
 	for _, tc := range []struct {
 		name       string

@@ -25,10 +25,18 @@ import (
 
 func startScenarioCluster(t *testing.T, nodes ...harness.NodeSpec) (*harness.Harness, *scenario) {
 	t.Helper()
+	h := startRealisticCluster(t, nodes...)
+	return h, startScenario(t, h)
+}
+
+// startRealisticCluster starts the realistic substrate with the nodes and
+// the shipped flotilla-scheduler.
+func startRealisticCluster(t *testing.T, nodes ...harness.NodeSpec) *harness.Harness {
+	t.Helper()
 	h := harness.StartRealistic(t, harness.ControlPlaneOptions{})
 	require.NoError(t, h.CreateNodes(h.Ctx, nodes...))
 	h.StartScheduler(shippedConfig(t, "scheduler-config.yaml"), harness.SchedulerOptions{})
-	return h, startScenario(t, h)
+	return h
 }
 
 func nodeSpecs(prefix string, n int, spec harness.NodeSpec) []harness.NodeSpec {
@@ -38,6 +46,17 @@ func nodeSpecs(prefix string, n int, spec harness.NodeSpec) []harness.NodeSpec {
 		out[i].Name = fmt.Sprintf("%s-%02d", prefix, i)
 	}
 	return out
+}
+
+// waitRunning waits until n members of the Job run and returns them.
+func (s *scenario) waitRunning(job *batchv1.Job, n int, what string) []corev1.Pod {
+	s.t.Helper()
+	var running []corev1.Pod
+	require.Eventually(s.t, func() bool {
+		running = runningMembers(s.t, s.h, job)
+		return len(running) == n
+	}, 60*time.Second, 250*time.Millisecond, "%s\n%s", what, s.tl)
+	return running
 }
 
 // runningMembers lists the running pods of a Job.
@@ -101,11 +120,7 @@ func TestScenarioMemberFailures(t *testing.T) {
 func TestScenarioNodeFailure(t *testing.T) {
 	h, s := startScenarioCluster(t, nodeSpecs("node", 10, harness.NodeSpec{CPU: "4", Memory: "16Gi"})...)
 	job := s.gangJob(harness.WorkloadSpec{Name: "train", Replicas: 8, CPU: "3", Memory: "4Gi", RunSeconds: 20}, 8)
-	var running []corev1.Pod
-	require.Eventually(t, func() bool {
-		running = runningMembers(t, h, job)
-		return len(running) == 8
-	}, 60*time.Second, 250*time.Millisecond, "the gang runs\n%s", s.tl)
+	running := s.waitRunning(job, 8, "the gang runs")
 	dead := running[0].Spec.NodeName
 	require.NoError(t, h.StopKubelet(h.Ctx, dead))
 	s.tl.add("kubelet of %s stopped (runs %s)", dead, running[0].Name)
@@ -134,11 +149,7 @@ func TestScenarioElasticGang(t *testing.T) {
 	h, s := startScenarioCluster(t, nodeSpecs("node", 6, harness.NodeSpec{CPU: "4", Memory: "16Gi"})...)
 	deleted := watchDeletedPods(t, h, metav1.NamespaceDefault)
 	job := s.gangJob(harness.WorkloadSpec{Name: "elastic", Replicas: 8, CPU: "3", Memory: "4Gi", RunSeconds: 8}, 4)
-	var running []corev1.Pod
-	require.Eventually(t, func() bool {
-		running = runningMembers(t, h, job)
-		return len(running) == 6
-	}, 60*time.Second, 250*time.Millisecond, "quorum and surplus run on the room there is\n%s", s.tl)
+	running := s.waitRunning(job, 6, "quorum and surplus run on the room there is")
 	// Any member above the quorum is surplus; fail the newest.
 	newest := running[0]
 	for _, p := range running {
@@ -259,4 +270,50 @@ func (d *deletedPods) all() []string {
 		out = append(out, n)
 	}
 	return out
+}
+
+// Restart: the scheduler binary is SIGKILLed twice while gang Jobs arrive,
+// run, fail and finish, and a new one takes over each time; the invariants
+// hold throughout (nothing half-placed survives the crash past its
+// timeout, nothing is bound twice), every Job completes and every
+// PodGroup is Finished.
+func TestScenarioRestart(t *testing.T) {
+	h := harness.StartRealistic(t, harness.ControlPlaneOptions{})
+	require.NoError(t, h.CreateNodes(h.Ctx, nodeSpecs("node", 10, harness.NodeSpec{CPU: "8", Memory: "32Gi"})...))
+	config := shippedConfig(t, "scheduler-config.yaml")
+	start := func() *harness.SchedulerProcess {
+		p, err := h.StartSchedulerProcess(h.Ctx, config, "--leader-elect=false")
+		require.NoError(t, err)
+		return p
+	}
+	scheduler := start()
+	s := startScenario(t, h)
+	rng := rand.New(rand.NewSource(3))
+	var jobs []*batchv1.Job
+	submit := func(wave int) {
+		for i := 0; i < 4; i++ {
+			size := int32(2 + rng.Intn(6))
+			jobs = append(jobs, s.gangJob(harness.WorkloadSpec{Name: fmt.Sprintf("w%d-j%d", wave, i), Replicas: size, CPU: "3", Memory: "4Gi",
+				RunSeconds: float64(3 + rng.Intn(5))}, size))
+		}
+	}
+	for wave := 0; wave < 3; wave++ {
+		submit(wave)
+		time.Sleep(time.Duration(1500+rng.Intn(1500)) * time.Millisecond)
+		if wave < 2 {
+			require.NoError(t, scheduler.Kill())
+			s.tl.add("scheduler SIGKILLed")
+			scheduler = start()
+		}
+	}
+	// One member of a running gang fails after the restarts.
+	for _, job := range jobs {
+		if running := runningMembers(t, h, job); len(running) > 0 {
+			require.NoError(t, h.EndPod(h.Ctx, running[0].Namespace, running[0].Name, 1))
+			s.tl.add("failed %s", running[0].Name)
+			break
+		}
+	}
+	s.waitJobs(2*time.Minute, jobs...)
+	s.waitPodGroupsFinished(15 * time.Second)
 }
