@@ -7,7 +7,11 @@ import (
 	"testing"
 	"time"
 
-	kcmtesting "k8s.io/kubernetes/cmd/kube-controller-manager/app/testing"
+	"github.com/spf13/pflag"
+	"k8s.io/component-base/configz"
+	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	kcmoptions "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
+	"k8s.io/kubernetes/test/utils/ktesting"
 )
 
 // workloadControllers are the kube-controller-manager controllers a
@@ -30,13 +34,15 @@ var RealisticAPIServerFlags = []string{
 	"--default-unreachable-toleration-seconds=2",
 }
 
-// startControllers runs the real kube-controller-manager in this process.
-// Its readiness poll is the apiserver's, so it returns before the
-// controllers run; the first Job simply waits a moment longer.
-func (cp *ControlPlane) startControllers(t *testing.T, ctx context.Context) error {
+// StartControllers runs the real kube-controller-manager in this process
+// until tb's clean-up. It is kube-controller-manager's own options, config
+// and Run, as its test server starts them, without needing a *testing.T,
+// so the playground runs it too. Its readiness is the apiserver's, so it
+// returns before the controllers run; the first Job waits a moment longer.
+func (cp *ControlPlane) StartControllers(ctx context.Context, tb ktesting.TB) error {
 	flags := []string{
 		"--kubeconfig=" + cp.KubeconfigPath,
-		// Leader election's end calls os.Exit, which would end the test binary.
+		// Leader election's end calls os.Exit, which would end the process.
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--controllers=" + strings.Join(workloadControllers, ","),
@@ -47,13 +53,61 @@ func (cp *ControlPlane) startControllers(t *testing.T, ctx context.Context) erro
 		"--kube-api-qps=500",
 		"--kube-api-burst=1000",
 	}
-	kcm, err := kcmtesting.StartTestServer(t, ctx, flags)
+	s, err := kcmoptions.NewKubeControllerManagerOptions()
 	if err != nil {
-		return fmt.Errorf("starting kube-controller-manager: %w", err)
+		return err
 	}
+	all, disabled, aliases := kcmapp.KnownControllers(), kcmapp.ControllersDisabledByDefault(), kcmapp.ControllerAliases()
+	named := s.Flags(all, disabled, aliases)
+	fs := pflag.NewFlagSet("kube-controller-manager", pflag.ContinueOnError)
+	for _, f := range named.FlagSets {
+		fs.AddFlagSet(f)
+	}
+	if err := fs.Parse(flags); err != nil {
+		return fmt.Errorf("kube-controller-manager flags: %w", err)
+	}
+	s.ParsedFlags = &named
+	if err := s.ComponentGlobalsRegistry.Set(); err != nil {
+		return err
+	}
+	config, err := s.Config(ctx, all, disabled, aliases)
+	if err != nil {
+		return fmt.Errorf("kube-controller-manager config: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- kcmapp.Run(runCtx, config.Complete()) }()
 	// Registered after the apiserver's, so it runs before it.
-	t.Cleanup(kcm.TearDownFn)
-	return nil
+	tb.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			tb.Logf("kube-controller-manager did not stop within 30s")
+		}
+		// Its /configz registration is process-wide: the next one in this
+		// process registers again.
+		configz.Delete(kcmapp.ConfigzName)
+	})
+	select {
+	case err := <-done:
+		return fmt.Errorf("kube-controller-manager stopped at start: %w", err)
+	case <-time.After(100 * time.Millisecond):
+		return nil
+	}
+}
+
+// StartKubelets runs the kubelet simulator (see kubelets.go) over every
+// node made with CreateNodes until tb's clean-up.
+func (cp *ControlPlane) StartKubelets(ctx context.Context, tb ktesting.TB) error {
+	kubeletCtx, stop := context.WithCancel(ctx)
+	tb.Cleanup(func() {
+		stop()
+		// Its watches end with the context; give them a moment before the
+		// apiserver goes, which otherwise waits for them.
+		time.Sleep(100 * time.Millisecond)
+	})
+	return startKubelets(kubeletCtx, cp.KubeconfigPath)
 }
 
 // StartRealistic brings up the cluster every realistic test stands on: the
@@ -62,21 +116,14 @@ func (cp *ControlPlane) startControllers(t *testing.T, ctx context.Context) erro
 // and simulated kubelets (KWOK) that heartbeat the nodes and run bound
 // pods for the time their annotations give. Nodes made with CreateNodes
 // are the simulator's.
-func StartRealistic(t *testing.T, opts ControlPlaneOptions) *Harness {
+func StartRealistic(t testing.TB, opts ControlPlaneOptions) *Harness {
 	t.Helper()
 	opts.ExtraAPIServerFlags = append(append([]string{}, RealisticAPIServerFlags...), opts.ExtraAPIServerFlags...)
 	h := Start(t, opts)
-	if err := h.startControllers(t, h.Ctx); err != nil {
+	if err := h.StartControllers(h.Ctx, t); err != nil {
 		t.Fatal(err)
 	}
-	kubeletCtx, stop := context.WithCancel(h.Ctx)
-	t.Cleanup(func() {
-		stop()
-		// Its watches end with the context; give them a moment before the
-		// apiserver goes, which otherwise waits for them.
-		time.Sleep(100 * time.Millisecond)
-	})
-	if err := startKubelets(kubeletCtx, h.KubeconfigPath); err != nil {
+	if err := h.StartKubelets(h.Ctx, t); err != nil {
 		t.Fatal(err)
 	}
 	return h
