@@ -59,9 +59,15 @@ func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settl
 	if err != nil {
 		return err
 	}
-	fmt.Println("Starting the control plane (etcd + kube-apiserver) ...")
-	cp, err := harness.StartControlPlane(ctx, tb, harness.ControlPlaneOptions{KubeconfigPath: kubeconfig})
+	fmt.Println("Starting the control plane (etcd + kube-apiserver + kube-controller-manager) and simulated kubelets ...")
+	cp, err := harness.StartControlPlane(ctx, tb, harness.ControlPlaneOptions{KubeconfigPath: kubeconfig, ExtraAPIServerFlags: harness.RealisticAPIServerFlags})
 	if err != nil {
+		return err
+	}
+	if err := cp.StartControllers(ctx, tb); err != nil {
+		return err
+	}
+	if err := cp.StartKubelets(ctx, tb); err != nil {
 		return err
 	}
 	if err := cp.CreateNodes(ctx, demoNodes()...); err != nil {
@@ -90,6 +96,12 @@ func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settl
 	if _, err := harness.ApplyExamples(ctx, cp); err != nil {
 		return err
 	}
+	// The examples' Jobs run for a while and finish; a status line every
+	// two seconds shows them come and go and the queues' shares shift.
+	start := time.Now()
+	if err := waitForJobs(ctx, os.Stdout, cp, start, settleTimeout); err != nil {
+		return err
+	}
 	pods, err := cp.WaitForSettled(ctx, harness.FlotillaSchedulerName, 2*time.Second, settleTimeout)
 	if err != nil {
 		return err
@@ -100,9 +112,17 @@ func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settl
 	if exitAfterSettle {
 		return nil
 	}
-	fmt.Println("\nServing until Ctrl-C.")
-	<-ctx.Done()
-	return nil
+	fmt.Println("\nServing until Ctrl-C; a status line every 10 s.")
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(10 * time.Second):
+			if line, err := statusLine(ctx, cp, start); err == nil {
+				fmt.Println(line)
+			}
+		}
+	}
 }
 
 func openLog(path string) (io.Writer, func(), error) {

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
+	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -28,7 +31,7 @@ func printSummary(ctx context.Context, out io.Writer, cp *harness.ControlPlane, 
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "\nPODS\tNODE\tSTATUS")
 	for _, p := range pods {
-		node, status := p.Spec.NodeName, "bound"
+		node, status := p.Spec.NodeName, "bound, "+string(p.Status.Phase)
 		if node == "" {
 			node, status = "-", "pending"
 			if c := harness.PodScheduledCondition(&p); c != nil {
@@ -135,21 +138,30 @@ func quantity(q resource.Quantity, name corev1.ResourceName) string {
 	return q.String()
 }
 
-func printQueues(ctx context.Context, out io.Writer, cp *harness.ControlPlane) error {
+// listQueues reads every Queue, by name.
+func listQueues(ctx context.Context, cp *harness.ControlPlane) ([]flotillav1alpha1.Queue, error) {
 	list, err := cp.Dynamic.Resource(flotillav1alpha1.QueueResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if len(list.Items) == 0 {
-		return nil
+	out := make([]flotillav1alpha1.Queue, len(list.Items))
+	for i, item := range list.Items {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func printQueues(ctx context.Context, out io.Writer, cp *harness.ControlPlane) error {
+	queues, err := listQueues(ctx, cp)
+	if err != nil || len(queues) == 0 {
+		return err
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "\nQUEUES\tWEIGHT\tDESERVED CPU/MEM/GPU\tALLOCATED CPU/MEM/GPU\tVALID")
-	for _, item := range list.Items {
-		var q flotillav1alpha1.Queue
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &q); err != nil {
-			return err
-		}
+	for _, q := range queues {
 		valid := "-"
 		if c := meta.FindStatusCondition(q.Status.Conditions, "Valid"); c != nil {
 			valid = string(c.Status)
@@ -168,4 +180,89 @@ func triple(r corev1.ResourceList) string {
 		return quantity(v, name)
 	}
 	return q(corev1.ResourceCPU) + "/" + q(corev1.ResourceMemory) + "/" + q(harness.GPU)
+}
+
+// waitForJobs prints a status line every two seconds until every Job has
+// finished, then the Jobs' table.
+func waitForJobs(ctx context.Context, out io.Writer, cp *harness.ControlPlane, start time.Time, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		line, err := statusLine(ctx, cp, start)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(out, line)
+		jobs, err := cp.Client.BatchV1().Jobs(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		done := 0
+		for i := range jobs.Items {
+			if finished, _ := harness.JobFinished(&jobs.Items[i]); finished {
+				done++
+			}
+		}
+		if done == len(jobs.Items) {
+			return printJobs(out, jobs.Items, start)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d Jobs finished after %s", done, len(jobs.Items), timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// statusLine is one line of how things stand: Jobs, pods by phase, and
+// each queue's allocated against deserved cpu.
+func statusLine(ctx context.Context, cp *harness.ControlPlane, start time.Time) (string, error) {
+	jobs, err := cp.Client.BatchV1().Jobs(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", err
+	}
+	done := 0
+	for i := range jobs.Items {
+		if finished, _ := harness.JobFinished(&jobs.Items[i]); finished {
+			done++
+		}
+	}
+	pods, err := cp.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", err
+	}
+	phases := map[corev1.PodPhase]int{}
+	for _, p := range pods.Items {
+		phases[p.Status.Phase]++
+	}
+	queues, err := listQueues(ctx, cp)
+	if err != nil {
+		return "", err
+	}
+	var shares []string
+	for _, q := range queues {
+		alloc, des := q.Status.Allocated[corev1.ResourceCPU], q.Status.Deserved[corev1.ResourceCPU]
+		shares = append(shares, fmt.Sprintf("%s %s/%s", q.Name, alloc.String(), des.String()))
+	}
+	return fmt.Sprintf("t=%3.0fs  jobs %d/%d done  pods %d running, %d pending, %d succeeded, %d failed  queues cpu allocated/deserved: %s",
+		time.Since(start).Seconds(), done, len(jobs.Items), phases[corev1.PodRunning], phases[corev1.PodPending], phases[corev1.PodSucceeded], phases[corev1.PodFailed],
+		strings.Join(shares, ", ")), nil
+}
+
+func printJobs(out io.Writer, jobs []batchv1.Job, start time.Time) error {
+	sort.Slice(jobs, func(i, j int) bool { return jobs[i].Name < jobs[j].Name })
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "\nJOBS\tRESULT\tSUCCEEDED\tFAILED\tFINISHED AT")
+	for i := range jobs {
+		j := &jobs[i]
+		_, how := harness.JobFinished(j)
+		at := "-"
+		if j.Status.CompletionTime != nil {
+			at = fmt.Sprintf("t=%.0fs", j.Status.CompletionTime.Sub(start).Seconds())
+		}
+		fmt.Fprintf(w, "%s/%s\t%s\t%d\t%d\t%s\n", j.Namespace, j.Name, how, j.Status.Succeeded, j.Status.Failed, at)
+	}
+	return w.Flush()
 }

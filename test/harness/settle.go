@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,11 +26,15 @@ func (cp *ControlPlane) WaitForSettled(ctx context.Context, schedulerName string
 		}
 		pods = pods[:0]
 		decided := true
+		// The pods' own versions, not the list's: node heartbeats (Lease
+		// renewals) move the list's version every few seconds.
+		var version strings.Builder
 		for _, p := range list.Items {
 			if p.Spec.SchedulerName != schedulerName {
 				continue
 			}
 			pods = append(pods, p)
+			version.WriteString(string(p.UID) + "@" + p.ResourceVersion + ",")
 			if p.Spec.NodeName != "" {
 				continue
 			}
@@ -37,8 +42,8 @@ func (cp *ControlPlane) WaitForSettled(ctx context.Context, schedulerName string
 				decided = false
 			}
 		}
-		if !decided || list.ResourceVersion != lastVersion {
-			lastVersion, stableSince = list.ResourceVersion, time.Now()
+		if !decided || version.String() != lastVersion {
+			lastVersion, stableSince = version.String(), time.Now()
 			return false, nil
 		}
 		return time.Since(stableSince) >= quiet, nil

@@ -72,22 +72,26 @@ func TestReplaceDefaultSchedulerServesBothProfiles(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// The playground's and a user's first step: every shipped example applies
-// and schedules on a cluster with room for it.
+// The playground's and a user's first step: every shipped example applies,
+// schedules, runs and (for Jobs) completes on a cluster with room for it.
 func TestExamplesSchedule(t *testing.T) {
-	h := startCluster(t, "scheduler-config.yaml",
-		cpuNode("cpu-1"), cpuNode("cpu-2"),
+	h := startRealisticCluster(t, cpuNode("cpu-1"), cpuNode("cpu-2"),
 		harness.NodeSpec{Name: "gpu-1", CPU: "32", Memory: "128Gi", Extended: map[corev1.ResourceName]string{harness.GPU: "8"}},
 	)
 	created, err := harness.ApplyExamples(h.Ctx, h.ControlPlane)
 	require.NoError(t, err)
-	var pods int
+	var jobs, deployments int
 	for _, obj := range created {
-		if obj.GetKind() == "Pod" {
-			pods++
-			_, err := h.WaitForPodBound(h.Ctx, obj.GetNamespace(), obj.GetName(), bindTimeout)
+		switch obj.GetKind() {
+		case "Job":
+			jobs++
+			require.NoError(t, h.WaitForJob(h.Ctx, obj.GetNamespace(), obj.GetName(), 90*time.Second))
+		case "Deployment":
+			deployments++
+			_, err := h.WaitForPodsBound(h.Ctx, obj.GetNamespace(), "app="+obj.GetName(), 2, bindTimeout)
 			require.NoError(t, err)
 		}
 	}
-	require.Positive(t, pods)
+	require.Positive(t, jobs)
+	require.Positive(t, deployments)
 }
