@@ -53,7 +53,39 @@ const nodeLeaseSeconds = 8
 var podStages = []string{podfast.DefaultPodReady,
 	endStage("sim-pod-succeed", "DoesNotExist", "0", "Completed", "PodCompleted", "Succeeded"),
 	endStage("sim-pod-fail", "Exists", `{{ index .metadata.annotations "`+ExitCodeAnnotation+`" }}`, "Error", "PodFailed", "Failed"),
+	// A deleted pod that still runs is stopped when its grace period ends
+	// and, as a kubelet does, reported terminal (Failed, exit code 137)
+	// before it goes: the Job controller waits for that before it drops
+	// its tracking finalizer when a pod failure policy is set. The status
+	// patch leaves the pod's conditions alone (DisruptionTarget is what
+	// such a policy matches).
 	`
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: sim-pod-stop}
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - {key: '.metadata.deletionTimestamp', operator: Exists}
+    - {key: '.status.phase', operator: NotIn, values: [Succeeded, Failed]}
+  delay:
+    durationFrom: {jq: {expression: '.metadata.deletionTimestamp'}}
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated: {exitCode: 137, reason: Error, finishedAt: {{ $now | Quote }}}
+      {{ end }}
+      phase: Failed
+`, `
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata: {name: sim-pod-delete}
@@ -62,8 +94,7 @@ spec:
   selector:
     matchExpressions:
     - {key: '.metadata.deletionTimestamp', operator: Exists}
-  delay:
-    durationFrom: {jq: {expression: '.metadata.deletionTimestamp'}}
+    - {key: '.status.phase', operator: In, values: [Succeeded, Failed]}
   next:
     delete: true
 `}

@@ -19,12 +19,12 @@ func TestKubeletStagesParse(t *testing.T) {
 			names[s.Name] = true
 		}
 	}
-	for _, want := range []string{"pod-ready", "sim-pod-succeed", "sim-pod-fail", "sim-pod-delete", "node-initialize", "node-heartbeat-with-lease"} {
+	for _, want := range []string{"pod-ready", "sim-pod-succeed", "sim-pod-fail", "sim-pod-stop", "sim-pod-delete", "node-initialize", "node-heartbeat-with-lease"} {
 		if !names[want] {
 			t.Errorf("stage %s missing; have %v", want, names)
 		}
 	}
-	if n := len(stages[internalversion.StageResourceRef{APIGroup: "v1", Kind: "Pod"}]); n != 4 {
-		t.Errorf("%d pod stages, want 4", n)
+	if n := len(stages[internalversion.StageResourceRef{APIGroup: "v1", Kind: "Pod"}]); n != 5 {
+		t.Errorf("%d pod stages, want 5", n)
 	}
 }

@@ -42,9 +42,15 @@ type scenario struct {
 	// members they lose later (failures, evictions) are replaced, not a
 	// scheduling fault.
 	reachedQuorum map[state.GroupKey]bool
-	violations    []string
-	stop          context.CancelFunc
-	done          chan struct{}
+	// keepWholeAfterQuorum: a gang that reached its quorum is never left
+	// with 0 < placed < minMember for longer than this (0: not checked).
+	// For scenarios where members leave only by preemption, which takes
+	// surplus members or whole gangs; a failure legitimately shrinks one.
+	keepWholeAfterQuorum time.Duration
+	shrunkSince          map[state.GroupKey]time.Time
+	violations           []string
+	stop                 context.CancelFunc
+	done                 chan struct{}
 }
 
 // partialGangSlack is added to a gang's timeout before a partial gang is a
@@ -56,7 +62,7 @@ func startScenario(t *testing.T, h *harness.Harness) *scenario {
 	t.Helper()
 	ctx, cancel := context.WithCancel(h.Ctx)
 	s := &scenario{t: t, h: h, tl: newTimeline(t), nodeOf: map[types.UID]string{}, partialSince: map[state.GroupKey]time.Time{},
-		reachedQuorum: map[state.GroupKey]bool{}, stop: cancel, done: make(chan struct{})}
+		reachedQuorum: map[state.GroupKey]bool{}, shrunkSince: map[state.GroupKey]time.Time{}, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		for ctx.Err() == nil {
@@ -120,8 +126,12 @@ func (s *scenario) check(ctx context.Context) {
 	used := map[string]state.Resources{}
 	type members struct{ bound, succeeded int }
 	byGroup := map[state.GroupKey]*members{}
+	waiting := map[string]int{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
+		if c := harness.PodScheduledCondition(p); p.Spec.NodeName == "" && c != nil && c.Status == corev1.ConditionFalse {
+			waiting[c.Message]++
+		}
 		if key, ok := state.GroupOf(p); ok {
 			m := byGroup[key]
 			if m == nil {
@@ -195,7 +205,19 @@ func (s *scenario) check(ctx context.Context) {
 		case !was:
 			s.partialSince[key] = now
 		}
+		shrunk := s.reachedQuorum[key] && m.bound > 0 && int32(m.bound+m.succeeded) < pg.Spec.MinMember && m.succeeded == 0
+		shrunkAt, wasShrunk := s.shrunkSince[key]
+		switch {
+		case !shrunk:
+			delete(s.shrunkSince, key)
+		case !wasShrunk:
+			s.shrunkSince[key] = now
+		}
+		keepWhole := s.keepWholeAfterQuorum
 		s.mu.Unlock()
+		if keepWhole > 0 && shrunk && wasShrunk && now.Sub(shrunkAt) > keepWhole {
+			s.violate("gang %s left with %d of minMember %d running for %s after it had its quorum", key, m.bound, pg.Spec.MinMember, now.Sub(shrunkAt).Round(time.Second))
+		}
 		timeout := 60 * time.Second
 		if pg.Spec.ScheduleTimeoutSeconds != nil {
 			timeout = time.Duration(*pg.Spec.ScheduleTimeoutSeconds) * time.Second
@@ -215,8 +237,16 @@ func (s *scenario) check(ctx context.Context) {
 			active++
 		}
 	}
-	s.tl.add("gangs %d running, %d pending, %d finished; jobs %d active, %d complete, %d failed%s",
-		running, pending, finished, active, complete, failed, s.extra(ctx))
+	var why []string
+	for msg, n := range waiting {
+		why = append(why, fmt.Sprintf("%d pods: %s", n, msg))
+	}
+	sort.Strings(why)
+	if len(why) > 0 {
+		why = append([]string{"; waiting:"}, why...)
+	}
+	s.tl.add("gangs %d running, %d pending, %d finished; jobs %d active, %d complete, %d failed%s%s",
+		running, pending, finished, active, complete, failed, s.extra(ctx), strings.Join(why, " | "))
 }
 
 // extra is appended to every timeline line: queue allocations against

@@ -317,3 +317,43 @@ func TestScenarioRestart(t *testing.T) {
 	s.waitJobs(2*time.Minute, jobs...)
 	s.waitPodGroupsFinished(15 * time.Second)
 }
+
+// Preemption under load: low-priority elastic gangs (minMember 3 of 4)
+// of queue "batch" fill the cluster; a high-priority gang Job arrives in
+// queue "urgent", below its share. It takes room from surplus members or
+// whole gangs only: no batch gang is ever left with 0 < running <
+// minMember. Evicted pods do not count against their Jobs' backoffLimit
+// (pod failure policy), their Jobs re-create them, and every Job finishes.
+func TestScenarioPreemptionUnderLoad(t *testing.T) {
+	h, s := startScenarioCluster(t, nodeSpecs("node", 8, harness.NodeSpec{CPU: "8", Memory: "32Gi"})...)
+	s.keepWholeAfterQuorum = 3 * time.Second
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "low", 10, false))
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "high", 1000, false))
+	require.NoError(t, h.CreateQueue(h.Ctx, harness.Queue("batch", 1, "")))
+	require.NoError(t, h.CreateQueue(h.Ctx, harness.Queue("urgent", 1, "")))
+	deleted := watchDeletedPods(t, h, metav1.NamespaceDefault)
+	var jobs []*batchv1.Job
+	for i := 0; i < 4; i++ {
+		jobs = append(jobs, s.gangJob(harness.WorkloadSpec{Name: fmt.Sprintf("batch-%d", i), Replicas: 4, CPU: "4", Memory: "4Gi",
+			Queue: "batch", PriorityClassName: "low", RunSeconds: 25, IgnoreDisruptions: true}, 3))
+	}
+	require.Eventually(t, func() bool {
+		running := 0
+		for _, j := range jobs {
+			running += len(runningMembers(t, h, j))
+		}
+		return running == 16
+	}, 60*time.Second, 250*time.Millisecond, "batch fills the cluster\n%s", s.tl)
+	s.tl.add("batch fills the cluster; urgent arrives")
+	urgent := s.gangJob(harness.WorkloadSpec{Name: "urgent", Replicas: 4, CPU: "4", Memory: "4Gi",
+		Queue: "urgent", PriorityClassName: "high", RunSeconds: 5, IgnoreDisruptions: true}, 4)
+	s.waitJobs(90*time.Second, urgent)
+	require.NotEmpty(t, deleted.all(), "urgent got its room by preemption\n%s", s.tl)
+	s.waitJobs(2*time.Minute, jobs...)
+	s.waitPodGroupsFinished(15 * time.Second)
+	for _, j := range jobs {
+		got, err := h.Client.BatchV1().Jobs(j.Namespace).Get(h.Ctx, j.Name, metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Zero(t, got.Status.Failed, "evictions of %s did not count as failures", j.Name)
+	}
+}
