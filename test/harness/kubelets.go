@@ -74,16 +74,7 @@ spec:
   next:
     statusTemplate: |
       {{ $now := Now }}
-      containerStatuses:
-      {{ range .spec.containers }}
-      - image: {{ .image | Quote }}
-        name: {{ .name | Quote }}
-        ready: false
-        restartCount: 0
-        started: false
-        state:
-          terminated: {exitCode: 137, reason: Error, finishedAt: {{ $now | Quote }}}
-      {{ end }}
+` + terminatedContainers("137", "Error") + `
       phase: Failed
 `, `
 apiVersion: kwok.x-k8s.io/v1alpha1
@@ -123,7 +114,15 @@ spec:
       conditions:
       - {lastTransitionTime: {{ $now | Quote }}, status: "False", type: Ready, reason: ` + conditionReason + `}
       - {lastTransitionTime: {{ $now | Quote }}, status: "False", type: ContainersReady, reason: ` + conditionReason + `}
-      containerStatuses:
+` + terminatedContainers(exitCode, reason) + `
+      phase: ` + phase + `
+`
+}
+
+// terminatedContainers is the statusTemplate lines that report every
+// container exited with the code, finishedAt now ($now).
+func terminatedContainers(exitCode, reason string) string {
+	return `      containerStatuses:
       {{ range .spec.containers }}
       - image: {{ .image | Quote }}
         name: {{ .name | Quote }}
@@ -132,9 +131,7 @@ spec:
         started: false
         state:
           terminated: {exitCode: ` + exitCode + `, reason: ` + reason + `, finishedAt: {{ $now | Quote }}}
-      {{ end }}
-      phase: ` + phase + `
-`
+      {{ end }}`
 }
 
 var nodeStages = []string{fast.DefaultNodeInit, nodelease.DefaultNodeHeartbeatWithLease}

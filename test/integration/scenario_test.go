@@ -198,21 +198,9 @@ func (s *scenario) check(ctx context.Context) {
 			s.reachedQuorum[key] = true
 		}
 		partial := !s.reachedQuorum[key] && m.bound > 0 && int32(m.bound+m.succeeded) < pg.Spec.MinMember
-		since, was := s.partialSince[key]
-		switch {
-		case !partial:
-			delete(s.partialSince, key)
-		case !was:
-			s.partialSince[key] = now
-		}
+		since, was := holds(s.partialSince, key, partial, now)
 		shrunk := s.reachedQuorum[key] && m.bound > 0 && int32(m.bound+m.succeeded) < pg.Spec.MinMember && m.succeeded == 0
-		shrunkAt, wasShrunk := s.shrunkSince[key]
-		switch {
-		case !shrunk:
-			delete(s.shrunkSince, key)
-		case !wasShrunk:
-			s.shrunkSince[key] = now
-		}
+		shrunkAt, wasShrunk := holds(s.shrunkSince, key, shrunk, now)
 		keepWhole := s.keepWholeAfterQuorum
 		s.mu.Unlock()
 		if keepWhole > 0 && shrunk && wasShrunk && now.Sub(shrunkAt) > keepWhole {
@@ -267,6 +255,20 @@ func (s *scenario) extra(ctx context.Context) string {
 	}
 	sort.Strings(parts)
 	return "; queues cpu allocated/deserved: " + strings.Join(parts, ", ")
+}
+
+// holds keeps, in since, when a gang's condition started to hold: it
+// returns that time and whether it already held before now; a condition
+// that no longer holds is forgotten.
+func holds(since map[state.GroupKey]time.Time, key state.GroupKey, cond bool, now time.Time) (time.Time, bool) {
+	at, was := since[key]
+	switch {
+	case !cond:
+		delete(since, key)
+	case !was:
+		since[key] = now
+	}
+	return at, was
 }
 
 // waitJobs waits until every Job in the list completes, failing with the
