@@ -66,7 +66,9 @@
 // Status: the plugin keeps PodGroup status (phase Pending, Scheduling,
 // Scheduled, Running, Finished or Failed; running, succeeded, failed;
 // scheduleStartTime) with coalesced merge patches, counting only pods in
-// the PodGroup's own namespace. scheduler-plugins' PodGroup status has no
+// the PodGroup's own namespace. A replica that starts scheduling (after a
+// restart or a fail-over) first rewrites every PodGroup not yet Finished,
+// since what finished while no scheduler was writing was heard by nobody. scheduler-plugins' PodGroup status has no
 // field for the number of scheduled members; phase Scheduled says the
 // quorum is bound.
 package gang

@@ -60,8 +60,21 @@ func (w *statusWriter) enqueue(key state.GroupKey) {
 	w.start.Do(func() {
 		w.started.Store(true)
 		go w.run()
+		w.catchUp()
 	})
 	w.queue.AddAfter(key, statusCoalesce)
+}
+
+// catchUp schedules one status write for every PodGroup not yet Finished
+// when this replica starts writing: what changed while no scheduler was
+// writing (a crash, a restart, a fail-over) was heard by nobody, and a
+// gang whose members all finished meanwhile would stay Running for ever.
+func (w *statusWriter) catchUp() {
+	for _, obj := range w.store.PodGroupInformer().GetStore().List() {
+		if pg, ok := obj.(*schedv1alpha1.PodGroup); ok && pg.Status.Phase != schedv1alpha1.PodGroupFinished {
+			w.queue.AddAfter(state.GroupKey{Namespace: pg.Namespace, Name: pg.Name}, statusCoalesce)
+		}
+	}
 }
 
 // notify schedules a status write for a change seen by the informers (a

@@ -283,18 +283,20 @@ func (s *scenario) waitJobs(timeout time.Duration, jobs ...*batchv1.Job) {
 // waitPodGroupsFinished waits until every PodGroup is Finished.
 func (s *scenario) waitPodGroupsFinished(timeout time.Duration) {
 	s.t.Helper()
+	var unfinished []string
 	require.Eventually(s.t, func() bool {
 		list, err := s.h.PodGroups.SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).List(s.h.Ctx, metav1.ListOptions{})
 		if err != nil {
 			return false
 		}
+		unfinished = unfinished[:0]
 		for _, pg := range list.Items {
 			if pg.Status.Phase != schedv1alpha1.PodGroupFinished {
-				return false
+				unfinished = append(unfinished, fmt.Sprintf("%s/%s %+v", pg.Namespace, pg.Name, pg.Status))
 			}
 		}
-		return true
-	}, timeout, 250*time.Millisecond, "every PodGroup Finished\n%s", s.tl)
+		return len(unfinished) == 0
+	}, timeout, 250*time.Millisecond, "every PodGroup Finished; not: %v\n%s", &unfinished, s.tl)
 }
 
 // gangJob creates a PodGroup and the Job whose pods are its members.
