@@ -67,7 +67,7 @@ func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settl
 	if err := cp.StartControllers(ctx, tb); err != nil {
 		return err
 	}
-	if err := cp.StartKubelets(ctx, tb); err != nil {
+	if err := cp.StartKubelets(ctx, tb, harness.KubeletOptions{}); err != nil {
 		return err
 	}
 	if err := cp.CreateNodes(ctx, demoNodes()...); err != nil {

@@ -101,7 +101,7 @@ func runOnce(t *testing.T, w workload, v variant, opts Options, i int) *result {
 	t.Run(fmt.Sprintf("%s/%s/%d", w.id, v.name, i), func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
-		e, err := newEnv(ctx, t, opts, v, int(runs.Add(1)))
+		e, err := newEnv(ctx, t, opts, v, int(runs.Add(1)), w.jobs)
 		require.NoError(t, err)
 		e.profileDir, e.workload = *cpuProfile, w.id
 		got, err := w.run(e, v)

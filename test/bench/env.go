@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -30,7 +31,9 @@ import (
 type Options struct {
 	// Kubeconfig of an existing control plane whose scheduler (named by
 	// SchedulerName) is measured; empty: a fresh control plane and the
-	// flotilla-scheduler binary per run.
+	// flotilla-scheduler binary per run. It must run kubelets for the
+	// nodes the workloads create (labelled harness.ManagedNodeLabel) and
+	// the Job controller, as the playground does.
 	Kubeconfig    string
 	SchedulerName string
 	// MetricsURL of the external scheduler, if it serves one.
@@ -58,8 +61,13 @@ type env struct {
 	nodes      []string
 }
 
-// newEnv starts (or connects to) a cluster for one run of a variant.
-func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run int) (*env, error) {
+// newEnv starts (or connects to) a cluster for one run of a variant. A
+// workload of Jobs runs on the realistic substrate: the Job and garbage
+// collector controllers of kube-controller-manager, and simulated kubelets
+// that run the pods for their run time (without node heartbeats: see
+// harness.KubeletOptions). The others schedule bare pods that are never
+// run.
+func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run int, jobs bool) (*env, error) {
 	e := &env{ctx: ctx, tb: tb, namespace: fmt.Sprintf("bench-%d", run), scheduler: v.scheduler}
 	var cfg *rest.Config
 	if opts.Kubeconfig != "" {
@@ -77,7 +85,14 @@ func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run in
 			return nil, err
 		}
 		e.cp, cfg = cp, cp.Config
-		if err := cp.FinishTerminatingPods(ctx); err != nil {
+		if jobs {
+			if err := cp.StartControllers(ctx, tb, harness.JobControllers...); err != nil {
+				return nil, err
+			}
+			if err := cp.StartKubelets(ctx, tb, harness.KubeletOptions{NoHeartbeats: true}); err != nil {
+				return nil, err
+			}
+		} else if err := cp.FinishTerminatingPods(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -99,13 +114,6 @@ func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run in
 			}
 		}
 	})
-	if e.cp == nil {
-		// An external cluster has no kubelets either (the playground's
-		// nodes are fake): finish deletions as kubelets would.
-		if err := harness.FinishTerminatingPods(ctx, tb, e.client); err != nil {
-			return nil, err
-		}
-	}
 	e.pods = newPodLog()
 	return e, e.pods.start(ctx, tb, e.client, e.namespace)
 }
@@ -248,12 +256,19 @@ type podLog struct {
 	firstCreate                     time.Time
 	// attemptedAt: when a pod was first reported unschedulable.
 	attemptedAt map[string]time.Time
-	boundCh     chan struct{}
-	bound       int
+	// finishedAt: when a pod was first seen Succeeded or Failed.
+	finishedAt map[string]time.Time
+	// jobOf: the Job a pod belongs to; members: a Job's pods.
+	jobOf   map[string]string
+	members map[string][]string
+	boundCh chan struct{}
+	bound   int
 }
 
 func newPodLog() *podLog {
-	return &podLog{attemptedAt: map[string]time.Time{}, createStart: map[string]time.Time{}, createdAt: map[string]time.Time{}, boundAt: map[string]time.Time{}, boundCh: make(chan struct{}, 1)}
+	return &podLog{attemptedAt: map[string]time.Time{}, createStart: map[string]time.Time{}, createdAt: map[string]time.Time{},
+		boundAt: map[string]time.Time{}, finishedAt: map[string]time.Time{}, jobOf: map[string]string{}, members: map[string][]string{},
+		boundCh: make(chan struct{}, 1)}
 }
 
 func (l *podLog) start(ctx context.Context, tb ktesting.TB, client kubernetes.Interface, namespace string) error {
@@ -268,6 +283,21 @@ func (l *podLog) start(ctx context.Context, tb ktesting.TB, client kubernetes.In
 		if !ok {
 			return
 		}
+		l.mu.Lock()
+		now := time.Now()
+		// A Job's pods are created by its controller: they exist when the
+		// watch first shows them.
+		if _, ok := l.createdAt[pod.Name]; !ok {
+			l.createdAt[pod.Name] = now
+			if job := pod.Labels[batchv1.JobNameLabel]; job != "" {
+				l.jobOf[pod.Name] = job
+				l.members[job] = append(l.members[job], pod.Name)
+			}
+		}
+		if _, ok := l.finishedAt[pod.Name]; !ok && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) {
+			l.finishedAt[pod.Name] = now
+		}
+		l.mu.Unlock()
 		if pod.Spec.NodeName == "" {
 			for _, c := range pod.Status.Conditions {
 				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
@@ -314,7 +344,44 @@ func (l *podLog) creating(name string) {
 func (l *podLog) created(name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.createdAt[name] = time.Now()
+	if _, seen := l.createdAt[name]; !seen {
+		l.createdAt[name] = time.Now()
+	}
+}
+
+// started marks the start of a workload whose pods a controller creates.
+func (l *podLog) started() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.firstCreate.IsZero() {
+		l.firstCreate = time.Now()
+	}
+}
+
+// jobs returns each Job's pods seen so far.
+func (l *podLog) jobs() map[string][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string][]string, len(l.members))
+	for job, pods := range l.members {
+		out[job] = append([]string(nil), pods...)
+	}
+	return out
+}
+
+// running counts the names bound and not yet finished.
+func (l *podLog) running(names []string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, name := range names {
+		_, bound := l.boundAt[name]
+		_, finished := l.finishedAt[name]
+		if bound && !finished {
+			n++
+		}
+	}
+	return n
 }
 
 // waitBound waits until n pods have been seen bound.
@@ -342,8 +409,9 @@ func (l *podLog) waitBound(ctx context.Context, n int, timeout time.Duration) er
 func (l *podLog) span(names []string) (firstCreate, lastCreated, lastBound time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	firstCreate = l.firstCreate
 	for _, n := range names {
-		if t := l.createStart[n]; firstCreate.IsZero() || t.Before(firstCreate) {
+		if t, ok := l.createStart[n]; ok && t.Before(firstCreate) {
 			firstCreate = t
 		}
 		if t := l.createdAt[n]; t.After(lastCreated) {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,7 +21,7 @@ const (
 	defaultScheduler  = "default-scheduler"
 	flotillaScheduler = "flotilla-scheduler"
 	groupLabel        = "bench-group"
-	queueLabelKey     = "bench-queue"
+	queueLabel        = flotillav1alpha1.QueueLabel
 )
 
 // variant is one side of a comparison.
@@ -66,6 +65,10 @@ type workload struct {
 	run              func(e *env, v variant) (*result, error)
 	// verdict says what was measured against the target and whether it was met.
 	verdict func(medians map[string]*result) (string, bool)
+	// jobs: the workload is Jobs whose pods run and finish (the realistic
+	// substrate: Job controller and simulated kubelets); otherwise bare
+	// pods that are only scheduled.
+	jobs bool
 }
 
 // workloads returns every workload at the full size or the CI smoke size.
@@ -94,11 +97,12 @@ func workloads(full bool) []workload {
 			verdict: ratioVerdict("pods/s", flotillaPlain, 1.0, func(r *result) float64 { return r.PodsPerS }),
 		},
 		{
-			id: "P2", what: fmt.Sprintf("%d gangs x 8 pods on %d nodes", p2Gangs, p2Nodes),
+			id: "P2", what: fmt.Sprintf("%d Jobs x 8 pods (1 cpu + 1Gi, run 5 s) on %d nodes", p2Gangs, p2Nodes),
 			target:   ">= 0.9 x the default profile's pods/s on the same pods without gang semantics",
-			variants: []variant{defaultPlain, flotillaGangs},
+			variants: []variant{defaultPlain, flotillaGangs}, jobs: true,
 			run: func(e *env, v variant) (*result, error) {
-				return runPods(e, v, p2Nodes, harness.NodeSpec{Name: "n", CPU: "16", Memory: "64Gi"}, p2Gangs*8, 8, "1", false)
+				return runJobs(e, v, p2Nodes, harness.NodeSpec{Name: "n", CPU: "16", Memory: "64Gi"},
+					jobStream{jobs: p2Gangs, size: 8, cpu: "1", memory: "1Gi", runSeconds: 5})
 			},
 			verdict: ratioVerdict("pods/s", flotillaGangs, 0.9, func(r *result) float64 { return r.PodsPerS }),
 		},
@@ -128,11 +132,11 @@ func workloads(full bool) []workload {
 			},
 		},
 		{
-			id: "Q1", what: fmt.Sprintf("%d gangs, each 40%% of %d nodes, created at once, each deleted 2 s after it is bound", q1Gangs, q1Nodes),
-			target:   "all complete <= 1.5 x ideal (waves x hold); resource-seconds held by incomplete gangs <= 1% of the total",
-			variants: []variant{flotillaGangs},
+			id: "Q1", what: fmt.Sprintf("%d Jobs, each a gang of 40%% of %d nodes, created at once, pods run 2 s", q1Gangs, q1Nodes),
+			target:   "all complete <= 1.5 x ideal (waves x run time); resource-seconds held by incomplete gangs <= 1% of the total",
+			variants: []variant{defaultPlain, flotillaGangs}, jobs: true,
 			run: func(e *env, v variant) (*result, error) {
-				return runWaves(e, q1Nodes, q1Gangs, 2*time.Second)
+				return runWaves(e, v, q1Nodes, q1Gangs, 2*time.Second)
 			},
 			verdict: func(m map[string]*result) (string, bool) {
 				r := m[flotillaGangs.name]
@@ -141,9 +145,9 @@ func workloads(full bool) []workload {
 			},
 		},
 		{
-			id: "Q2", what: fmt.Sprintf("3 queues, weights 1:2:3, each over-subscribed with 1 cpu + 1Gi pods, on %d nodes", q2Nodes),
+			id: "Q2", what: fmt.Sprintf("3 queues, weights 1:2:3, each over-subscribed with Jobs of 1 cpu + 1Gi pods, on %d nodes", q2Nodes),
 			target:   "steady allocation within 2% of deserved; a newly active queue reaches its deserved share <= 10 s (with reclaim)",
-			variants: []variant{flotillaPlain},
+			variants: []variant{flotillaPlain}, jobs: true,
 			run: func(e *env, v variant) (*result, error) {
 				return runQueues(e, q2Nodes)
 			},
@@ -228,17 +232,7 @@ func runPods(e *env, v variant, nodes int, node harness.NodeSpec, pods, perGroup
 	r.PodsPerS = float64(pods) / r.Seconds
 	if perGroup > 1 {
 		r.Extra = map[string]float64{}
-		for _, g := range members {
-			_, lastCreated, lastBound := e.pods.span(g)
-			if secs := lastBound.Sub(lastCreated).Seconds(); secs >= r.GangSecs {
-				// Of the slowest gang: until its first member bound (a gang's
-				// members bind once its quorum is placed) and the rest.
-				firstBound := e.pods.firstBound(g)
-				r.GangSecs = secs
-				r.Extra["gangPlaceSeconds"] = firstBound.Sub(lastCreated).Seconds()
-				r.Extra["gangBindSeconds"] = lastBound.Sub(firstBound).Seconds()
-			}
-		}
+		r.GangSecs = slowestGang(e.pods, members, r.Extra)
 	}
 	return r, e.measureScheduler(r, v)
 }
@@ -259,87 +253,10 @@ func (e *env) measureScheduler(r *result, v variant) error {
 	return nil
 }
 
-// runWaves is Q1: gangs that fit two at a time arrive together; each is
-// deleted hold after it is fully bound. Ideal: one wave of two per hold.
-func runWaves(e *env, nodes, gangs int, hold time.Duration) (*result, error) {
-	if err := e.createNodes(nodes, harness.NodeSpec{Name: "n", CPU: "8", Memory: "32Gi"}); err != nil {
-		return nil, err
-	}
-	size := int(math.Round(0.4 * float64(nodes)))
-	for g := 0; g < gangs; g++ {
-		if _, err := e.podGroups.SchedulingV1alpha1().PodGroups(e.namespace).Create(e.ctx, harness.PodGroup(e.namespace, groupName(g), int32(size)), metav1.CreateOptions{}); err != nil {
-			return nil, err
-		}
-	}
-	if err := e.startScheduler(); err != nil {
-		return nil, err
-	}
-	var specs []harness.PodSpec
-	members := make([][]string, gangs)
-	for g := 0; g < gangs; g++ {
-		for i := 0; i < size; i++ {
-			s := harness.PodSpec{Name: fmt.Sprintf("%s-%d", groupName(g), i), CPU: "8", PodGroup: groupName(g), Labels: map[string]string{groupLabel: groupName(g)}}
-			specs = append(specs, s)
-			members[g] = append(members[g], s.Name)
-		}
-	}
-	start := time.Now()
-	if err := e.createPods(specs); err != nil {
-		return nil, err
-	}
-	fullAt := make([]time.Time, gangs)
-	done := make([]bool, gangs)
-	var partial, total float64 // pod-seconds (every pod takes a whole node)
-	last := time.Now()
-	deadline := start.Add(time.Duration(gangs)*hold*3 + 2*time.Minute)
-	remaining := gangs
-	for remaining > 0 {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%d of %d gangs not done after %s", remaining, gangs, time.Since(start))
-		}
-		time.Sleep(50 * time.Millisecond)
-		now := time.Now()
-		dt := now.Sub(last).Seconds()
-		last = now
-		for g := range members {
-			if done[g] {
-				continue
-			}
-			bound := e.pods.countBound(members[g])
-			total += float64(bound) * dt
-			if bound > 0 && bound < size {
-				partial += float64(bound) * dt
-			}
-			if bound == size && fullAt[g].IsZero() {
-				fullAt[g] = now
-			}
-			if !fullAt[g].IsZero() && now.Sub(fullAt[g]) >= hold {
-				if err := e.deletePods(members[g]); err != nil {
-					return nil, err
-				}
-				done[g] = true
-				remaining--
-			}
-		}
-	}
-	perWave := 2 // 40% each: two at a time
-	ideal := math.Ceil(float64(gangs)/float64(perWave)) * hold.Seconds()
-	r := &result{Pods: len(specs), Seconds: time.Since(start).Seconds(), Extra: map[string]float64{
-		"idealSeconds": ideal, "partialPercent": 100 * partial / math.Max(total, 1e-9),
-	}}
-	r.PodsPerS = float64(r.Pods) / r.Seconds
-	return r, e.measureScheduler(r, flotillaGangs)
-}
-
-func (e *env) deletePods(names []string) error {
-	return parallel(e.ctx, len(names), func(ctx context.Context, i int) error {
-		return e.client.CoreV1().Pods(e.namespace).Delete(ctx, names[i], metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
-	})
-}
-
 // runQueues is Q2: queues "one" and "two" (weights 1 and 2) share the
 // cluster; then "three" (weight 3) becomes active and must reclaim its
-// share. Every queue asks for 1.5 x the cluster in pods of 1 cpu + 1Gi.
+// share. Every queue asks for 1.5 x the cluster in Jobs of pods of 1 cpu +
+// 1Gi (see queueJobs).
 func runQueues(e *env, nodes int) (*result, error) {
 	if err := e.createNodes(nodes, harness.NodeSpec{Name: "n", CPU: "10", Memory: "64Gi"}); err != nil {
 		return nil, err
@@ -354,33 +271,27 @@ func runQueues(e *env, nodes int) (*result, error) {
 		return nil, err
 	}
 	capacity := nodes * 10
+	// Memory is plentiful (64Gi a node), so each queue's deserved memory
+	// is its demand and only cpu is reclaimed.
 	perQueue := capacity * 3 / 2
-	podsOf := func(q string) []harness.PodSpec {
-		specs := make([]harness.PodSpec, perQueue)
-		for i := range specs {
-			// Ordinary pods: cpu and memory. Memory is plentiful (64Gi a
-			// node), so each queue's deserved memory is its demand and only
-			// cpu is reclaimed.
-			specs[i] = harness.PodSpec{Name: fmt.Sprintf("%s-%05d", q, i), CPU: "1", Memory: "1Gi",
-				Labels: map[string]string{flotillav1alpha1.QueueLabel: e.namespace + "-" + q, queueLabelKey: q}}
-		}
-		return specs
-	}
+	const jobSize = 10
 	start := time.Now()
-	if err := e.createPods(append(podsOf("one"), podsOf("two")...)); err != nil {
-		return nil, err
+	for _, q := range []string{"one", "two"} {
+		if err := e.queueJobs(q, perQueue, jobSize); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := e.steady(3*time.Second, 2*time.Minute); err != nil {
 		return nil, err
 	}
 	activated := time.Now()
-	if err := e.createPods(podsOf("three")); err != nil {
+	if err := e.queueJobs("three", perQueue, jobSize); err != nil {
 		return nil, err
 	}
 	deserved := func(w int32, total int32) float64 { return float64(capacity) * float64(w) / float64(total) }
 	var toShare float64
 	for {
-		counts, err := e.boundByQueue()
+		counts, err := e.runningByQueue()
 		if err != nil {
 			return nil, err
 		}
@@ -430,28 +341,13 @@ func (e *env) createQueue(name string, weight int32) error {
 	return err
 }
 
-// boundByQueue counts bound, live pods per queue.
-func (e *env) boundByQueue() (map[string]int, error) {
-	pods, err := e.client.CoreV1().Pods(e.namespace).List(e.ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]int{}
-	for _, p := range pods.Items {
-		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			out[p.Labels[queueLabelKey]]++
-		}
-	}
-	return out, nil
-}
-
 // steady waits until the bound counts stop changing for quiet.
 func (e *env) steady(quiet, timeout time.Duration) (map[string]int, error) {
 	deadline := time.Now().Add(timeout)
 	var last map[string]int
 	since := time.Now()
 	for time.Now().Before(deadline) {
-		counts, err := e.boundByQueue()
+		counts, err := e.runningByQueue()
 		if err != nil {
 			return nil, err
 		}

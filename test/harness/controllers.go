@@ -26,6 +26,11 @@ var workloadControllers = []string{
 	"node-lifecycle-controller", "taint-eviction-controller", "pod-garbage-collector-controller", "disruption-controller",
 }
 
+// JobControllers are what a cluster of Jobs whose nodes never fail needs:
+// the benchmarks run them with kubelets that do not heartbeat (see
+// KubeletOptions), so the node lifecycle controller must not run there.
+var JobControllers = []string{"job-controller", "garbage-collector-controller"}
+
 // RealisticAPIServerFlags shorten how long pods tolerate a not-ready or
 // unreachable node (default 300 s) so a node failure evicts its pods
 // within seconds.
@@ -39,19 +44,27 @@ var RealisticAPIServerFlags = []string{
 // and Run, as its test server starts them, without needing a *testing.T,
 // so the playground runs it too. Its readiness is the apiserver's, so it
 // returns before the controllers run; the first Job waits a moment longer.
-func (cp *ControlPlane) StartControllers(ctx context.Context, tb ktesting.TB) error {
+// controllers names the ones to run; none: every controller a realistic
+// cluster needs (workloadControllers).
+func (cp *ControlPlane) StartControllers(ctx context.Context, tb ktesting.TB, controllers ...string) error {
+	if len(controllers) == 0 {
+		controllers = workloadControllers
+	}
 	flags := []string{
 		"--kubeconfig=" + cp.KubeconfigPath,
 		// Leader election's end calls os.Exit, which would end the process.
 		"--leader-elect=false",
 		"--secure-port=0",
-		"--controllers=" + strings.Join(workloadControllers, ","),
+		"--controllers=" + strings.Join(controllers, ","),
 		// A node whose Lease stops is unreachable after 10 s, not 50 s.
 		"--node-monitor-grace-period=10s",
 		"--node-monitor-period=1s",
 		"--node-eviction-rate=100",
 		"--kube-api-qps=500",
 		"--kube-api-burst=1000",
+		// A burst of Jobs (the benchmarks create hundreds at once) must not
+		// wait on five workers for their pods.
+		"--concurrent-job-syncs=20",
 	}
 	s, err := kcmoptions.NewKubeControllerManagerOptions()
 	if err != nil {
@@ -97,9 +110,19 @@ func (cp *ControlPlane) StartControllers(ctx context.Context, tb ktesting.TB) er
 	}
 }
 
+// KubeletOptions tune the kubelet simulator.
+type KubeletOptions struct {
+	// NoHeartbeats: nodes renew no Lease. A node then stays as it was
+	// made (Ready) for as long as no node lifecycle controller runs; the
+	// benchmarks use it on 1000 nodes, whose renewals (one write per node
+	// every 2 s) would take a share of this machine's apiserver that no
+	// real cluster's scheduler competes with.
+	NoHeartbeats bool
+}
+
 // StartKubelets runs the kubelet simulator (see kubelets.go) over every
 // node made with CreateNodes until tb's clean-up.
-func (cp *ControlPlane) StartKubelets(ctx context.Context, tb ktesting.TB) error {
+func (cp *ControlPlane) StartKubelets(ctx context.Context, tb ktesting.TB, opts KubeletOptions) error {
 	kubeletCtx, stop := context.WithCancel(ctx)
 	tb.Cleanup(func() {
 		stop()
@@ -107,7 +130,7 @@ func (cp *ControlPlane) StartKubelets(ctx context.Context, tb ktesting.TB) error
 		// apiserver goes, which otherwise waits for them.
 		time.Sleep(100 * time.Millisecond)
 	})
-	return startKubelets(kubeletCtx, cp.KubeconfigPath)
+	return startKubelets(kubeletCtx, cp.KubeconfigPath, opts)
 }
 
 // StartRealistic brings up the cluster every realistic test stands on: the
@@ -123,7 +146,7 @@ func StartRealistic(t testing.TB, opts ControlPlaneOptions) *Harness {
 	if err := h.StartControllers(h.Ctx, t); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.StartKubelets(h.Ctx, t); err != nil {
+	if err := h.StartKubelets(h.Ctx, t, KubeletOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return h

@@ -41,6 +41,8 @@ type WorkloadSpec struct {
 	// honours whatever is set.
 	GracePeriodSeconds *int64
 	PriorityClassName  string
+	// SchedulerName defaults to flotilla-scheduler.
+	SchedulerName string
 	// Indexed makes a Job's completion mode Indexed.
 	Indexed bool
 	// BackoffLimit of a Job (nil: Kubernetes' default, 6).
@@ -72,6 +74,10 @@ func (s WorkloadSpec) template(ownerLabel string) corev1.PodTemplateSpec {
 	if s.RunSeconds > 0 {
 		annotations[RunSecondsAnnotation] = strconv.FormatFloat(s.RunSeconds, 'f', -1, 64)
 	}
+	scheduler := s.SchedulerName
+	if scheduler == "" {
+		scheduler = FlotillaSchedulerName
+	}
 	grace := s.GracePeriodSeconds
 	if grace == nil {
 		one := int64(1)
@@ -80,7 +86,7 @@ func (s WorkloadSpec) template(ownerLabel string) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
 		Spec: corev1.PodSpec{
-			SchedulerName:                 FlotillaSchedulerName,
+			SchedulerName:                 scheduler,
 			PriorityClassName:             s.PriorityClassName,
 			TerminationGracePeriodSeconds: grace,
 			Containers: []corev1.Container{{

@@ -1,0 +1,240 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-sched/flotilla/test/harness"
+)
+
+// jobStream is a workload of Jobs, each a gang of size pods (its PodGroup,
+// when the variant has gangs, asks for all of them), created at once.
+type jobStream struct {
+	jobs, size  int
+	cpu, memory string
+	runSeconds  float64
+}
+
+// createJobs creates the stream's Jobs (and PodGroups, for gangs) with
+// many workers; the Job controller then creates their pods.
+func (e *env) createJobs(v variant, s jobStream) ([]string, error) {
+	names := make([]string, s.jobs)
+	for j := range names {
+		names[j] = groupName(j)
+	}
+	if v.gangs {
+		err := parallel(e.ctx, s.jobs, func(ctx context.Context, j int) error {
+			_, err := e.podGroups.SchedulingV1alpha1().PodGroups(e.namespace).Create(ctx, harness.PodGroup(e.namespace, names[j], int32(s.size)), metav1.CreateOptions{})
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := e.startScheduler(); err != nil {
+		return nil, err
+	}
+	e.pods.started()
+	err := parallel(e.ctx, s.jobs, func(ctx context.Context, j int) error {
+		spec := harness.WorkloadSpec{Namespace: e.namespace, Name: names[j], Replicas: int32(s.size),
+			CPU: s.cpu, Memory: s.memory, RunSeconds: s.runSeconds, SchedulerName: e.scheduler}
+		if v.gangs {
+			spec.PodGroup = names[j]
+		}
+		_, err := e.client.BatchV1().Jobs(e.namespace).Create(ctx, harness.Job(spec), metav1.CreateOptions{})
+		return err
+	})
+	return names, err
+}
+
+// waitJobsComplete waits until every Job in the namespace has completed.
+func (e *env) waitJobsComplete(want int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		jobs, err := e.client.BatchV1().Jobs(e.namespace).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		complete := 0
+		for i := range jobs.Items {
+			finished, how := harness.JobFinished(&jobs.Items[i])
+			if finished && how != batchv1.JobComplete {
+				return fmt.Errorf("job %s ended %s", jobs.Items[i].Name, how)
+			}
+			if finished {
+				complete++
+			}
+		}
+		if complete >= want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d Jobs complete after %s", complete, want, timeout)
+		}
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-e.ctx.Done():
+			return e.ctx.Err()
+		}
+	}
+}
+
+// runJobs is P2: the stream's Jobs are created at once on a cluster that
+// holds them all; their pods run runSeconds and succeed. Measured: from the
+// first Job created to the last pod bound (and to the last Job complete).
+func runJobs(e *env, v variant, nodes int, node harness.NodeSpec, s jobStream) (*result, error) {
+	if err := e.createNodes(nodes, node); err != nil {
+		return nil, err
+	}
+	names, err := e.createJobs(v, s)
+	if err != nil {
+		return nil, err
+	}
+	if e.profileDir != "" {
+		profiled := e.profileCPU(filepath.Join(e.profileDir, fmt.Sprintf("%s-%s.pprof", e.workload, strings.ReplaceAll(v.name, " ", ""))), 15)
+		defer func() { <-profiled }()
+	}
+	pods := s.jobs * s.size
+	if err := e.pods.waitBound(e.ctx, pods, time.Duration(60+pods/20)*time.Second); err != nil {
+		return nil, err
+	}
+	if err := e.waitJobsComplete(len(names), time.Duration(60+pods/20)*time.Second+time.Duration(s.runSeconds)*time.Second); err != nil {
+		return nil, err
+	}
+	complete := time.Now()
+	r := &result{Pods: pods, Extra: map[string]float64{}}
+	members := e.pods.jobs()
+	var all []string
+	for _, g := range members {
+		all = append(all, g...)
+	}
+	first, lastCreated, last := e.pods.span(all)
+	r.Seconds = last.Sub(first).Seconds()
+	r.PodsPerS = float64(pods) / r.Seconds
+	// The Job controller's pace: if it, not the scheduler, were what the
+	// pods waited on, both variants would show its rate.
+	r.Extra["lastPodCreatedSeconds"] = lastCreated.Sub(first).Seconds()
+	r.Extra["jobsCompleteSeconds"] = complete.Sub(first).Seconds()
+	r.GangSecs = slowestGang(e.pods, members, r.Extra)
+	return r, e.measureScheduler(r, v)
+}
+
+// slowestGang is the longest time from a group's last pod created to its
+// last member bound; extra gets how that splits into placing (until the
+// first member bound: a gang's members bind once its quorum is placed) and
+// binding the rest.
+func slowestGang(pods *podLog, members map[string][]string, extra map[string]float64) float64 {
+	var slowest float64
+	for _, g := range members {
+		_, lastCreated, lastBound := pods.span(g)
+		if secs := lastBound.Sub(lastCreated).Seconds(); secs >= slowest {
+			firstBound := pods.firstBound(g)
+			slowest = secs
+			extra["gangPlaceSeconds"] = firstBound.Sub(lastCreated).Seconds()
+			extra["gangBindSeconds"] = lastBound.Sub(firstBound).Seconds()
+		}
+	}
+	return slowest
+}
+
+// runWaves is Q1: Jobs whose gangs fit two at a time are created together;
+// each pod runs hold and succeeds, freeing its node for the next gang.
+// Ideal: one wave of two per hold.
+func runWaves(e *env, v variant, nodes, gangs int, hold time.Duration) (*result, error) {
+	if err := e.createNodes(nodes, harness.NodeSpec{Name: "n", CPU: "8", Memory: "32Gi"}); err != nil {
+		return nil, err
+	}
+	size := int(math.Round(0.4 * float64(nodes)))
+	start := time.Now()
+	names, err := e.createJobs(v, jobStream{jobs: gangs, size: size, cpu: "8", memory: "16Gi", runSeconds: hold.Seconds()})
+	if err != nil {
+		return nil, err
+	}
+	fullAt := map[string]time.Time{}
+	var partial, total float64 // pod-seconds (every pod takes a whole node)
+	last := time.Now()
+	deadline := start.Add(time.Duration(gangs)*hold*3 + 2*time.Minute)
+	for {
+		jobs, err := e.client.BatchV1().Jobs(e.namespace).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		complete := 0
+		for i := range jobs.Items {
+			if finished, _ := harness.JobFinished(&jobs.Items[i]); finished {
+				complete++
+			}
+		}
+		if complete == len(names) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d of %d Jobs complete after %s", complete, gangs, time.Since(start))
+		}
+		time.Sleep(50 * time.Millisecond)
+		now := time.Now()
+		dt := now.Sub(last).Seconds()
+		last = now
+		for job, pods := range e.pods.jobs() {
+			running := e.pods.running(pods)
+			total += float64(running) * dt
+			if _, full := fullAt[job]; full {
+				continue
+			}
+			// Until all its members have been bound, what a gang's bound
+			// members hold is held by an incomplete gang.
+			if e.pods.countBound(pods) == size {
+				fullAt[job] = now
+				continue
+			}
+			partial += float64(running) * dt
+		}
+	}
+	perWave := 2 // 40% each: two at a time
+	ideal := math.Ceil(float64(gangs)/float64(perWave)) * hold.Seconds()
+	r := &result{Pods: gangs * size, Seconds: time.Since(start).Seconds(), Extra: map[string]float64{
+		"idealSeconds": ideal, "partialPercent": 100 * partial / math.Max(total, 1e-9),
+	}}
+	r.PodsPerS = float64(r.Pods) / r.Seconds
+	return r, e.measureScheduler(r, v)
+}
+
+// queueJobs creates queue q's Jobs: pods of 1 cpu + 1Gi, in Jobs of
+// jobSize, pods in all, that run far longer than the measurement, so that
+// only reclaim gives a queue its share. A preempted pod does not count
+// against the Job's backoffLimit (the pod failure policy of preemptible
+// batch) and the Job controller replaces it; the replacement waits in its
+// queue.
+func (e *env) queueJobs(q string, pods, jobSize int) error {
+	jobs := (pods + jobSize - 1) / jobSize
+	return parallel(e.ctx, jobs, func(ctx context.Context, j int) error {
+		spec := harness.WorkloadSpec{Namespace: e.namespace, Name: fmt.Sprintf("%s-%03d", q, j), Replicas: int32(min(jobSize, pods-j*jobSize)),
+			CPU: "1", Memory: "1Gi", RunSeconds: 3600, Queue: e.namespace + "-" + q, IgnoreDisruptions: true, SchedulerName: e.scheduler}
+		_, err := e.client.BatchV1().Jobs(e.namespace).Create(ctx, harness.Job(spec), metav1.CreateOptions{})
+		return err
+	})
+}
+
+// runningByQueue counts bound pods that neither finished nor are being
+// deleted, per queue (the queue label without the run's prefix).
+func (e *env) runningByQueue() (map[string]int, error) {
+	pods, err := e.client.CoreV1().Pods(e.namespace).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out[strings.TrimPrefix(p.Labels[queueLabel], e.namespace+"-")]++
+		}
+	}
+	return out, nil
+}
