@@ -109,14 +109,15 @@ func TestQuorumCheckIsPlacementAware(t *testing.T) {
 	var plan []state.PlanSlot
 	check := func(nodes []fwk.NodeInfo) (reason string) {
 		g.store.Lock(func(tx *state.Tx) {
-			reason, plan = g.quorumDoesNotFit(pg, tx.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, tx)
+			reason, plan = g.quorumDoesNotFit(pg, tx.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, tx, nil)
 		})
 		return reason
 	}
 	assert.Contains(t, check(fragmented), "0 of the 2 members needed for minMember 2 fit", "9 cpu free in 3-cpu pieces")
 	assert.Empty(t, check(roomy))
 	// The plan is where first fit put them: one on a, one on c.
-	assert.Equal(t, []state.PlanSlot{{Node: "a", Members: 1}, {Node: "c", Members: 1}}, plan)
+	four := state.Resources{corev1.ResourceCPU: 4000}
+	assert.Equal(t, []state.PlanSlot{{Node: "a", Members: 1, Held: four}, {Node: "c", Members: 1, Held: four}}, plan)
 
 	// Members already reserved do not need room again.
 	g.store.Lock(func(tx *state.Tx) { tx.Gang(state.GroupKey{Namespace: "ns", Name: "g"}).Reserved["m0"] = members[0] })
@@ -247,7 +248,7 @@ func TestQuorumCountsSucceededMembers(t *testing.T) {
 			g.store.Lock(func(tx *state.Tx) {
 				gang := tx.Gang(key)
 				quorum, surplus = tx.Quorum(gang), tx.QuorumReached(gang, pg)
-				reason, plan = g.quorumDoesNotFit(pg, gang, roomy, tx)
+				reason, plan = g.quorumDoesNotFit(pg, gang, roomy, tx, nil)
 			})
 			planned := 0
 			for _, slot := range plan {

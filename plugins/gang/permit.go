@@ -25,7 +25,7 @@ func (g *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nod
 	g.store.Lock(func(tx *state.Tx) {
 		gang := tx.Gang(key)
 		gang.Reserved[pod.UID] = pod
-		gang.TakePlanSlot(node)
+		gang.TakePlanSlot(node, state.Request(pod))
 	})
 	return nil
 }
@@ -144,7 +144,7 @@ func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why, reason 
 		}
 		// Only the first failure of an attempt rejects the siblings; their
 		// own Unreserve calls then find the attempt already over.
-		if gang.AttemptStarted.IsZero() && tx.Placing() != gang {
+		if gang.AttemptStarted.IsZero() && !tx.IsPlacing(gang) {
 			return
 		}
 		ended = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,8 +17,8 @@ import (
 )
 
 // PreFilter admits a member when its gang may place now: the gang is not
-// backing off, no other gang is holding partial reservations, and the
-// members still needed for the quorum fit the nodes' free capacity. The
+// backing off, and the members still needed for the quorum fit the nodes'
+// free capacity less what other placing gangs hold (see doc.go). The
 // check runs once, when the gang's attempt starts; the siblings are then
 // activated so they follow straight away.
 //
@@ -51,25 +52,55 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 			// freely.
 			return
 		}
-		if placing := tx.Placing(); placing != nil && placing != gang && g.stale(placing, tx) {
-			// Its attempt ended without a verdict (a scheduling error before
-			// anything was reserved): nothing of it is left to wait for.
-			unblocked = append(unblocked, tx.FinishPlacing(placing)...)
-		}
-		if placing := tx.Placing(); placing != nil && placing != gang {
-			tx.Block(placing, key)
-			status = fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s is placing; %s waits its turn", placing.Key, key))
-			return
-		}
 		if !gang.AttemptStarted.IsZero() {
 			window = gang.PlanWindow(planWindow)
 			return // attempt under way: admitted when it started
+		}
+		for _, placing := range tx.PlacingBesides(gang) {
+			if g.stale(placing, tx) {
+				// Its attempt ended without a verdict (a scheduling error
+				// before anything was reserved): nothing of it is left to
+				// wait for.
+				unblocked = append(unblocked, tx.FinishPlacing(placing)...)
+			}
+		}
+		others := tx.PlacingBesides(gang)
+		// waitTurn refuses the gang until one of the placing gangs is done.
+		waitTurn := func(why string) {
+			for _, placing := range others {
+				tx.Block(placing, key)
+			}
+			status = fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s waits its turn: %s", key, why))
+		}
+		if why := tx.MayStartBeside(gang); why != "" {
+			waitTurn(why)
+			return
 		}
 		if wait := gang.BackoffUntil.Sub(tx.Now()); wait > 0 {
 			status = fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s backs off for %s after: %s", key, wait.Round(100*time.Millisecond), gang.LastFailure))
 			return
 		}
-		reason, plan := g.quorumDoesNotFit(pg, gang, nodes, tx)
+		reason, plan := g.quorumDoesNotFit(pg, gang, nodes, tx, tx.HeldByPlans(gang))
+		if reason != "" && len(others) > 0 {
+			alone, _ := g.quorumDoesNotFit(pg, gang, nodes, tx, nil)
+			switch {
+			case alone == "":
+				// It fits once the placing gangs have taken what they hold:
+				// wait for them rather than preempt or give up.
+				tx.WaitForRoom(gang)
+				waitTurn(fmt.Sprintf("placing gang(s) %s hold the room its quorum needs", gangNames(others)))
+				return
+			case preempts:
+				// Preemption would evict for it while other gangs hold
+				// partial reservations: it has the next turn instead.
+				tx.WaitForRoom(gang)
+				waitTurn(fmt.Sprintf("it needs preemption, which waits until gang(s) %s have placed", gangNames(others)))
+				return
+			}
+			// Nothing the placing gangs hold would make it fit.
+			reason = alone
+		}
+		tx.NoLongerWaiting(gang)
 		if reason != "" {
 			gang.LastFailure = reason
 			doesNotFit = true
@@ -124,6 +155,16 @@ func (g *Gang) stale(placing *state.Gang, tx *state.Tx) bool {
 	return len(placing.Reserved) == 0 && tx.Now().Sub(placing.AttemptStarted) > g.timeout(g.store.PodGroup(placing.Key))+5*time.Second
 }
 
+// gangNames lists the gangs' keys for a message.
+func gangNames(gangs []*state.Gang) string {
+	names := make([]string, len(gangs))
+	for i, g := range gangs {
+		names[i] = g.Key.String()
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
 // PreFilterExtensions is not needed: the gang check does not depend on
 // which pods a preemption simulation removes.
 func (g *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
@@ -144,7 +185,7 @@ func (g *Gang) activateSiblings(ctx context.Context, pod *corev1.Pod, key state.
 // cannot fit, or "".
 //
 // It also returns where the members went: the attempt's plan.
-func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, tx *state.Tx) (string, []state.PlanSlot) {
+func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, tx *state.Tx, held map[string]state.Resources) (string, []state.PlanSlot) {
 	need := int(pg.Spec.MinMember) - tx.Quorum(gang)
 	if need <= 0 {
 		return "", nil
@@ -170,6 +211,9 @@ func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, no
 	freeAt := func(i int) state.Resources {
 		if free[i] == nil {
 			free[i] = state.FreeOf(nodes[i])
+			if h := held[nodes[i].Node().Name]; h != nil {
+				free[i].Sub(h)
+			}
 		}
 		return free[i]
 	}
@@ -183,9 +227,10 @@ func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, no
 				placed++
 				if _, ok := slotOf[i]; !ok {
 					slotOf[i] = len(plan)
-					plan = append(plan, state.PlanSlot{Node: nodes[i].Node().Name})
+					plan = append(plan, state.PlanSlot{Node: nodes[i].Node().Name, Held: state.Resources{}})
 				}
 				plan[slotOf[i]].Members++
+				plan[slotOf[i]].Held.Add(req)
 				break
 			}
 		}

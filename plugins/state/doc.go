@@ -1,8 +1,8 @@
 // Package state is the one view of batch workloads that every flotilla
 // plugin of a scheduler reads: PodGroups (the scheduler-plugins CRD) with
 // their member pods, and the gangs' in-flight accounting (which members are
-// reserved, which gang is placing, which are backing off) that
-// Reserve/Unreserve keep exact. It is built once per scheduler from its
+// reserved, which gangs are placing and what room their plans hold, which
+// are backing off) that Reserve/Unreserve keep exact. It is built once per scheduler from its
 // informers, however many profiles and plugins use it; policies meet here
 // instead of importing each other.
 //

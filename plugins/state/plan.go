@@ -1,10 +1,16 @@
 package state
 
-// PlanSlot is a node of a gang's placement plan and how many of the
-// members still needed it takes.
+import corev1 "k8s.io/api/core/v1"
+
+// PlanSlot is a node of a gang's placement plan: how many of the members
+// still needed it takes, and what they request there. While the attempt
+// runs, what its planned members have yet to take is held for them: other
+// gangs plan around it (see HeldByPlans), so several gangs can place at
+// once without taking each other's room.
 type PlanSlot struct {
 	Node    string
 	Members int
+	Held    Resources
 }
 
 // SetPlan records where the attempt's first-fit check put the members
@@ -33,13 +39,26 @@ func (g *Gang) PlanWindow(n int) []string {
 	return window
 }
 
-// TakePlanSlot records a member reserved on node.
-func (g *Gang) TakePlanSlot(node string) {
+// TakePlanSlot records a member requesting request reserved on node: the
+// node now carries the member itself, so the slot no longer holds its room.
+func (g *Gang) TakePlanSlot(node string, request Resources) {
 	for i := range g.plan {
-		if g.plan[i].Node == node && g.plan[i].Members > 0 {
-			g.plan[i].Members--
+		slot := &g.plan[i]
+		if slot.Node != node || slot.Members == 0 {
+			continue
+		}
+		slot.Members--
+		if slot.Members == 0 {
+			slot.Held = nil
 			return
 		}
+		slot.Held.Sub(request)
+		for name, v := range slot.Held {
+			if v < 0 { // members of one slot may differ: never hold less than nothing
+				slot.Held[name] = 0
+			}
+		}
+		return
 	}
 }
 
@@ -47,3 +66,32 @@ func (g *Gang) TakePlanSlot(node string) {
 // member found no room among the planned ones (its constraints differ from
 // what the first-fit check sees, which is resources only).
 func (g *Gang) AbandonPlan() { g.planFailed = true }
+
+// hasPlan reports whether the gang's attempt still follows its plan, so
+// that what it will take is known.
+func (g *Gang) hasPlan() bool { return !g.planFailed && len(g.plan) > 0 }
+
+// HeldByPlans is, per node, the room the placing gangs other than g still
+// hold for their planned members.
+func (tx *Tx) HeldByPlans(g *Gang) map[string]Resources {
+	var held map[string]Resources
+	for _, other := range tx.s.placing {
+		if other == g || !other.hasPlan() {
+			continue
+		}
+		for _, slot := range other.plan {
+			if slot.Members == 0 {
+				continue
+			}
+			if held == nil {
+				held = map[string]Resources{}
+			}
+			if held[slot.Node] == nil {
+				held[slot.Node] = Resources{}
+			}
+			held[slot.Node].Add(slot.Held)
+			held[slot.Node][corev1.ResourcePods] += int64(slot.Members)
+		}
+	}
+	return held
+}

@@ -4,19 +4,70 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestPlanWindowFollowsReservations(t *testing.T) {
 	g := &Gang{}
 	g.SetPlan([]PlanSlot{{Node: "a", Members: 2}, {Node: "b", Members: 1}, {Node: "c", Members: 3}})
 	assert.Equal(t, []string{"a", "b"}, g.PlanWindow(2))
-	g.TakePlanSlot("a")
-	g.TakePlanSlot("a")
+	g.TakePlanSlot("a", nil)
+	g.TakePlanSlot("a", nil)
 	assert.Equal(t, []string{"b", "c"}, g.PlanWindow(2), "a is full")
-	g.TakePlanSlot("z") // a member placed off the plan takes no slot
+	g.TakePlanSlot("z", nil) // a member placed off the plan takes no slot
 	assert.Equal(t, []string{"b", "c"}, g.PlanWindow(5))
 	g.AbandonPlan()
 	assert.Nil(t, g.PlanWindow(5), "an abandoned plan steers nothing")
 	g.SetPlan([]PlanSlot{{Node: "a", Members: 1}})
 	assert.Equal(t, []string{"a"}, g.PlanWindow(5), "a new attempt plans afresh")
+}
+
+// What a placing gang's plan still holds is what its members yet to come
+// request on each node, with a pod slot each; a member reserved there
+// carries its own request from then on, so its share is let go.
+func TestHeldByPlansFollowsReservations(t *testing.T) {
+	s := NewStatic(nil, nil)
+	one := Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 1 << 30}
+	two := Resources{corev1.ResourceCPU: 2000, corev1.ResourceMemory: 2 << 30}
+	s.Lock(func(tx *Tx) {
+		a, b := tx.Gang(GroupKey{Namespace: "ns", Name: "a"}), tx.Gang(GroupKey{Namespace: "ns", Name: "b"})
+		tx.StartPlacing(a)
+		a.SetPlan([]PlanSlot{{Node: "n1", Members: 2, Held: two.Clone()}, {Node: "n2", Members: 1, Held: one.Clone()}})
+		assert.Equal(t, map[string]Resources{
+			"n1": {corev1.ResourceCPU: 2000, corev1.ResourceMemory: 2 << 30, corev1.ResourcePods: 2},
+			"n2": {corev1.ResourceCPU: 1000, corev1.ResourceMemory: 1 << 30, corev1.ResourcePods: 1},
+		}, tx.HeldByPlans(b))
+		assert.Nil(t, tx.HeldByPlans(a), "a gang does not plan around itself")
+
+		a.TakePlanSlot("n1", one)
+		assert.Equal(t, Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 1 << 30, corev1.ResourcePods: 1}, tx.HeldByPlans(b)["n1"])
+		a.TakePlanSlot("n2", two) // a bigger member than planned: never less than nothing
+		_, held := tx.HeldByPlans(b)["n2"]
+		assert.False(t, held, "a slot whose members are all reserved holds nothing")
+
+		a.AbandonPlan()
+		assert.Nil(t, tx.HeldByPlans(b), "off its plan a gang's needs are unknown")
+		assert.Contains(t, tx.MayStartBeside(b), "ns/a is placing off its plan")
+	})
+}
+
+// The first gang refused for held room has the next turn: no other gang
+// starts beside the placing ones until it has had it, and the turn lapses
+// when no gang is placing any more.
+func TestWaiterHasTheNextTurn(t *testing.T) {
+	s := NewStatic(nil, nil)
+	s.Lock(func(tx *Tx) {
+		a, big, small := tx.Gang(GroupKey{Namespace: "ns", Name: "a"}), tx.Gang(GroupKey{Namespace: "ns", Name: "big"}), tx.Gang(GroupKey{Namespace: "ns", Name: "small"})
+		tx.StartPlacing(a)
+		a.SetPlan([]PlanSlot{{Node: "n1", Members: 1, Held: Resources{corev1.ResourceCPU: 1000}}})
+		assert.Empty(t, tx.MayStartBeside(small))
+		tx.WaitForRoom(big)
+		tx.WaitForRoom(small) // not the first: big keeps the turn
+		assert.Contains(t, tx.MayStartBeside(small), "ns/big waits for room first")
+		assert.Empty(t, tx.MayStartBeside(big))
+		tx.Block(a, small.Key)
+		assert.Equal(t, []GroupKey{small.Key}, tx.FinishPlacing(a), "refused gangs are handed back to be activated")
+		assert.False(t, tx.IsPlacing(a))
+		assert.Empty(t, tx.MayStartBeside(small), "with nobody placing the turn lapses")
+	})
 }

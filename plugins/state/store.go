@@ -57,9 +57,13 @@ type Store struct {
 
 	mu    sync.Mutex
 	gangs map[GroupKey]*Gang
-	// placing is the one gang allowed to hold reservations short of its
+	// placing are the gangs allowed to hold reservations short of their
 	// quorum (see plugins/gang/doc.go).
-	placing *Gang
+	placing map[GroupKey]*Gang
+	// waiter is the first gang refused because placing gangs hold the
+	// room it needs: no further gang starts beside them until it had its
+	// turn, so a stream of small gangs cannot starve a big one.
+	waiter *Gang
 	// groupTimes pins each group's queue-sort time at first sight, so a
 	// queued pod's sort key never changes (a changing key corrupts the heap).
 	groupTimes map[GroupKey]time.Time
@@ -137,7 +141,7 @@ func newStore(h fwk.Handle) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{clients: clients, now: time.Now, gangs: map[GroupKey]*Gang{}, groupTimes: map[GroupKey]time.Time{}, bound: map[GroupKey]map[types.UID]bool{}}
+	s := &Store{clients: clients, now: time.Now, gangs: map[GroupKey]*Gang{}, placing: map[GroupKey]*Gang{}, groupTimes: map[GroupKey]time.Time{}, bound: map[GroupKey]map[types.UID]bool{}}
 	// Registered with the scheduler's factory so that the scheduler starts
 	// it and waits for its sync before scheduling, like its own informers.
 	s.podGroups = h.SharedInformerFactory().InformerFor(&schedv1alpha1.PodGroup{}, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
@@ -274,25 +278,73 @@ func (tx *Tx) Gang(key GroupKey) *Gang {
 	return g
 }
 
-// Placing returns the gang currently allowed to hold partial reservations.
-func (tx *Tx) Placing() *Gang { return tx.s.placing }
+// PlacingBesides returns the gangs other than g allowed to hold partial
+// reservations, in no particular order.
+func (tx *Tx) PlacingBesides(g *Gang) []*Gang {
+	var out []*Gang
+	for _, p := range tx.s.placing {
+		if p != g {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
-// StartPlacing makes g the placing gang and starts its attempt.
+// IsPlacing reports whether g may hold partial reservations.
+func (tx *Tx) IsPlacing(g *Gang) bool { return tx.s.placing[g.Key] == g }
+
+// MayStartBeside reports why g may not start placing beside the gangs
+// placing now, or "": one of them no longer follows a plan (what it will
+// take is unknown), or another gang already waits for their room.
+func (tx *Tx) MayStartBeside(g *Gang) string {
+	for _, p := range tx.s.placing {
+		if p != g && !p.hasPlan() {
+			return fmt.Sprintf("gang %s is placing off its plan", p.Key)
+		}
+	}
+	if w := tx.s.waiter; w != nil && w != g && len(tx.s.placing) > 0 {
+		return fmt.Sprintf("gang %s waits for room first", w.Key)
+	}
+	return ""
+}
+
+// WaitForRoom records g as refused for room the placing gangs hold; the
+// first such gang is the waiter.
+func (tx *Tx) WaitForRoom(g *Gang) {
+	if tx.s.waiter == nil {
+		tx.s.waiter = g
+	}
+}
+
+// NoLongerWaiting drops g as the waiter: it started, or it does not fit
+// even with the held room.
+func (tx *Tx) NoLongerWaiting(g *Gang) {
+	if tx.s.waiter == g {
+		tx.s.waiter = nil
+	}
+}
+
+// StartPlacing lets g hold partial reservations and starts its attempt.
 func (tx *Tx) StartPlacing(g *Gang) {
-	tx.s.placing = g
+	tx.s.placing[g.Key] = g
+	tx.NoLongerWaiting(g)
 	g.AttemptStarted = tx.s.now()
 }
 
 // Block records that blocked was refused while g was placing.
 func (tx *Tx) Block(g *Gang, blocked GroupKey) { g.blocked[blocked] = true }
 
-// FinishPlacing ends g's attempt and, if it was the placing gang, frees the
-// slot. It returns the gangs refused meanwhile, to be activated.
+// FinishPlacing ends g's attempt and its hold on partial reservations. It
+// returns the gangs refused meanwhile, to be activated.
 func (tx *Tx) FinishPlacing(g *Gang) []GroupKey {
 	g.AttemptStarted = time.Time{}
 	g.plan = nil
-	if tx.s.placing == g {
-		tx.s.placing = nil
+	if tx.IsPlacing(g) {
+		delete(tx.s.placing, g.Key)
+	}
+	if len(tx.s.placing) == 0 {
+		// Whoever waited is activated with the rest and competes afresh.
+		tx.s.waiter = nil
 	}
 	var blocked []GroupKey
 	for k := range g.blocked {
@@ -308,7 +360,7 @@ func (tx *Tx) Now() time.Time { return tx.s.now() }
 // Forget drops a gang's accounting once it has no reserved member left and
 // is neither placing nor backing off, so finished gangs cost no memory.
 func (tx *Tx) Forget(g *Gang) {
-	if len(g.Reserved) == 0 && g.AttemptStarted.IsZero() && tx.s.placing != g && !g.BackoffUntil.After(tx.s.now()) && len(g.blocked) == 0 {
+	if len(g.Reserved) == 0 && g.AttemptStarted.IsZero() && !tx.IsPlacing(g) && tx.s.waiter != g && !g.BackoffUntil.After(tx.s.now()) && len(g.blocked) == 0 {
 		delete(tx.s.gangs, g.Key)
 	}
 }
@@ -397,7 +449,7 @@ func (s *Store) OnMemberChange(f func(GroupKey)) error {
 // NewStatic returns a Store over fixed PodGroups and pods, not connected to
 // any apiserver: for unit tests of the plugins that read it.
 func NewStatic(groups []*schedv1alpha1.PodGroup, pods []*corev1.Pod) *Store {
-	s := &Store{now: time.Now, gangs: map[GroupKey]*Gang{}, groupTimes: map[GroupKey]time.Time{}}
+	s := &Store{now: time.Now, gangs: map[GroupKey]*Gang{}, placing: map[GroupKey]*Gang{}, groupTimes: map[GroupKey]time.Time{}}
 	s.podGroups = cache.NewSharedIndexInformer(&cache.ListWatch{}, &schedv1alpha1.PodGroup{}, 0, cache.Indexers{})
 	s.pods = cache.NewSharedIndexInformer(&cache.ListWatch{}, &corev1.Pod{}, 0, cache.Indexers{podGroupIndex: indexByGroup})
 	for _, g := range groups {

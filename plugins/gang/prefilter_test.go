@@ -1,0 +1,141 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/plugins/state"
+)
+
+// fakeHandle is the part of the framework handle PreFilter uses.
+type fakeHandle struct {
+	fwk.Handle
+	activated map[string]bool
+}
+
+func (h *fakeHandle) ProfileName() string { return "flotilla-scheduler" }
+func (h *fakeHandle) EventRecorder() events.EventRecorderLogger {
+	return events.NewFakeRecorder(100)
+}
+func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
+	for key := range pods {
+		h.activated[key] = true
+	}
+}
+
+// testGang is the plugin over a static store of the groups and pods; its
+// status writer queues writes but never sends them.
+func testGang(t *testing.T, groups []*schedv1alpha1.PodGroup, pods []*corev1.Pod) (*Gang, *fakeHandle) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	h := &fakeHandle{activated: map[string]bool{}}
+	g := &Gang{handle: h, store: state.NewStatic(groups, pods)}
+	g.statusQueue = newStatusWriter(ctx, g.store, h)
+	g.statusQueue.start.Do(func() {})
+	return g, h
+}
+
+// members makes n members of group, each requesting cpu and 1Gi.
+func members(group string, n int, cpu string) []*corev1.Pod {
+	pods := make([]*corev1.Pod, n)
+	for i := range pods {
+		name := fmt.Sprintf("%s-%d", group, i)
+		pods[i] = st.MakePod().Namespace("ns").Name(name).UID(name).Label(schedv1alpha1.PodGroupLabel, group).
+			Req(map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourceMemory: "1Gi"}).Obj()
+	}
+	return pods
+}
+
+// Several gangs may hold partial reservations at once when each one's
+// quorum fits beside what the others' plans still hold; a gang that fits
+// only once they are done waits its turn (and has the next one), never
+// preempts beside them, and a gang that fits nowhere is told so at once.
+func TestPreFilterPlacesGangsSideBySide(t *testing.T) {
+	// Four nodes of 4 cpu; gang a (2 whole-node members) starts first.
+	nodes := []fwk.NodeInfo{nodeInfo("n0", "4"), nodeInfo("n1", "4"), nodeInfo("n2", "4"), nodeInfo("n3", "4")}
+	for _, tc := range []struct {
+		name string
+		// b's size; c (one whole-node member) is tried after b when set.
+		bSize     int
+		preempts  bool
+		offPlan   bool // a's member found no room on its plan
+		tryC      bool
+		wantCode  fwk.Code
+		wantMsg   string
+		wantPlan  []string // b's first planned nodes
+		wantCCode fwk.Code
+		wantCMsg  string
+	}{
+		{name: "fits beside the placing gang", bSize: 2, wantCode: fwk.Success, wantPlan: []string{"n2", "n3"}},
+		{name: "fits only once the placing gang is done: waits and has the next turn", bSize: 3, tryC: true,
+			wantCode: fwk.Unschedulable, wantMsg: "placing gang(s) ns/a hold the room its quorum needs",
+			wantCCode: fwk.Unschedulable, wantCMsg: "gang ns/b waits for room first"},
+		{name: "fits nowhere, no gang preemption: unresolvable at once", bSize: 5,
+			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: "4 of the 5 members needed"},
+		{name: "fits nowhere, gang preemption: waits for a turn alone", bSize: 5, preempts: true,
+			wantCode: fwk.Unschedulable, wantMsg: "it needs preemption, which waits until gang(s) ns/a have placed"},
+		{name: "placing gang off its plan: nobody starts beside it", bSize: 1, offPlan: true,
+			wantCode: fwk.Unschedulable, wantMsg: "gang ns/a is placing off its plan"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b, c := members("a", 2, "4"), members("b", tc.bSize, "4"), members("c", 1, "4")
+			groups := []*schedv1alpha1.PodGroup{podGroup("a", t0, 2), podGroup("b", t0, int32(tc.bSize)), podGroup("c", t0, 1)}
+			g, h := testGang(t, groups, append(append(append([]*corev1.Pod{}, a...), b...), c...))
+			if tc.preempts {
+				g.store.EnableGangPreemption(h.ProfileName())
+			}
+			ctx := context.Background()
+			res, status := g.PreFilter(ctx, framework.NewCycleState(), a[0], nodes)
+			require.True(t, status.IsSuccess(), status.Message())
+			require.Equal(t, []string{"n0", "n1"}, sortedNames(res), "a plans the first nodes")
+			assert.True(t, h.activated["ns/a-1"], "a's sibling follows at once")
+			if tc.offPlan {
+				g.store.Lock(func(tx *state.Tx) { tx.Gang(state.GroupKey{Namespace: "ns", Name: "a"}).AbandonPlan() })
+			}
+
+			res, status = g.PreFilter(ctx, framework.NewCycleState(), b[0], nodes)
+			assert.Equal(t, tc.wantCode, status.Code(), status.Message())
+			assert.Contains(t, status.Message(), tc.wantMsg)
+			var bPlacing bool
+			g.store.Lock(func(tx *state.Tx) { bPlacing = tx.IsPlacing(tx.Gang(state.GroupKey{Namespace: "ns", Name: "b"})) })
+			assert.Equal(t, tc.wantCode == fwk.Success, bPlacing)
+			if tc.wantPlan != nil {
+				assert.Equal(t, tc.wantPlan, sortedNames(res), "b plans around the room a holds")
+			}
+			if tc.tryC {
+				_, status = g.PreFilter(ctx, framework.NewCycleState(), c[0], nodes)
+				assert.Equal(t, tc.wantCCode, status.Code(), status.Message())
+				assert.Contains(t, status.Message(), tc.wantCMsg)
+			}
+			if tc.wantCode != fwk.Success && tc.wantCode != fwk.UnschedulableAndUnresolvable {
+				// A gang refused beside a placing one is activated when
+				// that one is done.
+				var unblocked []state.GroupKey
+				g.store.Lock(func(tx *state.Tx) { unblocked = tx.FinishPlacing(tx.Gang(state.GroupKey{Namespace: "ns", Name: "a"})) })
+				assert.Contains(t, unblocked, state.GroupKey{Namespace: "ns", Name: "b"})
+			}
+		})
+	}
+}
+
+func sortedNames(res *fwk.PreFilterResult) []string {
+	if res == nil {
+		return nil
+	}
+	names := res.NodeNames.UnsortedList()
+	sort.Strings(names)
+	return names
+}
