@@ -6,8 +6,13 @@
 // Each run gets a fresh control plane and the real flotilla-scheduler binary
 // as its own process, serving both profiles from one configuration (the
 // replace-default one), so the default profile's numbers come from the same
-// binary and the scheduler's RSS is its own. The time measured is from the
-// first pod created to the last pod bound; the scheduler's own metrics give
+// binary and the scheduler's RSS is its own. P2, Q1 and Q2 are Jobs on the
+// realistic substrate (the Job and garbage-collector controllers, and KWOK
+// kubelets that run each pod for its run time): their pods are created by
+// the Job controller, run and finish, and gangs free their nodes by
+// finishing. P1, P3 and P4 schedule bare pods that never run. The time
+// measured is from the first pod (or Job) created to the last pod bound;
+// the scheduler's own metrics give
 // latency percentiles and the time spent scheduling and binding. With
 // -bench.kubeconfig the workloads run against an existing control plane
 // instead (for example `make playground ARGS=--no-scheduler`) and a

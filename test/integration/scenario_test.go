@@ -25,7 +25,8 @@ import (
 // scenario runs a realistic workload and checks its invariants the whole
 // time, not only at the end: no node holds more than it has, no pod
 // changes node, no gang sits partially bound past its timeout before it
-// first reached its quorum. It keeps a timeline (gangs running, pending,
+// first reached its quorum, and (shareWithin) no gang that its queue's
+// deserved share has room for waits long. It keeps a timeline (gangs running, pending,
 // finished; jobs) that every failure message carries.
 type scenario struct {
 	t  *testing.T
@@ -48,9 +49,17 @@ type scenario struct {
 	// surplus members or whole gangs; a failure legitimately shrinks one.
 	keepWholeAfterQuorum time.Duration
 	shrunkSince          map[state.GroupKey]time.Time
-	violations           []string
-	stop                 context.CancelFunc
-	done                 chan struct{}
+	// shareWithin: a gang whose quorum its queue's deserved share has room
+	// for is placed within this long (0: not checked). See checkShares.
+	shareWithin time.Duration
+	owedSince   map[state.GroupKey]time.Time
+	// owedGangs, longestOwed: how many gangs were seen owed room by their
+	// share, and the longest such wait (logged at the end).
+	owedGangs   map[state.GroupKey]bool
+	longestOwed time.Duration
+	violations  []string
+	stop        context.CancelFunc
+	done        chan struct{}
 }
 
 // partialGangSlack is added to a gang's timeout before a partial gang is a
@@ -62,7 +71,7 @@ func startScenario(t *testing.T, h *harness.Harness) *scenario {
 	t.Helper()
 	ctx, cancel := context.WithCancel(h.Ctx)
 	s := &scenario{t: t, h: h, tl: newTimeline(t), nodeOf: map[types.UID]string{}, partialSince: map[state.GroupKey]time.Time{},
-		reachedQuorum: map[state.GroupKey]bool{}, shrunkSince: map[state.GroupKey]time.Time{}, stop: cancel, done: make(chan struct{})}
+		reachedQuorum: map[state.GroupKey]bool{}, shrunkSince: map[state.GroupKey]time.Time{}, owedSince: map[state.GroupKey]time.Time{}, owedGangs: map[state.GroupKey]bool{}, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		for ctx.Err() == nil {
@@ -83,6 +92,9 @@ func (s *scenario) finish() {
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.shareWithin > 0 {
+		s.t.Logf("gangs seen waiting with room in their queue's share: %d; longest wait %s", len(s.owedGangs), s.longestOwed.Round(100*time.Millisecond))
+	}
 	if len(s.violations) > 0 {
 		s.t.Errorf("invariants violated:\n%s\n%s", strings.Join(s.violations, "\n"), s.tl)
 	}
@@ -122,9 +134,15 @@ func (s *scenario) check(ctx context.Context) {
 		return
 	}
 
+	queues := s.queues(ctx)
+
 	// Nothing bound twice, no node over-committed.
 	used := map[string]state.Resources{}
-	type members struct{ bound, succeeded int }
+	type members struct {
+		bound, succeeded int
+		// pending: live members not yet bound, with their queue.
+		pending []*corev1.Pod
+	}
 	byGroup := map[state.GroupKey]*members{}
 	waiting := map[string]int{}
 	for i := range pods.Items {
@@ -143,6 +161,8 @@ func (s *scenario) check(ctx context.Context) {
 				m.succeeded++
 			case p.Spec.NodeName != "" && live(p):
 				m.bound++
+			case p.Spec.NodeName == "" && live(p):
+				m.pending = append(m.pending, p)
 			}
 		}
 		if p.Spec.NodeName == "" {
@@ -213,6 +233,9 @@ func (s *scenario) check(ctx context.Context) {
 		if partial && was && now.Sub(since) > timeout+partialGangSlack {
 			s.violate("gang %s partially bound (%d of minMember %d) for %s, past its %s timeout", key, m.bound+m.succeeded, pg.Spec.MinMember, now.Sub(since).Round(time.Second), timeout)
 		}
+		if s.shareWithin > 0 {
+			s.checkShare(key, int(pg.Spec.MinMember)-m.bound-m.succeeded, m.pending, queues, now)
+		}
 	}
 	var complete, failed, active int
 	for i := range jobs.Items {
@@ -234,27 +257,95 @@ func (s *scenario) check(ctx context.Context) {
 		why = append([]string{"; waiting:"}, why...)
 	}
 	s.tl.add("gangs %d running, %d pending, %d finished; jobs %d active, %d complete, %d failed%s%s",
-		running, pending, finished, active, complete, failed, s.extra(ctx), strings.Join(why, " | "))
+		running, pending, finished, active, complete, failed, queueLine(queues), strings.Join(why, " | "))
 }
 
-// extra is appended to every timeline line: queue allocations against
-// deserved shares when the scenario has queues.
-func (s *scenario) extra(ctx context.Context) string {
+// queues lists the scenario's Queues by name (none when it has none).
+func (s *scenario) queues(ctx context.Context) map[string]*flotillav1alpha1.Queue {
 	list, err := s.h.Dynamic.Resource(flotillav1alpha1.QueueResource).List(ctx, metav1.ListOptions{})
-	if err != nil || len(list.Items) == 0 {
+	if err != nil {
+		return nil
+	}
+	out := map[string]*flotillav1alpha1.Queue{}
+	for _, u := range list.Items {
+		var q flotillav1alpha1.Queue
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &q) == nil {
+			out[q.Name] = &q
+		}
+	}
+	return out
+}
+
+// queueLine is appended to every timeline line: queue allocations against
+// deserved shares when the scenario has queues.
+func queueLine(queues map[string]*flotillav1alpha1.Queue) string {
+	if len(queues) == 0 {
 		return ""
 	}
 	var parts []string
-	for _, u := range list.Items {
-		var q flotillav1alpha1.Queue
-		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &q) != nil {
-			continue
-		}
+	for _, q := range queues {
 		alloc, des := q.Status.Allocated[corev1.ResourceCPU], q.Status.Deserved[corev1.ResourceCPU]
 		parts = append(parts, fmt.Sprintf("%s %s/%s", q.Name, alloc.String(), des.String()))
 	}
 	sort.Strings(parts)
 	return "; queues cpu allocated/deserved: " + strings.Join(parts, ", ")
+}
+
+// checkShare is the fair-share invariant over time, in whole gangs: a gang
+// whose pending members complete its quorum (need of them), and whose
+// queue's deserved share has room for them on every resource they request
+// (the rule the proportion plugin admits by), is placed within
+// shareWithin, from free room or by reclaim. A queue's allocation thus
+// reaches its deserved share to within its smallest waiting gang — one
+// pod for plain pods — within shareWithin of a change of demand.
+func (s *scenario) checkShare(key state.GroupKey, need int, pending []*corev1.Pod, queues map[string]*flotillav1alpha1.Queue, now time.Time) {
+	var owed bool
+	var queue string
+	request := state.Resources{}
+	if need > 0 && len(pending) >= need {
+		queue = pending[0].Labels[flotillav1alpha1.QueueLabel]
+		requests := make([]state.Resources, len(pending))
+		for i, p := range pending {
+			requests[i] = state.Request(p)
+		}
+		sort.Slice(requests, func(i, j int) bool { return requests[i].Less(requests[j]) })
+		for _, r := range requests[:need] {
+			request.Add(r)
+		}
+		if q := queues[queue]; q != nil && len(q.Status.Deserved) > 0 {
+			alloc, deserved := state.ResourcesOf(q.Status.Allocated), state.ResourcesOf(q.Status.Deserved)
+			owed = true
+			for name, v := range request {
+				if v > 0 && alloc[name]+v > deserved[name] {
+					owed = false
+				}
+			}
+		}
+	}
+	s.mu.Lock()
+	since, was := holds(s.owedSince, key, owed, now)
+	if owed {
+		s.owedGangs[key] = true
+		if was {
+			s.longestOwed = max(s.longestOwed, now.Sub(since))
+		}
+	}
+	s.mu.Unlock()
+	if owed && was && now.Sub(since) > s.shareWithin {
+		q := queues[queue]
+		s.violate("gang %s (queue %s, %d members for its quorum) waited %s although its queue's share had room: allocated %v, deserved %v, needs %v",
+			key, queue, need, now.Sub(since).Round(time.Second), quantities(q.Status.Allocated), quantities(q.Status.Deserved), quantities(request.List()))
+	}
+}
+
+// quantities prints a resource list as "cpu=4, memory=8Gi".
+func quantities(list corev1.ResourceList) string {
+	parts := make([]string, 0, len(list))
+	for name, q := range list {
+		parts = append(parts, fmt.Sprintf("%s=%s", name, q.String()))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }
 
 // holds keeps, in since, when a gang's condition started to hold: it

@@ -180,6 +180,10 @@ func TestScenarioMixedBatchDay(t *testing.T) {
 	nodes := append(nodeSpecs("cpu", 8, harness.NodeSpec{CPU: "16", Memory: "64Gi"}),
 		nodeSpecs("gpu", 2, harness.NodeSpec{CPU: "64", Memory: "512Gi", Extended: map[corev1.ResourceName]string{harness.GPU: "8"}})...)
 	h, s := startScenarioCluster(t, nodes...)
+	// Each queue reaches its deserved share, to within its smallest
+	// waiting gang, within 10 s of a change of demand (the Queue status
+	// it is read from is written every few hundred ms).
+	s.shareWithin = 10 * time.Second
 	team := harness.Queue("team", 1, "")
 	research := harness.Queue("research", 1, "")
 	research.Spec.Guarantee = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16")}
