@@ -31,8 +31,10 @@
 //     a victim is a surplus member above minMember, or the whole gang.
 //     Pods waiting in Permit or binding are never victims.
 //
-// Choosing victims: candidates are ordered least important first — pods
-// that no PodDisruptionBudget protects before protected ones, single pods
+// Choosing victims: candidates are ordered least important first — victims
+// whose eviction alone stays within every PodDisruptionBudget before those
+// that overrun one (a whole gang of three under a budget allowing one does),
+// single pods
 // (plain or surplus gang members) before whole gangs, lower priority first,
 // smaller gangs first, newer first. The shortest prefix of that order that
 // makes room is taken, then every victim that is not needed is given back,
@@ -42,8 +44,10 @@
 //
 // A single pod is placed by simulation on each candidate node (the node's
 // pods less its victims, with every Filter plugin and the nominated pods),
-// and the node whose victims cost least is chosen: fewest PDB violations,
-// then lowest top victim priority, then fewest victims. A gang member that
+// and the node whose victims cost least is chosen: fewest PDB violations
+// (each budget counted down over all the plan's victims, as the framework's
+// FilterVictimsWithPDBViolation does: three evictions under a budget that
+// allows one are two violations), then lowest top victim priority, then fewest victims. A gang member that
 // Gang refused because its quorum does not fit preempts for the whole
 // quorum: the members still needed are placed together by simulation
 // (first fit, largest first) on the nodes less the victims, every member

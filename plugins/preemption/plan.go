@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -38,18 +39,16 @@ func (pl *plan) pods() []member {
 	return out
 }
 
-// cost ranks plans: fewer PDB-protected victims, then a lower top victim
-// priority, then fewer victims.
-func (pl *plan) cost() [3]int64 {
-	var protected int64
+// cost ranks plans: fewer evictions a PodDisruptionBudget forbids (the
+// budgets counted down over all the plan's victims), then a lower top
+// victim priority, then fewer victims.
+func (pl *plan) cost(pdbs []*policyv1.PodDisruptionBudget) [3]int64 {
 	top := int64(-1 << 31)
 	for _, u := range pl.victims {
-		if u.protected {
-			protected++
-		}
 		top = max(top, int64(u.priority))
 	}
-	return [3]int64{protected, top, int64(len(pl.pods()))}
+	victims := pl.pods()
+	return [3]int64{int64(budgetViolations(victims, pdbs)), top, int64(len(victims))}
 }
 
 func cheaper(a, b [3]int64) bool {
@@ -73,7 +72,7 @@ func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *pre
 	consider := func(pl *plan) {
 		mu.Lock()
 		defer mu.Unlock()
-		if best == nil || cheaper(pl.cost(), best.cost()) {
+		if best == nil || cheaper(pl.cost(w.pdbs), best.cost(w.pdbs)) {
 			best = pl
 		}
 	}
@@ -163,7 +162,7 @@ func (p *Preemption) memberByMember(ctx context.Context, cycle fwk.CycleState, w
 				trial := sc.fork()
 				return nil, trial.removeUnits(victims) && trial.fits(m, name)
 			})
-			if pl != nil && (best == nil || cheaper(pl.cost(), best.cost())) {
+			if pl != nil && (best == nil || cheaper(pl.cost(w.pdbs), best.cost(w.pdbs))) {
 				best, bestNode = pl, name
 			}
 		}

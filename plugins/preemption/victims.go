@@ -7,10 +7,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 )
@@ -28,6 +28,8 @@ type world struct {
 	// leaving is what the victims of other evictions in flight give back to
 	// their queues; claimed what those evictions' preemptors will take.
 	leaving, claimed state.Released
+	// pdbs are the cluster's disruption budgets, counted down per plan.
+	pdbs []*policyv1.PodDisruptionBudget
 }
 
 // base is what the queues will have given back, net, once the evictions
@@ -58,7 +60,7 @@ type unit struct {
 	queue     string
 	priority  int32 // the highest of its members
 	whole     bool  // a whole gang
-	protected bool  // a PodDisruptionBudget forbids evicting a member
+	protected bool  // evicting it alone overruns a PodDisruptionBudget
 	reclaim   bool  // from another queue
 	newest    time.Time
 }
@@ -95,6 +97,7 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 	if err != nil {
 		return nil, err
 	}
+	w.pdbs = pdbs
 
 	type candidate struct {
 		member
@@ -147,8 +150,9 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 			if t := startTime(pod); t.After(u.newest) {
 				u.newest = t
 			}
-			u.protected = u.protected || protectedByPDB(pod, pdbs)
 		}
+		// Protected: its members alone already overrun a budget.
+		u.protected = budgetViolations(u.members, pdbs) > 0
 		if w.queues != nil {
 			u.queue = w.queues.QueueOf(cs[0].info.GetPod())
 		}
@@ -349,20 +353,20 @@ func startTime(pod *corev1.Pod) time.Time {
 	return pod.CreationTimestamp.Time
 }
 
-// protectedByPDB reports whether a budget that selects the pod allows no
-// disruption now.
-func protectedByPDB(pod *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) bool {
-	for _, pdb := range pdbs {
-		if pdb.Namespace != pod.Namespace || pdb.Status.DisruptionsAllowed > 0 {
-			continue
-		}
-		selector, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || selector.Empty() {
-			continue
-		}
-		if selector.Matches(labels.Set(pod.Labels)) {
-			return true
-		}
+// budgetViolations counts the pods whose eviction a PodDisruptionBudget
+// forbids when all of them go, each budget counted down as the pods are
+// taken in order (the framework's FilterVictimsWithPDBViolation): three
+// evictions under a budget that allows one are two violations.
+func budgetViolations(pods []member, pdbs []*policyv1.PodDisruptionBudget) int {
+	if len(pdbs) == 0 || len(pods) == 0 {
+		return 0
 	}
-	return false
+	// Each pod is its own victim, so a pod is counted once however many
+	// units hold it.
+	victims := make([]preemption.Victim, len(pods))
+	for i, m := range pods {
+		victims[i] = preemption.NewPodVictim(m.info, nil, nil)
+	}
+	violating, _ := preemption.FilterVictimsWithPDBViolation(victims, pdbs)
+	return len(violating)
 }
