@@ -290,7 +290,7 @@ func (g *Gang) isSchedulableAfterMemberAdded(logger klog.Logger, pod *corev1.Pod
 
 func (g *Gang) attemptUnderWay(key state.GroupKey) bool {
 	var under bool
-	g.store.Lock(func(tx *state.Tx) { under = !tx.Gang(key).AttemptStarted.IsZero() })
+	g.store.Lock(func(tx *state.Tx) { under = tx.Gang(key).Attempting() })
 	return under
 }
 

@@ -23,9 +23,7 @@ func (g *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nod
 		return nil
 	}
 	g.store.Lock(func(tx *state.Tx) {
-		gang := tx.Gang(key)
-		gang.Reserved[pod.UID] = pod
-		gang.TakePlanSlot(node, state.Request(pod))
+		tx.ReserveMember(tx.Gang(key), pod, node)
 	})
 	return nil
 }
@@ -46,8 +44,8 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 	g.store.Lock(func(tx *state.Tx) {
 		gang := tx.Gang(key)
 		placed = tx.Quorum(gang)
-		if placed >= int(pg.Spec.MinMember) && !gang.AttemptStarted.IsZero() {
-			gangWaitSeconds.Observe(tx.Now().Sub(gang.AttemptStarted).Seconds())
+		if placed >= int(pg.Spec.MinMember) && gang.Attempting() {
+			gangWaitSeconds.Observe(tx.AttemptAge(gang).Seconds())
 			unblocked = tx.FinishPlacing(gang)
 		}
 	})
@@ -82,11 +80,10 @@ func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 	timeout := g.timeout(g.store.PodGroup(key))
 	g.store.Lock(func(tx *state.Tx) {
 		gang := tx.Gang(key)
-		_, wasReserved = gang.Reserved[pod.UID]
-		delete(gang.Reserved, pod.UID)
+		wasReserved = tx.UnreserveMember(gang, pod.UID)
 		// The framework does not say why; an attempt as old as the Permit
 		// wait has timed out.
-		if !gang.AttemptStarted.IsZero() && tx.Now().Sub(gang.AttemptStarted) >= timeout {
+		if gang.Attempting() && tx.AttemptAge(gang) >= timeout {
 			why, reason = fmt.Sprintf("timed out after %s with %d members placed", timeout, tx.Placed(gang)), reasonTimedOut
 		}
 	})
@@ -109,12 +106,7 @@ func (g *Gang) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1
 	}
 	if _, err := cycle.Read(plannedKey); err == nil {
 		var attempt bool
-		g.store.Lock(func(tx *state.Tx) {
-			gang := tx.Gang(key)
-			if attempt = !gang.AttemptStarted.IsZero(); attempt {
-				gang.AbandonPlan()
-			}
-		})
+		g.store.Lock(func(tx *state.Tx) { attempt = tx.AbandonPlan(tx.Gang(key)) })
 		if attempt {
 			klog.FromContext(ctx).V(2).Info("Gang member found no room on the planned nodes; placing over every node", "gang", key.String(), "pod", klog.KObj(pod))
 			g.handle.Activate(klog.FromContext(ctx), map[string]*corev1.Pod{pod.Namespace + "/" + pod.Name: pod})
@@ -139,18 +131,16 @@ func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why, reason 
 	var unblocked []state.GroupKey
 	g.store.Lock(func(tx *state.Tx) {
 		gang := tx.Gang(key)
-		if tx.Quorum(gang) >= minMember && gang.AttemptStarted.IsZero() {
+		if tx.Quorum(gang) >= minMember && !gang.Attempting() {
 			return
 		}
 		// Only the first failure of an attempt rejects the siblings; their
 		// own Unreserve calls then find the attempt already over.
-		if gang.AttemptStarted.IsZero() && !tx.IsPlacing(gang) {
+		if !gang.Attempting() && !tx.IsPlacing(gang) {
 			return
 		}
 		ended = true
-		gang.LastFailure = why
-		gang.BackoffUntil = tx.Now().Add(g.backoff)
-		unblocked = tx.FinishPlacing(gang)
+		unblocked = tx.FailAttempt(gang, why, g.backoff)
 	})
 	if !ended {
 		return

@@ -52,7 +52,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 			// freely.
 			return
 		}
-		if !gang.AttemptStarted.IsZero() {
+		if gang.Attempting() {
 			window = gang.PlanWindow(planWindow)
 			return // attempt under way: admitted when it started
 		}
@@ -76,8 +76,8 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 			waitTurn(why)
 			return
 		}
-		if wait := gang.BackoffUntil.Sub(tx.Now()); wait > 0 {
-			status = fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s backs off for %s after: %s", key, wait.Round(100*time.Millisecond), gang.LastFailure))
+		if wait, why := tx.BackingOff(gang); wait > 0 {
+			status = fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s backs off for %s after: %s", key, wait.Round(100*time.Millisecond), why))
 			return
 		}
 		reason, plan := g.quorumDoesNotFit(pg, gang, nodes, tx, tx.HeldByPlans(gang))
@@ -102,17 +102,16 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 		}
 		tx.NoLongerWaiting(gang)
 		if reason != "" {
-			gang.LastFailure = reason
+			tx.Refuse(gang, reason)
 			doesNotFit = true
 			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
 			if preempts {
-				cycle.Write(state.GangNeedsRoomKey, &state.GangNeedsRoom{Key: key, Need: int(pg.Spec.MinMember) - tx.Quorum(gang)})
+				cycle.Write(state.GangNeedsRoomKey, &state.GangNeedsRoom{Key: key})
 				status = fwk.NewStatus(fwk.Unschedulable, reason)
 			}
 			return
 		}
-		tx.StartPlacing(gang)
-		gang.SetPlan(plan)
+		tx.StartPlacing(gang, plan)
 		window = gang.PlanWindow(planWindow)
 		started = true
 	})
@@ -152,7 +151,7 @@ func (planned) Clone() fwk.StateData { return planned{} }
 // reserved for longer than any Permit wait: every attempt that reserved a
 // member ends by quorum, PostFilter or Permit timeout well before that.
 func (g *Gang) stale(placing *state.Gang, tx *state.Tx) bool {
-	return len(placing.Reserved) == 0 && tx.Now().Sub(placing.AttemptStarted) > g.timeout(g.store.PodGroup(placing.Key))+5*time.Second
+	return placing.ReservedCount() == 0 && tx.AttemptAge(placing) > g.timeout(g.store.PodGroup(placing.Key))+5*time.Second
 }
 
 // gangNames lists the gangs' keys for a message.
@@ -186,24 +185,19 @@ func (g *Gang) activateSiblings(ctx context.Context, pod *corev1.Pod, key state.
 //
 // It also returns where the members went: the attempt's plan.
 func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, tx *state.Tx, held map[string]state.Resources) (string, []state.PlanSlot) {
-	need := int(pg.Spec.MinMember) - tx.Quorum(gang)
-	if need <= 0 {
+	members, short := tx.StillNeeded(gang, pg, nil)
+	if short > 0 {
+		return fmt.Sprintf("gang %s needs %d more members but only %d are pending", gang.Key, len(members)+short, len(members)), nil
+	}
+	if len(members) == 0 {
 		return "", nil
 	}
-	var pending []state.Resources
-	for _, p := range g.store.Members(gang.Key) {
-		if _, reserved := gang.Reserved[p.UID]; reserved || p.Spec.NodeName != "" {
-			continue
-		}
-		pending = append(pending, state.Request(p))
+	need := len(members)
+	pending := make([]state.Resources, need)
+	for i, m := range members {
+		pending[i] = state.Request(m)
 	}
-	if len(pending) < need {
-		return fmt.Sprintf("gang %s needs %d more members but only %d are pending", gang.Key, need, len(pending)), nil
-	}
-	// Any `need` members reach the quorum; the smallest are the likeliest to fit.
-	sort.SliceStable(pending, func(i, j int) bool { return pending[i].Less(pending[j]) })
-	pending = pending[:need]
-	sort.SliceStable(pending, func(i, j int) bool { return pending[j].Less(pending[i]) })
+	sort.SliceStable(pending, func(i, j int) bool { return pending[j].Less(pending[i]) }) // largest first
 
 	// A node's free capacity is computed when first fit reaches it: on a
 	// cluster with room the check stops after the first few nodes.

@@ -103,7 +103,7 @@ func TestPreFilterPlacesGangsSideBySide(t *testing.T) {
 			require.Equal(t, []string{"n0", "n1"}, sortedNames(res), "a plans the first nodes")
 			assert.True(t, h.activated["ns/a-1"], "a's sibling follows at once")
 			if tc.offPlan {
-				g.store.Lock(func(tx *state.Tx) { tx.Gang(state.GroupKey{Namespace: "ns", Name: "a"}).AbandonPlan() })
+				g.store.Lock(func(tx *state.Tx) { tx.AbandonPlan(tx.Gang(state.GroupKey{Namespace: "ns", Name: "a"})) })
 			}
 
 			res, status = g.PreFilter(ctx, framework.NewCycleState(), b[0], nodes)

@@ -117,7 +117,7 @@ func (w *statusWriter) write(key state.GroupKey) error {
 	var placing bool
 	w.store.Lock(func(tx *state.Tx) {
 		g := tx.Gang(key)
-		placing = !g.AttemptStarted.IsZero() || len(g.Reserved) > 0
+		placing = g.InFlight()
 		tx.Forget(g)
 	})
 	status := computeStatus(pg, pods.Items, placing, metav1.Now())

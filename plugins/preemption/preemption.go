@@ -3,12 +3,10 @@ package preemption
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -168,13 +166,12 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 	}
 	who.group, who.inGroup = key, true
 	var quorumPlaced bool
-	var reserved map[types.UID]bool
+	var members []*corev1.Pod
+	var short int
 	p.store.Lock(func(tx *state.Tx) {
 		g := tx.Gang(key)
-		quorumPlaced = tx.QuorumReached(g, pg)
-		reserved = make(map[types.UID]bool, len(g.Reserved))
-		for uid := range g.Reserved {
-			reserved[uid] = true
+		if quorumPlaced = tx.QuorumReached(g, pg); !quorumPlaced {
+			members, short = tx.StillNeeded(g, pg, pod)
 		}
 	})
 	if quorumPlaced {
@@ -185,18 +182,10 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 	if err != nil || room == nil || room.Key != key {
 		return nil, fmt.Sprintf("not preempting: gang %s is not waiting for room", key)
 	}
-	var others []*corev1.Pod
-	for _, m := range p.store.Members(key) {
-		if m.UID != pod.UID && m.Spec.NodeName == "" && !reserved[m.UID] && m.DeletionTimestamp == nil {
-			others = append(others, m)
-		}
+	if short > 0 {
+		return nil, fmt.Sprintf("not preempting: gang %s needs %d more members than are pending", key, short)
 	}
-	// Any `need` members make the quorum; the smallest are the cheapest.
-	sort.SliceStable(others, func(i, j int) bool { return state.Request(others[i]).Less(state.Request(others[j])) })
-	if len(others) < room.Need-1 {
-		return nil, fmt.Sprintf("not preempting: gang %s needs %d more members than are pending", key, room.Need-1-len(others))
-	}
-	who.members = append(who.members, others[:max(room.Need-1, 0)]...)
+	who.members = members
 	who.id = evictionID(pod, true)
 	who.what = "gang " + key.String()
 	who.request = state.Resources{}

@@ -3,7 +3,6 @@ package proportion
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -100,26 +99,25 @@ func (p *Proportion) admissionRequest(pod *corev1.Pod) (state.Resources, string,
 		return own, "the pod", nil
 	}
 	var placed int
-	p.store.Lock(func(tx *state.Tx) { placed = tx.Quorum(tx.Gang(key)) })
+	var needed []*corev1.Pod
+	p.store.Lock(func(tx *state.Tx) {
+		gang := tx.Gang(key)
+		if placed = tx.Quorum(gang); placed == 0 {
+			needed, _ = tx.StillNeeded(gang, pg, pod)
+		}
+	})
 	if placed > 0 {
 		// Its gang was admitted as a unit (members placed or succeeded):
 		// a member still to come counts alone.
 		return own, "the pod", nil
 	}
 	// The gang's first member: every member needed for the quorum, this one
-	// included, smallest first (any minMember of them make the quorum).
+	// included.
+	total := state.Resources{}
+	for _, m := range needed {
+		total.Add(state.Request(m))
+	}
 	members := p.store.Members(key)
-	var others []state.Resources
-	for _, m := range members {
-		if m.UID != pod.UID && m.Spec.NodeName == "" {
-			others = append(others, state.Request(m))
-		}
-	}
-	sort.SliceStable(others, func(i, j int) bool { return others[i].Less(others[j]) })
-	total := own.Clone()
-	for i := 0; i < int(pg.Spec.MinMember)-1 && i < len(others); i++ {
-		total.Add(others[i])
-	}
 	return total, fmt.Sprintf("gang %s (%d members for its quorum)", key, pg.Spec.MinMember), members
 }
 

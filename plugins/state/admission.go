@@ -76,39 +76,11 @@ func describe(name corev1.ResourceName, after, limit int64) string {
 // the one refusal that evicting other pods can cure.
 const GangNeedsRoomKey fwk.StateKey = "flotilla.dev/gang-needs-room"
 
-// GangNeedsRoom is the gang that needs room and how many members it still
-// needs for its quorum.
+// GangNeedsRoom is the gang that needs room; which of its members must fit
+// is Tx.StillNeeded's answer at the time of preemption.
 type GangNeedsRoom struct {
-	Key  GroupKey
-	Need int
+	Key GroupKey
 }
 
 // Clone is required by fwk.StateData; the value is never modified.
 func (g *GangNeedsRoom) Clone() fwk.StateData { return g }
-
-// EnableGangPreemption records that profile runs a gang-aware preemption
-// plugin, so Gang may leave a gang that does not fit to it instead of
-// refusing it outright.
-func (s *Store) EnableGangPreemption(profile string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.gangPreemption == nil {
-		s.gangPreemption = map[string]bool{}
-	}
-	s.gangPreemption[profile] = true
-}
-
-// GangPreemption reports whether profile runs gang-aware preemption.
-func (s *Store) GangPreemption(profile string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.gangPreemption[profile]
-}
-
-// Queues returns the queue accounting if a plugin of this scheduler
-// enabled it, else nil (then every pod is in one implicit queue).
-func (s *Store) Queues() *Queues {
-	queuesMu.Lock()
-	defer queuesMu.Unlock()
-	return queueSets[s]
-}

@@ -1,14 +1,34 @@
 // Package state is the one view of batch workloads that every flotilla
-// plugin of a scheduler reads: PodGroups (the scheduler-plugins CRD) with
-// their member pods, and the gangs' in-flight accounting (which members are
-// reserved, which gangs are placing and what room their plans hold, which
-// are backing off) that Reserve/Unreserve keep exact. It is built once per scheduler from its
-// informers, however many profiles and plugins use it; policies meet here
-// instead of importing each other.
+// plugin of a scheduler reads, and the owner of the rules several plugins
+// need. Policies meet here instead of importing each other.
 //
-// The rules several plugins need have their owner here: a gang's quorum
-// counts its placed and its succeeded members (quorum.go; the scheduler's
-// own pod informer drops finished pods, so succeeded members are watched
-// separately, metadata only); the queues' accounting, deserved shares and
-// admission (queues.go, fairshare.go, admission.go).
+// It is built once per scheduler from its informers, however many profiles
+// and plugins use it (registry.go: one Store per scheduler, holding what
+// its plugins enable: the queue accounting, which profiles run gang-aware
+// preemption, and Shared parts — informer handlers and status writers a
+// plugin must not double when two profiles run it).
+//
+// Files by job:
+//   - store.go: PodGroups (the scheduler-plugins CRD) and their member
+//     pods; each group's queue-sort time, pinned at first sight.
+//   - gangs.go: the gangs' in-flight accounting, written only through Tx
+//     methods under one lock — which members are reserved, which gangs are
+//     placing and which one waits for their room, which back off and why.
+//     Reserve/Unreserve keep it exact.
+//   - plan.go: where a placing gang's first-fit check put its members, and
+//     the room those plans hold against other gangs.
+//   - quorum.go: a gang's quorum counts its placed and its succeeded
+//     members (the scheduler's own pod informer drops finished pods, so
+//     succeeded members are watched separately, metadata only), and
+//     StillNeeded says which pending members must fit for the quorum —
+//     the one answer admission, the gang's fit check and preemption use.
+//   - queues.go, queuesource.go: per-queue accounting of what placed pods
+//     use and pending pods ask for, kept current by pod, node, queue,
+//     PodGroup and namespace events.
+//   - queueview.go, fairshare.go: the queues' deserved shares (weighted
+//     water-filling with guarantee, capability and hierarchy) and the
+//     snapshot the plugins read.
+//   - admission.go: whether a queue admits a request within its share and
+//     capability, and what a gang's refusal tells preemption.
+//   - resources.go: resource arithmetic and a node's free capacity.
 package state

@@ -5,66 +5,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
-
-// Resources is an amount per resource: cpu in millicores, everything else
-// in its base unit. A resource that is absent is zero.
-type Resources map[corev1.ResourceName]int64
-
-// ResourcesOf converts a ResourceList.
-func ResourcesOf(list corev1.ResourceList) Resources {
-	r := make(Resources, len(list))
-	for name, q := range list {
-		if name == corev1.ResourceCPU {
-			r[name] = q.MilliValue()
-		} else {
-			r[name] = q.Value()
-		}
-	}
-	return r
-}
-
-// List converts back to a ResourceList, dropping zeros.
-func (r Resources) List() corev1.ResourceList {
-	list := corev1.ResourceList{}
-	for name, v := range r {
-		if v == 0 {
-			continue
-		}
-		if name == corev1.ResourceCPU {
-			list[name] = *resource.NewMilliQuantity(v, resource.DecimalSI)
-		} else if name == corev1.ResourceMemory {
-			list[name] = *resource.NewQuantity(v, resource.BinarySI)
-		} else {
-			list[name] = *resource.NewQuantity(v, resource.DecimalSI)
-		}
-	}
-	return list
-}
-
-// Add adds o to r.
-func (r Resources) Add(o Resources) {
-	for name, v := range o {
-		r[name] += v
-	}
-}
-
-// Sub subtracts o from r.
-func (r Resources) Sub(o Resources) {
-	for name, v := range o {
-		r[name] -= v
-	}
-}
-
-// Clone copies r.
-func (r Resources) Clone() Resources {
-	c := make(Resources, len(r))
-	for k, v := range r {
-		c[k] = v
-	}
-	return c
-}
 
 // ShareNode is one queue in the deserved-share computation.
 type ShareNode struct {
@@ -269,26 +210,4 @@ func waterFill(amount int64, weights []float64, floors, caps []int64) []int64 {
 		}
 	}
 	return out
-}
-
-// Less orders requests by size: cpu, then memory, then everything else.
-func (r Resources) Less(o Resources) bool {
-	if r[corev1.ResourceCPU] != o[corev1.ResourceCPU] {
-		return r[corev1.ResourceCPU] < o[corev1.ResourceCPU]
-	}
-	if r[corev1.ResourceMemory] != o[corev1.ResourceMemory] {
-		return r[corev1.ResourceMemory] < o[corev1.ResourceMemory]
-	}
-	var rest, orest int64
-	for name, v := range r {
-		if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
-			rest += v
-		}
-	}
-	for name, v := range o {
-		if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
-			orest += v
-		}
-	}
-	return rest < orest
 }

@@ -13,12 +13,6 @@ type PlanSlot struct {
 	Held    Resources
 }
 
-// SetPlan records where the attempt's first-fit check put the members
-// still needed, in the order it filled the nodes.
-func (g *Gang) SetPlan(plan []PlanSlot) {
-	g.plan, g.planFailed = plan, false
-}
-
 // PlanWindow returns up to n planned nodes that still take a member, in
 // plan order; nil without a usable plan. Steering a member to these nodes
 // instead of every node makes its cycle cost O(n) rather than O(nodes):
@@ -39,9 +33,9 @@ func (g *Gang) PlanWindow(n int) []string {
 	return window
 }
 
-// TakePlanSlot records a member requesting request reserved on node: the
+// takePlanSlot records a member requesting request reserved on node: the
 // node now carries the member itself, so the slot no longer holds its room.
-func (g *Gang) TakePlanSlot(node string, request Resources) {
+func (g *Gang) takePlanSlot(node string, request Resources) {
 	for i := range g.plan {
 		slot := &g.plan[i]
 		if slot.Node != node || slot.Members == 0 {
@@ -62,10 +56,17 @@ func (g *Gang) TakePlanSlot(node string, request Resources) {
 	}
 }
 
-// AbandonPlan makes the rest of the attempt place over every node: a
-// member found no room among the planned ones (its constraints differ from
-// what the first-fit check sees, which is resources only).
-func (g *Gang) AbandonPlan() { g.planFailed = true }
+// AbandonPlan makes the rest of g's attempt place over every node, and
+// reports whether an attempt was under way: a member found no room among
+// the planned ones (its constraints differ from what the first-fit check
+// sees, which is resources only).
+func (tx *Tx) AbandonPlan(g *Gang) bool {
+	if !g.Attempting() {
+		return false
+	}
+	g.planFailed = true
+	return true
+}
 
 // hasPlan reports whether the gang's attempt still follows its plan, so
 // that what it will take is known.

@@ -5,21 +5,26 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestPlanWindowFollowsReservations(t *testing.T) {
-	g := &Gang{}
-	g.SetPlan([]PlanSlot{{Node: "a", Members: 2}, {Node: "b", Members: 1}, {Node: "c", Members: 3}})
-	assert.Equal(t, []string{"a", "b"}, g.PlanWindow(2))
-	g.TakePlanSlot("a", nil)
-	g.TakePlanSlot("a", nil)
-	assert.Equal(t, []string{"b", "c"}, g.PlanWindow(2), "a is full")
-	g.TakePlanSlot("z", nil) // a member placed off the plan takes no slot
-	assert.Equal(t, []string{"b", "c"}, g.PlanWindow(5))
-	g.AbandonPlan()
-	assert.Nil(t, g.PlanWindow(5), "an abandoned plan steers nothing")
-	g.SetPlan([]PlanSlot{{Node: "a", Members: 1}})
-	assert.Equal(t, []string{"a"}, g.PlanWindow(5), "a new attempt plans afresh")
+	NewStatic(nil, nil).Lock(func(tx *Tx) {
+		g := tx.Gang(GroupKey{Namespace: "ns", Name: "g"})
+		tx.StartPlacing(g, []PlanSlot{{Node: "a", Members: 2}, {Node: "b", Members: 1}, {Node: "c", Members: 3}})
+		assert.Equal(t, []string{"a", "b"}, g.PlanWindow(2))
+		tx.ReserveMember(g, member("m0"), "a")
+		tx.ReserveMember(g, member("m1"), "a")
+		assert.Equal(t, []string{"b", "c"}, g.PlanWindow(2), "a is full")
+		tx.ReserveMember(g, member("m2"), "z") // a member placed off the plan takes no slot
+		assert.Equal(t, []string{"b", "c"}, g.PlanWindow(5))
+		assert.True(t, tx.AbandonPlan(g))
+		assert.Nil(t, g.PlanWindow(5), "an abandoned plan steers nothing")
+		tx.FinishPlacing(g)
+		assert.False(t, tx.AbandonPlan(g), "no attempt, no plan to abandon")
+		tx.StartPlacing(g, []PlanSlot{{Node: "a", Members: 1}})
+		assert.Equal(t, []string{"a"}, g.PlanWindow(5), "a new attempt plans afresh")
+	})
 }
 
 // What a placing gang's plan still holds is what its members yet to come
@@ -31,21 +36,20 @@ func TestHeldByPlansFollowsReservations(t *testing.T) {
 	two := Resources{corev1.ResourceCPU: 2000, corev1.ResourceMemory: 2 << 30}
 	s.Lock(func(tx *Tx) {
 		a, b := tx.Gang(GroupKey{Namespace: "ns", Name: "a"}), tx.Gang(GroupKey{Namespace: "ns", Name: "b"})
-		tx.StartPlacing(a)
-		a.SetPlan([]PlanSlot{{Node: "n1", Members: 2, Held: two.Clone()}, {Node: "n2", Members: 1, Held: one.Clone()}})
+		tx.StartPlacing(a, []PlanSlot{{Node: "n1", Members: 2, Held: two.Clone()}, {Node: "n2", Members: 1, Held: one.Clone()}})
 		assert.Equal(t, map[string]Resources{
 			"n1": {corev1.ResourceCPU: 2000, corev1.ResourceMemory: 2 << 30, corev1.ResourcePods: 2},
 			"n2": {corev1.ResourceCPU: 1000, corev1.ResourceMemory: 1 << 30, corev1.ResourcePods: 1},
 		}, tx.HeldByPlans(b))
 		assert.Nil(t, tx.HeldByPlans(a), "a gang does not plan around itself")
 
-		a.TakePlanSlot("n1", one)
+		tx.ReserveMember(a, sized("m0", one), "n1")
 		assert.Equal(t, Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 1 << 30, corev1.ResourcePods: 1}, tx.HeldByPlans(b)["n1"])
-		a.TakePlanSlot("n2", two) // a bigger member than planned: never less than nothing
+		tx.ReserveMember(a, sized("m1", two), "n2") // a bigger member than planned: never less than nothing
 		_, held := tx.HeldByPlans(b)["n2"]
 		assert.False(t, held, "a slot whose members are all reserved holds nothing")
 
-		a.AbandonPlan()
+		tx.AbandonPlan(a)
 		assert.Nil(t, tx.HeldByPlans(b), "off its plan a gang's needs are unknown")
 		assert.Contains(t, tx.MayStartBeside(b), "ns/a is placing off its plan")
 	})
@@ -58,8 +62,7 @@ func TestWaiterHasTheNextTurn(t *testing.T) {
 	s := NewStatic(nil, nil)
 	s.Lock(func(tx *Tx) {
 		a, big, small := tx.Gang(GroupKey{Namespace: "ns", Name: "a"}), tx.Gang(GroupKey{Namespace: "ns", Name: "big"}), tx.Gang(GroupKey{Namespace: "ns", Name: "small"})
-		tx.StartPlacing(a)
-		a.SetPlan([]PlanSlot{{Node: "n1", Members: 1, Held: Resources{corev1.ResourceCPU: 1000}}})
+		tx.StartPlacing(a, []PlanSlot{{Node: "n1", Members: 1, Held: Resources{corev1.ResourceCPU: 1000}}})
 		assert.Empty(t, tx.MayStartBeside(small))
 		tx.WaitForRoom(big)
 		tx.WaitForRoom(small) // not the first: big keeps the turn
@@ -70,4 +73,13 @@ func TestWaiterHasTheNextTurn(t *testing.T) {
 		assert.False(t, tx.IsPlacing(a))
 		assert.Empty(t, tx.MayStartBeside(small), "with nobody placing the turn lapses")
 	})
+}
+
+func member(name string) *corev1.Pod { return sized(name, nil) }
+
+func sized(name string, request Resources) *corev1.Pod {
+	pod := &corev1.Pod{}
+	pod.Namespace, pod.Name, pod.UID = "ns", name, types.UID(name)
+	pod.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: request.List()}}}
+	return pod
 }

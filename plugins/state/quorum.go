@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -117,7 +118,7 @@ func (s *Store) OnMemberSucceeded(f func(GroupKey)) error {
 func (tx *Tx) Quorum(g *Gang) int {
 	n := tx.Placed(g)
 	for _, uid := range tx.s.succeededOf(g.Key) {
-		if _, reserved := g.Reserved[uid]; reserved || tx.s.bound[g.Key][uid] {
+		if _, reserved := g.reserved[uid]; reserved || tx.s.bound[g.Key][uid] {
 			continue // finished a moment ago: counted as placed until the informer drops it
 		}
 		n++
@@ -143,4 +144,48 @@ func groupOfObject(obj interface{}) (GroupKey, bool) {
 		return GroupKey{}, false
 	}
 	return GroupKey{Namespace: m.GetNamespace(), Name: name}, true
+}
+
+// StillNeeded returns the pending members whose placing completes g's
+// quorum, and by how many members the pending ones fall short of it (0
+// when there are enough). It is the one answer to "which members must fit
+// for this gang to run" that admission, the gang's fit check and
+// preemption all ask.
+//
+// first, if given, is the member being scheduled: it is among them
+// whatever its size. The others are the smallest by request (cpu, then
+// memory, then the rest): any of the pending members complete the quorum,
+// and the smallest are the likeliest to fit and the cheapest to make room
+// for. Pending means known to the scheduler, neither reserved nor bound,
+// and not being deleted.
+func (tx *Tx) StillNeeded(g *Gang, pg *schedv1alpha1.PodGroup, first *corev1.Pod) (members []*corev1.Pod, short int) {
+	if pg == nil {
+		return nil, 0
+	}
+	need := int(pg.Spec.MinMember) - tx.Quorum(g)
+	if need <= 0 {
+		return nil, 0
+	}
+	type candidate struct {
+		pod     *corev1.Pod
+		request Resources
+	}
+	var pending []candidate
+	for _, p := range tx.s.Members(g.Key) {
+		if _, reserved := g.reserved[p.UID]; reserved || p.Spec.NodeName != "" || (first != nil && p.UID == first.UID) {
+			continue
+		}
+		pending = append(pending, candidate{p, Request(p)})
+	}
+	sort.SliceStable(pending, func(i, j int) bool { return pending[i].request.Less(pending[j].request) })
+	if first != nil {
+		members = append(members, first)
+	}
+	for _, c := range pending {
+		if len(members) == need {
+			break
+		}
+		members = append(members, c.pod)
+	}
+	return members, need - len(members)
 }

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
@@ -67,67 +66,14 @@ type Store struct {
 	// groupTimes pins each group's queue-sort time at first sight, so a
 	// queued pod's sort key never changes (a changing key corrupts the heap).
 	groupTimes map[GroupKey]time.Time
-	// gangPreemption: profiles whose preemption plugin is gang-aware.
-	gangPreemption map[string]bool
 	// bound are the members the informer shows bound (and not deleting),
 	// per group, kept by the same handler that forgets reserved members
 	// once bound, so that Placed counts each member once in O(1).
 	bound        map[GroupKey]map[types.UID]bool
 	boundTracked cache.ResourceEventHandlerRegistration
-}
 
-// Gang is the in-flight accounting of one PodGroup. Guarded by Store.mu.
-type Gang struct {
-	Key GroupKey
-	// Reserved are members that passed Reserve and are not yet unreserved:
-	// waiting in Permit, binding, or bound.
-	Reserved map[types.UID]*corev1.Pod
-	// AttemptStarted is when the current placing attempt began (zero when
-	// none is running).
-	AttemptStarted time.Time
-	// BackoffUntil keeps a failed gang from starting a new attempt.
-	BackoffUntil time.Time
-	// LastFailure says why the last attempt failed.
-	LastFailure string
-	// blocked are gangs refused while this one was placing; they are
-	// activated when it finishes.
-	blocked map[GroupKey]bool
-	// plan steers the attempt's members to the nodes its first-fit check
-	// found room on (see plan.go).
-	plan       []PlanSlot
-	planFailed bool
-}
-
-var (
-	storesMu sync.Mutex
-	stores   = map[informers.SharedInformerFactory]*Store{}
-)
-
-// For returns the Store of the scheduler that owns h, building it on first
-// use. Every profile of one scheduler shares its informer factory, and so
-// its Store. It is forgotten when ctx (the scheduler's) ends.
-func For(ctx context.Context, h fwk.Handle) (*Store, error) {
-	storesMu.Lock()
-	defer storesMu.Unlock()
-	factory := h.SharedInformerFactory()
-	if s, ok := stores[factory]; ok {
-		return s, nil
-	}
-	s, err := newStore(h)
-	if err != nil {
-		return nil, err
-	}
-	stores[factory] = s
-	go func() {
-		<-ctx.Done()
-		storesMu.Lock()
-		delete(stores, factory)
-		storesMu.Unlock()
-		queuesMu.Lock()
-		delete(queueSets, s)
-		queuesMu.Unlock()
-	}()
-	return s, nil
+	partsMu sync.Mutex
+	parts   parts
 }
 
 func newStore(h fwk.Handle) (*Store, error) {
@@ -256,176 +202,6 @@ func (s *Store) forgetGroupTime(obj interface{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.groupTimes, key)
-}
-
-// Lock runs f with the gang accounting locked.
-func (s *Store) Lock(f func(tx *Tx)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f(&Tx{s: s})
-}
-
-// Tx is the gang accounting, valid only inside Store.Lock.
-type Tx struct{ s *Store }
-
-// Gang returns the accounting of a group, creating it.
-func (tx *Tx) Gang(key GroupKey) *Gang {
-	g, ok := tx.s.gangs[key]
-	if !ok {
-		g = &Gang{Key: key, Reserved: map[types.UID]*corev1.Pod{}, blocked: map[GroupKey]bool{}}
-		tx.s.gangs[key] = g
-	}
-	return g
-}
-
-// PlacingBesides returns the gangs other than g allowed to hold partial
-// reservations, in no particular order.
-func (tx *Tx) PlacingBesides(g *Gang) []*Gang {
-	var out []*Gang
-	for _, p := range tx.s.placing {
-		if p != g {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// IsPlacing reports whether g may hold partial reservations.
-func (tx *Tx) IsPlacing(g *Gang) bool { return tx.s.placing[g.Key] == g }
-
-// MayStartBeside reports why g may not start placing beside the gangs
-// placing now, or "": one of them no longer follows a plan (what it will
-// take is unknown), or another gang already waits for their room.
-func (tx *Tx) MayStartBeside(g *Gang) string {
-	for _, p := range tx.s.placing {
-		if p != g && !p.hasPlan() {
-			return fmt.Sprintf("gang %s is placing off its plan", p.Key)
-		}
-	}
-	if w := tx.s.waiter; w != nil && w != g && len(tx.s.placing) > 0 {
-		return fmt.Sprintf("gang %s waits for room first", w.Key)
-	}
-	return ""
-}
-
-// WaitForRoom records g as refused for room the placing gangs hold; the
-// first such gang is the waiter.
-func (tx *Tx) WaitForRoom(g *Gang) {
-	if tx.s.waiter == nil {
-		tx.s.waiter = g
-	}
-}
-
-// NoLongerWaiting drops g as the waiter: it started, or it does not fit
-// even with the held room.
-func (tx *Tx) NoLongerWaiting(g *Gang) {
-	if tx.s.waiter == g {
-		tx.s.waiter = nil
-	}
-}
-
-// StartPlacing lets g hold partial reservations and starts its attempt.
-func (tx *Tx) StartPlacing(g *Gang) {
-	tx.s.placing[g.Key] = g
-	tx.NoLongerWaiting(g)
-	g.AttemptStarted = tx.s.now()
-}
-
-// Block records that blocked was refused while g was placing.
-func (tx *Tx) Block(g *Gang, blocked GroupKey) { g.blocked[blocked] = true }
-
-// FinishPlacing ends g's attempt and its hold on partial reservations. It
-// returns the gangs refused meanwhile, to be activated.
-func (tx *Tx) FinishPlacing(g *Gang) []GroupKey {
-	g.AttemptStarted = time.Time{}
-	g.plan = nil
-	if tx.IsPlacing(g) {
-		delete(tx.s.placing, g.Key)
-	}
-	if len(tx.s.placing) == 0 {
-		// Whoever waited is activated with the rest and competes afresh.
-		tx.s.waiter = nil
-	}
-	var blocked []GroupKey
-	for k := range g.blocked {
-		blocked = append(blocked, k)
-	}
-	g.blocked = map[GroupKey]bool{}
-	return blocked
-}
-
-// Now is the store's clock.
-func (tx *Tx) Now() time.Time { return tx.s.now() }
-
-// Forget drops a gang's accounting once it has no reserved member left and
-// is neither placing nor backing off, so finished gangs cost no memory.
-func (tx *Tx) Forget(g *Gang) {
-	if len(g.Reserved) == 0 && g.AttemptStarted.IsZero() && !tx.IsPlacing(g) && tx.s.waiter != g && !g.BackoffUntil.After(tx.s.now()) && len(g.blocked) == 0 {
-		delete(tx.s.gangs, g.Key)
-	}
-}
-
-// Placed returns the members that hold or have held a node in this attempt:
-// bound ones (from the informer) and reserved ones (assumed, waiting in
-// Permit or binding), each counted once.
-func (tx *Tx) Placed(g *Gang) int {
-	if tx.s.boundTracked == nil || !tx.s.boundTracked.HasSynced() {
-		// Until the handler has seen every pod, count from the index.
-		n := len(g.Reserved)
-		for _, p := range tx.s.Members(g.Key) {
-			if _, reserved := g.Reserved[p.UID]; p.Spec.NodeName != "" && !reserved {
-				n++
-			}
-		}
-		return n
-	}
-	n := len(g.Reserved)
-	for uid := range tx.s.bound[g.Key] {
-		if _, reserved := g.Reserved[uid]; !reserved {
-			n++
-		}
-	}
-	return n
-}
-
-// trackBound keeps the bound members of each group and drops members from
-// the reserved set once the apiserver shows them bound or gone, so the set
-// only ever holds in-flight members. Both under one lock: a member is
-// counted once, as reserved or as bound, whatever the moment.
-func (s *Store) trackBound(obj interface{}, gone bool) {
-	pod, ok := unwrap(obj).(*corev1.Pod)
-	if !ok {
-		return
-	}
-	key, ok := GroupOf(pod)
-	if !ok {
-		return
-	}
-	isBound := !gone && pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if isBound {
-		if s.bound[key] == nil {
-			s.bound[key] = map[types.UID]bool{}
-		}
-		s.bound[key][pod.UID] = true
-	} else if set := s.bound[key]; set != nil {
-		delete(set, pod.UID)
-		if len(set) == 0 {
-			delete(s.bound, key)
-		}
-	}
-	if !gone && pod.Spec.NodeName == "" {
-		return
-	}
-	g, ok := s.gangs[key]
-	if !ok {
-		return
-	}
-	if _, reserved := g.Reserved[pod.UID]; reserved {
-		delete(g.Reserved, pod.UID)
-		(&Tx{s: s}).Forget(g)
-	}
 }
 
 // OnMemberChange calls f with the group of every member pod that is added,

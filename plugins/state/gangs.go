@@ -1,0 +1,257 @@
+package state
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Gang is the in-flight accounting of one PodGroup. Guarded by Store.mu.
+type Gang struct {
+	Key GroupKey
+	// reserved are members that passed Reserve and are not yet unreserved:
+	// waiting in Permit, binding, or bound.
+	reserved map[types.UID]*corev1.Pod
+	// attemptStarted is when the current placing attempt began (zero when
+	// none is running).
+	attemptStarted time.Time
+	// backoffUntil keeps a failed gang from starting a new attempt.
+	backoffUntil time.Time
+	// lastFailure says why the last attempt failed.
+	lastFailure string
+	// blocked are gangs refused while this one was placing; they are
+	// activated when it finishes.
+	blocked map[GroupKey]bool
+	// plan steers the attempt's members to the nodes its first-fit check
+	// found room on (see plan.go).
+	plan       []PlanSlot
+	planFailed bool
+}
+
+// Lock runs f with the gang accounting locked.
+func (s *Store) Lock(f func(tx *Tx)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(&Tx{s: s})
+}
+
+// Tx is the gang accounting, valid only inside Store.Lock.
+type Tx struct{ s *Store }
+
+// Gang returns the accounting of a group, creating it.
+func (tx *Tx) Gang(key GroupKey) *Gang {
+	g, ok := tx.s.gangs[key]
+	if !ok {
+		g = &Gang{Key: key, reserved: map[types.UID]*corev1.Pod{}, blocked: map[GroupKey]bool{}}
+		tx.s.gangs[key] = g
+	}
+	return g
+}
+
+// PlacingBesides returns the gangs other than g allowed to hold partial
+// reservations, in no particular order.
+func (tx *Tx) PlacingBesides(g *Gang) []*Gang {
+	var out []*Gang
+	for _, p := range tx.s.placing {
+		if p != g {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// IsPlacing reports whether g may hold partial reservations.
+func (tx *Tx) IsPlacing(g *Gang) bool { return tx.s.placing[g.Key] == g }
+
+// MayStartBeside reports why g may not start placing beside the gangs
+// placing now, or "": one of them no longer follows a plan (what it will
+// take is unknown), or another gang already waits for their room.
+func (tx *Tx) MayStartBeside(g *Gang) string {
+	for _, p := range tx.s.placing {
+		if p != g && !p.hasPlan() {
+			return fmt.Sprintf("gang %s is placing off its plan", p.Key)
+		}
+	}
+	if w := tx.s.waiter; w != nil && w != g && len(tx.s.placing) > 0 {
+		return fmt.Sprintf("gang %s waits for room first", w.Key)
+	}
+	return ""
+}
+
+// WaitForRoom records g as refused for room the placing gangs hold; the
+// first such gang is the waiter.
+func (tx *Tx) WaitForRoom(g *Gang) {
+	if tx.s.waiter == nil {
+		tx.s.waiter = g
+	}
+}
+
+// NoLongerWaiting drops g as the waiter: it started, or it does not fit
+// even with the held room.
+func (tx *Tx) NoLongerWaiting(g *Gang) {
+	if tx.s.waiter == g {
+		tx.s.waiter = nil
+	}
+}
+
+// StartPlacing lets g hold partial reservations and starts its attempt,
+// whose members are steered by plan (where the quorum check put the
+// members still needed, in the order it filled the nodes).
+func (tx *Tx) StartPlacing(g *Gang, plan []PlanSlot) {
+	tx.s.placing[g.Key] = g
+	tx.NoLongerWaiting(g)
+	g.attemptStarted = tx.s.now()
+	g.plan, g.planFailed = plan, false
+}
+
+// Attempting reports whether an attempt of g is under way.
+func (g *Gang) Attempting() bool { return !g.attemptStarted.IsZero() }
+
+// AttemptAge is how long g's attempt has been under way (zero without one).
+func (tx *Tx) AttemptAge(g *Gang) time.Duration {
+	if !g.Attempting() {
+		return 0
+	}
+	return tx.s.now().Sub(g.attemptStarted)
+}
+
+// InFlight reports whether g has an attempt under way or members reserved.
+func (g *Gang) InFlight() bool { return g.Attempting() || len(g.reserved) > 0 }
+
+// ReservedCount is how many members passed Reserve and are not yet
+// unreserved (or seen bound).
+func (g *Gang) ReservedCount() int { return len(g.reserved) }
+
+// ReserveMember records a member placed on node: it counts toward the
+// quorum, and its plan slot no longer holds room for it.
+func (tx *Tx) ReserveMember(g *Gang, pod *corev1.Pod, node string) {
+	g.reserved[pod.UID] = pod
+	g.takePlanSlot(node, Request(pod))
+}
+
+// UnreserveMember forgets a member that lost its place, and reports
+// whether it was reserved.
+func (tx *Tx) UnreserveMember(g *Gang, uid types.UID) bool {
+	_, was := g.reserved[uid]
+	delete(g.reserved, uid)
+	return was
+}
+
+// BackingOff returns how long g still backs off after a failed attempt,
+// and why that attempt failed; zero when it may try.
+func (tx *Tx) BackingOff(g *Gang) (time.Duration, string) {
+	if wait := g.backoffUntil.Sub(tx.s.now()); wait > 0 {
+		return wait, g.lastFailure
+	}
+	return 0, ""
+}
+
+// Refuse records why g may not start an attempt now.
+func (tx *Tx) Refuse(g *Gang, why string) { g.lastFailure = why }
+
+// FailAttempt ends g's attempt: g backs off for backoff and remembers
+// why. It returns the gangs refused meanwhile, to be activated.
+func (tx *Tx) FailAttempt(g *Gang, why string, backoff time.Duration) []GroupKey {
+	g.lastFailure = why
+	g.backoffUntil = tx.s.now().Add(backoff)
+	return tx.FinishPlacing(g)
+}
+
+// Block records that blocked was refused while g was placing.
+func (tx *Tx) Block(g *Gang, blocked GroupKey) { g.blocked[blocked] = true }
+
+// FinishPlacing ends g's attempt and its hold on partial reservations. It
+// returns the gangs refused meanwhile, to be activated.
+func (tx *Tx) FinishPlacing(g *Gang) []GroupKey {
+	g.attemptStarted = time.Time{}
+	g.plan = nil
+	if tx.IsPlacing(g) {
+		delete(tx.s.placing, g.Key)
+	}
+	if len(tx.s.placing) == 0 {
+		// Whoever waited is activated with the rest and competes afresh.
+		tx.s.waiter = nil
+	}
+	var blocked []GroupKey
+	for k := range g.blocked {
+		blocked = append(blocked, k)
+	}
+	g.blocked = map[GroupKey]bool{}
+	return blocked
+}
+
+// Now is the store's clock.
+func (tx *Tx) Now() time.Time { return tx.s.now() }
+
+// Forget drops a gang's accounting once it has no reserved member left and
+// is neither placing nor backing off, so finished gangs cost no memory.
+func (tx *Tx) Forget(g *Gang) {
+	if len(g.reserved) == 0 && g.attemptStarted.IsZero() && !tx.IsPlacing(g) && tx.s.waiter != g && !g.backoffUntil.After(tx.s.now()) && len(g.blocked) == 0 {
+		delete(tx.s.gangs, g.Key)
+	}
+}
+
+// Placed returns the members that hold or have held a node in this attempt:
+// bound ones (from the informer) and reserved ones (assumed, waiting in
+// Permit or binding), each counted once.
+func (tx *Tx) Placed(g *Gang) int {
+	if tx.s.boundTracked == nil || !tx.s.boundTracked.HasSynced() {
+		// Until the handler has seen every pod, count from the index.
+		n := len(g.reserved)
+		for _, p := range tx.s.Members(g.Key) {
+			if _, reserved := g.reserved[p.UID]; p.Spec.NodeName != "" && !reserved {
+				n++
+			}
+		}
+		return n
+	}
+	n := len(g.reserved)
+	for uid := range tx.s.bound[g.Key] {
+		if _, reserved := g.reserved[uid]; !reserved {
+			n++
+		}
+	}
+	return n
+}
+
+// trackBound keeps the bound members of each group and drops members from
+// the reserved set once the apiserver shows them bound or gone, so the set
+// only ever holds in-flight members. Both under one lock: a member is
+// counted once, as reserved or as bound, whatever the moment.
+func (s *Store) trackBound(obj interface{}, gone bool) {
+	pod, ok := unwrap(obj).(*corev1.Pod)
+	if !ok {
+		return
+	}
+	key, ok := GroupOf(pod)
+	if !ok {
+		return
+	}
+	isBound := !gone && pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if isBound {
+		if s.bound[key] == nil {
+			s.bound[key] = map[types.UID]bool{}
+		}
+		s.bound[key][pod.UID] = true
+	} else if set := s.bound[key]; set != nil {
+		delete(set, pod.UID)
+		if len(set) == 0 {
+			delete(s.bound, key)
+		}
+	}
+	if !gone && pod.Spec.NodeName == "" {
+		return
+	}
+	g, ok := s.gangs[key]
+	if !ok {
+		return
+	}
+	if _, reserved := g.reserved[pod.UID]; reserved {
+		delete(g.reserved, pod.UID)
+		(&Tx{s: s}).Forget(g)
+	}
+}

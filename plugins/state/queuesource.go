@@ -1,0 +1,180 @@
+package state
+
+import (
+	"context"
+	"time"
+
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+func newQueues(s *Store, h fwk.Handle, defaultQueue string) (*Queues, error) {
+	cfg := rest.CopyConfig(h.KubeConfig())
+	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	q := &Queues{
+		store: s, dynamic: dyn, defaultQueue: defaultQueue,
+		namespaces: h.SharedInformerFactory().Core().V1().Namespaces().Lister(),
+		profiles:   map[string]bool{}, pods: map[types.UID]*podAccount{}, nodes: map[string]Resources{}, total: Resources{},
+		allocated: map[string]Resources{}, pending: map[string]Resources{}, foreign: Resources{}, demandChanged: true,
+	}
+	q.queues = h.SharedInformerFactory().InformerFor(&flotillav1alpha1.Queue{}, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return cache.NewSharedIndexInformer(typedQueueListWatch(dyn), &flotillav1alpha1.Queue{}, resync, cache.Indexers{})
+	})
+	markDirty := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(interface{}) { q.rebuild() },
+		UpdateFunc: func(old, cur interface{}) { q.rebuildIfSpecChanged(old, cur) },
+		DeleteFunc: func(interface{}) { q.rebuild() },
+	}
+	if _, err := q.queues.AddEventHandler(markDirty); err != nil {
+		return nil, err
+	}
+	// A PodGroup's or namespace's queue label decides its pods' queue: when
+	// it appears or changes, only those pods are re-resolved (a PodGroup's
+	// status writes, a thousand per gang wave, change nothing).
+	if _, err := s.podGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) { q.resolveGroup(obj) },
+		UpdateFunc: func(old, cur interface{}) {
+			if queueLabel(old) != queueLabel(cur) {
+				q.resolveGroup(cur)
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := h.SharedInformerFactory().Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) { q.resolveNamespace(obj) },
+		UpdateFunc: func(old, cur interface{}) {
+			if queueLabel(old) != queueLabel(cur) {
+				q.resolveNamespace(cur)
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    q.onPod,
+		UpdateFunc: func(_, cur interface{}) { q.onPod(cur) },
+		DeleteFunc: q.onPodDelete,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := h.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    q.onNode,
+		UpdateFunc: func(_, cur interface{}) { q.onNode(cur) },
+		DeleteFunc: q.onNodeDelete,
+	}); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// typedQueueListWatch lists and watches Queues through the dynamic client
+// and hands the informer typed objects.
+func typedQueueListWatch(dyn dynamic.Interface) *cache.ListWatch {
+	res := dyn.Resource(flotillav1alpha1.QueueResource)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			list, err := res.List(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			out := &flotillav1alpha1.QueueList{ListMeta: metav1.ListMeta{ResourceVersion: list.GetResourceVersion()}}
+			for i := range list.Items {
+				var queue flotillav1alpha1.Queue
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &queue); err != nil {
+					return nil, err
+				}
+				out.Items = append(out.Items, queue)
+			}
+			return out, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			w, err := res.Watch(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+				if u, ok := e.Object.(*unstructured.Unstructured); ok {
+					var queue flotillav1alpha1.Queue
+					if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &queue); err == nil {
+						e.Object = &queue
+					}
+				}
+				return e, true
+			}), nil
+		},
+	}
+}
+
+// Dynamic returns the client Queue status is written with.
+func (q *Queues) Dynamic() dynamic.Interface { return q.dynamic }
+
+// Informer exposes the Queue informer.
+func (q *Queues) Informer() cache.SharedIndexInformer { return q.queues }
+
+// rebuild re-resolves every pod's queue (a queue, PodGroup or namespace
+// label changed) and marks the shares for recomputation.
+func (q *Queues) rebuild() {
+	for _, obj := range q.store.pods.GetIndexer().List() {
+		q.onPod(obj)
+	}
+	q.mu.Lock()
+	q.demandChanged = true
+	q.mu.Unlock()
+}
+
+func queueLabel(obj interface{}) string {
+	if m, ok := obj.(metav1.Object); ok {
+		return m.GetLabels()[flotillav1alpha1.QueueLabel]
+	}
+	return ""
+}
+
+// resolveGroup re-resolves the queue of a PodGroup's members.
+func (q *Queues) resolveGroup(obj interface{}) {
+	pg, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	for _, pod := range q.store.Members(GroupKey{Namespace: pg.GetNamespace(), Name: pg.GetName()}) {
+		q.onPod(pod)
+	}
+}
+
+// resolveNamespace re-resolves the queue of a namespace's pods.
+func (q *Queues) resolveNamespace(obj interface{}) {
+	ns, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	pods, err := q.store.pods.GetIndexer().ByIndex(cache.NamespaceIndex, ns.GetName())
+	if err != nil {
+		q.rebuild()
+		return
+	}
+	for _, pod := range pods {
+		q.onPod(pod)
+	}
+}
+
+func (q *Queues) rebuildIfSpecChanged(old, cur interface{}) {
+	o, ok1 := old.(*flotillav1alpha1.Queue)
+	c, ok2 := cur.(*flotillav1alpha1.Queue)
+	if ok1 && ok2 && o.Generation == c.Generation {
+		return // a status write of ours
+	}
+	q.rebuild()
+}

@@ -1,0 +1,133 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"k8s.io/client-go/informers"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// registry holds one Store per scheduler running in the process. Every
+// profile of one scheduler shares its informer factory, which is the key;
+// each Store keeps the per-scheduler parts the plugins enable (queue
+// accounting, gang-aware preemption, Shared parts), so there is one entry
+// to build and one to forget.
+var registry = struct {
+	sync.Mutex
+	stores map[informers.SharedInformerFactory]*Store
+}{stores: map[informers.SharedInformerFactory]*Store{}}
+
+// parts are what plugins enable on their scheduler's Store. Guarded by
+// Store.partsMu.
+type parts struct {
+	queues *Queues
+	// queuesProfile is the profile whose plugin built the queue
+	// accounting, for the error when another profile asks for a different
+	// default queue.
+	queuesProfile string
+	// gangPreemption: profiles whose preemption plugin is gang-aware.
+	gangPreemption map[string]bool
+	// shared are plugin parts that exist once per scheduler (see Shared).
+	shared map[string]any
+}
+
+// For returns the Store of the scheduler that owns h, building it on first
+// use. It is forgotten when ctx (the scheduler's) ends.
+func For(ctx context.Context, h fwk.Handle) (*Store, error) {
+	registry.Lock()
+	defer registry.Unlock()
+	factory := h.SharedInformerFactory()
+	if s, ok := registry.stores[factory]; ok {
+		return s, nil
+	}
+	s, err := newStore(h)
+	if err != nil {
+		return nil, err
+	}
+	registry.stores[factory] = s
+	go func() {
+		<-ctx.Done()
+		registry.Lock()
+		delete(registry.stores, factory)
+		registry.Unlock()
+	}()
+	return s, nil
+}
+
+// Shared returns the part of a plugin named name that must exist once per
+// scheduler however many profiles run the plugin — informer handlers,
+// status writers — building it with build on first use. When
+// kube-scheduler serves two profiles that both run a plugin, it builds the
+// plugin twice; what hangs off the scheduler's informers must not be
+// doubled with it.
+func Shared[T any](s *Store, name string, build func() (T, error)) (T, error) {
+	s.partsMu.Lock()
+	defer s.partsMu.Unlock()
+	if part, ok := s.parts.shared[name]; ok {
+		return part.(T), nil
+	}
+	part, err := build()
+	if err != nil {
+		return part, err
+	}
+	if s.parts.shared == nil {
+		s.parts.shared = map[string]any{}
+	}
+	s.parts.shared[name] = part
+	return part, nil
+}
+
+// EnableQueues returns the scheduler's queue accounting, building it on
+// first use, and counts the pods of the given profile as queue members.
+// Every profile shares one accounting, so a profile asking for another
+// default queue than the one it was built with is refused: its pods would
+// silently land in the other queue.
+func (s *Store) EnableQueues(h fwk.Handle, defaultQueue string) (*Queues, error) {
+	s.partsMu.Lock()
+	defer s.partsMu.Unlock()
+	q := s.parts.queues
+	if q == nil {
+		var err error
+		if q, err = newQueues(s, h, defaultQueue); err != nil {
+			return nil, err
+		}
+		s.parts.queues, s.parts.queuesProfile = q, h.ProfileName()
+	} else if q.defaultQueue != defaultQueue {
+		return nil, fmt.Errorf("defaultQueue %q of profile %q differs from defaultQueue %q of profile %q: the profiles of one scheduler share one queue accounting, so they must name the same default queue",
+			defaultQueue, h.ProfileName(), q.defaultQueue, s.parts.queuesProfile)
+	}
+	q.mu.Lock()
+	q.profiles[h.ProfileName()] = true
+	q.demandChanged = true
+	q.mu.Unlock()
+	return q, nil
+}
+
+// Queues returns the queue accounting if a plugin of this scheduler
+// enabled it, else nil (then every pod is in one implicit queue).
+func (s *Store) Queues() *Queues {
+	s.partsMu.Lock()
+	defer s.partsMu.Unlock()
+	return s.parts.queues
+}
+
+// EnableGangPreemption records that profile runs a gang-aware preemption
+// plugin, so Gang may leave a gang that does not fit to it instead of
+// refusing it outright.
+func (s *Store) EnableGangPreemption(profile string) {
+	s.partsMu.Lock()
+	defer s.partsMu.Unlock()
+	if s.parts.gangPreemption == nil {
+		s.parts.gangPreemption = map[string]bool{}
+	}
+	s.parts.gangPreemption[profile] = true
+}
+
+// GangPreemption reports whether profile runs gang-aware preemption.
+func (s *Store) GangPreemption(profile string) bool {
+	s.partsMu.Lock()
+	defer s.partsMu.Unlock()
+	return s.parts.gangPreemption[profile]
+}
