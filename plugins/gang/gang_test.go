@@ -120,7 +120,9 @@ func TestQuorumCheckIsPlacementAware(t *testing.T) {
 	assert.Equal(t, []state.PlanSlot{{Node: "a", Members: 1, Held: four}, {Node: "c", Members: 1, Held: four}}, plan)
 
 	// Members already reserved do not need room again.
-	g.store.Lock(func(tx *state.Tx) { tx.ReserveMember(tx.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), members[0], "n0") })
+	g.store.Lock(func(tx *state.Tx) {
+		tx.ReserveMember(tx.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), members[0], "n0")
+	})
 	oneNode := []fwk.NodeInfo{nodeInfo("a", "4")}
 	assert.Empty(t, check(oneNode))
 }
