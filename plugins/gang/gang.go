@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/features"
@@ -30,11 +29,13 @@ const podGroupResource fwk.EventResource = "podgroups.v1alpha1.scheduling.x-k8s.
 
 // Gang schedules the members of a PodGroup all or nothing.
 type Gang struct {
-	handle      fwk.Handle
-	store       *state.Store
-	permitWait  time.Duration
-	backoff     time.Duration
-	statusQueue *statusWriter
+	handle     fwk.Handle
+	store      *state.Store
+	permitWait time.Duration
+	backoff    time.Duration
+	// shared is what exists once per scheduler: the PodGroup status
+	// writer and informer handlers (see shared.go).
+	shared *perScheduler
 	// nominatesWaitingPods: kube-scheduler writes a nominated node to every
 	// pod waiting in Permit (NominatedNodeNameForExpectation).
 	nominatesWaitingPods bool
@@ -76,64 +77,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		backoff:              time.Duration(args.BackoffSeconds) * time.Second,
 		nominatesWaitingPods: utilfeature.DefaultFeatureGate.Enabled(features.NominatedNodeNameForExpectation),
 	}
-	g.statusQueue = newStatusWriter(ctx, store, h)
-	if err := store.OnMemberChange(g.statusQueue.notify); err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
-	}
-	// A member that Succeeded counts toward its gang's quorum: a
-	// replacement gated because the store had not seen its siblings finish
-	// is let in, and the PodGroup's status moves on.
-	if err := store.OnMemberSucceeded(func(key state.GroupKey) {
-		g.activatePending(klog.FromContext(ctx), "", key)
-		g.statusQueue.notify(key)
-	}); err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
-	}
-	// The framework hears of a PodGroup from its own (dynamic) informer,
-	// which can run ahead of the store's: a member gated in PreEnqueue
-	// because the store did not know its PodGroup yet would then wait for an
-	// event that has already passed, and a gang created while the scheduler
-	// syncs its caches was never scheduled. The store's informer wakes the
-	// group's gated members once it knows the group, or a new spec of it.
-	logger := klog.FromContext(ctx)
-	if _, err := store.PodGroupInformer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) { g.wakeMembers(logger, obj) },
-		UpdateFunc: func(old, obj interface{}) {
-			if o, ok := old.(*schedv1alpha1.PodGroup); ok {
-				if n, ok := obj.(*schedv1alpha1.PodGroup); ok && o.Generation == n.Generation {
-					return
-				}
-			}
-			g.wakeMembers(logger, obj)
-		},
-	}); err != nil {
+	if g.shared, err = sharedFor(ctx, store, h); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return g, nil
-}
-
-// wakeMembers re-runs PreEnqueue for the group's members the queue holds
-// back.
-func (g *Gang) wakeMembers(logger klog.Logger, obj interface{}) {
-	if pg, ok := obj.(*schedv1alpha1.PodGroup); ok {
-		g.activatePending(logger, "", state.GroupKey{Namespace: pg.Namespace, Name: pg.Name})
-	}
-}
-
-// activatePending moves the unbound members of the groups, but skip, to
-// the active queue. Members the queue does not hold are left alone.
-func (g *Gang) activatePending(logger klog.Logger, skip types.UID, keys ...state.GroupKey) {
-	pending := map[string]*corev1.Pod{}
-	for _, key := range keys {
-		for _, pod := range g.store.Members(key) {
-			if pod.UID != skip && pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil {
-				pending[pod.Namespace+"/"+pod.Name] = pod
-			}
-		}
-	}
-	if len(pending) > 0 {
-		g.handle.Activate(logger, pending)
-	}
 }
 
 // Name returns the plugin's name.
@@ -195,7 +142,7 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	if !ok {
 		return nil
 	}
-	g.statusQueue.enqueue(key)
+	g.shared.status.Enqueue(key)
 	pg := g.store.PodGroup(key)
 	var why, reason string
 	switch {
@@ -230,6 +177,9 @@ const gatedEventDelay = 2 * time.Second
 
 func (g *Gang) sayWhyIfStillGated(pod *corev1.Pod, key state.GroupKey) {
 	time.AfterFunc(gatedEventDelay, func() {
+		if g.shared.ctx.Err() != nil {
+			return // the scheduler stopped: its recorder is gone
+		}
 		pg := g.store.PodGroup(key)
 		if pg == nil || g.attemptUnderWay(key) {
 			return

@@ -1,10 +1,16 @@
 package gang
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/flotilla-sched/flotilla/apis/config"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -181,9 +187,9 @@ func TestStoreLearningOfPodGroupWakesItsPendingMembers(t *testing.T) {
 	leaving := member("leaving", "g1", 0)
 	leaving.DeletionTimestamp = &metav1.Time{Time: t0}
 	handle := &activations{}
-	g := &Gang{handle: handle, store: state.NewStatic(nil, []*corev1.Pod{
+	g := testShared(t, state.NewStatic(nil, []*corev1.Pod{
 		member("a", "g1", 0), member("b", "g1", 0), bound, leaving, member("other", "g2", 0),
-	})}
+	}), handle)
 	g.wakeMembers(klog.Background(), podGroup("g1", t0, 2))
 	sort.Strings(handle.pods)
 	assert.Equal(t, []string{"ns/a", "ns/b"}, handle.pods)
@@ -266,4 +272,38 @@ func TestQuorumCountsSucceededMembers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// profileOf is a framework handle of one profile of a scheduler whose
+// profiles share factory, as kube-scheduler's do.
+type profileOf struct {
+	fwk.Handle
+	profile string
+	factory informers.SharedInformerFactory
+}
+
+func (h profileOf) ProfileName() string                                    { return h.profile }
+func (h profileOf) SharedInformerFactory() informers.SharedInformerFactory { return h.factory }
+func (h profileOf) KubeConfig() *rest.Config                               { return &rest.Config{Host: "https://127.0.0.1:1"} }
+
+// kube-scheduler builds Gang once per profile that runs it; the informer
+// handlers and the PodGroup status writer exist once per scheduler, so no
+// change is handled or written twice.
+func TestProfilesOfOneSchedulerShareOneStatusWriter(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	var built []*Gang
+	for _, profile := range []string{"default-scheduler", "flotilla-scheduler"} {
+		p, err := New(ctx, &config.GangArgs{PermitWaitingTimeSeconds: 60, BackoffSeconds: 10}, profileOf{profile: profile, factory: factory})
+		require.NoError(t, err)
+		built = append(built, p.(*Gang))
+	}
+	assert.Same(t, built[0].shared, built[1].shared)
+	assert.Same(t, built[0].store, built[1].store)
+
+	other, err := New(ctx, &config.GangArgs{PermitWaitingTimeSeconds: 60, BackoffSeconds: 10},
+		profileOf{profile: "flotilla-scheduler", factory: informers.NewSharedInformerFactory(fake.NewClientset(), 0)})
+	require.NoError(t, err)
+	assert.NotSame(t, built[0].shared, other.(*Gang).shared, "another scheduler has its own")
 }

@@ -1,8 +1,6 @@
 package gang
 
 import (
-	"sync"
-
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 )
@@ -22,7 +20,13 @@ var (
 		Help:           "Gang placing attempts that failed or were refused, by reason (does_not_fit, member_unplaceable, lost_place, timed_out).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
-	registerMetrics sync.Once
+	// podGroupStatusWrites counts PodGroup status patches: one per change
+	// of a group's status, whatever the number of profiles.
+	podGroupStatusWrites = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "flotilla", Name: "podgroup_status_writes_total",
+		Help:           "PodGroup status patches written by the scheduler.",
+		StabilityLevel: metrics.ALPHA,
+	})
 )
 
 // Reasons a gang attempt ends without its quorum.
@@ -34,5 +38,5 @@ const (
 )
 
 func init() {
-	registerMetrics.Do(func() { legacyregistry.MustRegister(gangWaitSeconds, gangRejections) })
+	legacyregistry.MustRegister(gangWaitSeconds, gangRejections, podGroupStatusWrites)
 }

@@ -49,7 +49,7 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 			unblocked = tx.FinishPlacing(gang)
 		}
 	})
-	g.statusQueue.enqueue(key)
+	g.shared.status.Enqueue(key)
 	if placed < int(pg.Spec.MinMember) {
 		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("gang %s has %d of %d members placed or succeeded", key, placed, pg.Spec.MinMember)), g.timeout(pg)
 	}
@@ -156,14 +156,14 @@ func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why, reason 
 	if pg != nil {
 		g.recordGangEvent(pg, corev1.EventTypeWarning, "GangRejected", message)
 	}
-	g.statusQueue.enqueue(key)
+	g.shared.status.Enqueue(key)
 	g.activateGangs(ctx, unblocked)
 }
 
 // activateGangs moves the pending members of gangs that were refused while
 // another gang placed back to the active queue.
 func (g *Gang) activateGangs(ctx context.Context, keys []state.GroupKey) {
-	g.activatePending(klog.FromContext(ctx), "", keys...)
+	g.shared.activatePending(klog.FromContext(ctx), "", keys...)
 }
 
 func (g *Gang) recordGangEvent(pg *schedv1alpha1.PodGroup, eventType, reason, message string) {

@@ -120,13 +120,13 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 			gangRejections.WithLabelValues(reasonDoesNotFit).Inc()
 			g.recordGangEvent(pg, corev1.EventTypeWarning, "GangDoesNotFit", status.Message())
 		}
-		g.statusQueue.enqueue(key)
+		g.shared.status.Enqueue(key)
 		return nil, status
 	}
 	if started {
 		logger.V(4).Info("Gang attempt started")
 		g.activateSiblings(ctx, pod, key)
-		g.statusQueue.enqueue(key)
+		g.shared.status.Enqueue(key)
 	}
 	if len(window) > 0 {
 		cycle.Write(plannedKey, planned{})
@@ -172,7 +172,7 @@ func (g *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // queue so the whole gang is tried back to back instead of being paced by
 // each member's back-off (scheduler-plugins #397/#450/#703).
 func (g *Gang) activateSiblings(ctx context.Context, pod *corev1.Pod, key state.GroupKey) {
-	g.activatePending(klog.FromContext(ctx), pod.UID, key)
+	g.shared.activatePending(klog.FromContext(ctx), pod.UID, key)
 }
 
 // quorumDoesNotFit tries to place the members still needed for the quorum,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,13 +40,20 @@ func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
 // status writer queues writes but never sends them.
 func testGang(t *testing.T, groups []*schedv1alpha1.PodGroup, pods []*corev1.Pod) (*Gang, *fakeHandle) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	h := &fakeHandle{activated: map[string]bool{}}
 	g := &Gang{handle: h, store: state.NewStatic(groups, pods)}
-	g.statusQueue = newStatusWriter(ctx, g.store, h)
-	g.statusQueue.start.Do(func() {})
+	g.shared = testShared(t, g.store, h)
 	return g, h
+}
+
+// testShared is the per-scheduler part over a static store, whose status
+// writes go nowhere.
+func testShared(t *testing.T, store *state.Store, h fwk.Handle) *perScheduler {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s := &perScheduler{ctx: ctx, store: store, handle: h}
+	s.status = state.NewStatusWriter(ctx, "test", time.Hour, func(context.Context, state.GroupKey) error { return nil }, nil)
+	return s
 }
 
 // members makes n members of group, each requesting cpu and 1Gi.

@@ -2,9 +2,6 @@ package gang
 
 import (
 	"context"
-	"encoding/json"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,9 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
@@ -30,77 +24,28 @@ const statusCoalesce = 500 * time.Millisecond
 // it as it is.
 const PodGroupScheduled schedv1alpha1.PodGroupPhase = "Scheduled"
 
-// statusWriter keeps PodGroup status true. It writes with merge patches to
-// the status subresource (no read-modify-write, so no conflicts), at most
-// once per statusCoalesce per group, and counts only pods in the PodGroup's
-// own namespace (scheduler-plugins' controller counts same-named groups in
-// every namespace). It starts with the first scheduling activity, so only
-// the leading replica writes.
-type statusWriter struct {
-	ctx     context.Context
-	store   *state.Store
-	handle  fwk.Handle
-	queue   workqueue.TypedDelayingInterface[state.GroupKey]
-	start   sync.Once
-	started atomic.Bool
-}
-
-func newStatusWriter(ctx context.Context, store *state.Store, h fwk.Handle) *statusWriter {
-	queue := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[state.GroupKey]{Name: "flotilla-podgroup-status"})
-	go func() {
-		<-ctx.Done()
-		queue.ShutDown()
-	}()
-	return &statusWriter{ctx: ctx, store: store, handle: h, queue: queue}
-}
-
-// enqueue schedules a status write; scheduling activity calls it, which
-// starts the writer.
-func (w *statusWriter) enqueue(key state.GroupKey) {
-	w.start.Do(func() {
-		w.started.Store(true)
-		go w.run()
-		w.catchUp()
-	})
-	w.queue.AddAfter(key, statusCoalesce)
-}
+// PodGroup status is kept true by the scheduler's one writer (see
+// perScheduler): merge patches to the status subresource (no
+// read-modify-write, so no conflicts), coalesced per group
+// (statusCoalesce), counting only pods in the PodGroup's own namespace
+// (scheduler-plugins' controller counts same-named groups in every
+// namespace). Only the leading replica writes: the writer starts with the
+// first scheduling activity.
 
 // catchUp schedules one status write for every PodGroup not yet Finished
 // when this replica starts writing: what changed while no scheduler was
 // writing (a crash, a restart, a fail-over) was heard by nobody, and a
 // gang whose members all finished meanwhile would stay Running for ever.
-func (w *statusWriter) catchUp() {
-	for _, obj := range w.store.PodGroupInformer().GetStore().List() {
+func (s *perScheduler) catchUp() {
+	for _, obj := range s.store.PodGroupInformer().GetStore().List() {
 		if pg, ok := obj.(*schedv1alpha1.PodGroup); ok && pg.Status.Phase != schedv1alpha1.PodGroupFinished {
-			w.queue.AddAfter(state.GroupKey{Namespace: pg.Namespace, Name: pg.Name}, statusCoalesce)
+			s.status.Notify(state.GroupKey{Namespace: pg.Namespace, Name: pg.Name})
 		}
 	}
 }
 
-// notify schedules a status write for a change seen by the informers (a
-// member started running or finished) if this replica is the one scheduling.
-func (w *statusWriter) notify(key state.GroupKey) {
-	if w.started.Load() {
-		w.queue.AddAfter(key, statusCoalesce)
-	}
-}
-
-func (w *statusWriter) run() {
-	for {
-		key, shutdown := w.queue.Get()
-		if shutdown {
-			return
-		}
-		if err := w.write(key); err != nil {
-			klog.FromContext(w.ctx).V(2).Info("Writing PodGroup status failed; retrying", "gang", key.String(), "err", err)
-			w.queue.AddAfter(key, 2*statusCoalesce)
-		}
-		w.queue.Done(key)
-	}
-}
-
-func (w *statusWriter) write(key state.GroupKey) error {
-	pg := w.store.PodGroup(key)
+func (s *perScheduler) writeStatus(ctx context.Context, key state.GroupKey) error {
+	pg := s.store.PodGroup(key)
 	if pg == nil {
 		return nil
 	}
@@ -108,14 +53,14 @@ func (w *statusWriter) write(key state.GroupKey) error {
 	// apiserver; the coalescing keeps this to a few lists per gang.
 	// ResourceVersion "0": from the apiserver's watch cache, not a quorum
 	// read of etcd — a thousand gangs make thousands of these.
-	pods, err := w.handle.ClientSet().CoreV1().Pods(key.Namespace).List(w.ctx, metav1.ListOptions{
+	pods, err := s.handle.ClientSet().CoreV1().Pods(key.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.Set{schedv1alpha1.PodGroupLabel: key.Name}.String(), ResourceVersion: "0",
 	})
 	if err != nil {
 		return err
 	}
 	var placing bool
-	w.store.Lock(func(tx *state.Tx) {
+	s.store.Lock(func(tx *state.Tx) {
 		g := tx.Gang(key)
 		placing = g.InFlight()
 		tx.Forget(g)
@@ -125,7 +70,7 @@ func (w *statusWriter) write(key state.GroupKey) error {
 		return nil
 	}
 	if status.Phase == schedv1alpha1.PodGroupPending && pg.Status.Phase != schedv1alpha1.PodGroupPending && int32(len(pods.Items)) < pg.Spec.MinMember {
-		w.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeNormal, "WaitingForMembers", "Scheduling",
+		s.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeNormal, "WaitingForMembers", "Scheduling",
 			"gang %s has %d of its minMember %d pods; it is not scheduled until they exist", key, len(pods.Items), pg.Spec.MinMember)
 	}
 	// Spelled out: the API type omits zero counts, and a merge patch that
@@ -136,13 +81,16 @@ func (w *statusWriter) write(key state.GroupKey) error {
 	if !status.ScheduleStartTime.IsZero() {
 		fields["scheduleStartTime"] = status.ScheduleStartTime
 	}
-	patch, err := json.Marshal(map[string]interface{}{"status": fields})
+	patch, err := state.StatusPatch(fields)
 	if err != nil {
 		return err
 	}
-	_, err = w.store.Clients().SchedulingV1alpha1().PodGroups(key.Namespace).Patch(w.ctx, key.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	_, err = s.store.Clients().SchedulingV1alpha1().PodGroups(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	if apierrors.IsNotFound(err) {
 		return nil
+	}
+	if err == nil {
+		podGroupStatusWrites.Inc()
 	}
 	return err
 }

@@ -1,8 +1,6 @@
 package preemption
 
 import (
-	"sync"
-
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 )
@@ -19,9 +17,8 @@ var (
 		Help:           "Pods evicted by flotilla's preemption, by kind (preemption within a queue, reclaim across queues).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"kind"})
-	registerMetrics sync.Once
 )
 
 func init() {
-	registerMetrics.Do(func() { legacyregistry.MustRegister(victimsTotal) })
+	legacyregistry.MustRegister(victimsTotal)
 }

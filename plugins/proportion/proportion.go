@@ -47,7 +47,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	return &Proportion{store: store, queues: queues, status: newStatusWriter(ctx, queues)}, nil
+	status, err := statusWriterFor(ctx, store, queues)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	return &Proportion{store: store, queues: queues, status: status}, nil
 }
 
 // Name returns the plugin's name.

@@ -2,8 +2,6 @@ package proportion
 
 import (
 	"context"
-	"encoding/json"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,59 +32,86 @@ var (
 	queueRequested = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Namespace: "flotilla", Name: "queue_requested", Help: "What a queue's placed and pending pods request, per resource (cpu in cores).", StabilityLevel: metrics.ALPHA,
 	}, []string{"queue", "resource"})
-	registerMetrics sync.Once
 )
 
-// statusWriter publishes each Queue's shares to its status and to metrics.
-// It starts with the first admission decision, so only the replica that
-// schedules writes.
+func init() {
+	legacyregistry.MustRegister(queueDeserved, queueAllocated, queueRequested)
+}
+
+// allQueues is the status writer's one key: every publication covers every
+// queue, since shares move together.
+type allQueues struct{}
+
+// statusWriter publishes each Queue's shares to its status and to metrics,
+// once per scheduler (see perScheduler), through the writer every flotilla
+// status goes through: it starts with the first admission decision, so
+// only the replica that schedules writes, and then refreshes every
+// statusInterval.
 type statusWriter struct {
-	ctx    context.Context
 	queues *state.Queues
-	once   sync.Once
+	writer *state.StatusWriter[allQueues]
+	// gauged are the label pairs set by the last publication, so that a
+	// deleted queue, or a resource a queue no longer has, leaves no stale
+	// series behind.
+	gauged map[[2]string]bool
 }
 
-func newStatusWriter(ctx context.Context, queues *state.Queues) *statusWriter {
-	registerMetrics.Do(func() {
-		legacyregistry.MustRegister(queueDeserved, queueAllocated, queueRequested)
-	})
-	return &statusWriter{ctx: ctx, queues: queues}
-}
-
-func (w *statusWriter) start() {
-	w.once.Do(func() {
-		go func() {
-			ticker := time.NewTicker(statusInterval)
-			defer ticker.Stop()
-			for {
-				w.publish()
-				select {
-				case <-w.ctx.Done():
-					return
-				case <-ticker.C:
+// statusWriterFor returns the scheduler's Queue status writer, building it
+// on first use: every profile running Proportion shares it.
+func statusWriterFor(ctx context.Context, store *state.Store, queues *state.Queues) (*statusWriter, error) {
+	return state.Shared(store, Name, func() (*statusWriter, error) {
+		w := &statusWriter{queues: queues, gauged: map[[2]string]bool{}}
+		w.writer = state.NewStatusWriter(ctx, "flotilla-queue-status", statusInterval, w.publish, func() {
+			go func() {
+				ticker := time.NewTicker(statusInterval)
+				defer ticker.Stop()
+				for {
+					w.writer.Notify(allQueues{})
+					select {
+					case <-ctx.Done():
+						return
+					case <-ticker.C:
+					}
 				}
-			}
-		}()
+			}()
+		})
+		return w, nil
 	})
 }
 
-func (w *statusWriter) publish() {
+// start starts the writer; scheduling activity calls it.
+func (w *statusWriter) start() { w.writer.Start() }
+
+func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 	view := w.queues.View()
 	running, pending := w.queues.GangCounts()
+	gauged := map[[2]string]bool{}
+	var failed error
 	for name, info := range view.Queues {
 		requested := info.Allocated.Clone()
 		requested.Add(info.Pending)
-		setGauges(name, info.Deserved, info.Allocated, requested)
+		setGauges(gauged, name, info.Deserved, info.Allocated, requested)
 		if !info.Exists {
 			continue
 		}
-		if err := w.write(info, requested, running[name], pending[name]); err != nil {
-			klog.FromContext(w.ctx).V(2).Info("Writing Queue status failed", "queue", name, "err", err)
+		if err := w.write(ctx, info, requested, running[name], pending[name]); err != nil {
+			klog.FromContext(ctx).V(2).Info("Writing Queue status failed", "queue", name, "err", err)
+			failed = err
 		}
 	}
+	for labels := range w.gauged {
+		if !gauged[labels] {
+			for _, vec := range []*metrics.GaugeVec{queueDeserved, queueAllocated, queueRequested} {
+				vec.DeleteLabelValues(labels[0], labels[1])
+			}
+		}
+	}
+	w.gauged = gauged
+	return failed
 }
 
-func setGauges(queue string, deserved, allocated, requested state.Resources) {
+// setGauges sets a queue's gauges and records their label pairs in gauged.
+func setGauges(gauged map[[2]string]bool, queue string, deserved, allocated, requested state.Resources) {
 	for _, g := range []struct {
 		vec *metrics.GaugeVec
 		r   state.Resources
@@ -97,11 +122,12 @@ func setGauges(queue string, deserved, allocated, requested state.Resources) {
 				value /= 1000
 			}
 			g.vec.WithLabelValues(queue, string(name)).Set(value)
+			gauged[[2]string{queue, string(name)}] = true
 		}
 	}
 }
 
-func (w *statusWriter) write(info *state.QueueInfo, requested state.Resources, running, pending int32) error {
+func (w *statusWriter) write(ctx context.Context, info *state.QueueInfo, requested state.Resources, running, pending int32) error {
 	obj, exists, err := w.queues.Informer().GetIndexer().GetByKey(info.Name)
 	if err != nil || !exists {
 		return err
@@ -130,10 +156,10 @@ func (w *statusWriter) write(info *state.QueueInfo, requested state.Resources, r
 			fields[k] = nil
 		}
 	}
-	patch, err := json.Marshal(map[string]interface{}{"status": fields})
+	patch, err := state.StatusPatch(fields)
 	if err != nil {
 		return err
 	}
-	_, err = w.queues.Dynamic().Resource(flotillav1alpha1.QueueResource).Patch(w.ctx, info.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	_, err = w.queues.Dynamic().Resource(flotillav1alpha1.QueueResource).Patch(ctx, info.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	return err
 }

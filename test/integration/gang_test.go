@@ -1,11 +1,18 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -241,14 +248,56 @@ func TestKubeflowPyTorchJobSchedules(t *testing.T) {
 }
 
 // 9. PodGroup status follows the gang's life.
+// With one profile, with the shipped replace-default configuration and
+// with two flotilla profiles that both schedule gangs, each change of a
+// PodGroup's status is written once: Gang's status writer exists once per
+// scheduler, not once per profile that runs it.
 func TestPodGroupStatusFollowsTheGang(t *testing.T) {
-	h := startCluster(t, "scheduler-config.yaml", nodes(2, "8")...)
+	for name, config := range map[string][]byte{
+		"scheduler-config.yaml":                 shippedConfig(t, "scheduler-config.yaml"),
+		"scheduler-config-replace-default.yaml": shippedConfig(t, "scheduler-config-replace-default.yaml"),
+		"two flotilla profiles":                 twoFlotillaProfiles(t),
+	} {
+		t.Run(name, func(t *testing.T) { podGroupStatusFollowsTheGang(t, config) })
+	}
+}
+
+// secondProfile is the name of the copy twoFlotillaProfiles makes.
+const secondProfile = "flotilla-gpu"
+
+// twoFlotillaProfiles is the shipped configuration with its profile
+// copied under another name, as a platform team tuning a second profile
+// would write it.
+func twoFlotillaProfiles(t *testing.T) []byte {
+	var cfg map[string]interface{}
+	require.NoError(t, yaml.Unmarshal(shippedConfig(t, "scheduler-config.yaml"), &cfg))
+	profiles := cfg["profiles"].([]interface{})
+	second := runtime.DeepCopyJSONValue(profiles[0]).(map[string]interface{})
+	second["schedulerName"] = secondProfile
+	cfg["profiles"] = append(profiles, second)
+	data, err := yaml.Marshal(cfg)
+	require.NoError(t, err)
+	return data
+}
+
+func podGroupStatusFollowsTheGang(t *testing.T, config []byte) {
+	h := harness.Start(t, harness.ControlPlaneOptions{})
+	require.NoError(t, h.CreateNodes(h.Ctx, nodes(2, "8")...))
+	h.StartScheduler(config, harness.SchedulerOptions{})
+	changes := countStatusChanges(t, h)
+	writesBefore := metricValue(t, "flotilla_podgroup_status_writes_total", nil)
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "life", 2))
 	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "life", 2, "2")...))
 	// A same-named group elsewhere must not be counted.
 	require.NoError(t, h.CreateNamespace(h.Ctx, "other"))
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "other", "life", 5))
-	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("other", "life", 5, "100")...))
+	others := harness.GangPods("other", "life", 5, "100")
+	if bytes.Contains(config, []byte(secondProfile)) {
+		for i := range others { // both profiles schedule gangs
+			others[i].SchedulerName = secondProfile
+		}
+	}
+	require.NoError(t, h.CreatePods(h.Ctx, others...))
 
 	_, err := h.WaitForPodsBound(h.Ctx, "default", gangSelector+"life", 2, bindTimeout)
 	require.NoError(t, err)
@@ -265,6 +314,49 @@ func TestPodGroupStatusFollowsTheGang(t *testing.T) {
 		require.NoError(t, h.SetPodPhase(h.Ctx, "default", p, corev1.PodSucceeded))
 	}
 	waitForPhase(t, h, "life", schedv1alpha1.PodGroupFinished, 0, 2)
+
+	// Let writes in flight land, then compare. A write can find its own
+	// previous one not yet in its informer and patch what is already there
+	// (a no-op the watch does not see): one such is tolerated; a second
+	// writer would double the count.
+	time.Sleep(2 * time.Second)
+	writes := metricValue(t, "flotilla_podgroup_status_writes_total", nil) - writesBefore
+	seen := changes()
+	require.GreaterOrEqual(t, seen, 4, "pending, scheduling or scheduled, running, finished")
+	t.Logf("%v status writes for %d status changes", writes, seen)
+	assert.LessOrEqual(t, writes, float64(seen+1), "status writes %v for %d status changes", writes, seen)
+}
+
+// countStatusChanges watches every PodGroup and returns a function that
+// says how many times a status changed so far.
+func countStatusChanges(t *testing.T, h *harness.Harness) func() int {
+	t.Helper()
+	w, err := h.PodGroups.SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).Watch(h.Ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	t.Cleanup(w.Stop)
+	var mu sync.Mutex
+	var changes int
+	last := map[string]schedv1alpha1.PodGroupStatus{}
+	go func() {
+		for e := range w.ResultChan() {
+			pg, ok := e.Object.(*schedv1alpha1.PodGroup)
+			if !ok {
+				continue
+			}
+			key := pg.Namespace + "/" + pg.Name
+			mu.Lock()
+			if prev, known := last[key]; known && !apiequality.Semantic.DeepEqual(prev, pg.Status) {
+				changes++
+			}
+			last[key] = pg.Status
+			mu.Unlock()
+		}
+	}()
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return changes
+	}
 }
 
 func waitForPhase(t *testing.T, h *harness.Harness, name string, phase schedv1alpha1.PodGroupPhase, running, succeeded int32) {

@@ -1,0 +1,96 @@
+package gang
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/plugins/state"
+)
+
+// perScheduler is the part of Gang that exists once per scheduler, however
+// many profiles run the plugin: kube-scheduler builds a plugin per profile,
+// and with both profiles of scheduler-config-replace-default.yaml running
+// Gang (it is the queue sort) every PodGroup handler and status write
+// would otherwise happen twice.
+type perScheduler struct {
+	ctx   context.Context
+	store *state.Store
+	// handle is the first profile's. What it is used for belongs to the
+	// scheduler, not the profile: one scheduling queue to activate pods
+	// in, one set of API clients.
+	handle fwk.Handle
+	status *state.StatusWriter[state.GroupKey]
+}
+
+// sharedFor returns the scheduler's perScheduler, building it and its
+// informer handlers on first use.
+func sharedFor(ctx context.Context, store *state.Store, h fwk.Handle) (*perScheduler, error) {
+	return state.Shared(store, Name, func() (*perScheduler, error) {
+		s := &perScheduler{ctx: ctx, store: store, handle: h}
+		s.status = state.NewStatusWriter(ctx, "flotilla-podgroup-status", statusCoalesce, s.writeStatus, s.catchUp)
+		if err := store.OnMemberChange(s.status.Notify); err != nil {
+			return nil, err
+		}
+		// A member that Succeeded counts toward its gang's quorum: a
+		// replacement gated because the store had not seen its siblings
+		// finish is let in, and the PodGroup's status moves on.
+		if err := store.OnMemberSucceeded(func(key state.GroupKey) {
+			s.activatePending(klog.FromContext(ctx), "", key)
+			s.status.Notify(key)
+		}); err != nil {
+			return nil, err
+		}
+		// The framework hears of a PodGroup from its own (dynamic) informer,
+		// which can run ahead of the store's: a member gated in PreEnqueue
+		// because the store did not know its PodGroup yet would then wait
+		// for an event that has already passed, and a gang created while the
+		// scheduler syncs its caches was never scheduled. The store's
+		// informer wakes the group's gated members once it knows the group,
+		// or a new spec of it.
+		logger := klog.FromContext(ctx)
+		if _, err := store.PodGroupInformer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj interface{}) { s.wakeMembers(logger, obj) },
+			UpdateFunc: func(old, obj interface{}) {
+				if o, ok := old.(*schedv1alpha1.PodGroup); ok {
+					if n, ok := obj.(*schedv1alpha1.PodGroup); ok && o.Generation == n.Generation {
+						return
+					}
+				}
+				s.wakeMembers(logger, obj)
+			},
+		}); err != nil {
+			return nil, err
+		}
+		return s, nil
+	})
+}
+
+// wakeMembers re-runs PreEnqueue for the group's members the queue holds
+// back.
+func (s *perScheduler) wakeMembers(logger klog.Logger, obj interface{}) {
+	if pg, ok := obj.(*schedv1alpha1.PodGroup); ok {
+		s.activatePending(logger, "", state.GroupKey{Namespace: pg.Namespace, Name: pg.Name})
+	}
+}
+
+// activatePending moves the unbound members of the groups, but skip, to
+// the active queue. Members the queue does not hold are left alone.
+func (s *perScheduler) activatePending(logger klog.Logger, skip types.UID, keys ...state.GroupKey) {
+	pending := map[string]*corev1.Pod{}
+	for _, key := range keys {
+		for _, pod := range s.store.Members(key) {
+			if pod.UID != skip && pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil {
+				pending[pod.Namespace+"/"+pod.Name] = pod
+			}
+		}
+	}
+	if len(pending) > 0 {
+		s.handle.Activate(logger, pending)
+	}
+}
