@@ -23,8 +23,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/manifests"
-	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
 func main() {
@@ -52,7 +52,7 @@ func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settl
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	tb := harness.NewProcessTB("flotilla-playground", logs)
+	tb := cluster.NewProcessTB("flotilla-playground", logs)
 	defer tb.Close()
 
 	kubeconfig, err = filepath.Abs(kubeconfig)
@@ -60,14 +60,14 @@ func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settl
 		return err
 	}
 	fmt.Println("Starting the control plane (etcd + kube-apiserver + kube-controller-manager) and simulated kubelets ...")
-	cp, err := harness.StartControlPlane(ctx, tb, harness.ControlPlaneOptions{KubeconfigPath: kubeconfig, ExtraAPIServerFlags: harness.RealisticAPIServerFlags})
+	cp, err := cluster.StartControlPlane(ctx, tb, cluster.ControlPlaneOptions{KubeconfigPath: kubeconfig, ExtraAPIServerFlags: cluster.RealisticAPIServerFlags})
 	if err != nil {
 		return err
 	}
 	if err := cp.StartControllers(ctx, tb); err != nil {
 		return err
 	}
-	if err := cp.StartKubelets(ctx, tb, harness.KubeletOptions{}); err != nil {
+	if err := cp.StartKubelets(ctx, tb, cluster.KubeletOptions{}); err != nil {
 		return err
 	}
 	if err := cp.CreateNodes(ctx, demoNodes()...); err != nil {
@@ -85,7 +85,7 @@ func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settl
 	if err != nil {
 		return err
 	}
-	scheduler, err := cp.StartScheduler(ctx, config, harness.SchedulerOptions{})
+	scheduler, err := cp.StartScheduler(ctx, config, cluster.SchedulerOptions{})
 	if err != nil {
 		return fmt.Errorf("starting flotilla-scheduler: %w", err)
 	}
@@ -93,7 +93,7 @@ func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settl
 	// the apiserver waits out its graceful-shutdown timeout for them.
 	defer scheduler.Stop()
 	fmt.Println("flotilla-scheduler running. Applying manifests/examples ...")
-	if _, err := harness.ApplyExamples(ctx, cp); err != nil {
+	if _, err := cluster.ApplyExamples(ctx, cp); err != nil {
 		return err
 	}
 	// The examples' Jobs run for a while and finish; a status line every
@@ -102,7 +102,7 @@ func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settl
 	if err := waitForJobs(ctx, os.Stdout, cp, start, settleTimeout); err != nil {
 		return err
 	}
-	pods, err := cp.WaitForSettled(ctx, harness.FlotillaSchedulerName, 2*time.Second, settleTimeout)
+	pods, err := cp.WaitForSettled(ctx, cluster.FlotillaSchedulerName, 2*time.Second, settleTimeout)
 	if err != nil {
 		return err
 	}
@@ -155,9 +155,9 @@ func schedulerConfig(path string) ([]byte, error) {
 }
 
 // demoNodes is a small heterogeneous cluster: CPU-only nodes and 8-GPU nodes.
-func demoNodes() []harness.NodeSpec {
-	gpu := map[corev1.ResourceName]string{harness.GPU: "8"}
-	return []harness.NodeSpec{
+func demoNodes() []cluster.NodeSpec {
+	gpu := map[corev1.ResourceName]string{cluster.GPU: "8"}
+	return []cluster.NodeSpec{
 		{Name: "cpu-1", CPU: "8", Memory: "32Gi"},
 		{Name: "cpu-2", CPU: "8", Memory: "32Gi"},
 		{Name: "cpu-3", CPU: "16", Memory: "64Gi"},

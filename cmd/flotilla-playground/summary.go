@@ -19,12 +19,12 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
-	"github.com/flotilla-sched/flotilla/test/harness"
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 )
 
 // printSummary shows where every pod went, how each gang stands and how
 // full each node is.
-func printSummary(ctx context.Context, out io.Writer, cp *harness.ControlPlane, pods []corev1.Pod) error {
+func printSummary(ctx context.Context, out io.Writer, cp *cluster.ControlPlane, pods []corev1.Pod) error {
 	sort.Slice(pods, func(i, j int) bool {
 		return pods[i].Namespace+"/"+pods[i].Name < pods[j].Namespace+"/"+pods[j].Name
 	})
@@ -34,7 +34,7 @@ func printSummary(ctx context.Context, out io.Writer, cp *harness.ControlPlane, 
 		node, status := p.Spec.NodeName, "bound, "+string(p.Status.Phase)
 		if node == "" {
 			node, status = "-", "pending"
-			if c := harness.PodScheduledCondition(&p); c != nil {
+			if c := cluster.PodScheduledCondition(&p); c != nil {
 				status = c.Reason + ": " + c.Message
 			}
 		}
@@ -52,7 +52,7 @@ func printSummary(ctx context.Context, out io.Writer, cp *harness.ControlPlane, 
 	return printNodes(ctx, out, cp)
 }
 
-func printGangs(ctx context.Context, out io.Writer, cp *harness.ControlPlane, pods []corev1.Pod) error {
+func printGangs(ctx context.Context, out io.Writer, cp *cluster.ControlPlane, pods []corev1.Pod) error {
 	groups, err := cp.PodGroups.SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
@@ -84,7 +84,7 @@ func printGangs(ctx context.Context, out io.Writer, cp *harness.ControlPlane, po
 	return w.Flush()
 }
 
-func printNodes(ctx context.Context, out io.Writer, cp *harness.ControlPlane) error {
+func printNodes(ctx context.Context, out io.Writer, cp *cluster.ControlPlane) error {
 	nodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
@@ -117,7 +117,7 @@ func printNodes(ctx context.Context, out io.Writer, cp *harness.ControlPlane) er
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", n.Name,
 			usage(req, n.Status.Allocatable, corev1.ResourceCPU),
 			usage(req, n.Status.Allocatable, corev1.ResourceMemory),
-			usage(req, n.Status.Allocatable, harness.GPU))
+			usage(req, n.Status.Allocatable, cluster.GPU))
 	}
 	return w.Flush()
 }
@@ -139,7 +139,7 @@ func quantity(q resource.Quantity, name corev1.ResourceName) string {
 }
 
 // listQueues reads every Queue, by name.
-func listQueues(ctx context.Context, cp *harness.ControlPlane) ([]flotillav1alpha1.Queue, error) {
+func listQueues(ctx context.Context, cp *cluster.ControlPlane) ([]flotillav1alpha1.Queue, error) {
 	list, err := cp.Dynamic.Resource(flotillav1alpha1.QueueResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -154,7 +154,7 @@ func listQueues(ctx context.Context, cp *harness.ControlPlane) ([]flotillav1alph
 	return out, nil
 }
 
-func printQueues(ctx context.Context, out io.Writer, cp *harness.ControlPlane) error {
+func printQueues(ctx context.Context, out io.Writer, cp *cluster.ControlPlane) error {
 	queues, err := listQueues(ctx, cp)
 	if err != nil || len(queues) == 0 {
 		return err
@@ -179,12 +179,12 @@ func triple(r corev1.ResourceList) string {
 		}
 		return quantity(v, name)
 	}
-	return q(corev1.ResourceCPU) + "/" + q(corev1.ResourceMemory) + "/" + q(harness.GPU)
+	return q(corev1.ResourceCPU) + "/" + q(corev1.ResourceMemory) + "/" + q(cluster.GPU)
 }
 
 // waitForJobs prints a status line every two seconds until every Job has
 // finished, then the Jobs' table.
-func waitForJobs(ctx context.Context, out io.Writer, cp *harness.ControlPlane, start time.Time, timeout time.Duration) error {
+func waitForJobs(ctx context.Context, out io.Writer, cp *cluster.ControlPlane, start time.Time, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		line, err := statusLine(ctx, cp, start)
@@ -198,7 +198,7 @@ func waitForJobs(ctx context.Context, out io.Writer, cp *harness.ControlPlane, s
 		}
 		done := 0
 		for i := range jobs.Items {
-			if finished, _ := harness.JobFinished(&jobs.Items[i]); finished {
+			if finished, _ := cluster.JobFinished(&jobs.Items[i]); finished {
 				done++
 			}
 		}
@@ -218,14 +218,14 @@ func waitForJobs(ctx context.Context, out io.Writer, cp *harness.ControlPlane, s
 
 // statusLine is one line of how things stand: Jobs, pods by phase, and
 // each queue's allocated against deserved cpu.
-func statusLine(ctx context.Context, cp *harness.ControlPlane, start time.Time) (string, error) {
+func statusLine(ctx context.Context, cp *cluster.ControlPlane, start time.Time) (string, error) {
 	jobs, err := cp.Client.BatchV1().Jobs(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return "", err
 	}
 	done := 0
 	for i := range jobs.Items {
-		if finished, _ := harness.JobFinished(&jobs.Items[i]); finished {
+		if finished, _ := cluster.JobFinished(&jobs.Items[i]); finished {
 			done++
 		}
 	}
@@ -257,7 +257,7 @@ func printJobs(out io.Writer, jobs []batchv1.Job, start time.Time) error {
 	fmt.Fprintln(w, "\nJOBS\tRESULT\tSUCCEEDED\tFAILED\tFINISHED AT")
 	for i := range jobs {
 		j := &jobs[i]
-		_, how := harness.JobFinished(j)
+		_, how := cluster.JobFinished(j)
 		at := "-"
 		if j.Status.CompletionTime != nil {
 			at = fmt.Sprintf("t=%.0fs", j.Status.CompletionTime.Sub(start).Seconds())

@@ -14,11 +14,11 @@ import (
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/flotilla-sched/flotilla/apis/config"
+	"github.com/flotilla-sched/flotilla/internal/cluster/launch"
 	"github.com/flotilla-sched/flotilla/manifests"
 	"github.com/flotilla-sched/flotilla/plugins/binpack"
 	"github.com/flotilla-sched/flotilla/plugins/gang"
 	"github.com/flotilla-sched/flotilla/plugins/proportion"
-	"github.com/flotilla-sched/flotilla/test/harness/launch"
 )
 
 // setup runs the binary's start-up on a configuration, up to a built

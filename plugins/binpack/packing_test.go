@@ -28,7 +28,7 @@ import (
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 
 	"github.com/flotilla-sched/flotilla/apis/config"
-	"github.com/flotilla-sched/flotilla/test/report"
+	"github.com/flotilla-sched/flotilla/internal/report"
 )
 
 var packingReport = flag.String("packing-report", "", "replace the packing-quality section of this markdown file (docs/benchmarks.md) with the new table")

@@ -177,7 +177,15 @@ func (tx *Tx) StillNeeded(g *Gang, pg *schedv1alpha1.PodGroup, first *corev1.Pod
 		}
 		pending = append(pending, candidate{p, Request(p)})
 	}
-	sort.SliceStable(pending, func(i, j int) bool { return pending[i].request.Less(pending[j].request) })
+	// Ties by name: the informer's index has no order, and the same gang
+	// should be checked the same way every time.
+	sort.Slice(pending, func(i, j int) bool {
+		a, b := pending[i], pending[j]
+		if a.request.Less(b.request) || b.request.Less(a.request) {
+			return a.request.Less(b.request)
+		}
+		return a.pod.Name < b.pod.Name
+	})
 	if first != nil {
 		members = append(members, first)
 	}

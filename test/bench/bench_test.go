@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flotilla-sched/flotilla/test/report"
+	"github.com/flotilla-sched/flotilla/internal/report"
 )
 
 var (

@@ -23,8 +23,8 @@ import (
 	"k8s.io/kubernetes/test/utils/ktesting"
 	podgroupclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/manifests"
-	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
 // Options say where a run happens.
@@ -32,7 +32,7 @@ type Options struct {
 	// Kubeconfig of an existing control plane whose scheduler (named by
 	// SchedulerName) is measured; empty: a fresh control plane and the
 	// flotilla-scheduler binary per run. It must run kubelets for the
-	// nodes the workloads create (labelled harness.ManagedNodeLabel) and
+	// nodes the workloads create (labelled cluster.ManagedNodeLabel) and
 	// the Job controller, as the playground does.
 	Kubeconfig    string
 	SchedulerName string
@@ -48,10 +48,10 @@ type env struct {
 	client    kubernetes.Interface
 	podGroups podgroupclient.Interface
 	dynamic   dynamic.Interface
-	cp        *harness.ControlPlane // nil against an external control plane
+	cp        *cluster.ControlPlane // nil against an external control plane
 	namespace string
 	scheduler string
-	proc      *harness.SchedulerProcess
+	proc      *cluster.SchedulerProcess
 	metrics   string
 	pprof     string
 	// profileDir: where to save a CPU profile of each run (-bench.cpuprofile).
@@ -65,7 +65,7 @@ type env struct {
 // workload of Jobs runs on the realistic substrate: the Job and garbage
 // collector controllers of kube-controller-manager, and simulated kubelets
 // that run the pods for their run time (without node heartbeats: see
-// harness.KubeletOptions). The others schedule bare pods that are never
+// cluster.KubeletOptions). The others schedule bare pods that are never
 // run.
 func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run int, jobs bool) (*env, error) {
 	e := &env{ctx: ctx, tb: tb, namespace: fmt.Sprintf("bench-%d", run), scheduler: v.scheduler}
@@ -80,16 +80,16 @@ func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run in
 			e.scheduler = opts.SchedulerName
 		}
 	} else {
-		cp, err := harness.StartControlPlane(ctx, tb, harness.ControlPlaneOptions{})
+		cp, err := cluster.StartControlPlane(ctx, tb, cluster.ControlPlaneOptions{})
 		if err != nil {
 			return nil, err
 		}
 		e.cp, cfg = cp, cp.Config
 		if jobs {
-			if err := cp.StartControllers(ctx, tb, harness.JobControllers...); err != nil {
+			if err := cp.StartControllers(ctx, tb, cluster.JobControllers...); err != nil {
 				return nil, err
 			}
-			if err := cp.StartKubelets(ctx, tb, harness.KubeletOptions{NoHeartbeats: true}); err != nil {
+			if err := cp.StartKubelets(ctx, tb, cluster.KubeletOptions{NoHeartbeats: true}); err != nil {
 				return nil, err
 			}
 		} else if err := cp.FinishTerminatingPods(ctx); err != nil {
@@ -98,7 +98,7 @@ func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run in
 	}
 	// The workload is created as fast as the apiserver takes it: the client
 	// must not be what paces the run.
-	clients, err := harness.NewClients(cfg)
+	clients, err := cluster.NewClients(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func (e *env) startScheduler() error {
 	if err != nil {
 		return err
 	}
-	port, err := harness.FreePort()
+	port, err := cluster.FreePort()
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func (e *env) startScheduler() error {
 	}
 	// The shipped Deployment's flags, but for logging, leader election
 	// (one replica) and where it serves.
-	flags := append([]string{"--leader-elect=false", "--v=" + verbosity}, harness.ServingFlags(port)...)
+	flags := append([]string{"--leader-elect=false", "--v=" + verbosity}, cluster.ServingFlags(port)...)
 	for _, f := range shipped {
 		if !strings.HasPrefix(f, "--v=") {
 			flags = append(flags, f)
@@ -156,7 +156,7 @@ func (e *env) startScheduler() error {
 	}
 	e.metrics = fmt.Sprintf("https://127.0.0.1:%d/metrics", port)
 	e.pprof = fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/profile", port)
-	if err := harness.WaitHealthy(e.ctx, port, 60*time.Second); err != nil {
+	if err := cluster.WaitHealthy(e.ctx, port, 60*time.Second); err != nil {
 		return fmt.Errorf("%w: %s", err, tail(e.proc.Logs()))
 	}
 	return nil
@@ -170,7 +170,7 @@ func tail(s string) string {
 }
 
 // createNodes creates n nodes like spec, named with a per-run prefix.
-func (e *env) createNodes(n int, spec harness.NodeSpec) error {
+func (e *env) createNodes(n int, spec cluster.NodeSpec) error {
 	prefix := e.namespace + "-" + spec.Name
 	names := make([]string, n)
 	for i := range names {
@@ -180,19 +180,19 @@ func (e *env) createNodes(n int, spec harness.NodeSpec) error {
 	return parallel(e.ctx, n, func(ctx context.Context, i int) error {
 		s := spec
 		s.Name = names[i]
-		_, err := e.client.CoreV1().Nodes().Create(ctx, harness.Node(s), metav1.CreateOptions{})
+		_, err := e.client.CoreV1().Nodes().Create(ctx, cluster.Node(s), metav1.CreateOptions{})
 		return err
 	})
 }
 
 // createPods creates the pods with many workers, recording when each was
 // created.
-func (e *env) createPods(specs []harness.PodSpec) error {
+func (e *env) createPods(specs []cluster.PodSpec) error {
 	return parallel(e.ctx, len(specs), func(ctx context.Context, i int) error {
 		s := specs[i]
 		s.Namespace, s.SchedulerName = e.namespace, e.scheduler
 		e.pods.creating(s.Name)
-		_, err := e.client.CoreV1().Pods(e.namespace).Create(ctx, harness.Pod(s), metav1.CreateOptions{})
+		_, err := e.client.CoreV1().Pods(e.namespace).Create(ctx, cluster.Pod(s), metav1.CreateOptions{})
 		if err == nil {
 			e.pods.created(s.Name)
 		}
@@ -492,7 +492,7 @@ func (e *env) profileCPU(path string, seconds int) <-chan struct{} {
 		if e.pprof == "" {
 			return
 		}
-		client := &http.Client{Timeout: time.Duration(seconds+30) * time.Second, Transport: harness.Insecure.Transport}
+		client := &http.Client{Timeout: time.Duration(seconds+30) * time.Second, Transport: cluster.Insecure.Transport}
 		resp, err := client.Get(fmt.Sprintf("%s?seconds=%d", e.pprof, seconds))
 		if err != nil {
 			e.tb.Logf("cpu profile: %v", err)

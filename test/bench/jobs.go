@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/flotilla-sched/flotilla/test/harness"
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 )
 
 // jobStream is a workload of Jobs, each a gang of size pods (its PodGroup,
@@ -32,7 +32,7 @@ func (e *env) createJobs(v variant, s jobStream) ([]string, error) {
 	}
 	if v.gangs {
 		err := parallel(e.ctx, s.jobs, func(ctx context.Context, j int) error {
-			_, err := e.podGroups.SchedulingV1alpha1().PodGroups(e.namespace).Create(ctx, harness.PodGroup(e.namespace, names[j], int32(s.size)), metav1.CreateOptions{})
+			_, err := e.podGroups.SchedulingV1alpha1().PodGroups(e.namespace).Create(ctx, cluster.PodGroup(e.namespace, names[j], int32(s.size)), metav1.CreateOptions{})
 			return err
 		})
 		if err != nil {
@@ -44,12 +44,12 @@ func (e *env) createJobs(v variant, s jobStream) ([]string, error) {
 	}
 	e.pods.started()
 	err := parallel(e.ctx, s.jobs, func(ctx context.Context, j int) error {
-		spec := harness.WorkloadSpec{Namespace: e.namespace, Name: names[j], Replicas: int32(s.size),
+		spec := cluster.WorkloadSpec{Namespace: e.namespace, Name: names[j], Replicas: int32(s.size),
 			CPU: s.cpu, Memory: s.memory, RunSeconds: s.runSeconds, SchedulerName: e.scheduler}
 		if v.gangs {
 			spec.PodGroup = names[j]
 		}
-		_, err := e.client.BatchV1().Jobs(e.namespace).Create(ctx, harness.Job(spec), metav1.CreateOptions{})
+		_, err := e.client.BatchV1().Jobs(e.namespace).Create(ctx, cluster.Job(spec), metav1.CreateOptions{})
 		return err
 	})
 	return names, err
@@ -65,7 +65,7 @@ func (e *env) waitJobsComplete(want int, timeout time.Duration) error {
 		}
 		complete := 0
 		for i := range jobs.Items {
-			finished, how := harness.JobFinished(&jobs.Items[i])
+			finished, how := cluster.JobFinished(&jobs.Items[i])
 			if finished && how != batchv1.JobComplete {
 				return fmt.Errorf("job %s ended %s", jobs.Items[i].Name, how)
 			}
@@ -90,7 +90,7 @@ func (e *env) waitJobsComplete(want int, timeout time.Duration) error {
 // runJobs is P2: the stream's Jobs are created at once on a cluster that
 // holds them all; their pods run runSeconds and succeed. Measured: from the
 // first Job created to the last pod bound (and to the last Job complete).
-func runJobs(e *env, v variant, nodes int, node harness.NodeSpec, s jobStream) (*result, error) {
+func runJobs(e *env, v variant, nodes int, node cluster.NodeSpec, s jobStream) (*result, error) {
 	if err := e.createNodes(nodes, node); err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func slowestGang(pods *podLog, members map[string][]string, extra map[string]flo
 // each pod runs hold and succeeds, freeing its node for the next gang.
 // Ideal: one wave of two per hold.
 func runWaves(e *env, v variant, nodes, gangs int, hold time.Duration) (*result, error) {
-	if err := e.createNodes(nodes, harness.NodeSpec{Name: "n", CPU: "8", Memory: "32Gi"}); err != nil {
+	if err := e.createNodes(nodes, cluster.NodeSpec{Name: "n", CPU: "8", Memory: "32Gi"}); err != nil {
 		return nil, err
 	}
 	size := int(math.Round(0.4 * float64(nodes)))
@@ -169,7 +169,7 @@ func runWaves(e *env, v variant, nodes, gangs int, hold time.Duration) (*result,
 		}
 		complete := 0
 		for i := range jobs.Items {
-			if finished, _ := harness.JobFinished(&jobs.Items[i]); finished {
+			if finished, _ := cluster.JobFinished(&jobs.Items[i]); finished {
 				complete++
 			}
 		}
@@ -216,9 +216,9 @@ func runWaves(e *env, v variant, nodes, gangs int, hold time.Duration) (*result,
 func (e *env) queueJobs(q string, pods, jobSize int) error {
 	jobs := (pods + jobSize - 1) / jobSize
 	return parallel(e.ctx, jobs, func(ctx context.Context, j int) error {
-		spec := harness.WorkloadSpec{Namespace: e.namespace, Name: fmt.Sprintf("%s-%03d", q, j), Replicas: int32(min(jobSize, pods-j*jobSize)),
+		spec := cluster.WorkloadSpec{Namespace: e.namespace, Name: fmt.Sprintf("%s-%03d", q, j), Replicas: int32(min(jobSize, pods-j*jobSize)),
 			CPU: "1", Memory: "1Gi", RunSeconds: 3600, Queue: e.namespace + "-" + q, IgnoreDisruptions: true, SchedulerName: e.scheduler}
-		_, err := e.client.BatchV1().Jobs(e.namespace).Create(ctx, harness.Job(spec), metav1.CreateOptions{})
+		_, err := e.client.BatchV1().Jobs(e.namespace).Create(ctx, cluster.Job(spec), metav1.CreateOptions{})
 		return err
 	})
 }

@@ -6,7 +6,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/flotilla-sched/flotilla/test/harness"
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 )
 
 // schedulerMetrics are what the scheduler's /metrics says about a run.
@@ -24,7 +24,7 @@ func scrape(url, profile string) (*schedulerMetrics, error) {
 	if url == "" {
 		return nil, nil
 	}
-	families, err := harness.Scrape(url)
+	families, err := cluster.Scrape(url)
 	if err != nil {
 		return nil, err
 	}

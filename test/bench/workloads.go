@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
-	"github.com/flotilla-sched/flotilla/test/harness"
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 )
 
 const (
@@ -79,7 +79,7 @@ func workloads(full bool) []workload {
 		}
 		return smoke
 	}
-	cpuNode := harness.NodeSpec{Name: "n", CPU: "8", Memory: "32Gi"}
+	cpuNode := cluster.NodeSpec{Name: "n", CPU: "8", Memory: "32Gi"}
 	p1Nodes, p1Pods := pick(50, 5000), pick(200, 10000)
 	p2Nodes, p2Gangs := pick(20, 1000), pick(20, 1000)
 	p3Nodes, p3Size := pick(50, 1000), pick(50, 1000)
@@ -101,7 +101,7 @@ func workloads(full bool) []workload {
 			target:   ">= 0.9 x the default profile's pods/s on the same pods without gang semantics",
 			variants: []variant{defaultPlain, flotillaGangs}, jobs: true,
 			run: func(e *env, v variant) (*result, error) {
-				return runJobs(e, v, p2Nodes, harness.NodeSpec{Name: "n", CPU: "16", Memory: "64Gi"},
+				return runJobs(e, v, p2Nodes, cluster.NodeSpec{Name: "n", CPU: "16", Memory: "64Gi"},
 					jobStream{jobs: p2Gangs, size: 8, cpu: "1", memory: "1Gi", runSeconds: 5})
 			},
 			verdict: ratioVerdict("pods/s", flotillaGangs, 0.9, func(r *result) float64 { return r.PodsPerS }),
@@ -172,14 +172,14 @@ func ratioVerdict(what string, v variant, min float64, of func(*result) float64)
 // runPods creates the nodes, then pods in groups of perGroup (PodGroups
 // with minMember perGroup when the variant has gangs), each requesting
 // cpu, and waits until all are bound — or, pending, all tried once.
-func runPods(e *env, v variant, nodes int, node harness.NodeSpec, pods, perGroup int, cpu string, pending bool) (*result, error) {
+func runPods(e *env, v variant, nodes int, node cluster.NodeSpec, pods, perGroup int, cpu string, pending bool) (*result, error) {
 	if err := e.createNodes(nodes, node); err != nil {
 		return nil, err
 	}
 	groups := (pods + perGroup - 1) / perGroup
 	if v.gangs {
 		err := parallel(e.ctx, groups, func(ctx context.Context, g int) error {
-			_, err := e.podGroups.SchedulingV1alpha1().PodGroups(e.namespace).Create(ctx, harness.PodGroup(e.namespace, groupName(g), int32(perGroup)), metav1.CreateOptions{})
+			_, err := e.podGroups.SchedulingV1alpha1().PodGroups(e.namespace).Create(ctx, cluster.PodGroup(e.namespace, groupName(g), int32(perGroup)), metav1.CreateOptions{})
 			return err
 		})
 		if err != nil {
@@ -189,11 +189,11 @@ func runPods(e *env, v variant, nodes int, node harness.NodeSpec, pods, perGroup
 	if err := e.startScheduler(); err != nil {
 		return nil, err
 	}
-	specs := make([]harness.PodSpec, pods)
+	specs := make([]cluster.PodSpec, pods)
 	members := map[string][]string{}
 	for i := range specs {
 		g := groupName(i / perGroup)
-		specs[i] = harness.PodSpec{Name: fmt.Sprintf("%s-%d", g, i%perGroup), CPU: cpu, Labels: map[string]string{groupLabel: g}}
+		specs[i] = cluster.PodSpec{Name: fmt.Sprintf("%s-%d", g, i%perGroup), CPU: cpu, Labels: map[string]string{groupLabel: g}}
 		if v.gangs {
 			specs[i].PodGroup = g
 		}
@@ -258,7 +258,7 @@ func (e *env) measureScheduler(r *result, v variant) error {
 // share. Every queue asks for 1.5 x the cluster in Jobs of pods of 1 cpu +
 // 1Gi (see queueJobs).
 func runQueues(e *env, nodes int) (*result, error) {
-	if err := e.createNodes(nodes, harness.NodeSpec{Name: "n", CPU: "10", Memory: "64Gi"}); err != nil {
+	if err := e.createNodes(nodes, cluster.NodeSpec{Name: "n", CPU: "10", Memory: "64Gi"}); err != nil {
 		return nil, err
 	}
 	weights := map[string]int32{"one": 1, "two": 2, "three": 3}
@@ -326,7 +326,7 @@ func runQueues(e *env, nodes int) (*result, error) {
 }
 
 func (e *env) createQueue(name string, weight int32) error {
-	q := harness.Queue(name, weight, "")
+	q := cluster.Queue(name, weight, "")
 	q.APIVersion, q.Kind = flotillav1alpha1.SchemeGroupVersion.String(), "Queue"
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(q)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
@@ -29,7 +30,7 @@ import (
 func TestSchedulerCrashesLeaveNoPartialGangs(t *testing.T) {
 	t.Run("cancel", func(t *testing.T) {
 		crashScenario(t, func(h *harness.Harness, config []byte) func() {
-			s, err := h.ControlPlane.StartScheduler(h.Ctx, config, harness.SchedulerOptions{})
+			s, err := h.ControlPlane.StartScheduler(h.Ctx, config, cluster.SchedulerOptions{})
 			require.NoError(t, err)
 			return func() { require.NoError(t, s.Stop()) }
 		})
@@ -55,19 +56,19 @@ func crashScenario(t *testing.T, start func(h *harness.Harness, config []byte) (
 	t.Logf("seed %d (replay with FLOTILLA_CRASH_SEED=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
 
-	h := harness.Start(t, harness.ControlPlaneOptions{})
+	h := harness.Start(t, cluster.ControlPlaneOptions{})
 	require.NoError(t, h.CreateNodes(h.Ctx, nodes(10, "4")...))
-	require.NoError(t, h.CreateQueue(h.Ctx, harness.Queue("batch", 1, "")))
+	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("batch", 1, "")))
 	const gangs, size = 8, 4 // each gang 4 x 2 cpu = 8 of 40 cpu: 5 fit
 	timeout := int32(3)
 	for i := 0; i < gangs; i++ {
 		name := fmt.Sprintf("crash-%d", i)
-		pg := harness.PodGroup("default", name, size)
+		pg := cluster.PodGroup("default", name, size)
 		pg.Spec.ScheduleTimeoutSeconds = &timeout
 		pg.Labels = map[string]string{flotillav1alpha1.QueueLabel: "batch"}
 		_, err := h.PodGroups.SchedulingV1alpha1().PodGroups("default").Create(h.Ctx, pg, metav1.CreateOptions{})
 		require.NoError(t, err)
-		require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", name, size, "2")...))
+		require.NoError(t, h.CreatePods(h.Ctx, cluster.GangPods("default", name, size, "2")...))
 	}
 
 	firstNode := map[string]string{}

@@ -22,15 +22,16 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
 const gangSelector = "scheduling.x-k8s.io/pod-group="
 
-func nodes(n int, cpu string) []harness.NodeSpec {
-	specs := make([]harness.NodeSpec, n)
+func nodes(n int, cpu string) []cluster.NodeSpec {
+	specs := make([]cluster.NodeSpec, n)
 	for i := range specs {
-		specs[i] = harness.NodeSpec{Name: fmt.Sprintf("node-%03d", i), CPU: cpu, Memory: "64Gi"}
+		specs[i] = cluster.NodeSpec{Name: fmt.Sprintf("node-%03d", i), CPU: cpu, Memory: "64Gi"}
 	}
 	return specs
 }
@@ -51,7 +52,7 @@ func assertNoneBoundFor(t *testing.T, h *harness.Harness, group string, d time.D
 func TestGangThatFitsBindsWhole(t *testing.T) {
 	h := startCluster(t, "scheduler-config.yaml", nodes(2, "8")...)
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "train", 4))
-	members := harness.GangPods("default", "train", 4, "2")
+	members := cluster.GangPods("default", "train", 4, "2")
 	require.NoError(t, h.CreatePods(h.Ctx, members[:3]...))
 	assertNoneBoundFor(t, h, "train", 2*time.Second)
 
@@ -80,14 +81,14 @@ func TestGangWithoutRoomBindsNothingAndReleases(t *testing.T) {
 }
 
 func gangWithoutRoomBindsNothingAndReleases(t *testing.T, flags []string) {
-	h := harness.Start(t, harness.ControlPlaneOptions{})
+	h := harness.Start(t, cluster.ControlPlaneOptions{})
 	require.NoError(t, h.CreateNodes(h.Ctx, nodes(4, "4")...))
-	h.StartScheduler(shippedConfig(t, "scheduler-config.yaml"), harness.SchedulerOptions{Flags: flags})
+	h.StartScheduler(shippedConfig(t, "scheduler-config.yaml"), cluster.SchedulerOptions{Flags: flags})
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "short", 4))
-	members := harness.GangPods("default", "short", 4, "4")
+	members := cluster.GangPods("default", "short", 4, "4")
 	pods := make([]*corev1.Pod, 0, 4)
 	for i, spec := range members {
-		p := harness.Pod(spec)
+		p := cluster.Pod(spec)
 		if i == 3 {
 			p.Spec.NodeSelector = map[string]string{"accelerator": "none-such"}
 		}
@@ -117,7 +118,7 @@ func gangWithoutRoomBindsNothingAndReleases(t *testing.T, flags []string) {
 
 	// Nothing holds the nodes: a pod needing a whole node still fits on each.
 	for i := 0; i < 4; i++ {
-		require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: fmt.Sprintf("whole-%d", i), CPU: "4", Labels: map[string]string{"app": "whole"}}))
+		require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: fmt.Sprintf("whole-%d", i), CPU: "4", Labels: map[string]string{"app": "whole"}}))
 	}
 	_, err = h.WaitForPodsBound(h.Ctx, "default", "app=whole", 4, bindTimeout)
 	require.NoError(t, err, "rejected gang still holds reservations")
@@ -128,10 +129,10 @@ func gangWithoutRoomBindsNothingAndReleases(t *testing.T, flags []string) {
 func TestFragmentedClusterRefusesGangInPreFilter(t *testing.T) {
 	h := startCluster(t, "scheduler-config.yaml", nodes(4, "4")...)
 	for i := 0; i < 4; i++ {
-		require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: fmt.Sprintf("filler-%d", i), NodeName: fmt.Sprintf("node-%03d", i), CPU: "1"}))
+		require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: fmt.Sprintf("filler-%d", i), NodeName: fmt.Sprintf("node-%03d", i), CPU: "1"}))
 	}
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "frag", 2))
-	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "frag", 2, "4")...))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.GangPods("default", "frag", 2, "4")...))
 
 	cond, err := h.WaitForPodUnschedulable(h.Ctx, "default", "frag-0", bindTimeout)
 	require.NoError(t, err)
@@ -146,7 +147,7 @@ func TestFragmentedClusterRefusesGangInPreFilter(t *testing.T) {
 func TestSurplusMembersScheduleAfterQuorum(t *testing.T) {
 	h := startCluster(t, "scheduler-config.yaml", nodes(3, "4")...)
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "elastic", 2))
-	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "elastic", 4, "4")...))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.GangPods("default", "elastic", 4, "4")...))
 	err := wait.PollUntilContextTimeout(h.Ctx, 100*time.Millisecond, bindTimeout, true, func(context.Context) (bool, error) {
 		bound, _, err := h.BoundMembers(h.Ctx, "default", "elastic")
 		return bound == 3, err
@@ -168,7 +169,7 @@ func TestSurplusMembersScheduleAfterQuorum(t *testing.T) {
 // 6. PodGroup created after its pods: they wait, then schedule.
 func TestPodGroupCreatedAfterItsPods(t *testing.T) {
 	h := startCluster(t, "scheduler-config.yaml", nodes(2, "8")...)
-	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "late", 3, "2")...))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.GangPods("default", "late", 3, "2")...))
 	assertNoneBoundFor(t, h, "late", 2*time.Second)
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "late", 3))
 	_, err := h.WaitForPodsBound(h.Ctx, "default", gangSelector+"late", 3, bindTimeout)
@@ -281,17 +282,17 @@ func twoFlotillaProfiles(t *testing.T) []byte {
 }
 
 func podGroupStatusFollowsTheGang(t *testing.T, config []byte) {
-	h := harness.Start(t, harness.ControlPlaneOptions{})
+	h := harness.Start(t, cluster.ControlPlaneOptions{})
 	require.NoError(t, h.CreateNodes(h.Ctx, nodes(2, "8")...))
-	h.StartScheduler(config, harness.SchedulerOptions{})
+	h.StartScheduler(config, cluster.SchedulerOptions{})
 	changes := countStatusChanges(t, h)
 	writesBefore := metricValue(t, "flotilla_podgroup_status_writes_total", nil)
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "life", 2))
-	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "life", 2, "2")...))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.GangPods("default", "life", 2, "2")...))
 	// A same-named group elsewhere must not be counted.
 	require.NoError(t, h.CreateNamespace(h.Ctx, "other"))
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "other", "life", 5))
-	others := harness.GangPods("other", "life", 5, "100")
+	others := cluster.GangPods("other", "life", 5, "100")
 	if bytes.Contains(config, []byte(secondProfile)) {
 		for i := range others { // both profiles schedule gangs
 			others[i].SchedulerName = secondProfile
@@ -382,7 +383,7 @@ func TestContendingGangsAllComplete(t *testing.T) {
 	for i := 0; i < gangs; i++ {
 		name := fmt.Sprintf("g%02d", i)
 		require.NoError(t, h.CreatePodGroup(h.Ctx, "default", name, size))
-		require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", name, size, "4")...))
+		require.NoError(t, h.CreatePods(h.Ctx, cluster.GangPods("default", name, size, "4")...))
 	}
 	done := map[string]bool{}
 	partialSince := map[string]time.Time{}
@@ -431,7 +432,7 @@ func TestLargeGangBindsCompletely(t *testing.T) {
 	h := startCluster(t, "scheduler-config.yaml", nodes(200, "2")...)
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "big", 200))
 	start := time.Now()
-	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "big", 200, "2")...))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.GangPods("default", "big", 200, "2")...))
 	created := time.Now()
 	_, err := h.WaitForPodsBound(h.Ctx, "default", gangSelector+"big", 200, 2*time.Minute)
 	require.NoError(t, err)
@@ -443,15 +444,15 @@ func TestLargeGangBindsCompletely(t *testing.T) {
 // member exists but is kept out of scheduling by a scheduling gate.
 func TestGangTimesOutAndSaysSo(t *testing.T) {
 	h := startCluster(t, "scheduler-config.yaml", nodes(2, "8")...)
-	pg := harness.PodGroup("default", "slow", 3)
+	pg := cluster.PodGroup("default", "slow", 3)
 	timeout := int32(2)
 	pg.Spec.ScheduleTimeoutSeconds = &timeout
 	_, err := h.PodGroups.SchedulingV1alpha1().PodGroups("default").Create(h.Ctx, pg, metav1.CreateOptions{})
 	require.NoError(t, err)
 	waiting := time.Now()
-	members := harness.GangPods("default", "slow", 3, "1")
+	members := cluster.GangPods("default", "slow", 3, "1")
 	require.NoError(t, h.CreatePods(h.Ctx, members[:2]...))
-	gated := harness.Pod(members[2])
+	gated := cluster.Pod(members[2])
 	gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
 	_, err = h.Client.CoreV1().Pods("default").Create(h.Ctx, gated, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -467,14 +468,14 @@ func TestGangTimesOutAndSaysSo(t *testing.T) {
 func TestGatedMembersSayWhy(t *testing.T) {
 	h := startCluster(t, "scheduler-config.yaml", nodes(1, "8")...)
 	// No PodGroup at all.
-	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "ghost", 1, "1")...))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.GangPods("default", "ghost", 1, "1")...))
 	ev, err := h.WaitForEvent(h.Ctx, "default", "ghost-0", "WaitingForPodGroup", bindTimeout)
 	require.NoError(t, err)
 	assert.Contains(t, ev.Note, "waiting for PodGroup default/ghost to be created")
 
 	// minMember larger than the pods that exist.
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "few", 3))
-	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "few", 2, "1")...))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.GangPods("default", "few", 2, "1")...))
 	ev, err = h.WaitForEvent(h.Ctx, "default", "few-0", "WaitingForMembers", bindTimeout)
 	require.NoError(t, err)
 	assert.Regexp(t, `has [12] of its minMember 3 pods`, ev.Note)
@@ -484,13 +485,13 @@ func TestGatedMembersSayWhy(t *testing.T) {
 	// minMember omitted (0): the schema's minimum does not apply to an
 	// absent field, so the scheduler refuses it itself.
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "zero", 0))
-	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "zero", 1, "1")...))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.GangPods("default", "zero", 1, "1")...))
 	ev, err = h.WaitForEvent(h.Ctx, "default", "zero-0", "InvalidPodGroup", bindTimeout)
 	require.NoError(t, err)
 	assert.Contains(t, ev.Note, "minMember 0; it must be at least 1")
 
 	// A negative minMember never gets in: the CRD schema names the field.
-	pg := harness.PodGroup("default", "negative", -2)
+	pg := cluster.PodGroup("default", "negative", -2)
 	_, err = h.PodGroups.SchedulingV1alpha1().PodGroups("default").Create(h.Ctx, pg, metav1.CreateOptions{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "spec.minMember")
@@ -526,7 +527,7 @@ func TestFailedBindingIsRetriedUntilTheGangCompletes(t *testing.T) {
 	require.NoError(t, err)
 	// The policy is enforced once the apiserver has compiled it.
 	require.Eventually(t, func() bool {
-		probe := harness.Pod(harness.PodSpec{Name: "flaky-2", SchedulerName: "nobody"})
+		probe := cluster.Pod(cluster.PodSpec{Name: "flaky-2", SchedulerName: "nobody"})
 		if _, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, probe, metav1.CreateOptions{}); err != nil {
 			return false
 		}
@@ -540,7 +541,7 @@ func TestFailedBindingIsRetriedUntilTheGangCompletes(t *testing.T) {
 	}, bindTimeout, 100*time.Millisecond)
 
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "flaky", 3))
-	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "flaky", 3, "1")...))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.GangPods("default", "flaky", 3, "1")...))
 	ev, err := h.WaitForEvent(h.Ctx, "default", "flaky-2", "FailedScheduling", bindTimeout)
 	require.NoError(t, err)
 	assert.Contains(t, ev.Note, "injected binding failure")

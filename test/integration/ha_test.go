@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/manifests"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
@@ -21,7 +22,7 @@ import (
 // runs them: only the leader schedules; when it is killed the other takes
 // over within the lease duration; no pod is bound twice.
 func TestLeaderElectionHandsOver(t *testing.T) {
-	h := harness.Start(t, harness.ControlPlaneOptions{})
+	h := harness.Start(t, cluster.ControlPlaneOptions{})
 	require.NoError(t, h.CreateNodes(h.Ctx, nodes(4, "8")...))
 	ns, err := manifests.File("namespace.yaml")
 	require.NoError(t, err)
@@ -36,7 +37,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	b, err := h.StartSchedulerProcess(h.Ctx, config, flags...)
 	require.NoError(t, err)
 
-	var leader, follower *harness.SchedulerProcess
+	var leader, follower *cluster.SchedulerProcess
 	err = wait.PollUntilContextTimeout(h.Ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		switch {
 		case a.Leading():
@@ -50,7 +51,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	require.False(t, follower.Leading(), "both replicas lead")
 
 	for i := 0; i < 5; i++ {
-		require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: fmt.Sprintf("before-%d", i), CPU: "1", Labels: map[string]string{"ha": "yes"}}))
+		require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: fmt.Sprintf("before-%d", i), CPU: "1", Labels: map[string]string{"ha": "yes"}}))
 	}
 	_, err = h.WaitForPodsBound(h.Ctx, "default", "ha=yes", 5, bindTimeout)
 	require.NoError(t, err)
@@ -65,7 +66,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	require.NoError(t, leader.Kill())
 	killed := time.Now()
 	for i := 0; i < 5; i++ {
-		require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: fmt.Sprintf("after-%d", i), CPU: "1", Labels: map[string]string{"ha": "yes"}}))
+		require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: fmt.Sprintf("after-%d", i), CPU: "1", Labels: map[string]string{"ha": "yes"}}))
 	}
 	_, err = h.WaitForPodsBound(h.Ctx, "default", "ha=yes", 10, bindTimeout)
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/manifests"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
@@ -22,7 +23,7 @@ import (
 // A client outside the harness — kubectl, another scheduler — reaches the
 // apiserver with nothing but the written kubeconfig.
 func TestKubeconfigServesOutsideClients(t *testing.T) {
-	h := harness.Start(t, harness.ControlPlaneOptions{})
+	h := harness.Start(t, cluster.ControlPlaneOptions{})
 	require.NoError(t, h.CreateNodes(h.Ctx, cpuNode("node-a")))
 	cfg, err := clientcmd.BuildConfigFromFlags("", h.KubeconfigPath)
 	require.NoError(t, err)
@@ -37,7 +38,7 @@ func TestKubeconfigServesOutsideClients(t *testing.T) {
 // The harness plays the kubelet so status logic can be tested.
 func TestHarnessMovesBoundPodsThroughPhases(t *testing.T) {
 	h := startCluster(t, "scheduler-config.yaml", cpuNode("node-a"))
-	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "job", CPU: "1"}))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: "job", CPU: "1"}))
 	_, err := h.WaitForPodBound(h.Ctx, "default", "job", bindTimeout)
 	require.NoError(t, err)
 
@@ -47,14 +48,14 @@ func TestHarnessMovesBoundPodsThroughPhases(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, phase, pod.Status.Phase)
 	}
-	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "pending", SchedulerName: "nobody"}))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: "pending", SchedulerName: "nobody"}))
 	assert.Error(t, h.SetPodPhase(h.Ctx, "default", "pending", corev1.PodRunning), "an unbound pod cannot run")
 }
 
 // Every deployable manifest is accepted by a real apiserver (server-side
 // dry-run), so a typo cannot reach a user's cluster.
 func TestManifestsPassServerSideValidation(t *testing.T) {
-	h := harness.Start(t, harness.ControlPlaneOptions{})
+	h := harness.Start(t, cluster.ControlPlaneOptions{})
 	ns, err := manifests.File("namespace.yaml")
 	require.NoError(t, err)
 	_, err = h.Apply(h.Ctx, ns)
@@ -80,7 +81,7 @@ func TestHarnessTearsDownCompletely(t *testing.T) {
 	var kubeconfig string
 	t.Run("cluster", func(t *testing.T) {
 		h := startCluster(t, "scheduler-config.yaml", cpuNode("node-a"))
-		require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "p", CPU: "1"}))
+		require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: "p", CPU: "1"}))
 		_, err := h.WaitForPodBound(h.Ctx, "default", "p", bindTimeout)
 		require.NoError(t, err)
 		u, err := url.Parse(h.Config.Host)

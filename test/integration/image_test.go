@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/manifests"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
@@ -31,19 +32,19 @@ import (
 func TestImageRunsAsNonRootOnReadOnlyRoot(t *testing.T) {
 	assertDeploymentAsksForImageUser(t)
 
-	h := harness.Start(t, harness.ControlPlaneOptions{})
+	h := harness.Start(t, cluster.ControlPlaneOptions{})
 	ns, err := manifests.File("namespace.yaml")
 	require.NoError(t, err)
 	_, err = h.Apply(h.Ctx, ns)
 	require.NoError(t, err)
 	require.NoError(t, h.CreateNodes(h.Ctx, nodes(2, "8")...))
 
-	port, err := harness.FreePort()
+	port, err := cluster.FreePort()
 	require.NoError(t, err)
 	shipped, err := manifests.SchedulerFlags()
 	require.NoError(t, err)
 	p, err := h.StartSchedulerInImageRoot(h.Ctx, shippedConfig(t, "scheduler-config.yaml"), append(shipped, "--secure-port="+strconv.Itoa(port))...)
-	if errors.Is(err, harness.ErrNoImageRoot) {
+	if errors.Is(err, cluster.ErrNoImageRoot) {
 		t.Skipf("cannot check the image's runtime constraints on this machine: %v", err)
 	}
 	require.NoError(t, err)
@@ -54,9 +55,9 @@ func TestImageRunsAsNonRootOnReadOnlyRoot(t *testing.T) {
 	// still syncs its caches. Half the runs in this window once left the
 	// members gated for good: the queue heard of the PodGroup before the
 	// gang's store did (fixed in Gang.wakeMembers).
-	require.NoError(t, harness.WaitHealthy(h.Ctx, port, time.Minute), "logs:\n%s", p.Logs())
+	require.NoError(t, cluster.WaitHealthy(h.Ctx, port, time.Minute), "logs:\n%s", p.Logs())
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "image", 3))
-	require.NoError(t, h.CreatePods(h.Ctx, harness.GangPods("default", "image", 3, "2")...))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.GangPods("default", "image", 3, "2")...))
 	_, err = h.WaitForPodsBound(h.Ctx, "default", "scheduling.x-k8s.io/pod-group=image", 3, bindTimeout)
 	require.NoError(t, err, "logs:\n%s", p.Logs())
 	_, err = h.WaitForEvent(h.Ctx, "default", "image-0", "Scheduled", bindTimeout)
@@ -117,15 +118,15 @@ func assertDeploymentAsksForImageUser(t *testing.T) {
 			user = strings.TrimSpace(v)
 		}
 	}
-	assert.Equal(t, fmt.Sprintf("%d:%d", harness.ImageUser, harness.ImageUser), user, "the image's final USER")
+	assert.Equal(t, fmt.Sprintf("%d:%d", cluster.ImageUser, cluster.ImageUser), user, "the image's final USER")
 
 	d, err := manifests.Deployment()
 	require.NoError(t, err)
 	pod := d.Spec.Template.Spec
 	require.NotNil(t, pod.SecurityContext)
 	assert.True(t, ptr.Deref(pod.SecurityContext.RunAsNonRoot, false), "runAsNonRoot")
-	assert.Equal(t, int64(harness.ImageUser), ptr.Deref(pod.SecurityContext.RunAsUser, 0), "runAsUser")
-	assert.Equal(t, int64(harness.ImageUser), ptr.Deref(pod.SecurityContext.RunAsGroup, 0), "runAsGroup")
+	assert.Equal(t, int64(cluster.ImageUser), ptr.Deref(pod.SecurityContext.RunAsUser, 0), "runAsUser")
+	assert.Equal(t, int64(cluster.ImageUser), ptr.Deref(pod.SecurityContext.RunAsGroup, 0), "runAsGroup")
 	for _, c := range pod.Containers {
 		require.NotNil(t, c.SecurityContext, c.Name)
 		assert.True(t, ptr.Deref(c.SecurityContext.ReadOnlyRootFilesystem, false), "%s readOnlyRootFilesystem", c.Name)

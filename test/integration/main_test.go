@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/component-base/metrics/legacyregistry"
 
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/manifests"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
@@ -25,16 +26,16 @@ func shippedConfig(t *testing.T, name string) []byte {
 
 // startCluster starts a control plane with the given nodes and a
 // flotilla-scheduler running the shipped configuration.
-func startCluster(t *testing.T, config string, nodes ...harness.NodeSpec) *harness.Harness {
+func startCluster(t *testing.T, config string, nodes ...cluster.NodeSpec) *harness.Harness {
 	t.Helper()
-	h := harness.Start(t, harness.ControlPlaneOptions{})
+	h := harness.Start(t, cluster.ControlPlaneOptions{})
 	require.NoError(t, h.CreateNodes(h.Ctx, nodes...))
-	h.StartScheduler(shippedConfig(t, config), harness.SchedulerOptions{})
+	h.StartScheduler(shippedConfig(t, config), cluster.SchedulerOptions{})
 	return h
 }
 
-func cpuNode(name string) harness.NodeSpec {
-	return harness.NodeSpec{Name: name, CPU: "8", Memory: "32Gi"}
+func cpuNode(name string) cluster.NodeSpec {
+	return cluster.NodeSpec{Name: name, CPU: "8", Memory: "32Gi"}
 }
 
 // metricValue reads a metric of the in-process scheduler from the registry

@@ -19,13 +19,14 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
 // startPreemptionCluster starts the shipped scheduler over the nodes, with
 // terminating pods finished as kubelets would, and priority classes low
 // (10), high (1000) and high-never (1000, preemptionPolicy Never).
-func startPreemptionCluster(t *testing.T, nodes ...harness.NodeSpec) *harness.Harness {
+func startPreemptionCluster(t *testing.T, nodes ...cluster.NodeSpec) *harness.Harness {
 	t.Helper()
 	h := startCluster(t, "scheduler-config.yaml", nodes...)
 	require.NoError(t, h.FinishTerminatingPods(h.Ctx))
@@ -122,35 +123,35 @@ func bound(t *testing.T, h *harness.Harness, selector string) int {
 	return n
 }
 
-func gangWithPriority(group string, n int, cpu, priorityClass string) []harness.PodSpec {
-	specs := harness.GangPods("default", group, n, cpu)
+func gangWithPriority(group string, n int, cpu, priorityClass string) []cluster.PodSpec {
+	specs := cluster.GangPods("default", group, n, cpu)
 	for i := range specs {
 		specs[i].PriorityClassName = priorityClass
 	}
 	return specs
 }
 
-func pinned(name, node, cpu, priorityClass string, labels map[string]string) harness.PodSpec {
-	return harness.PodSpec{Name: name, NodeName: node, CPU: cpu, PriorityClassName: priorityClass, Labels: labels}
+func pinned(name, node, cpu, priorityClass string, labels map[string]string) cluster.PodSpec {
+	return cluster.PodSpec{Name: name, NodeName: node, CPU: cpu, PriorityClassName: priorityClass, Labels: labels}
 }
 
 // Rule 1: a pod preempts lower-priority pods of its own queue — exactly as
 // many as it needs — and preemptionPolicy Never preempts nothing.
 func TestPreemptionWithinQueueTakesFewestLowerPriorityPods(t *testing.T) {
-	h := startPreemptionCluster(t, harness.NodeSpec{Name: "node-0", CPU: "4", Memory: "16Gi"})
+	h := startPreemptionCluster(t, cluster.NodeSpec{Name: "node-0", CPU: "4", Memory: "16Gi"})
 	for i := 0; i < 4; i++ {
 		require.NoError(t, h.CreatePods(h.Ctx, pinned(fmt.Sprintf("low-%d", i), "node-0", "1", "low", map[string]string{"app": "low"})))
 	}
 	deleted := watchDeletions(t, h)
 
-	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "polite", CPU: "2", PriorityClassName: "high-never"}))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: "polite", CPU: "2", PriorityClassName: "high-never"}))
 	cond, err := h.WaitForPodUnschedulable(h.Ctx, "default", "polite", bindTimeout)
 	require.NoError(t, err)
 	assert.Contains(t, cond.Message, "preemptionPolicy is Never")
 	time.Sleep(time.Second)
 	assert.Empty(t, deleted.names("low-"), "preemptionPolicy Never evicts nothing")
 
-	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "urgent", CPU: "2", PriorityClassName: "high"}))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: "urgent", CPU: "2", PriorityClassName: "high"}))
 	_, err = h.WaitForPodBound(h.Ctx, "default", "urgent", bindTimeout)
 	require.NoError(t, err)
 	assert.Len(t, deleted.names("low-"), 2, "2 cpu needed, 2 victims of 1 cpu")
@@ -181,8 +182,8 @@ func assertStaysPending(t *testing.T, h *harness.Harness, name string, d time.Du
 // and stops there; the queue it took from never takes back.
 func TestReclaimReturnsBorrowerToDeservedShareAndStops(t *testing.T) {
 	h := startPreemptionCluster(t, nodes(2, "10")...)
-	require.NoError(t, h.CreateQueue(h.Ctx, harness.Queue("borrower", 1, "")))
-	require.NoError(t, h.CreateQueue(h.Ctx, harness.Queue("lender", 1, "")))
+	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("borrower", 1, "")))
+	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("lender", 1, "")))
 	for _, spec := range queuePods("borrower", 20, "1") {
 		spec.PriorityClassName = "high"
 		require.NoError(t, h.CreatePods(h.Ctx, spec))
@@ -216,20 +217,20 @@ func TestReclaimReturnsBorrowerToDeservedShareAndStops(t *testing.T) {
 // Rule 3: a running gang with minMember 4 of 6 loses its 2 surplus members,
 // and after that only all of its members at once.
 func TestRunningGangLosesSurplusMembersOrEverything(t *testing.T) {
-	h := startPreemptionCluster(t, harness.NodeSpec{Name: "node-0", CPU: "6", Memory: "16Gi"})
+	h := startPreemptionCluster(t, cluster.NodeSpec{Name: "node-0", CPU: "6", Memory: "16Gi"})
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "train", 4))
 	require.NoError(t, h.CreatePods(h.Ctx, gangWithPriority("train", 6, "1", "low")...))
 	_, err := h.WaitForPodsBound(h.Ctx, "default", "scheduling.x-k8s.io/pod-group=train", 6, bindTimeout)
 	require.NoError(t, err)
 	deleted := watchDeletions(t, h)
 
-	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "urgent-a", CPU: "2", PriorityClassName: "high"}))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: "urgent-a", CPU: "2", PriorityClassName: "high"}))
 	_, err = h.WaitForPodBound(h.Ctx, "default", "urgent-a", bindTimeout)
 	require.NoError(t, err)
 	assert.Len(t, deleted.names("train-"), 2, "the 2 surplus members")
 	assert.Equal(t, 4, bound(t, h, "scheduling.x-k8s.io/pod-group=train"))
 
-	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "urgent-b", CPU: "1", PriorityClassName: "high"}))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: "urgent-b", CPU: "1", PriorityClassName: "high"}))
 	_, err = h.WaitForPodBound(h.Ctx, "default", "urgent-b", bindTimeout)
 	require.NoError(t, err)
 	// urgent-b binds as soon as one victim is gone; the others follow.
@@ -260,7 +261,7 @@ func TestPendingGangEvictsExactlyForItsQuorumOrNothing(t *testing.T) {
 	require.Eventually(t, func() bool {
 		pod, err := h.Client.CoreV1().Pods("default").Get(h.Ctx, "huge-0", metav1.GetOptions{})
 		require.NoError(t, err)
-		cond = harness.PodScheduledCondition(pod)
+		cond = cluster.PodScheduledCondition(pod)
 		return cond != nil && strings.Contains(cond.Message, "would not make room")
 	}, bindTimeout, 200*time.Millisecond, "the pod says why preemption cannot help")
 	time.Sleep(2 * time.Second)
@@ -285,7 +286,7 @@ func TestPendingGangEvictsExactlyForItsQuorumOrNothing(t *testing.T) {
 
 // Rule 5: pods a PodDisruptionBudget protects are taken last.
 func TestPDBProtectedPodsAreTakenLast(t *testing.T) {
-	h := startPreemptionCluster(t, harness.NodeSpec{Name: "node-0", CPU: "4", Memory: "16Gi"})
+	h := startPreemptionCluster(t, cluster.NodeSpec{Name: "node-0", CPU: "4", Memory: "16Gi"})
 	for i := 0; i < 4; i++ {
 		labels := map[string]string{"app": "low", "protected": fmt.Sprint(i < 2)}
 		require.NoError(t, h.CreatePods(h.Ctx, pinned(fmt.Sprintf("low-%d", i), "node-0", "1", "low", labels)))
@@ -301,12 +302,12 @@ func TestPDBProtectedPodsAreTakenLast(t *testing.T) {
 	deleted := watchDeletions(t, h)
 	time.Sleep(time.Second) // the scheduler's PDB informer
 
-	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "urgent-a", CPU: "2", PriorityClassName: "high"}))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: "urgent-a", CPU: "2", PriorityClassName: "high"}))
 	_, err = h.WaitForPodBound(h.Ctx, "default", "urgent-a", bindTimeout)
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"low-2", "low-3"}, deleted.names("low-"), "the unprotected pods first")
 
-	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "urgent-b", CPU: "2", PriorityClassName: "high"}))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: "urgent-b", CPU: "2", PriorityClassName: "high"}))
 	_, err = h.WaitForPodBound(h.Ctx, "default", "urgent-b", bindTimeout)
 	require.NoError(t, err)
 	assert.Len(t, deleted.names("low-"), 4, "protected pods are taken last, not never")
@@ -318,8 +319,8 @@ func TestPDBProtectedPodsAreTakenLast(t *testing.T) {
 // queue reclaims from the other again.
 func TestNoReclaimPingPongUnderChurn(t *testing.T) {
 	h := startPreemptionCluster(t, nodes(2, "10")...)
-	require.NoError(t, h.CreateQueue(h.Ctx, harness.Queue("a", 1, "")))
-	require.NoError(t, h.CreateQueue(h.Ctx, harness.Queue("b", 1, "")))
+	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("a", 1, "")))
+	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("b", 1, "")))
 	deleted := watchDeletions(t, h)
 	seed := time.Now().UnixNano()
 	t.Logf("churn seed %d", seed)
@@ -352,7 +353,7 @@ func TestNoReclaimPingPongUnderChurn(t *testing.T) {
 		}
 		for ; live < want; live++ {
 			serial++
-			spec := harness.PodSpec{Name: fmt.Sprintf("%s-%05d", queue, serial), CPU: "1", Labels: map[string]string{flotillav1alpha1.QueueLabel: queue, "queue": queue}}
+			spec := cluster.PodSpec{Name: fmt.Sprintf("%s-%05d", queue, serial), CPU: "1", Labels: map[string]string{flotillav1alpha1.QueueLabel: queue, "queue": queue}}
 			if err := h.CreatePods(ctx, spec); err != nil {
 				return err
 			}

@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/manifests"
 	"github.com/flotilla-sched/flotilla/plugins/gang"
 	"github.com/flotilla-sched/flotilla/test/harness"
@@ -106,9 +107,9 @@ const (
 // deploy are run: beside kube-scheduler (rbac.yaml) and instead of it
 // (rbac.yaml plus rbac-replace-default.yaml, kube-scheduler's own lease).
 func TestShippedRBACIsNeededRuleByRule(t *testing.T) {
-	ca, err := harness.NewClientCA(t.TempDir())
+	ca, err := cluster.NewClientCA(t.TempDir())
 	require.NoError(t, err)
-	h := harness.Start(t, harness.ControlPlaneOptions{ExtraAPIServerFlags: []string{
+	h := harness.Start(t, cluster.ControlPlaneOptions{ExtraAPIServerFlags: []string{
 		"--authorization-mode=RBAC", "--client-ca-file=" + ca.CertFile,
 	}})
 	for _, name := range []string{"namespace.yaml", "rbac.yaml"} {
@@ -130,7 +131,7 @@ func TestShippedRBACIsNeededRuleByRule(t *testing.T) {
 	schedule := func(t *testing.T, config []byte, expectFailing string) (failed string, logs string) {
 		run++
 		w.reset(t)
-		port, err := harness.FreePort()
+		port, err := cluster.FreePort()
 		require.NoError(t, err)
 		// In a pod, delegated authentication and authorization of /metrics
 		// callers fall back to the in-cluster ServiceAccount; out of a pod
@@ -354,16 +355,16 @@ const (
 	extendedName  = "example.com/gpu"
 )
 
-func newRBACWorld(t *testing.T, h *harness.Harness, ca *harness.ClientCA) *rbacWorld {
+func newRBACWorld(t *testing.T, h *harness.Harness, ca *cluster.ClientCA) *rbacWorld {
 	ctx := h.Ctx
 	w := &rbacWorld{h: h}
 	require.NoError(t, h.CreateNodes(ctx,
-		harness.NodeSpec{Name: "rbac-big", CPU: "1000", Memory: "4000Gi", Pods: 1000},
-		harness.NodeSpec{Name: draNode, CPU: "1000", Memory: "4000Gi", Pods: 1000},
+		cluster.NodeSpec{Name: "rbac-big", CPU: "1000", Memory: "4000Gi", Pods: 1000},
+		cluster.NodeSpec{Name: draNode, CPU: "1000", Memory: "4000Gi", Pods: 1000},
 	))
 	// A node only the preemption step's pods tolerate, so that nothing else
 	// lands there and the higher-priority pod has nowhere else to go.
-	tiny := harness.Node(harness.NodeSpec{Name: preemptNode, CPU: "2", Memory: "8Gi", Labels: map[string]string{"rbac-step": "preempt"}})
+	tiny := cluster.Node(cluster.NodeSpec{Name: preemptNode, CPU: "2", Memory: "8Gi", Labels: map[string]string{"rbac-step": "preempt"}})
 	tiny.Spec.Taints = []corev1.Taint{{Key: "rbac-step", Value: "preempt", Effect: corev1.TaintEffectNoSchedule}}
 	_, err := h.Client.CoreV1().Nodes().Create(ctx, tiny, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -452,10 +453,10 @@ func (w *rbacWorld) steps() []rbacStep {
 		{stepClaimAllocated, w.claimAllocated},
 		{stepExtendedClaim, w.extendedResourceClaimed},
 		{stepMetricsToken, func(ctx context.Context, _ string) error {
-			return w.readMetrics(ctx, harness.Insecure, "Bearer "+w.token)
+			return w.readMetrics(ctx, cluster.Insecure, "Bearer "+w.token)
 		}},
 		{stepMetricsClientCA, func(ctx context.Context, _ string) error {
-			withCert := &http.Client{Timeout: harness.Insecure.Timeout, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{w.clientCert}}}} //nolint:gosec // a local test endpoint
+			withCert := &http.Client{Timeout: cluster.Insecure.Timeout, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{w.clientCert}}}} //nolint:gosec // a local test endpoint
 			return w.readMetrics(ctx, withCert, "")
 		}},
 	}
@@ -478,13 +479,13 @@ func poll(ctx context.Context, check func(context.Context) (bool, string, error)
 	return nil
 }
 
-func (w *rbacWorld) pod(id, name string, spec harness.PodSpec) *corev1.Pod {
+func (w *rbacWorld) pod(id, name string, spec cluster.PodSpec) *corev1.Pod {
 	spec.Name = id + "-" + name
 	if spec.Labels == nil {
 		spec.Labels = map[string]string{}
 	}
 	spec.Labels[rbacRunLabel] = id
-	return harness.Pod(spec)
+	return cluster.Pod(spec)
 }
 
 func (w *rbacWorld) create(ctx context.Context, pods ...*corev1.Pod) error {
@@ -511,7 +512,7 @@ func (w *rbacWorld) cachesSync(ctx context.Context, _ string) error {
 		if err != nil {
 			return false, "", err
 		}
-		resp, err := harness.Insecure.Do(req)
+		resp, err := cluster.Insecure.Do(req)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -539,7 +540,7 @@ func holder(lease *coordinationv1.Lease) string {
 }
 
 func (w *rbacWorld) toldUnschedulable(ctx context.Context, id string) error {
-	p := w.pod(id, "too-big", harness.PodSpec{CPU: "100000"})
+	p := w.pod(id, "too-big", cluster.PodSpec{CPU: "100000"})
 	if err := w.create(ctx, p); err != nil {
 		return err
 	}
@@ -548,9 +549,9 @@ func (w *rbacWorld) toldUnschedulable(ctx context.Context, id string) error {
 }
 
 func (w *rbacWorld) bound(ctx context.Context, id string) error {
-	pods := []*corev1.Pod{w.pod(id, "plain", harness.PodSpec{CPU: "1"})}
+	pods := []*corev1.Pod{w.pod(id, "plain", cluster.PodSpec{CPU: "1"})}
 	if w.servesDefault {
-		pods = append(pods, w.pod(id, "default-profile", harness.PodSpec{CPU: "1", SchedulerName: corev1.DefaultSchedulerName}))
+		pods = append(pods, w.pod(id, "default-profile", cluster.PodSpec{CPU: "1", SchedulerName: corev1.DefaultSchedulerName}))
 	}
 	if err := w.create(ctx, pods...); err != nil {
 		return err
@@ -569,7 +570,7 @@ func (w *rbacWorld) gangStatusPublished(ctx context.Context, id string) error {
 	}
 	var members []*corev1.Pod
 	for i := 0; i < 2; i++ {
-		members = append(members, w.pod(id, fmt.Sprintf("member-%d", i), harness.PodSpec{CPU: "1", PodGroup: id}))
+		members = append(members, w.pod(id, fmt.Sprintf("member-%d", i), cluster.PodSpec{CPU: "1", PodGroup: id}))
 	}
 	if err := w.create(ctx, members...); err != nil {
 		return err
@@ -587,10 +588,10 @@ func (w *rbacWorld) gangStatusPublished(ctx context.Context, id string) error {
 }
 
 func (w *rbacWorld) queueStatusPublished(ctx context.Context, id string) error {
-	if err := w.h.CreateQueue(ctx, harness.Queue(id, 1, "")); err != nil {
+	if err := w.h.CreateQueue(ctx, cluster.Queue(id, 1, "")); err != nil {
 		return err
 	}
-	p := w.pod(id, "queued", harness.PodSpec{CPU: "3", Labels: map[string]string{flotillav1alpha1.QueueLabel: id}})
+	p := w.pod(id, "queued", cluster.PodSpec{CPU: "3", Labels: map[string]string{flotillav1alpha1.QueueLabel: id}})
 	if err := w.create(ctx, p); err != nil {
 		return err
 	}
@@ -609,7 +610,7 @@ func (w *rbacWorld) queueStatusPublished(ctx context.Context, id string) error {
 
 func (w *rbacWorld) preempted(ctx context.Context, id string) error {
 	pinned := func(name, priority string) *corev1.Pod {
-		p := w.pod(id, name, harness.PodSpec{CPU: "2", PriorityClassName: priority})
+		p := w.pod(id, name, cluster.PodSpec{CPU: "2", PriorityClassName: priority})
 		p.Spec.NodeSelector = map[string]string{"rbac-step": "preempt"}
 		p.Spec.Tolerations = []corev1.Toleration{{Key: "rbac-step", Operator: corev1.TolerationOpEqual, Value: "preempt", Effect: corev1.TaintEffectNoSchedule}}
 		return p
@@ -647,7 +648,7 @@ func (w *rbacWorld) claimAllocated(ctx context.Context, id string) error {
 	if _, err := claims.Create(ctx, claim, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	p := w.pod(id, "claims", harness.PodSpec{CPU: "1"})
+	p := w.pod(id, "claims", cluster.PodSpec{CPU: "1"})
 	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(id)}}
 	p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
 	if err := w.create(ctx, p); err != nil {
@@ -667,7 +668,7 @@ func (w *rbacWorld) claimAllocated(ctx context.Context, id string) error {
 }
 
 func (w *rbacWorld) extendedResourceClaimed(ctx context.Context, id string) error {
-	p := w.pod(id, "extended", harness.PodSpec{CPU: "1", Extended: map[corev1.ResourceName]string{extendedName: "1"}})
+	p := w.pod(id, "extended", cluster.PodSpec{CPU: "1", Extended: map[corev1.ResourceName]string{extendedName: "1"}})
 	if err := w.create(ctx, p); err != nil {
 		return err
 	}

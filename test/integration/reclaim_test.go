@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
-	"github.com/flotilla-sched/flotilla/test/harness"
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 )
 
 // queueLoad is one queue of a reclaim scenario and the Deployment of
@@ -33,7 +33,7 @@ type queueLoad struct {
 // used to never fire.
 func TestReclaimWithCPUAndMemoryPods(t *testing.T) {
 	weighted := func(name string, weight int32, parent string) *flotillav1alpha1.Queue {
-		return harness.Queue(name, weight, parent)
+		return cluster.Queue(name, weight, parent)
 	}
 	withGuarantee := weighted("a", 1, "")
 	withGuarantee.Spec.Guarantee = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("30")}
@@ -53,7 +53,7 @@ func TestReclaimWithCPUAndMemoryPods(t *testing.T) {
 }
 
 func runReclaimScenario(t *testing.T, loads []queueLoad) {
-	h := startRealisticCluster(t, nodeSpecs("node", 10, harness.NodeSpec{CPU: "10", Memory: "100Gi"})...)
+	h := startRealisticCluster(t, nodeSpecs("node", 10, cluster.NodeSpec{CPU: "10", Memory: "100Gi"})...)
 	var leaves []string
 	for _, l := range loads {
 		require.NoError(t, h.CreateQueue(h.Ctx, l.queue))
@@ -99,7 +99,7 @@ func runReclaimScenario(t *testing.T, loads []queueLoad) {
 		if l.pods == 0 {
 			continue
 		}
-		_, err := h.CreateDeployment(h.Ctx, harness.WorkloadSpec{Name: l.queue.Name, Replicas: l.pods, CPU: "1", Memory: "1Gi", Queue: l.queue.Name})
+		_, err := h.CreateDeployment(h.Ctx, cluster.WorkloadSpec{Name: l.queue.Name, Replicas: l.pods, CPU: "1", Memory: "1Gi", Queue: l.queue.Name})
 		require.NoError(t, err)
 		lastDemand = time.Now()
 		if i == len(loads)-1 {

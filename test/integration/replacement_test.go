@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	"github.com/flotilla-sched/flotilla/test/harness"
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 )
 
 // A gang made by the real Job controller loses members to failures; the
@@ -23,7 +23,7 @@ import (
 // reach Finished.
 func TestGangReplacementMembers(t *testing.T) {
 	// Four 8-pod gangs of 3-cpu pods run side by side, one pod a node.
-	h := startRealisticCluster(t, nodeSpecs("node", 32, harness.NodeSpec{CPU: "4", Memory: "16Gi"})...)
+	h := startRealisticCluster(t, nodeSpecs("node", 32, cluster.NodeSpec{CPU: "4", Memory: "16Gi"})...)
 
 	for _, tc := range []struct {
 		name       string
@@ -45,9 +45,9 @@ func TestGangReplacementMembers(t *testing.T) {
 			ns := strings.ReplaceAll(strings.ReplaceAll(tc.name, " ", "-"), ",", "")
 			_, err := h.Client.CoreV1().Namespaces().Create(h.Ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 			require.NoError(t, err)
-			_, err = h.PodGroups.SchedulingV1alpha1().PodGroups(ns).Create(h.Ctx, harness.PodGroup(ns, "job", 8), metav1.CreateOptions{})
+			_, err = h.PodGroups.SchedulingV1alpha1().PodGroups(ns).Create(h.Ctx, cluster.PodGroup(ns, "job", 8), metav1.CreateOptions{})
 			require.NoError(t, err)
-			_, err = h.CreateJob(h.Ctx, harness.WorkloadSpec{Namespace: ns, Name: "job", Replicas: 8, CPU: "3", Memory: "1Gi", PodGroup: "job", RunSeconds: tc.runSeconds})
+			_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Namespace: ns, Name: "job", Replicas: 8, CPU: "3", Memory: "1Gi", PodGroup: "job", RunSeconds: tc.runSeconds})
 			require.NoError(t, err)
 
 			tl := newTimeline(t)

@@ -18,6 +18,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
@@ -147,7 +148,7 @@ func (s *scenario) check(ctx context.Context) {
 	waiting := map[string]int{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if c := harness.PodScheduledCondition(p); p.Spec.NodeName == "" && c != nil && c.Status == corev1.ConditionFalse {
+		if c := cluster.PodScheduledCondition(p); p.Spec.NodeName == "" && c != nil && c.Status == corev1.ConditionFalse {
 			waiting[c.Message]++
 		}
 		if key, ok := state.GroupOf(p); ok {
@@ -239,7 +240,7 @@ func (s *scenario) check(ctx context.Context) {
 	}
 	var complete, failed, active int
 	for i := range jobs.Items {
-		switch done, how := harness.JobFinished(&jobs.Items[i]); {
+		switch done, how := cluster.JobFinished(&jobs.Items[i]); {
 		case done && how == batchv1.JobComplete:
 			complete++
 		case done:
@@ -391,14 +392,14 @@ func (s *scenario) waitPodGroupsFinished(timeout time.Duration) {
 }
 
 // gangJob creates a PodGroup and the Job whose pods are its members.
-func (s *scenario) gangJob(spec harness.WorkloadSpec, minMember int32) *batchv1.Job {
+func (s *scenario) gangJob(spec cluster.WorkloadSpec, minMember int32) *batchv1.Job {
 	s.t.Helper()
 	ns := spec.Namespace
 	if ns == "" {
 		ns = metav1.NamespaceDefault
 	}
 	spec.PodGroup = spec.Name
-	_, err := s.h.PodGroups.SchedulingV1alpha1().PodGroups(ns).Create(s.h.Ctx, harness.PodGroup(ns, spec.Name, minMember), metav1.CreateOptions{})
+	_, err := s.h.PodGroups.SchedulingV1alpha1().PodGroups(ns).Create(s.h.Ctx, cluster.PodGroup(ns, spec.Name, minMember), metav1.CreateOptions{})
 	require.NoError(s.t, err)
 	job, err := s.h.CreateJob(s.h.Ctx, spec)
 	require.NoError(s.t, err)

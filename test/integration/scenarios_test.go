@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
@@ -23,7 +24,7 @@ import (
 // arrivals, completions and failures interleaved; startScenario checks the
 // invariants the whole time.
 
-func startScenarioCluster(t *testing.T, nodes ...harness.NodeSpec) (*harness.Harness, *scenario) {
+func startScenarioCluster(t *testing.T, nodes ...cluster.NodeSpec) (*harness.Harness, *scenario) {
 	t.Helper()
 	h := startRealisticCluster(t, nodes...)
 	return h, startScenario(t, h)
@@ -31,16 +32,16 @@ func startScenarioCluster(t *testing.T, nodes ...harness.NodeSpec) (*harness.Har
 
 // startRealisticCluster starts the realistic substrate with the nodes and
 // the shipped flotilla-scheduler.
-func startRealisticCluster(t *testing.T, nodes ...harness.NodeSpec) *harness.Harness {
+func startRealisticCluster(t *testing.T, nodes ...cluster.NodeSpec) *harness.Harness {
 	t.Helper()
-	h := harness.StartRealistic(t, harness.ControlPlaneOptions{})
+	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{})
 	require.NoError(t, h.CreateNodes(h.Ctx, nodes...))
-	h.StartScheduler(shippedConfig(t, "scheduler-config.yaml"), harness.SchedulerOptions{})
+	h.StartScheduler(shippedConfig(t, "scheduler-config.yaml"), cluster.SchedulerOptions{})
 	return h
 }
 
-func nodeSpecs(prefix string, n int, spec harness.NodeSpec) []harness.NodeSpec {
-	out := make([]harness.NodeSpec, n)
+func nodeSpecs(prefix string, n int, spec cluster.NodeSpec) []cluster.NodeSpec {
+	out := make([]cluster.NodeSpec, n)
 	for i := range out {
 		out[i] = spec
 		out[i].Name = fmt.Sprintf("%s-%02d", prefix, i)
@@ -78,12 +79,12 @@ func runningMembers(t *testing.T, h *harness.Harness, job *batchv1.Job) []corev1
 // their siblings are doing by then. Every Job completes within its
 // backoffLimit and every PodGroup reaches Finished.
 func TestScenarioMemberFailures(t *testing.T) {
-	h, s := startScenarioCluster(t, nodeSpecs("node", 12, harness.NodeSpec{CPU: "8", Memory: "32Gi"})...)
+	h, s := startScenarioCluster(t, nodeSpecs("node", 12, cluster.NodeSpec{CPU: "8", Memory: "32Gi"})...)
 	rng := rand.New(rand.NewSource(1))
 	var jobs []*batchv1.Job
 	for i := 0; i < 6; i++ {
 		size := int32(4 + rng.Intn(5))
-		jobs = append(jobs, s.gangJob(harness.WorkloadSpec{Name: fmt.Sprintf("train-%d", i), Replicas: size, CPU: "3", Memory: "4Gi",
+		jobs = append(jobs, s.gangJob(cluster.WorkloadSpec{Name: fmt.Sprintf("train-%d", i), Replicas: size, CPU: "3", Memory: "4Gi",
 			RunSeconds: float64(8 + rng.Intn(8))}, size))
 	}
 	// For 20 s, fail one running member of a random Job every second, at
@@ -118,8 +119,8 @@ func TestScenarioMemberFailures(t *testing.T) {
 // replaces them; the replacements are placed on the nodes left, all or
 // nothing, and the Job completes.
 func TestScenarioNodeFailure(t *testing.T) {
-	h, s := startScenarioCluster(t, nodeSpecs("node", 10, harness.NodeSpec{CPU: "4", Memory: "16Gi"})...)
-	job := s.gangJob(harness.WorkloadSpec{Name: "train", Replicas: 8, CPU: "3", Memory: "4Gi", RunSeconds: 20}, 8)
+	h, s := startScenarioCluster(t, nodeSpecs("node", 10, cluster.NodeSpec{CPU: "4", Memory: "16Gi"})...)
+	job := s.gangJob(cluster.WorkloadSpec{Name: "train", Replicas: 8, CPU: "3", Memory: "4Gi", RunSeconds: 20}, 8)
 	running := s.waitRunning(job, 8, "the gang runs")
 	dead := running[0].Spec.NodeName
 	require.NoError(t, h.StopKubelet(h.Ctx, dead))
@@ -146,9 +147,9 @@ func TestScenarioNodeFailure(t *testing.T) {
 // member's failure disturbs nobody: no other member is evicted or
 // rejected, its replacement runs as surplus, the Job completes.
 func TestScenarioElasticGang(t *testing.T) {
-	h, s := startScenarioCluster(t, nodeSpecs("node", 6, harness.NodeSpec{CPU: "4", Memory: "16Gi"})...)
+	h, s := startScenarioCluster(t, nodeSpecs("node", 6, cluster.NodeSpec{CPU: "4", Memory: "16Gi"})...)
 	deleted := watchDeletedPods(t, h, metav1.NamespaceDefault)
-	job := s.gangJob(harness.WorkloadSpec{Name: "elastic", Replicas: 8, CPU: "3", Memory: "4Gi", RunSeconds: 8}, 4)
+	job := s.gangJob(cluster.WorkloadSpec{Name: "elastic", Replicas: 8, CPU: "3", Memory: "4Gi", RunSeconds: 8}, 4)
 	running := s.waitRunning(job, 6, "quorum and surplus run on the room there is")
 	// Any member above the quorum is surplus; fail the newest.
 	newest := running[0]
@@ -177,22 +178,22 @@ func TestScenarioElasticGang(t *testing.T) {
 // invariants hold throughout, and when all Jobs are done every Queue's
 // allocation is zero and every PodGroup is Finished.
 func TestScenarioMixedBatchDay(t *testing.T) {
-	nodes := append(nodeSpecs("cpu", 8, harness.NodeSpec{CPU: "16", Memory: "64Gi"}),
-		nodeSpecs("gpu", 2, harness.NodeSpec{CPU: "64", Memory: "512Gi", Extended: map[corev1.ResourceName]string{harness.GPU: "8"}})...)
+	nodes := append(nodeSpecs("cpu", 8, cluster.NodeSpec{CPU: "16", Memory: "64Gi"}),
+		nodeSpecs("gpu", 2, cluster.NodeSpec{CPU: "64", Memory: "512Gi", Extended: map[corev1.ResourceName]string{cluster.GPU: "8"}})...)
 	h, s := startScenarioCluster(t, nodes...)
 	// Each queue reaches its deserved share, to within its smallest
 	// waiting gang, within 10 s of a change of demand (the Queue status
 	// it is read from is written every few hundred ms).
 	s.shareWithin = 10 * time.Second
-	team := harness.Queue("team", 1, "")
-	research := harness.Queue("research", 1, "")
+	team := cluster.Queue("team", 1, "")
+	research := cluster.Queue("research", 1, "")
 	research.Spec.Guarantee = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16")}
-	prod := harness.Queue("prod", 3, "")
-	dev := harness.Queue("dev", 2, "team")
+	prod := cluster.Queue("prod", 3, "")
+	dev := cluster.Queue("dev", 2, "team")
 	for _, q := range []*flotillav1alpha1.Queue{team, research, prod, dev} {
 		require.NoError(t, h.CreateQueue(h.Ctx, q))
 	}
-	_, err := h.CreateDeployment(h.Ctx, harness.WorkloadSpec{Name: "web", Replicas: 6, CPU: "500m", Memory: "512Mi"})
+	_, err := h.CreateDeployment(h.Ctx, cluster.WorkloadSpec{Name: "web", Replicas: 6, CPU: "500m", Memory: "512Mi"})
 	require.NoError(t, err)
 
 	rng := rand.New(rand.NewSource(7))
@@ -201,7 +202,7 @@ func TestScenarioMixedBatchDay(t *testing.T) {
 	for wave := 0; wave < 4; wave++ {
 		for i := 0; i < 5; i++ {
 			size := int32(1 + rng.Intn(16))
-			spec := harness.WorkloadSpec{Name: fmt.Sprintf("w%d-j%d", wave, i), Replicas: size, CPU: fmt.Sprint(1 + rng.Intn(3)), Memory: fmt.Sprintf("%dGi", 1+rng.Intn(4)),
+			spec := cluster.WorkloadSpec{Name: fmt.Sprintf("w%d-j%d", wave, i), Replicas: size, CPU: fmt.Sprint(1 + rng.Intn(3)), Memory: fmt.Sprintf("%dGi", 1+rng.Intn(4)),
 				Queue: queues[rng.Intn(len(queues))], RunSeconds: float64(2 + rng.Intn(9)), IgnoreDisruptions: true, Indexed: i%2 == 0}
 			if rng.Intn(4) == 0 {
 				spec.Replicas, spec.CPU, spec.Memory, spec.GPU = int32(1+rng.Intn(4)), "6", "48Gi", fmt.Sprint(1+rng.Intn(2))
@@ -282,10 +283,10 @@ func (d *deletedPods) all() []string {
 // timeout, nothing is bound twice), every Job completes and every
 // PodGroup is Finished.
 func TestScenarioRestart(t *testing.T) {
-	h := harness.StartRealistic(t, harness.ControlPlaneOptions{})
-	require.NoError(t, h.CreateNodes(h.Ctx, nodeSpecs("node", 10, harness.NodeSpec{CPU: "8", Memory: "32Gi"})...))
+	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{})
+	require.NoError(t, h.CreateNodes(h.Ctx, nodeSpecs("node", 10, cluster.NodeSpec{CPU: "8", Memory: "32Gi"})...))
 	config := shippedConfig(t, "scheduler-config.yaml")
-	start := func() *harness.SchedulerProcess {
+	start := func() *cluster.SchedulerProcess {
 		p, err := h.StartSchedulerProcess(h.Ctx, config, "--leader-elect=false")
 		require.NoError(t, err)
 		return p
@@ -297,7 +298,7 @@ func TestScenarioRestart(t *testing.T) {
 	submit := func(wave int) {
 		for i := 0; i < 4; i++ {
 			size := int32(2 + rng.Intn(6))
-			jobs = append(jobs, s.gangJob(harness.WorkloadSpec{Name: fmt.Sprintf("w%d-j%d", wave, i), Replicas: size, CPU: "3", Memory: "4Gi",
+			jobs = append(jobs, s.gangJob(cluster.WorkloadSpec{Name: fmt.Sprintf("w%d-j%d", wave, i), Replicas: size, CPU: "3", Memory: "4Gi",
 				RunSeconds: float64(3 + rng.Intn(5))}, size))
 		}
 	}
@@ -329,16 +330,16 @@ func TestScenarioRestart(t *testing.T) {
 // minMember. Evicted pods do not count against their Jobs' backoffLimit
 // (pod failure policy), their Jobs re-create them, and every Job finishes.
 func TestScenarioPreemptionUnderLoad(t *testing.T) {
-	h, s := startScenarioCluster(t, nodeSpecs("node", 8, harness.NodeSpec{CPU: "8", Memory: "32Gi"})...)
+	h, s := startScenarioCluster(t, nodeSpecs("node", 8, cluster.NodeSpec{CPU: "8", Memory: "32Gi"})...)
 	s.keepWholeAfterQuorum = 3 * time.Second
 	require.NoError(t, h.CreatePriorityClass(h.Ctx, "low", 10, false))
 	require.NoError(t, h.CreatePriorityClass(h.Ctx, "high", 1000, false))
-	require.NoError(t, h.CreateQueue(h.Ctx, harness.Queue("batch", 1, "")))
-	require.NoError(t, h.CreateQueue(h.Ctx, harness.Queue("urgent", 1, "")))
+	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("batch", 1, "")))
+	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("urgent", 1, "")))
 	deleted := watchDeletedPods(t, h, metav1.NamespaceDefault)
 	var jobs []*batchv1.Job
 	for i := 0; i < 4; i++ {
-		jobs = append(jobs, s.gangJob(harness.WorkloadSpec{Name: fmt.Sprintf("batch-%d", i), Replicas: 4, CPU: "4", Memory: "4Gi",
+		jobs = append(jobs, s.gangJob(cluster.WorkloadSpec{Name: fmt.Sprintf("batch-%d", i), Replicas: 4, CPU: "4", Memory: "4Gi",
 			Queue: "batch", PriorityClassName: "low", RunSeconds: 25, IgnoreDisruptions: true}, 3))
 	}
 	require.Eventually(t, func() bool {
@@ -349,7 +350,7 @@ func TestScenarioPreemptionUnderLoad(t *testing.T) {
 		return running == 16
 	}, 60*time.Second, 250*time.Millisecond, "batch fills the cluster\n%s", s.tl)
 	s.tl.add("batch fills the cluster; urgent arrives")
-	urgent := s.gangJob(harness.WorkloadSpec{Name: "urgent", Replicas: 4, CPU: "4", Memory: "4Gi",
+	urgent := s.gangJob(cluster.WorkloadSpec{Name: "urgent", Replicas: 4, CPU: "4", Memory: "4Gi",
 		Queue: "urgent", PriorityClassName: "high", RunSeconds: 5, IgnoreDisruptions: true}, 4)
 	s.waitJobs(90*time.Second, urgent)
 	require.NotEmpty(t, deleted.all(), "urgent got its room by preemption\n%s", s.tl)

@@ -9,15 +9,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/flotilla-sched/flotilla/test/harness"
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 )
 
 func TestFlotillaPodsAreBound(t *testing.T) {
 	h := startCluster(t, "scheduler-config.yaml", cpuNode("node-a"), cpuNode("node-b"))
 	require.NoError(t, h.CreatePods(h.Ctx,
-		harness.PodSpec{Name: "p1", CPU: "1", Memory: "1Gi", Labels: map[string]string{"app": "bound"}},
-		harness.PodSpec{Name: "p2", CPU: "1", Memory: "1Gi", Labels: map[string]string{"app": "bound"}},
-		harness.PodSpec{Name: "no-requests", Labels: map[string]string{"app": "bound"}},
+		cluster.PodSpec{Name: "p1", CPU: "1", Memory: "1Gi", Labels: map[string]string{"app": "bound"}},
+		cluster.PodSpec{Name: "p2", CPU: "1", Memory: "1Gi", Labels: map[string]string{"app": "bound"}},
+		cluster.PodSpec{Name: "no-requests", Labels: map[string]string{"app": "bound"}},
 	))
 	placed, err := h.WaitForPodsBound(h.Ctx, "default", "app=bound", 3, bindTimeout)
 	require.NoError(t, err)
@@ -33,10 +33,10 @@ func TestFlotillaPodsAreBound(t *testing.T) {
 // that are kube-scheduler's.
 func TestDefaultSchedulerPodsLeftAlone(t *testing.T) {
 	h := startCluster(t, "scheduler-config.yaml", cpuNode("node-a"))
-	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "theirs", SchedulerName: corev1.DefaultSchedulerName, CPU: "1"}))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: "theirs", SchedulerName: corev1.DefaultSchedulerName, CPU: "1"}))
 	// Created after "theirs": once it is bound, the scheduler has seen and
 	// passed over "theirs" if it was ever going to act on it.
-	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "ours", CPU: "1"}))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: "ours", CPU: "1"}))
 	_, err := h.WaitForPodBound(h.Ctx, "default", "ours", bindTimeout)
 	require.NoError(t, err)
 	time.Sleep(time.Second)
@@ -44,12 +44,12 @@ func TestDefaultSchedulerPodsLeftAlone(t *testing.T) {
 	theirs, err := h.Client.CoreV1().Pods("default").Get(h.Ctx, "theirs", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, theirs.Spec.NodeName, "flotilla-scheduler bound a default-scheduler pod")
-	assert.Nil(t, harness.PodScheduledCondition(theirs), "flotilla-scheduler wrote a condition on a default-scheduler pod")
+	assert.Nil(t, cluster.PodScheduledCondition(theirs), "flotilla-scheduler wrote a condition on a default-scheduler pod")
 }
 
 func TestUnschedulablePodReportsWhy(t *testing.T) {
 	h := startCluster(t, "scheduler-config.yaml", cpuNode("node-a"))
-	require.NoError(t, h.CreatePods(h.Ctx, harness.PodSpec{Name: "too-big", CPU: "64", Memory: "1Gi"}))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: "too-big", CPU: "64", Memory: "1Gi"}))
 
 	cond, err := h.WaitForPodUnschedulable(h.Ctx, "default", "too-big", bindTimeout)
 	require.NoError(t, err)
@@ -65,8 +65,8 @@ func TestUnschedulablePodReportsWhy(t *testing.T) {
 func TestReplaceDefaultSchedulerServesBothProfiles(t *testing.T) {
 	h := startCluster(t, "scheduler-config-replace-default.yaml", cpuNode("node-a"))
 	require.NoError(t, h.CreatePods(h.Ctx,
-		harness.PodSpec{Name: "default-pod", SchedulerName: corev1.DefaultSchedulerName, CPU: "1", Labels: map[string]string{"app": "both"}},
-		harness.PodSpec{Name: "flotilla-pod", CPU: "1", Labels: map[string]string{"app": "both"}},
+		cluster.PodSpec{Name: "default-pod", SchedulerName: corev1.DefaultSchedulerName, CPU: "1", Labels: map[string]string{"app": "both"}},
+		cluster.PodSpec{Name: "flotilla-pod", CPU: "1", Labels: map[string]string{"app": "both"}},
 	))
 	_, err := h.WaitForPodsBound(h.Ctx, "default", "app=both", 2, bindTimeout)
 	require.NoError(t, err)
@@ -76,9 +76,9 @@ func TestReplaceDefaultSchedulerServesBothProfiles(t *testing.T) {
 // schedules, runs and (for Jobs) completes on a cluster with room for it.
 func TestExamplesSchedule(t *testing.T) {
 	h := startRealisticCluster(t, cpuNode("cpu-1"), cpuNode("cpu-2"),
-		harness.NodeSpec{Name: "gpu-1", CPU: "32", Memory: "128Gi", Extended: map[corev1.ResourceName]string{harness.GPU: "8"}},
+		cluster.NodeSpec{Name: "gpu-1", CPU: "32", Memory: "128Gi", Extended: map[corev1.ResourceName]string{cluster.GPU: "8"}},
 	)
-	created, err := harness.ApplyExamples(h.Ctx, h.ControlPlane)
+	created, err := cluster.ApplyExamples(h.Ctx, h.ControlPlane)
 	require.NoError(t, err)
 	var jobs, deployments int
 	for _, obj := range created {

@@ -1,10 +1,9 @@
-package harness
+package cluster
 
 import (
 	"context"
 	"fmt"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -131,23 +130,4 @@ func (cp *ControlPlane) StartKubelets(ctx context.Context, tb ktesting.TB, opts 
 		time.Sleep(100 * time.Millisecond)
 	})
 	return startKubelets(kubeletCtx, cp.KubeconfigPath, opts)
-}
-
-// StartRealistic brings up the cluster every realistic test stands on: the
-// control plane with the real kube-controller-manager (Jobs, Deployments,
-// garbage collection, node lifecycle, taint eviction, pod GC, disruption)
-// and simulated kubelets (KWOK) that heartbeat the nodes and run bound
-// pods for the time their annotations give. Nodes made with CreateNodes
-// are the simulator's.
-func StartRealistic(t testing.TB, opts ControlPlaneOptions) *Harness {
-	t.Helper()
-	opts.ExtraAPIServerFlags = append(append([]string{}, RealisticAPIServerFlags...), opts.ExtraAPIServerFlags...)
-	h := Start(t, opts)
-	if err := h.StartControllers(h.Ctx, t); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.StartKubelets(h.Ctx, t, KubeletOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return h
 }

@@ -1,4 +1,4 @@
-package harness
+package cluster
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/flotilla-sched/flotilla/test/harness/launch"
+	"github.com/flotilla-sched/flotilla/internal/cluster/launch"
 )
 
 // ImageUser is the uid and gid the image runs as (distroless :nonroot).

@@ -1,4 +1,4 @@
-package harness
+package cluster
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flotilla-sched/flotilla/internal/cluster/launch"
 	"github.com/flotilla-sched/flotilla/manifests"
-	"github.com/flotilla-sched/flotilla/test/harness/launch"
 )
 
 // Scheduler is a flotilla-scheduler running in this process.

@@ -1,4 +1,4 @@
-package harness
+package cluster
 
 import (
 	corev1 "k8s.io/api/core/v1"

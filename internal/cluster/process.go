@@ -1,4 +1,4 @@
-package harness
+package cluster
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flotilla-sched/flotilla/test/harness/launch"
+	"github.com/flotilla-sched/flotilla/internal/cluster/launch"
 )
 
 // binaryBuild builds the flotilla-scheduler command once per test process
