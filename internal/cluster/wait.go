@@ -14,6 +14,29 @@ import (
 
 const pollInterval = 50 * time.Millisecond
 
+// Poll calls check every interval until it reports done, fails, or ctx
+// ends (or timeout passes, if positive). The error then says what check
+// last saw, so a wait that fails says why.
+func Poll(ctx context.Context, interval, timeout time.Duration, check func(context.Context) (done bool, seen string, err error)) error {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	last := "nothing seen yet"
+	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+		done, seen, err := check(ctx)
+		if seen != "" {
+			last = seen
+		}
+		return done, err
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last seen: %s)", err, last)
+	}
+	return nil
+}
+
 // WaitForPodBound waits until the pod has a node and returns the node name.
 func (cp *ControlPlane) WaitForPodBound(ctx context.Context, namespace, name string, timeout time.Duration) (string, error) {
 	var node string

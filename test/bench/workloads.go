@@ -92,7 +92,7 @@ func workloads(full bool) []workload {
 			target:   "flotilla pods/s >= 1.0 x the default profile (never below 0.95 x)",
 			variants: []variant{defaultPlain, flotillaPlain},
 			run: func(e *env, v variant) (*result, error) {
-				return runPods(e, v, p1Nodes, cpuNode, p1Pods, 1, "500m", false)
+				return runPods(e, v, podStream{nodes: p1Nodes, node: cpuNode, pods: p1Pods, perGroup: 1, cpu: "500m"})
 			},
 			verdict: ratioVerdict("pods/s", flotillaPlain, 1.0, func(r *result) float64 { return r.PodsPerS }),
 		},
@@ -111,7 +111,7 @@ func workloads(full bool) []workload {
 			target:   "all bound <= 2 s after the last pod exists",
 			variants: []variant{defaultPlain, flotillaGangs},
 			run: func(e *env, v variant) (*result, error) {
-				return runPods(e, v, p3Nodes, cpuNode, p3Size, p3Size, "1", false)
+				return runPods(e, v, podStream{nodes: p3Nodes, node: cpuNode, pods: p3Size, perGroup: p3Size, cpu: "1"})
 			},
 			verdict: func(m map[string]*result) (string, bool) {
 				f, d := m[flotillaGangs.name], m[defaultPlain.name]
@@ -123,7 +123,7 @@ func workloads(full bool) []workload {
 			target:   "scheduler RSS <= 1.2 x default profile",
 			variants: []variant{defaultPlain, flotillaPlain},
 			run: func(e *env, v variant) (*result, error) {
-				return runPods(e, v, p4Nodes, cpuNode, p4Pods, 1, "100", true)
+				return runPods(e, v, podStream{nodes: p4Nodes, node: cpuNode, pods: p4Pods, perGroup: 1, cpu: "100", pending: true})
 			},
 			verdict: func(m map[string]*result) (string, bool) {
 				f, d := m[flotillaPlain.name], m[defaultPlain.name]
@@ -169,10 +169,23 @@ func ratioVerdict(what string, v variant, min float64, of func(*result) float64)
 	}
 }
 
-// runPods creates the nodes, then pods in groups of perGroup (PodGroups
-// with minMember perGroup when the variant has gangs), each requesting
-// cpu, and waits until all are bound — or, pending, all tried once.
-func runPods(e *env, v variant, nodes int, node cluster.NodeSpec, pods, perGroup int, cpu string, pending bool) (*result, error) {
+// podStream is a workload of bare pods: nodes copies of node, then pods
+// in groups of perGroup (PodGroups with minMember perGroup when the
+// variant has gangs), each requesting cpu. pending: the pods do not fit,
+// and the run ends when each was tried once.
+type podStream struct {
+	nodes    int
+	node     cluster.NodeSpec
+	pods     int
+	perGroup int
+	cpu      string
+	pending  bool
+}
+
+// runPods creates the nodes and the pods of the stream and waits until all
+// are bound — or, pending, all tried once.
+func runPods(e *env, v variant, stream podStream) (*result, error) {
+	nodes, node, pods, perGroup, cpu, pending := stream.nodes, stream.node, stream.pods, stream.perGroup, stream.cpu, stream.pending
 	if err := e.createNodes(nodes, node); err != nil {
 		return nil, err
 	}

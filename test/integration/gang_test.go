@@ -362,16 +362,14 @@ func countStatusChanges(t *testing.T, h *harness.Harness) func() int {
 
 func waitForPhase(t *testing.T, h *harness.Harness, name string, phase schedv1alpha1.PodGroupPhase, running, succeeded int32) {
 	t.Helper()
-	var last schedv1alpha1.PodGroupStatus
-	err := wait.PollUntilContextTimeout(h.Ctx, 100*time.Millisecond, bindTimeout, true, func(ctx context.Context) (bool, error) {
+	err := cluster.Poll(h.Ctx, 100*time.Millisecond, bindTimeout, func(ctx context.Context) (bool, string, error) {
 		pg, err := h.PodGroups.SchedulingV1alpha1().PodGroups("default").Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return false, "", err
 		}
-		last = pg.Status
-		return pg.Status.Phase == phase && pg.Status.Running == running && pg.Status.Succeeded == succeeded, nil
+		return pg.Status.Phase == phase && pg.Status.Running == running && pg.Status.Succeeded == succeeded, fmt.Sprintf("status %+v", pg.Status), nil
 	})
-	require.NoError(t, err, "PodGroup %s status %+v, want phase %s running %d succeeded %d", name, last, phase, running, succeeded)
+	require.NoError(t, err, "PodGroup %s: want phase %s running %d succeeded %d", name, phase, running, succeeded)
 }
 
 // 4. Contention: 20 gangs, each needing 40% of the cluster, created at once;

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/stretchr/testify/require"
 	"k8s.io/component-base/metrics/legacyregistry"
 
@@ -39,32 +41,16 @@ func cpuNode(name string) cluster.NodeSpec {
 }
 
 // metricValue reads a metric of the in-process scheduler from the registry
-// its /metrics endpoint serves: a gauge's or counter's value, a histogram's
-// sample count; 0 if the series does not exist yet.
+// its /metrics endpoint serves, with the reader every test uses
+// (cluster.Value): a gauge's or counter's value, a histogram's sample
+// count, summed over the series with the labels; 0 if none exists yet.
 func metricValue(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
+	gathered, err := legacyregistry.DefaultGatherer.Gather()
 	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
-					continue series
-				}
-			}
-			switch {
-			case m.GetGauge() != nil:
-				return m.GetGauge().GetValue()
-			case m.GetCounter() != nil:
-				return m.GetCounter().GetValue()
-			case m.GetHistogram() != nil:
-				return float64(m.GetHistogram().GetSampleCount())
-			}
-		}
+	families := make(map[string]*dto.MetricFamily, len(gathered))
+	for _, f := range gathered {
+		families[f.GetName()] = f
 	}
-	return 0
+	return cluster.Value(families, name, labels)
 }

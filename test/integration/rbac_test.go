@@ -25,7 +25,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -462,23 +461,6 @@ func (w *rbacWorld) steps() []rbacStep {
 	}
 }
 
-// poll calls check until it reports done or ctx ends; the error then says
-// what was last seen.
-func poll(ctx context.Context, check func(context.Context) (bool, string, error)) error {
-	last := "nothing seen yet"
-	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		done, seen, err := check(ctx)
-		if seen != "" {
-			last = seen
-		}
-		return done, err
-	})
-	if err != nil {
-		return fmt.Errorf("%w (last: %s)", err, last)
-	}
-	return nil
-}
-
 func (w *rbacWorld) pod(id, name string, spec cluster.PodSpec) *corev1.Pod {
 	spec.Name = id + "-" + name
 	if spec.Labels == nil {
@@ -507,7 +489,7 @@ func (w *rbacWorld) waitBound(ctx context.Context, pods ...*corev1.Pod) error {
 }
 
 func (w *rbacWorld) cachesSync(ctx context.Context, _ string) error {
-	return poll(ctx, func(ctx context.Context) (bool, string, error) {
+	return cluster.Poll(ctx, 100*time.Millisecond, 0, func(ctx context.Context) (bool, string, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/readyz?verbose", w.port), nil)
 		if err != nil {
 			return false, "", err
@@ -523,7 +505,7 @@ func (w *rbacWorld) cachesSync(ctx context.Context, _ string) error {
 }
 
 func (w *rbacWorld) leaseAcquired(ctx context.Context, _ string) error {
-	return poll(ctx, func(ctx context.Context) (bool, string, error) {
+	return cluster.Poll(ctx, 100*time.Millisecond, 0, func(ctx context.Context) (bool, string, error) {
 		lease, err := w.h.Client.CoordinationV1().Leases(w.lease.Namespace).Get(ctx, w.lease.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, "no lease", nil
@@ -578,7 +560,7 @@ func (w *rbacWorld) gangStatusPublished(ctx context.Context, id string) error {
 	if err := w.waitBound(ctx, members...); err != nil {
 		return err
 	}
-	return poll(ctx, func(ctx context.Context) (bool, string, error) {
+	return cluster.Poll(ctx, 100*time.Millisecond, 0, func(ctx context.Context) (bool, string, error) {
 		pg, err := w.h.PodGroups.SchedulingV1alpha1().PodGroups("default").Get(ctx, id, metav1.GetOptions{})
 		if err != nil {
 			return false, "", err
@@ -598,7 +580,7 @@ func (w *rbacWorld) queueStatusPublished(ctx context.Context, id string) error {
 	if err := w.waitBound(ctx, p); err != nil {
 		return err
 	}
-	return poll(ctx, func(ctx context.Context) (bool, string, error) {
+	return cluster.Poll(ctx, 100*time.Millisecond, 0, func(ctx context.Context) (bool, string, error) {
 		q, err := w.h.GetQueue(ctx, id)
 		if err != nil {
 			return false, "", err
@@ -625,7 +607,7 @@ func (w *rbacWorld) preempted(ctx context.Context, id string) error {
 	if err := w.create(ctx, preemptor); err != nil {
 		return err
 	}
-	return poll(ctx, func(ctx context.Context) (bool, string, error) {
+	return cluster.Poll(ctx, 100*time.Millisecond, 0, func(ctx context.Context) (bool, string, error) {
 		got, err := w.h.Client.CoreV1().Pods("default").Get(ctx, victim.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, "", nil
@@ -676,7 +658,7 @@ func (w *rbacWorld) extendedResourceClaimed(ctx context.Context, id string) erro
 }
 
 func (w *rbacWorld) readMetrics(ctx context.Context, client *http.Client, authorization string) error {
-	return poll(ctx, func(ctx context.Context) (bool, string, error) {
+	return cluster.Poll(ctx, 100*time.Millisecond, 0, func(ctx context.Context) (bool, string, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", w.port), nil)
 		if err != nil {
 			return false, "", err
