@@ -44,39 +44,19 @@ func newQueues(s *Store, h fwk.Handle, defaultQueue string) (*Queues, error) {
 	// A PodGroup's or namespace's queue label decides its pods' queue: when
 	// it appears or changes, only those pods are re-resolved (a PodGroup's
 	// status writes, a thousand per gang wave, change nothing).
-	if _, err := s.podGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) { q.resolveGroup(obj) },
-		UpdateFunc: func(old, cur interface{}) {
-			if queueLabel(old) != queueLabel(cur) {
-				q.resolveGroup(cur)
-			}
-		},
-	}); err != nil {
+	if _, err := s.podGroups.AddEventHandler(onQueueLabel(q.resolveGroup)); err != nil {
 		return nil, err
 	}
-	if _, err := h.SharedInformerFactory().Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) { q.resolveNamespace(obj) },
-		UpdateFunc: func(old, cur interface{}) {
-			if queueLabel(old) != queueLabel(cur) {
-				q.resolveNamespace(cur)
-			}
-		},
-	}); err != nil {
+	if _, err := h.SharedInformerFactory().Core().V1().Namespaces().Informer().AddEventHandler(onQueueLabel(q.resolveNamespace)); err != nil {
 		return nil, err
 	}
-	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    q.onPod,
-		UpdateFunc: func(_, cur interface{}) { q.onPod(cur) },
-		DeleteFunc: q.onPodDelete,
-	}); err != nil {
-		return nil, err
-	}
-	if _, err := h.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    q.onNode,
-		UpdateFunc: func(_, cur interface{}) { q.onNode(cur) },
-		DeleteFunc: q.onNodeDelete,
-	}); err != nil {
-		return nil, err
+	for informer, on := range map[cache.SharedIndexInformer]cache.ResourceEventHandlerFuncs{
+		h.SharedInformerFactory().Core().V1().Pods().Informer():  latestOrGone(q.onPod, q.onPodDelete),
+		h.SharedInformerFactory().Core().V1().Nodes().Informer(): latestOrGone(q.onNode, q.onNodeDelete),
+	} {
+		if _, err := informer.AddEventHandler(on); err != nil {
+			return nil, err
+		}
 	}
 	return q, nil
 }
@@ -134,6 +114,29 @@ func (q *Queues) rebuild() {
 	q.mu.Lock()
 	q.demandChanged = true
 	q.mu.Unlock()
+}
+
+// latestOrGone calls latest with an object added or updated (as it is
+// now) and gone with one deleted.
+func latestOrGone(latest, gone func(obj interface{})) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    latest,
+		UpdateFunc: func(_, cur interface{}) { latest(cur) },
+		DeleteFunc: gone,
+	}
+}
+
+// onQueueLabel calls resolve with an object when it appears or its queue
+// label changes.
+func onQueueLabel(resolve func(obj interface{})) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: resolve,
+		UpdateFunc: func(old, cur interface{}) {
+			if queueLabel(old) != queueLabel(cur) {
+				resolve(cur)
+			}
+		},
+	}
 }
 
 func queueLabel(obj interface{}) string {

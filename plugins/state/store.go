@@ -214,11 +214,7 @@ func (s *Store) OnMemberChange(f func(GroupKey)) error {
 			}
 		}
 	}
-	_, err := s.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    call,
-		UpdateFunc: func(_, obj interface{}) { call(obj) },
-		DeleteFunc: call,
-	})
+	_, err := s.pods.AddEventHandler(latestOrGone(call, call))
 	return err
 }
 
