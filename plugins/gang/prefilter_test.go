@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -20,15 +21,36 @@ import (
 	"github.com/flotilla-sched/flotilla/plugins/state"
 )
 
-// fakeHandle is the part of the framework handle PreFilter uses.
+// fakeHandle is the part of the framework handle the plugin uses: the
+// queue's Activate, the pods waiting in Permit, the event recorder.
 type fakeHandle struct {
 	fwk.Handle
 	activated map[string]bool
+	waiting   map[types.UID]*fakeWaitingPod
+	recorder  *events.FakeRecorder
 }
 
-func (h *fakeHandle) ProfileName() string { return "flotilla-scheduler" }
-func (h *fakeHandle) EventRecorder() events.EventRecorderLogger {
-	return events.NewFakeRecorder(100)
+func (h *fakeHandle) ProfileName() string                       { return "flotilla-scheduler" }
+func (h *fakeHandle) EventRecorder() events.EventRecorderLogger { return h.recorder }
+func (h *fakeHandle) IterateOverWaitingPods(f func(fwk.WaitingPod)) {
+	for _, wp := range h.waiting {
+		f(wp)
+	}
+}
+
+// fakeWaitingPod records what Permit's siblings decide for it.
+type fakeWaitingPod struct {
+	fwk.WaitingPod
+	pod               *corev1.Pod
+	allowed, rejected bool
+	message           string
+}
+
+func (w *fakeWaitingPod) GetPod() *corev1.Pod { return w.pod }
+func (w *fakeWaitingPod) Allow(string)        { w.allowed = true }
+func (w *fakeWaitingPod) Reject(_, msg string) bool {
+	w.rejected, w.message = true, msg
+	return true
 }
 func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
 	for key := range pods {
@@ -40,8 +62,8 @@ func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
 // status writer queues writes but never sends them.
 func testGang(t *testing.T, groups []*schedv1alpha1.PodGroup, pods []*corev1.Pod) (*Gang, *fakeHandle) {
 	t.Helper()
-	h := &fakeHandle{activated: map[string]bool{}}
-	g := &Gang{handle: h, store: state.NewStatic(groups, pods)}
+	h := &fakeHandle{activated: map[string]bool{}, waiting: map[types.UID]*fakeWaitingPod{}, recorder: events.NewFakeRecorder(100)}
+	g := &Gang{handle: h, store: state.NewStatic(groups, pods), permitWait: time.Minute, backoff: 10 * time.Second}
 	g.shared = testShared(t, g.store, h)
 	return g, h
 }

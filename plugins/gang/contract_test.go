@@ -1,0 +1,238 @@
+package gang
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"k8s.io/utils/ptr"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/plugins/state"
+)
+
+// Each queueing hint re-queues a gated or refused member only for the
+// events that can let it proceed.
+func TestQueueingHints(t *testing.T) {
+	a := members("a", 3, "1")
+	plain := st.MakePod().Namespace("ns").Name("plain").UID("plain").Obj()
+	g, _ := testGang(t, []*schedv1alpha1.PodGroup{podGroup("a", t0, 3), podGroup("short", t0, 3)}, append(a, members("short", 1, "1")...))
+	logger := klog.Background()
+	tests := []struct {
+		name string
+		hint fwk.QueueingHintFn
+		pod  *corev1.Pod
+		obj  interface{}
+		want fwk.QueueingHint
+	}{
+		{"member added completes the gang", g.isSchedulableAfterMemberAdded, a[0], a[2], fwk.Queue},
+		{"member of another gang added", g.isSchedulableAfterMemberAdded, a[0], members("short", 2, "1")[1], fwk.QueueSkip},
+		{"member added, gang still short", g.isSchedulableAfterMemberAdded, members("short", 1, "1")[0], members("short", 1, "1")[0], fwk.QueueSkip},
+		{"plain pod added", g.isSchedulableAfterMemberAdded, a[0], plain, fwk.QueueSkip},
+		{"added object of unknown type: be safe", g.isSchedulableAfterMemberAdded, a[0], "x", fwk.Queue},
+		{"own PodGroup created or changed", g.isSchedulableAfterPodGroupChange, a[0], podGroup("a", t0, 2), fwk.Queue},
+		{"another PodGroup changed", g.isSchedulableAfterPodGroupChange, a[0], podGroup("b", t0, 2), fwk.QueueSkip},
+		{"PodGroup change for a plain pod", g.isSchedulableAfterPodGroupChange, plain, podGroup("a", t0, 2), fwk.QueueSkip},
+		{"room freed, gang member", queueGangMembers, a[0], nil, fwk.Queue},
+		{"room freed, plain pod (not Gang's to wake)", queueGangMembers, plain, nil, fwk.QueueSkip},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.hint(logger, tt.pod, nil, tt.obj)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// PreEnqueue lets a member into the queue only once its PodGroup exists,
+// is valid and has minMember pods; a gated member is told why.
+func TestPreEnqueue(t *testing.T) {
+	invalid := podGroup("invalid", t0, 0)
+	tests := []struct {
+		name       string
+		groups     []*schedv1alpha1.PodGroup
+		pods       []*corev1.Pod
+		wantCode   fwk.Code
+		wantReason string // event on the pod
+	}{
+		{name: "plain pod", pods: []*corev1.Pod{st.MakePod().Namespace("ns").Name("plain").Obj()}, wantCode: fwk.Success},
+		{name: "complete gang", groups: []*schedv1alpha1.PodGroup{podGroup("g", t0, 2)}, pods: members("g", 2, "1"), wantCode: fwk.Success},
+		{name: "PodGroup missing", pods: members("g", 2, "1"), wantCode: fwk.UnschedulableAndUnresolvable, wantReason: "WaitingForPodGroup"},
+		{name: "minMember below 1", groups: []*schedv1alpha1.PodGroup{invalid}, pods: members("invalid", 1, "1"), wantCode: fwk.UnschedulableAndUnresolvable, wantReason: "InvalidPodGroup"},
+		{name: "members short (event delayed, not at once)", groups: []*schedv1alpha1.PodGroup{podGroup("g", t0, 3)}, pods: members("g", 2, "1"), wantCode: fwk.UnschedulableAndUnresolvable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, h := testGang(t, tt.groups, tt.pods)
+			status := g.PreEnqueue(context.Background(), tt.pods[0])
+			assert.Equal(t, tt.wantCode, status.Code(), status.Message())
+			select {
+			case e := <-h.recorder.Events:
+				assert.Contains(t, e, tt.wantReason)
+			default:
+				assert.Empty(t, tt.wantReason, "no event recorded")
+			}
+		})
+	}
+}
+
+// PreFilter on the states a gang can be in besides those of
+// TestPreFilterPlacesGangsSideBySide.
+func TestPreFilterGangStates(t *testing.T) {
+	nodes := []fwk.NodeInfo{nodeInfo("n0", "4"), nodeInfo("n1", "4")}
+	key := state.GroupKey{Namespace: "ns", Name: "g"}
+	tests := []struct {
+		name     string
+		pod      *corev1.Pod
+		prepare  func(tx *state.Tx, g *state.Gang, pods []*corev1.Pod)
+		wantCode fwk.Code
+		wantMsg  string
+	}{
+		{name: "plain pod: not Gang's", pod: st.MakePod().Namespace("ns").Name("plain").Obj(), wantCode: fwk.Skip},
+		{name: "fits: the attempt starts", wantCode: fwk.Success},
+		{name: "backing off after a failed attempt", prepare: func(tx *state.Tx, g *state.Gang, _ []*corev1.Pod) {
+			tx.StartPlacing(g, nil)
+			tx.FailAttempt(g, "member g-1 could not be placed", time.Minute)
+		}, wantCode: fwk.Unschedulable, wantMsg: "backs off"},
+		{name: "attempt under way: admitted", prepare: func(tx *state.Tx, g *state.Gang, _ []*corev1.Pod) {
+			tx.StartPlacing(g, []state.PlanSlot{{Node: "n1", Members: 2}})
+		}, wantCode: fwk.Success},
+		{name: "quorum reached: surplus places freely", prepare: func(tx *state.Tx, g *state.Gang, pods []*corev1.Pod) {
+			tx.ReserveMember(g, pods[1], "n0")
+			tx.ReserveMember(g, pods[2], "n1")
+		}, wantCode: fwk.Success},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pods := members("g", 3, "2")
+			gang, _ := testGang(t, []*schedv1alpha1.PodGroup{podGroup("g", t0, 2)}, pods)
+			if tt.prepare != nil {
+				gang.store.Lock(func(tx *state.Tx) { tt.prepare(tx, tx.Gang(key), pods) })
+			}
+			pod := tt.pod
+			if pod == nil {
+				pod = pods[0]
+			}
+			_, status := gang.PreFilter(context.Background(), framework.NewCycleState(), pod, nodes)
+			assert.Equal(t, tt.wantCode, status.Code(), status.Message())
+			assert.Contains(t, status.Message(), tt.wantMsg)
+		})
+	}
+}
+
+// Permit holds members short of the quorum for the PodGroup's timeout (or
+// the plugin's), and the member that completes it lets every waiting
+// sibling bind.
+func TestPermit(t *testing.T) {
+	timed := podGroup("timed", t0, 2)
+	timed.Spec.ScheduleTimeoutSeconds = ptr.To[int32](7)
+	tests := []struct {
+		name        string
+		group       *schedv1alpha1.PodGroup
+		reserved    int // members reserved before the one permitted (which is reserved too)
+		wantCode    fwk.Code
+		wantTimeout time.Duration
+		wantAllowed bool
+	}{
+		{name: "short of quorum: wait the plugin's time", group: podGroup("g", t0, 3), reserved: 1, wantCode: fwk.Wait, wantTimeout: time.Minute},
+		{name: "short of quorum: wait the PodGroup's scheduleTimeoutSeconds", group: timed, reserved: 0, wantCode: fwk.Wait, wantTimeout: 7 * time.Second},
+		{name: "quorum placed: every waiting sibling is allowed", group: podGroup("g", t0, 3), reserved: 2, wantCode: fwk.Success, wantAllowed: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pods := members(tt.group.Name, 3, "1")
+			g, h := testGang(t, []*schedv1alpha1.PodGroup{tt.group}, pods)
+			g.permitWait = time.Minute
+			ctx := context.Background()
+			for _, p := range pods[:tt.reserved] {
+				require.Nil(t, g.Reserve(ctx, nil, p, "n0"))
+				h.waiting[p.UID] = &fakeWaitingPod{pod: p}
+			}
+			last := pods[tt.reserved]
+			require.Nil(t, g.Reserve(ctx, nil, last, "n0"))
+			status, timeout := g.Permit(ctx, nil, last, "n0")
+			assert.Equal(t, tt.wantCode, status.Code(), status.Message())
+			if tt.wantCode == fwk.Wait {
+				assert.Equal(t, tt.wantTimeout, timeout)
+			}
+			for _, wp := range h.waiting {
+				assert.Equal(t, tt.wantAllowed, wp.allowed, wp.pod.Name)
+			}
+		})
+	}
+}
+
+// A reserved member losing its place (Unreserve) or a member that cannot
+// be placed (PostFilter) fails the attempt once: the waiting siblings are
+// rejected, the gang backs off and the PodGroup says why. Later failures
+// of the same attempt, and failures after the quorum, change nothing.
+func TestFailedAttempt(t *testing.T) {
+	key := state.GroupKey{Namespace: "ns", Name: "g"}
+	tests := []struct {
+		name         string
+		reserved     int
+		fail         func(g *Gang, pods []*corev1.Pod)
+		wantRejected bool
+		wantBackoff  bool
+		wantEvent    string
+	}{
+		{name: "a reserved member loses its place", reserved: 2, fail: func(g *Gang, pods []*corev1.Pod) {
+			g.Unreserve(context.Background(), nil, pods[1], "n0")
+		}, wantRejected: true, wantBackoff: true, wantEvent: "lost its place"},
+		{name: "a member cannot be placed", reserved: 1, fail: func(g *Gang, pods []*corev1.Pod) {
+			g.PostFilter(context.Background(), framework.NewCycleState(), pods[2], nil)
+		}, wantRejected: true, wantBackoff: true, wantEvent: "could not be placed"},
+		{name: "unreserving a member never reserved", reserved: 1, fail: func(g *Gang, pods []*corev1.Pod) {
+			g.Unreserve(context.Background(), nil, pods[2], "n0")
+		}},
+		{name: "quorum reached, no attempt under way: a surplus member failing undoes nothing", reserved: 3, fail: func(g *Gang, pods []*corev1.Pod) {
+			g.PostFilter(context.Background(), framework.NewCycleState(), members("g", 4, "1")[3], nil)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pods := members("g", 3, "1")
+			g, h := testGang(t, []*schedv1alpha1.PodGroup{podGroup("g", t0, 3)}, pods)
+			g.backoff = time.Minute
+			ctx := context.Background()
+			nodes := []fwk.NodeInfo{nodeInfo("n0", "8")}
+			_, status := g.PreFilter(ctx, framework.NewCycleState(), pods[0], nodes)
+			require.True(t, status.IsSuccess(), status.Message())
+			for _, p := range pods[:tt.reserved] {
+				require.Nil(t, g.Reserve(ctx, nil, p, "n0"))
+				if s, _ := g.Permit(ctx, nil, p, "n0"); s.Code() == fwk.Wait {
+					h.waiting[p.UID] = &fakeWaitingPod{pod: p}
+				}
+			}
+			tt.fail(g, pods)
+			for _, wp := range h.waiting {
+				assert.Equal(t, tt.wantRejected, wp.rejected, wp.pod.Name)
+			}
+			var backoff time.Duration
+			g.store.Lock(func(tx *state.Tx) { backoff, _ = tx.BackingOff(tx.Gang(key)) })
+			assert.Equal(t, tt.wantBackoff, backoff > 0)
+			var events []string
+			for len(h.recorder.Events) > 0 {
+				events = append(events, <-h.recorder.Events)
+			}
+			if tt.wantEvent == "" {
+				assert.Empty(t, events)
+				return
+			}
+			require.Len(t, events, 1, "one GangRejected event per failed attempt")
+			assert.Contains(t, events[0], "GangRejected")
+			assert.Contains(t, events[0], tt.wantEvent)
+			// A second failure of the same attempt changes nothing more.
+			g.Unreserve(ctx, nil, pods[0], "n0")
+			assert.Empty(t, h.recorder.Events)
+		})
+	}
+}
