@@ -12,25 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 )
 
 func staticQueues(queues ...*flotillav1alpha1.Queue) *Queues {
-	qi := cache.NewSharedIndexInformer(&cache.ListWatch{}, &flotillav1alpha1.Queue{}, 0, cache.Indexers{})
-	for _, q := range queues {
-		_ = qi.GetIndexer().Add(q)
-	}
-	q := &Queues{
-		store: NewStatic(nil, nil), queues: qi, defaultQueue: "default",
-		namespaces: corelisters.NewNamespaceLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-		profiles:   map[string]bool{"flotilla-scheduler": true}, pods: map[types.UID]*podAccount{}, nodes: map[string]Resources{}, total: Resources{},
-		allocated: map[string]Resources{}, pending: map[string]Resources{}, foreign: Resources{}, demandChanged: true,
-	}
-	q.onNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: Resources{corev1.ResourceCPU: 100000}.List()}})
-	return q
+	return NewStaticQueues(NewStatic(nil, nil), "default", queues,
+		[]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: Resources{corev1.ResourceCPU: 100000}.List()}}},
+		"flotilla-scheduler")
 }
 
 func queuePod(i int, queue string, bound bool) *corev1.Pod {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"time"
 
+	corelisters "k8s.io/client-go/listers/core/v1"
+
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -180,4 +183,34 @@ func (q *Queues) rebuildIfSpecChanged(old, cur interface{}) {
 		return // a status write of ours
 	}
 	q.rebuild()
+}
+
+// NewStaticQueues returns queue accounting over fixed Queues and nodes, for
+// the pods of store, counting the pods of the given profiles; not connected
+// to any apiserver: for unit tests of the plugins that read it. It becomes
+// store's queue accounting.
+func NewStaticQueues(store *Store, defaultQueue string, queues []*flotillav1alpha1.Queue, nodes []*corev1.Node, profiles ...string) *Queues {
+	informer := cache.NewSharedIndexInformer(&cache.ListWatch{}, &flotillav1alpha1.Queue{}, 0, cache.Indexers{})
+	for _, queue := range queues {
+		_ = informer.GetIndexer().Add(queue)
+	}
+	q := &Queues{
+		store: store, queues: informer, defaultQueue: defaultQueue,
+		namespaces: corelisters.NewNamespaceLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})),
+		profiles:   map[string]bool{}, pods: map[types.UID]*podAccount{}, nodes: map[string]Resources{}, total: Resources{},
+		allocated: map[string]Resources{}, pending: map[string]Resources{}, foreign: Resources{}, demandChanged: true,
+	}
+	for _, p := range profiles {
+		q.profiles[p] = true
+	}
+	for _, n := range nodes {
+		q.onNode(n)
+	}
+	for _, obj := range store.pods.GetIndexer().List() {
+		q.onPod(obj)
+	}
+	store.partsMu.Lock()
+	store.parts.queues = q
+	store.partsMu.Unlock()
+	return q
 }

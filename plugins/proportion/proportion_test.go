@@ -1,0 +1,117 @@
+package proportion
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state"
+)
+
+const profile = "flotilla-scheduler"
+
+// pod of queue requesting cpu and 1Gi, bound to node if given.
+func pod(name, queue, cpu, node string) *corev1.Pod {
+	return st.MakePod().Namespace("ns").Name(name).UID(name).SchedulerName(profile).Label(flotillav1alpha1.QueueLabel, queue).
+		Req(map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourceMemory: "1Gi"}).Node(node).Obj()
+}
+
+func gangMember(name, queue, cpu, node string) *corev1.Pod {
+	p := pod(name, queue, cpu, node)
+	p.Labels[schedv1alpha1.PodGroupLabel] = "g"
+	return p
+}
+
+func queue(name string, mutate func(*flotillav1alpha1.QueueSpec)) *flotillav1alpha1.Queue {
+	q := &flotillav1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: flotillav1alpha1.QueueSpec{Weight: 1}}
+	if mutate != nil {
+		mutate(&q.Spec)
+	}
+	return q
+}
+
+func cpuList(v string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}
+}
+
+// testProportion is the plugin over static PodGroups, pods, Queues and one
+// node of 10 cpu and 64Gi; its status writer writes nothing.
+func testProportion(t *testing.T, groups []*schedv1alpha1.PodGroup, pods []*corev1.Pod, queues ...*flotillav1alpha1.Queue) *Proportion {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	store := state.NewStatic(groups, pods)
+	node := st.MakeNode().Name("n").Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "10", corev1.ResourceMemory: "64Gi", corev1.ResourcePods: "110"}).Obj()
+	q := state.NewStaticQueues(store, "default", queues, []*corev1.Node{node}, profile)
+	w := &statusWriter{queues: q}
+	w.writer = state.NewStatusWriter(ctx, "test", time.Hour, func(context.Context, allQueues) error { return nil }, nil)
+	return &Proportion{store: store, queues: q, status: w}
+}
+
+// PreFilter admits a pod while its queue (and every ancestor) stays within
+// its deserved share and capability with the pod's request — for a gang's
+// first member, the request of every member its quorum needs.
+func TestPreFilterAdmission(t *testing.T) {
+	// Queues a and b weigh the same; b asks for the whole node, so a
+	// deserves 5 cpu of the 10 whenever it asks for 5 or more.
+	bDemand := []*corev1.Pod{pod("b-0", "b", "5", ""), pod("b-1", "b", "5", "")}
+	pg := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 3}}
+	queues := []*flotillav1alpha1.Queue{
+		queue("a", nil), queue("b", nil),
+		queue("capped", func(s *flotillav1alpha1.QueueSpec) { s.Capability = cpuList("2") }),
+		queue("invalid", func(s *flotillav1alpha1.QueueSpec) { s.Capability, s.Guarantee = cpuList("2"), cpuList("4") }),
+	}
+	tests := []struct {
+		name     string
+		pods     []*corev1.Pod // the first is the pod to admit
+		wantCode fwk.Code
+		wantMsg  string
+	}{
+		{name: "within the deserved share", pods: []*corev1.Pod{pod("new", "a", "1", ""), pod("a-0", "a", "4", "n")}, wantCode: fwk.Success},
+		{name: "beyond the deserved share", pods: []*corev1.Pod{pod("new", "a", "2", ""), pod("a-0", "a", "4", "n")},
+			wantCode: fwk.Unschedulable, wantMsg: `queue "a": the pod would exceed its deserved share of cpu (6 > 5)`},
+		{name: "beyond the capability", pods: []*corev1.Pod{pod("new", "capped", "3", "")},
+			wantCode: fwk.Unschedulable, wantMsg: "would exceed its capability of cpu (3 > 2)"},
+		{name: "queue does not exist", pods: []*corev1.Pod{pod("new", "nope", "1", "")},
+			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: `queue "nope" does not exist`},
+		{name: "queue is invalid", pods: []*corev1.Pod{pod("new", "invalid", "1", "")},
+			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: "guarantee exceeds capability for cpu"},
+		{name: "gang's first member asks for its whole quorum", pods: []*corev1.Pod{gangMember("g-0", "a", "1", ""), gangMember("g-1", "a", "1", ""), gangMember("g-2", "a", "1", ""), pod("a-0", "a", "3", "n")},
+			wantCode: fwk.Unschedulable, wantMsg: "gang ns/g (3 members for its quorum) would exceed its deserved share of cpu (6 > 5)"},
+		{name: "gang with a member placed: the rest count alone", pods: []*corev1.Pod{gangMember("g-1", "a", "1", ""), gangMember("g-0", "a", "1", "n"), gangMember("g-2", "a", "1", ""), pod("a-0", "a", "2", "n")},
+			wantCode: fwk.Success},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testProportion(t, []*schedv1alpha1.PodGroup{pg}, append(append([]*corev1.Pod{}, tt.pods...), bDemand...), queues...)
+			_, status := p.PreFilter(context.Background(), framework.NewCycleState(), tt.pods[0], nil)
+			assert.Equal(t, tt.wantCode, status.Code(), status.Message())
+			assert.Contains(t, status.Message(), tt.wantMsg)
+		})
+	}
+}
+
+// Reserve charges a pod to its queue at once, before the apiserver shows
+// it bound, and Unreserve takes the charge back.
+func TestReserveChargesTheQueue(t *testing.T) {
+	p := testProportion(t, nil, []*corev1.Pod{pod("new", "a", "3", "")}, queue("a", nil))
+	allocated := func() string {
+		cpu := p.queues.View().Queues["a"].Allocated[corev1.ResourceCPU]
+		return fmt.Sprintf("%dm", cpu)
+	}
+	assert.Equal(t, "0m", allocated())
+	assert.Nil(t, p.Reserve(context.Background(), nil, pod("new", "a", "3", ""), "n"))
+	assert.Equal(t, "3000m", allocated())
+	p.Unreserve(context.Background(), nil, pod("new", "a", "3", ""), "n")
+	assert.Equal(t, "0m", allocated())
+}
