@@ -129,15 +129,28 @@ func packingScore(in *podScoreInput, nodeInfo fwk.NodeInfo) int64 {
 	}
 	used, alloc := nodeInfo.GetRequested(), nodeInfo.GetAllocatable()
 	var weighted float64
+	weightSum := in.weightSum
 	for _, t := range in.terms {
 		capacity := amountOf(alloc, t.name)
+		if capacity <= 0 {
+			// Not in the node's allocatable although the node passed the
+			// filters: a DRA-backed extended resource (its devices are in
+			// ResourceSlices, not allocatable). How full they are is not
+			// seen here, so the node is scored on the pod's other
+			// resources (see doc.go).
+			weightSum -= t.weight
+			continue
+		}
 		after := amountOf(used, t.name) + t.request
-		if capacity <= 0 || after > capacity {
+		if after > capacity {
 			return 0
 		}
 		weighted += float64(t.weight) * float64(after) / float64(capacity)
 	}
-	return int64(float64(fwk.MaxNodeScore) * weighted / float64(in.weightSum))
+	if weightSum <= 0 {
+		return 0
+	}
+	return int64(float64(fwk.MaxNodeScore) * weighted / float64(weightSum))
 }
 
 func amountOf(r fwk.Resource, name corev1.ResourceName) int64 {

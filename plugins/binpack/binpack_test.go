@@ -153,7 +153,7 @@ func TestScarceResourceNodesAreAvoidedByPodsThatDoNotNeedThem(t *testing.T) {
 	gpuPod := pod("g", map[corev1.ResourceName]string{corev1.ResourceCPU: "1", gpu: "1"})
 	got = normalized(t, newPlugin(t, withGPU), gpuPod, emptyCPU, fullGPU)
 	assert.Equal(t, int64((90+12)/2), got["gpu-busy"], "cpu 9/10 and gpu 1/8, unbanded")
-	assert.Equal(t, int64(0), got["cpu-empty"], "no GPUs: the request does not fit")
+	assert.Equal(t, int64(10), got["cpu-empty"], "no GPUs in allocatable: a node the filters passed has them through DRA, and cpu 1/10 alone ranks it (TestExtendedResources)")
 
 	// A GPU node whose GPUs are all taken keeps nothing back: its leftover
 	// cpu is fair game and, being fuller, preferred.
@@ -214,5 +214,34 @@ func BenchmarkScore(b *testing.B) {
 		if _, s := pl.Score(context.Background(), state, p, node); !s.IsSuccess() {
 			b.Fatal(s)
 		}
+	}
+}
+
+// How each kind of extended resource is scored (doc.go): a device-plugin
+// resource in the node's allocatable counts like cpu; a DRA-backed one,
+// absent from allocatable on a node that passed the filters, is left out
+// and the node is ranked on the pod's other weighted resources.
+func TestExtendedResources(t *testing.T) {
+	args := &config.BinpackArgs{Resources: []config.ResourceWeight{{Name: corev1.ResourceCPU, Weight: 1}, {Name: gpu, Weight: 4}}}
+	trainer := pod("t", map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "16Gi", gpu: "2"})
+	tests := []struct {
+		name string
+		node fwk.NodeInfo
+		want int64
+	}{
+		{name: "device plugin: gpu in allocatable", want: 65, // (1*8/32 + 4*6/8) / 5
+			node: nodeWith("dp", map[corev1.ResourceName]string{corev1.ResourceCPU: "32", corev1.ResourceMemory: "128Gi", gpu: "8"},
+				pod("used", map[corev1.ResourceName]string{gpu: "4"}))},
+		{name: "device plugin: gpu does not fit", want: 0,
+			node: nodeWith("full", map[corev1.ResourceName]string{corev1.ResourceCPU: "32", corev1.ResourceMemory: "128Gi", gpu: "8"},
+				pod("used", map[corev1.ResourceName]string{gpu: "7"}))},
+		{name: "DRA-backed: gpu not in allocatable, cpu alone ranks the node", want: 25, // 8/32
+			node: nodeWith("dra", map[corev1.ResourceName]string{corev1.ResourceCPU: "32", corev1.ResourceMemory: "128Gi"})},
+	}
+	b := newPlugin(t, args)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, scoreOn(t, b, trainer, tt.node))
+		})
 	}
 }

@@ -31,6 +31,19 @@
 // plugin ranks nodes as NodeResourcesFit's MostAllocated does with the same
 // weights (docs/benchmarks.md measures both).
 //
+// Extended resources come two ways. Device-plugin resources (nvidia.com/gpu
+// from the NVIDIA device plugin) are in the node's allocatable and are
+// scored and protected as above. A DRA-backed extended resource
+// (DRAExtendedResource: a DeviceClass names the extended resource, the
+// node publishes ResourceSlices instead of allocatable) is not in the
+// node's allocatable: binpack cannot see how many of its devices are free,
+// so on such a node that resource is left out of the score — the node is
+// ranked on the pod's other weighted resources with their weights — and
+// it gives no scarce-resource protection there. Whether the devices fit is
+// NodeResourcesFit's and DynamicResources' to decide. Counting DRA devices
+// per node (as NodeResourcesFit's scorer does from ResourceSlices) is not
+// done yet.
+//
 // The plugin's weight in the profile is its weight among the scores; the
 // shipped profile disables the in-tree scores that spread pods out.
 package binpack
