@@ -1,0 +1,121 @@
+package preemption
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	"k8s.io/client-go/tools/cache"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/plugins/state"
+)
+
+// surveyHandle is the part of the framework handle survey reads: which
+// pods wait in Permit.
+type surveyHandle struct {
+	fwk.Handle
+	waiting map[types.UID]bool
+}
+
+func (h surveyHandle) GetWaitingPod(uid types.UID) fwk.WaitingPod {
+	if h.waiting[uid] {
+		return waitingPod{}
+	}
+	return nil
+}
+
+type waitingPod struct{ fwk.WaitingPod }
+
+func (h surveyHandle) GetPodInPreBind(types.UID) fwk.PodInPreBind { return nil }
+
+func running(name string, priority int32, group string) *corev1.Pod {
+	w := st.MakePod().Namespace("ns").Name(name).UID(name).Priority(priority).Node("n").
+		Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"})
+	if group != "" {
+		w = w.Label(schedv1alpha1.PodGroupLabel, group)
+	}
+	return w.Obj()
+}
+
+func startedLater(pod *corev1.Pod) *corev1.Pod {
+	pod.Status.StartTime = &metav1.Time{Time: time.Now()}
+	return pod
+}
+
+// survey turns the pods on the nodes into victim units: who may be
+// evicted at all, what goes together, in which order.
+func TestSurvey(t *testing.T) {
+	groups := []*schedv1alpha1.PodGroup{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "surplus"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 2}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "exact"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 2}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mine"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 2}},
+	}
+	terminating := running("terminating", 0, "")
+	terminating.DeletionTimestamp = &metav1.Time{}
+	tests := []struct {
+		name            string
+		pods            []*corev1.Pod
+		waiting         []string
+		preemptor       *corev1.Pod
+		want            []string // units, least important first; "+" joins a whole gang
+		wantTerminating int
+	}{
+		{name: "lower priority only, least important first",
+			pods:      []*corev1.Pod{running("high", 100, ""), running("low", 1, ""), running("lowest", 0, "")},
+			preemptor: running("p", 50, ""), want: []string{"lowest", "low"}},
+		{name: "a gang loses surplus members one by one (the newest), else the whole gang",
+			pods:      []*corev1.Pod{running("s-0", 1, "surplus"), running("s-1", 1, "surplus"), startedLater(running("s-2", 1, "surplus")), running("e-0", 1, "exact"), running("e-1", 1, "exact")},
+			preemptor: running("p", 50, ""), want: []string{"s-2", "e-0+e-1", "s-0+s-1+s-2"}},
+		{name: "a gang with a member waiting in Permit is never a victim as a whole",
+			pods:    []*corev1.Pod{running("e-0", 1, "exact"), running("e-1", 1, "exact"), running("low", 1, "")},
+			waiting: []string{"e-1"}, preemptor: running("p", 50, ""), want: []string{"low"}},
+		{name: "terminating pods are room being freed, not victims",
+			pods:      []*corev1.Pod{terminating, running("low", 1, "")},
+			preemptor: running("p", 50, ""), want: []string{"low"}, wantTerminating: 1},
+		{name: "the preemptor's own gang is never its victim",
+			pods:      []*corev1.Pod{running("m-0", 1, "mine"), running("low", 1, "")},
+			preemptor: running("m-1", 50, "mine"), want: []string{"low"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			node := framework.NewNodeInfo(tt.pods...)
+			node.SetNode(st.MakeNode().Name("n").Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi"}).Obj())
+			waiting := map[types.UID]bool{}
+			for _, name := range tt.waiting {
+				waiting[types.UID(name)] = true
+			}
+			p := &Preemption{
+				handle: surveyHandle{waiting: waiting}, store: state.NewStatic(groups, tt.pods),
+				pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+				inFlight: map[string]*eviction{},
+			}
+			who := &preemptor{pod: tt.preemptor, members: []*corev1.Pod{tt.preemptor}, priority: *tt.preemptor.Spec.Priority, request: state.Request(tt.preemptor)}
+			if key, ok := state.GroupOf(tt.preemptor); ok {
+				who.group, who.inGroup = key, true
+			}
+			w, err := p.survey(context.Background(), who, []fwk.NodeInfo{node})
+			require.NoError(t, err)
+			var got []string
+			for _, u := range w.units {
+				var names []string
+				for _, m := range u.members {
+					names = append(names, m.info.GetPod().Name)
+				}
+				got = append(got, strings.Join(names, "+"))
+			}
+			assert.Equal(t, tt.want, got)
+			assert.Len(t, w.terminating["n"], tt.wantTerminating)
+		})
+	}
+}
