@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/component-base/metrics/legacyregistry"
+
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,7 +56,7 @@ func testProportion(t *testing.T, groups []*schedv1alpha1.PodGroup, pods []*core
 	store := state.NewStatic(groups, pods)
 	node := st.MakeNode().Name("n").Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "10", corev1.ResourceMemory: "64Gi", corev1.ResourcePods: "110"}).Obj()
 	q := state.NewStaticQueues(store, "default", queues, []*corev1.Node{node}, profile)
-	w := &statusWriter{queues: q}
+	w := &statusWriter{queues: q, gauged: map[[2]string]bool{}}
 	w.writer = state.NewStatusWriter(ctx, "test", time.Hour, func(context.Context, allQueues) error { return nil }, nil)
 	return &Proportion{store: store, queues: q, status: w}
 }
@@ -114,4 +117,36 @@ func TestReserveChargesTheQueue(t *testing.T) {
 	assert.Equal(t, "3000m", allocated())
 	p.Unreserve(context.Background(), nil, pod("new", "a", "3", ""), "n")
 	assert.Equal(t, "0m", allocated())
+}
+
+// queueSeries lists the queue label values of a metric's series.
+func queueSeries(t *testing.T, metric string) []string {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	require.NoError(t, err)
+	var queues []string
+	for _, f := range families {
+		if f.GetName() != metric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "queue" {
+					queues = append(queues, l.GetValue())
+				}
+			}
+		}
+	}
+	return queues
+}
+
+// A queue that is gone leaves no series behind: the next publication
+// deletes the gauges it set for it.
+func TestGaugesOfDeletedQueuesAreDeleted(t *testing.T) {
+	p := testProportion(t, nil, []*corev1.Pod{pod("d-0", "default", "1", "n")})
+	setGauges(p.status.gauged, "deleted-queue", state.Resources{corev1.ResourceCPU: 1000}, state.Resources{}, state.Resources{})
+	require.Contains(t, queueSeries(t, "flotilla_queue_deserved"), "deleted-queue")
+	require.NoError(t, p.status.publish(context.Background(), allQueues{}))
+	assert.NotContains(t, queueSeries(t, "flotilla_queue_deserved"), "deleted-queue")
+	assert.Contains(t, queueSeries(t, "flotilla_queue_allocated"), "default")
 }
