@@ -84,7 +84,10 @@
 // scheduleStartTime) with coalesced merge patches, counting only pods in
 // the PodGroup's own namespace. A replica that starts scheduling (after a
 // restart or a fail-over) first rewrites every PodGroup not yet Finished,
-// since what finished while no scheduler was writing was heard by nobody. scheduler-plugins' PodGroup status has no
-// field for the number of scheduled members; phase Scheduled says the
-// quorum is bound.
+// since what finished while no scheduler was writing was heard by nobody.
+// scheduler-plugins' PodGroup status has no field for the number of
+// scheduled members; phase Scheduled says the quorum is bound. The status
+// writer and the PodGroup and member handlers exist once per scheduler
+// however many profiles run Gang (shared.go), and every patch counts in
+// flotilla_podgroup_status_writes_total.
 package gang

@@ -113,15 +113,19 @@ func (g *Gang) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1
 			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("member %s found no room on its gang's planned nodes; retrying over every node", pod.Name))
 		}
 	}
-	g.failAttempt(ctx, key, fmt.Sprintf("member %s could not be placed", pod.Name), reasonMemberUnplaceable)
+	if !g.failAttempt(ctx, key, fmt.Sprintf("member %s could not be placed", pod.Name), reasonMemberUnplaceable) {
+		// No attempt of its gang was under way (PreFilter refused it):
+		// nothing to release, and the refusal already says why.
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
 	return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s cannot complete: member %s could not be placed", key, pod.Name))
 }
 
 // failAttempt ends a gang's attempt if it is short of its quorum: rejects
 // its waiting members, backs it off and says why on the PodGroup. A gang
 // that has reached its quorum is left alone: a surplus member failing does
-// not undo it.
-func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why, reason string) {
+// not undo it. It reports whether it ended an attempt.
+func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why, reason string) bool {
 	pg := g.store.PodGroup(key)
 	minMember := 1
 	if pg != nil {
@@ -143,7 +147,7 @@ func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why, reason 
 		unblocked = tx.FailAttempt(gang, why, g.backoff)
 	})
 	if !ended {
-		return
+		return false
 	}
 	gangRejections.WithLabelValues(reason).Inc()
 	klog.FromContext(ctx).V(2).Info("Gang attempt failed", "gang", key.String(), "reason", why)
@@ -158,6 +162,7 @@ func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why, reason 
 	}
 	g.shared.status.Enqueue(key)
 	g.activateGangs(ctx, unblocked)
+	return true
 }
 
 // activateGangs moves the pending members of gangs that were refused while

@@ -35,5 +35,7 @@
 // Queue status (deserved, allocated, requested, running and pending gangs,
 // a Valid condition saying why a queue cannot be honoured: unknown parent,
 // parent cycle, guarantee above capability) is patched when it changes, at
-// most once a second, and exported as the flotilla_queue_* gauges.
+// most once a second, by one writer per scheduler however many profiles
+// run Proportion, and exported as the flotilla_queue_* gauges; a deleted
+// queue's gauges are deleted.
 package proportion
