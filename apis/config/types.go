@@ -39,6 +39,10 @@ type GangArgs struct {
 	// BackoffSeconds is how long a gang whose attempt failed is kept from
 	// starting a new one, so that other gangs get their turn.
 	BackoffSeconds int64
+	// TopologyLevels are the cluster's topology node labels from the widest
+	// to the narrowest (zone, rack, NVLink domain, host): a gang that
+	// prefers one level falls back to the next wider one.
+	TopologyLevels []string
 }
 
 // ProportionArgs configures the Proportion plugin.

@@ -158,10 +158,10 @@ func schedulerConfig(path string) ([]byte, error) {
 func demoNodes() []cluster.NodeSpec {
 	gpu := map[corev1.ResourceName]string{cluster.GPU: "8"}
 	return []cluster.NodeSpec{
-		{Name: "cpu-1", CPU: "8", Memory: "32Gi"},
-		{Name: "cpu-2", CPU: "8", Memory: "32Gi"},
-		{Name: "cpu-3", CPU: "16", Memory: "64Gi"},
-		{Name: "gpu-1", CPU: "32", Memory: "256Gi", Extended: gpu},
-		{Name: "gpu-2", CPU: "32", Memory: "256Gi", Extended: gpu},
+		{Name: "cpu-1", CPU: "8", Memory: "32Gi", Labels: cluster.TopologyLabels("zone-a", "rack-1", "")},
+		{Name: "cpu-2", CPU: "8", Memory: "32Gi", Labels: cluster.TopologyLabels("zone-a", "rack-1", "")},
+		{Name: "cpu-3", CPU: "16", Memory: "64Gi", Labels: cluster.TopologyLabels("zone-a", "rack-2", "")},
+		{Name: "gpu-1", CPU: "32", Memory: "256Gi", Extended: gpu, Labels: cluster.TopologyLabels("zone-a", "rack-3", "fabric-1.1")},
+		{Name: "gpu-2", CPU: "32", Memory: "256Gi", Extended: gpu, Labels: cluster.TopologyLabels("zone-a", "rack-3", "fabric-1.2")},
 	}
 }

@@ -229,6 +229,14 @@ func TestBadPluginArgsRefusedAtStartup(t *testing.T) {
 			config:    gangArgsConfig("      backoffSeconds: -5\n"),
 			wantError: []string{"args.backoffSeconds"},
 		},
+		"gang topology level not a label key": {
+			config:    gangArgsConfig("      topologyLevels: [topology.kubernetes.io/zone, 'not a label']\n"),
+			wantError: []string{"args.topologyLevels[1]", "must be a node label key"},
+		},
+		"gang topology level twice": {
+			config:    gangArgsConfig("      topologyLevels: [example.com/rack, example.com/rack]\n"),
+			wantError: []string{"args.topologyLevels[1]", "also topologyLevels[0]"},
+		},
 		"wrong type": {
 			config:    profileWithBinpackArgs("      resources:\n      - {name: cpu, weight: heavy}\n"),
 			wantError: []string{"Binpack", "weight"},

@@ -30,6 +30,23 @@ type NodeSpec struct {
 	Labels   map[string]string
 }
 
+// Topology labels the examples in manifests/examples place gangs by.
+const (
+	ZoneLabel   = "topology.kubernetes.io/zone"
+	RackLabel   = "example.com/rack"
+	CliqueLabel = "nvidia.com/gpu.clique"
+)
+
+// TopologyLabels are a node's zone, rack and (if not empty) NVLink clique
+// labels.
+func TopologyLabels(zone, rack, clique string) map[string]string {
+	labels := map[string]string{ZoneLabel: zone, RackLabel: rack}
+	if clique != "" {
+		labels[CliqueLabel] = clique
+	}
+	return labels
+}
+
 // Node builds a Ready node whose capacity and allocatable are the spec's.
 func Node(spec NodeSpec) *corev1.Node {
 	pods := spec.Pods

@@ -76,6 +76,40 @@
 // status write: with 1000 eight-pod Jobs arriving together the scheduler
 // spent seconds at a time refusing instead of placing (benchmark P2).
 //
+// Topology (topology.go). A PodGroup may ask for one domain of a node label
+// (a zone, a rack, an NVLink domain) with the annotations
+// scheduling.flotilla.dev/topology-required and .../topology-preferred,
+// each naming a node label key; args topologyLevels lists the cluster's
+// levels from the widest to the narrowest.
+//   - Required: every member (quorum and surplus) lands on nodes sharing
+//     one value of the label. The label need not be a level.
+//   - Preferred: one domain of that level if any fits, else the next wider
+//     level, and so on up to the required level if one is set, else to
+//     the widest level and then anywhere. The preferred label must be a
+//     level, inside the required one.
+//   - The domain: the quorum check fits the members still needed into each
+//     domain of the level by first fit (over free capacity less what other
+//     placing gangs hold) and picks the best fit — the least capacity left
+//     after the gang, per requested resource as a share of the cluster's,
+//     ties to the fewest nodes, then by name — so big domains stay whole
+//     for big gangs. The attempt's plan lies in it, and the rest of the
+//     attempt is confined to the domain's nodes: a member that finds no
+//     room there fails the attempt; none lands outside.
+//   - Members already placed or running pin the domain: a replacement, or
+//     a gang below its quorum after a failure, is fitted only into the
+//     domain its running members are in; surplus members of a required
+//     gang are confined there too.
+//   - A gang that fits no domain waits: GangDoesNotFit says, per level,
+//     "no example.com/rack domain has room for 32 members (largest free:
+//     rack-3, 20)". With gang-aware preemption a gang with a required
+//     level preempts inside one domain of it (the one its placed members
+//     pin, if any): the domain whose victims cost least, and only when
+//     evicting there makes its whole quorum fit there (plugins/preemption).
+//   - Bad input — a label no node has, a preferred label that is not a
+//     level, a preferred level wider than the required one — is an
+//     InvalidTopology event on the PodGroup naming the annotation, and the
+//     gang waits; a node labelled later wakes it.
+//
 // Metrics: flotilla_gang_wait_seconds (attempt start to quorum placed) and
 // flotilla_gang_rejections_total{reason}.
 //

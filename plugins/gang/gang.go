@@ -33,6 +33,8 @@ type Gang struct {
 	store      *state.Store
 	permitWait time.Duration
 	backoff    time.Duration
+	// topologyLevels are the cluster's topology labels, widest first.
+	topologyLevels []string
 	// shared is what exists once per scheduler: the PodGroup status
 	// writer and informer handlers (see shared.go).
 	shared *perScheduler
@@ -75,6 +77,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		store:                store,
 		permitWait:           time.Duration(args.PermitWaitingTimeSeconds) * time.Second,
 		backoff:              time.Duration(args.BackoffSeconds) * time.Second,
+		topologyLevels:       args.TopologyLevels,
 		nominatesWaitingPods: utilfeature.DefaultFeatureGate.Enabled(features.NominatedNodeNameForExpectation),
 	}
 	if g.shared, err = sharedFor(ctx, store, h); err != nil {
@@ -209,6 +212,8 @@ func (g *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, 
 		// Freed or added capacity can let a refused gang fit.
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: queueGangMembers},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}, QueueingHintFn: queueGangMembers},
+		// A node labelled into a topology domain can give a gang its domain.
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.UpdateNodeLabel}, QueueingHintFn: queueGangMembers},
 	}, nil
 }
 

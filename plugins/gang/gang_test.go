@@ -115,7 +115,7 @@ func TestQuorumCheckIsPlacementAware(t *testing.T) {
 	var plan []state.PlanSlot
 	check := func(nodes []fwk.NodeInfo) (reason string) {
 		g.store.Lock(func(tx *state.Tx) {
-			reason, plan = g.quorumDoesNotFit(pg, tx.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, tx, nil)
+			reason, plan, _ = g.quorumDoesNotFit(pg, tx.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, tx, nil, nil)
 		})
 		return reason
 	}
@@ -256,7 +256,7 @@ func TestQuorumCountsSucceededMembers(t *testing.T) {
 			g.store.Lock(func(tx *state.Tx) {
 				gang := tx.Gang(key)
 				quorum, surplus = tx.Quorum(gang), tx.QuorumReached(gang, pg)
-				reason, plan = g.quorumDoesNotFit(pg, gang, roomy, tx, nil)
+				reason, plan, _ = g.quorumDoesNotFit(pg, gang, roomy, tx, nil, nil)
 			})
 			planned := 0
 			for _, slot := range plan {

@@ -37,11 +37,16 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("PodGroup %s not found", key))
 	}
 	logger := klog.FromContext(ctx).WithValues("gang", key.String())
+	topo, bad := g.topologyOf(pg, nodes)
+	if bad != "" {
+		g.recordGangEvent(pg, corev1.EventTypeWarning, "InvalidTopology", bad)
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s waits: %s", key, bad))
+	}
 
 	var status *fwk.Status
 	preempts := g.store.GangPreemption(g.handle.ProfileName())
 	var started, doesNotFit bool
-	var window []string
+	var window, confine []string
 	var unblocked []state.GroupKey
 	defer func() { g.activateGangs(ctx, unblocked) }()
 	g.store.Lock(func(tx *state.Tx) {
@@ -49,11 +54,14 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 		if tx.QuorumReached(gang, pg) {
 			// Quorum reached (placed or succeeded members): the rest are
 			// surplus members, or replacements of failed ones, and place
-			// freely.
+			// freely — inside the required domain its members pin.
+			if topo != nil && topo.required != "" {
+				confine = confinedTo(topo.required, tx.PlacedOn(gang), nodes)
+			}
 			return
 		}
 		if gang.Attempting() {
-			window = gang.PlanWindow(planWindow)
+			window, confine = gang.PlanWindow(planWindow), gang.Domain()
 			return // attempt under way: admitted when it started
 		}
 		for _, placing := range tx.PlacingBesides(gang) {
@@ -80,9 +88,9 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 			status = fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s backs off for %s after: %s", key, wait.Round(100*time.Millisecond), why))
 			return
 		}
-		reason, plan := g.quorumDoesNotFit(pg, gang, nodes, tx, tx.HeldByPlans(gang))
+		reason, plan, domain := g.quorumDoesNotFit(pg, gang, nodes, tx, tx.HeldByPlans(gang), topo)
 		if reason != "" && len(others) > 0 {
-			alone, _ := g.quorumDoesNotFit(pg, gang, nodes, tx, nil)
+			alone, _, _ := g.quorumDoesNotFit(pg, gang, nodes, tx, nil, topo)
 			switch {
 			case alone == "":
 				// It fits once the placing gangs have taken what they hold:
@@ -106,13 +114,22 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 			doesNotFit = true
 			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
 			if preempts {
-				cycle.Write(state.GangNeedsRoomKey, &state.GangNeedsRoom{Key: key})
+				room := &state.GangNeedsRoom{Key: key}
+				if topo != nil && topo.required != "" {
+					// Room freed outside one domain is room it cannot use.
+					room.Level = topo.required
+					for v := range pinnedValues(topo.required, tx.PlacedOn(gang), nodes) {
+						room.Pinned = append(room.Pinned, v)
+					}
+				}
+				cycle.Write(state.GangNeedsRoomKey, room)
 				status = fwk.NewStatus(fwk.Unschedulable, reason)
 			}
 			return
 		}
 		tx.StartPlacing(gang, plan)
-		window = gang.PlanWindow(planWindow)
+		tx.Confine(gang, domain)
+		window, confine = gang.PlanWindow(planWindow), domain
 		started = true
 	})
 	if status != nil {
@@ -131,6 +148,12 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	if len(window) > 0 {
 		cycle.Write(plannedKey, planned{})
 		return &fwk.PreFilterResult{NodeNames: sets.New(window...)}, nil
+	}
+	if len(confine) > 0 {
+		// Off the plan but inside the gang's domain: a member that finds
+		// no room there fails the attempt (no plannedKey, no retry
+		// elsewhere).
+		return &fwk.PreFilterResult{NodeNames: sets.New(confine...)}, nil
 	}
 	return nil, nil
 }
@@ -177,20 +200,23 @@ func (g *Gang) activateSiblings(ctx context.Context, pod *corev1.Pod, key state.
 
 // quorumDoesNotFit tries to place the members still needed for the quorum,
 // largest first, each on the first node with room left (first-fit
-// decreasing) over the nodes' free capacity. It compares per node, not
-// cluster-wide sums, so free capacity scattered in fragments too small for
-// any member does not pass (scheduler-plugins #429). For gangs of identical
-// members, the usual case, first-fit is exact. It returns why the quorum
-// cannot fit, or "".
+// decreasing) over the nodes' free capacity less what other placing gangs
+// hold. It compares per node, not cluster-wide sums, so free capacity
+// scattered in fragments too small for any member does not pass
+// (scheduler-plugins #429). For gangs of identical members, the usual
+// case, first-fit is exact. It returns why the quorum cannot fit, or "",
+// and where the members went: the attempt's plan.
 //
-// It also returns where the members went: the attempt's plan.
-func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, tx *state.Tx, held map[string]state.Resources) (string, []state.PlanSlot) {
+// A gang with a topology is fitted level by level (topology.levels) into
+// one domain of the level, the best fit among those it fits (see
+// topology.go); the domain's nodes are returned to confine the attempt.
+func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, tx *state.Tx, held map[string]state.Resources, topo *topology) (reason string, plan []state.PlanSlot, confine []string) {
 	members, short := tx.StillNeeded(gang, pg, nil)
 	if short > 0 {
-		return fmt.Sprintf("gang %s needs %d more members but only %d are pending", gang.Key, len(members)+short, len(members)), nil
+		return fmt.Sprintf("gang %s needs %d more members but only %d are pending", gang.Key, len(members)+short, len(members)), nil, nil
 	}
 	if len(members) == 0 {
-		return "", nil
+		return "", nil, nil
 	}
 	need := len(members)
 	pending := make([]state.Resources, need)
@@ -199,53 +225,56 @@ func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, no
 	}
 	sort.SliceStable(pending, func(i, j int) bool { return pending[j].Less(pending[i]) }) // largest first
 
-	// A node's free capacity is computed when first fit reaches it: on a
-	// cluster with room the check stops after the first few nodes.
-	free := make([]state.Resources, len(nodes))
-	freeAt := func(i int) state.Resources {
-		if free[i] == nil {
-			free[i] = state.FreeOf(nodes[i])
-			if h := held[nodes[i].Node().Name]; h != nil {
-				free[i].Sub(h)
-			}
+	anywhereFit := func() (string, []state.PlanSlot, []string) {
+		f := firstFit(pending, nodes, held)
+		if f.placed < need {
+			return fmt.Sprintf("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity", gang.Key, f.placed, need, pg.Spec.MinMember), nil, nil
 		}
-		return free[i]
+		if minResourcesExceed(pg, pending, nodes, &f, held) {
+			return fmt.Sprintf("gang %s does not fit: its minResources exceed the cluster's free capacity", gang.Key), nil, nil
+		}
+		return "", f.plan, nil
 	}
-	placed := 0
-	var plan []state.PlanSlot
-	slotOf := map[int]int{}
+	if topo == nil {
+		return anywhereFit()
+	}
+	placedOn := tx.PlacedOn(gang)
+	scale := requestedScale(pending, nodes)
+	var why []string
+	for _, level := range topo.levels {
+		if level == anywhere {
+			return anywhereFit()
+		}
+		best, largest, most := chooseDomain(domainsOf(level, nodes), pinnedValues(level, placedOn, nodes), pending, held, scale)
+		if best != nil {
+			return "", best.plan, nodeNames(best.nodes)
+		}
+		if largest.nodes == nil {
+			why = append(why, fmt.Sprintf("no %s domain holds its placed members", level))
+			continue
+		}
+		why = append(why, fmt.Sprintf("no %s domain has room for %d members (largest free: %s, %d)", level, need, largest.value, most))
+	}
+	return fmt.Sprintf("gang %s does not fit: %s", gang.Key, strings.Join(why, "; ")), nil, nil
+}
+
+// minResourcesExceed reports whether the PodGroup's minResources exceed
+// what is free after the trial placement plus what it used.
+func minResourcesExceed(pg *schedv1alpha1.PodGroup, pending []state.Resources, nodes []fwk.NodeInfo, f *fit, held map[string]state.Resources) bool {
+	if pg.Spec.MinResources == nil {
+		return false
+	}
+	total := state.Resources{}
+	for i := range nodes {
+		total.Add(f.freeAt(i, nodes, held))
+	}
 	for _, req := range pending {
-		for i := range nodes {
-			if f := freeAt(i); req.FitsIn(f) {
-				req.Take(f)
-				placed++
-				if _, ok := slotOf[i]; !ok {
-					slotOf[i] = len(plan)
-					plan = append(plan, state.PlanSlot{Node: nodes[i].Node().Name, Held: state.Resources{}})
-				}
-				plan[slotOf[i]].Members++
-				plan[slotOf[i]].Held.Add(req)
-				break
-			}
+		total.Add(req)
+	}
+	for name, v := range state.ResourcesOf(pg.Spec.MinResources) {
+		if total[name] < v {
+			return true
 		}
 	}
-	if placed < need {
-		return fmt.Sprintf("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity", gang.Key, placed, need, pg.Spec.MinMember), nil
-	}
-	if pg.Spec.MinResources != nil {
-		// What is free after the trial placement plus what it used.
-		total := state.Resources{}
-		for i := range nodes {
-			total.Add(freeAt(i))
-		}
-		for _, req := range pending {
-			total.Add(req)
-		}
-		for name, v := range state.ResourcesOf(pg.Spec.MinResources) {
-			if total[name] < v {
-				return fmt.Sprintf("gang %s does not fit: its minResources exceed the cluster's free capacity", gang.Key), nil
-			}
-		}
-	}
-	return "", plan
+	return false
 }

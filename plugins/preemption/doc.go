@@ -47,8 +47,8 @@
 // and the node whose victims cost least is chosen: fewest PDB violations
 // (each budget counted down over all the plan's victims, as the framework's
 // FilterVictimsWithPDBViolation does: three evictions under a budget that
-// allows one are two violations), then lowest top victim priority, then fewest victims. A gang member that
-// Gang refused because its quorum does not fit preempts for the whole
+// allows one are two violations), then lowest top victim priority, then
+// fewest victims. A gang member that Gang refused because its quorum does not fit preempts for the whole
 // quorum: the members still needed are placed together by simulation
 // (first fit, largest first) on the nodes less the victims, every member
 // checked for its resources and the node for the preemptor's constraints
@@ -56,6 +56,14 @@
 // pod would not make room for all of them, nothing is evicted. The
 // placement found is nominated: the preemptor through the scheduler, its
 // siblings by their status.
+//
+// A gang confined to one topology domain (its PodGroup's
+// scheduling.flotilla.dev/topology-required) preempts inside one domain:
+// each domain of that label (the one its placed members pin, if any) is
+// planned on its own nodes with the victims on them, and the domain whose
+// victims cost least, by the cost above, is taken. Victims are never
+// chosen across two domains, so eviction never frees room the gang cannot
+// use (Kueue #10815, KAI #1591).
 //
 // Victims get the DisruptionTarget condition (reason
 // PreemptionByScheduler) and an event saying whether it was a preemption or

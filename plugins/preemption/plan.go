@@ -3,6 +3,7 @@ package preemption
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -119,6 +120,47 @@ func (p *Preemption) planGang(ctx context.Context, cycle fwk.CycleState, who *pr
 		return minimal(seq, fits), ""
 	}
 	return nil, fmt.Sprintf("even evicting all %d pods it may evict would not make room for the %d members %s needs", countPods(seq), len(who.members), who.what)
+}
+
+// planGangInOneDomain is planGang for a gang confined to one topology
+// domain: each domain of who.level (those its placed members pin, if any)
+// is planned on its own — its nodes, and the victims on them — and the
+// domain whose victims cost least wins. Victims are never chosen across
+// two domains: room freed in several is room the gang cannot use (Kueue
+// #10815, KAI #1591 chose victims first and domains after).
+func (p *Preemption) planGangInOneDomain(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world) (*plan, string) {
+	byValue := map[string][]fwk.NodeInfo{}
+	for _, n := range w.nodes {
+		if v, ok := n.Node().Labels[who.level]; ok && (who.pinned == nil || slices.Contains(who.pinned, v)) {
+			byValue[v] = append(byValue[v], n)
+		}
+	}
+	values := make([]string, 0, len(byValue))
+	for v := range byValue {
+		values = append(values, v)
+	}
+	sort.Strings(values) // deterministic among equal costs
+	var best *plan
+	for _, v := range values {
+		domain := *w
+		domain.nodes = byValue[v]
+		domain.units = nil
+		for _, u := range w.units {
+			for _, n := range domain.nodes {
+				if u.touches(n.Node().Name) {
+					domain.units = append(domain.units, u)
+					break
+				}
+			}
+		}
+		if pl, _ := p.planGang(ctx, cycle, who, &domain); pl != nil && (best == nil || cheaper(pl.cost(w.pdbs), best.cost(w.pdbs))) {
+			best = pl
+		}
+	}
+	if best == nil {
+		return nil, fmt.Sprintf("no %s domain has room for the %d members %s needs even evicting every pod it may evict there", who.level, len(who.members), who.what)
+	}
+	return best, ""
 }
 
 // memberByMember places the members one at a time, largest first, each on

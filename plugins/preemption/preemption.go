@@ -102,6 +102,11 @@ type preemptor struct {
 	priority int32
 	request  state.Resources
 	what     string
+	// level, for a gang confined to one topology domain: the node label
+	// whose one value its members share; pinned the values its placed
+	// members hold (nil: any).
+	level  string
+	pinned []string
 }
 
 // PostFilter chooses victims for the pod (or its gang), starts evicting
@@ -131,9 +136,12 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 	}
 
 	var best *plan
-	if who.inGroup && len(who.members) > 1 {
+	switch {
+	case who.level != "":
+		best, reason = p.planGangInOneDomain(ctx, cycle, who, world)
+	case who.inGroup && len(who.members) > 1:
 		best, reason = p.planGang(ctx, cycle, who, world)
-	} else {
+	default:
 		best, reason = p.planPod(ctx, cycle, who, world, statuses)
 	}
 	if best == nil {
@@ -186,6 +194,7 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 		return nil, fmt.Sprintf("not preempting: gang %s needs %d more members than are pending", key, short)
 	}
 	who.members = members
+	who.level, who.pinned = room.Level, room.Pinned
 	who.id = evictionID(pod, true)
 	who.what = "gang " + key.String()
 	who.request = state.Resources{}

@@ -77,9 +77,14 @@ func describe(name corev1.ResourceName, after, limit int64) string {
 const GangNeedsRoomKey fwk.StateKey = "flotilla.dev/gang-needs-room"
 
 // GangNeedsRoom is the gang that needs room; which of its members must fit
-// is Tx.StillNeeded's answer at the time of preemption.
+// is Tx.StillNeeded's answer at the time of preemption. A gang confined to
+// one topology domain says which: Level is the node label whose one value
+// its members must share, Pinned the values its placed members already
+// hold (nil: any). Preemption then evicts inside one such domain only.
 type GangNeedsRoom struct {
-	Key GroupKey
+	Key    GroupKey
+	Level  string
+	Pinned []string
 }
 
 // Clone is required by fwk.StateData; the value is never modified.

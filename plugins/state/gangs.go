@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,9 @@ type Gang struct {
 	// found room on (see plan.go).
 	plan       []PlanSlot
 	planFailed bool
+	// domain confines the attempt to one topology domain's nodes (nil:
+	// anywhere).
+	domain []string
 }
 
 // Lock runs f with the gang accounting locked.
@@ -117,6 +121,34 @@ func (tx *Tx) AttemptAge(g *Gang) time.Duration {
 	return tx.s.now().Sub(g.attemptStarted)
 }
 
+// PlacedOn returns the nodes the gang's members hold: reserved members'
+// nodes and bound members' nodes, each node once, sorted.
+func (tx *Tx) PlacedOn(g *Gang) []string {
+	nodes := map[string]bool{}
+	for _, p := range g.reserved {
+		nodes[p.Spec.NodeName] = true
+	}
+	for _, p := range tx.s.Members(g.Key) {
+		if p.Spec.NodeName != "" {
+			nodes[p.Spec.NodeName] = true
+		}
+	}
+	out := make([]string, 0, len(nodes))
+	for n := range nodes {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Confine keeps the rest of g's attempt on nodes: the one topology domain
+// its quorum check chose. Members are steered there even once the plan is
+// abandoned, so no member lands outside the domain.
+func (tx *Tx) Confine(g *Gang, nodes []string) { g.domain = nodes }
+
+// Domain returns the nodes g's attempt is confined to, or nil.
+func (g *Gang) Domain() []string { return g.domain }
+
 // InFlight reports whether g has an attempt under way or members reserved.
 func (g *Gang) InFlight() bool { return g.Attempting() || len(g.reserved) > 0 }
 
@@ -127,7 +159,11 @@ func (g *Gang) ReservedCount() int { return len(g.reserved) }
 // ReserveMember records a member placed on node: it counts toward the
 // quorum, and its plan slot no longer holds room for it.
 func (tx *Tx) ReserveMember(g *Gang, pod *corev1.Pod, node string) {
-	g.reserved[pod.UID] = pod
+	// A shallow copy that says where it went: the topology rules pin a
+	// gang's domain by where its members are.
+	placed := *pod
+	placed.Spec.NodeName = node
+	g.reserved[pod.UID] = &placed
 	g.takePlanSlot(node, Request(pod))
 }
 
@@ -166,7 +202,7 @@ func (tx *Tx) Block(g *Gang, blocked GroupKey) { g.blocked[blocked] = true }
 // returns the gangs refused meanwhile, to be activated.
 func (tx *Tx) FinishPlacing(g *Gang) []GroupKey {
 	g.attemptStarted = time.Time{}
-	g.plan = nil
+	g.plan, g.domain = nil, nil
 	if tx.IsPlacing(g) {
 		delete(tx.s.placing, g.Key)
 	}

@@ -75,8 +75,15 @@ func TestReplaceDefaultSchedulerServesBothProfiles(t *testing.T) {
 // The playground's and a user's first step: every shipped example applies,
 // schedules, runs and (for Jobs) completes on a cluster with room for it.
 func TestExamplesSchedule(t *testing.T) {
-	h := startRealisticCluster(t, cpuNode("cpu-1"), cpuNode("cpu-2"),
-		cluster.NodeSpec{Name: "gpu-1", CPU: "32", Memory: "128Gi", Extended: map[corev1.ResourceName]string{cluster.GPU: "8"}},
+	// Labelled as the topology examples expect: both cpu nodes in one
+	// rack, the GPU node in an NVLink clique, all in one zone.
+	rack := func(spec cluster.NodeSpec) cluster.NodeSpec {
+		spec.Labels = cluster.TopologyLabels("zone-a", "rack-1", "")
+		return spec
+	}
+	h := startRealisticCluster(t, rack(cpuNode("cpu-1")), rack(cpuNode("cpu-2")),
+		cluster.NodeSpec{Name: "gpu-1", CPU: "32", Memory: "128Gi", Extended: map[corev1.ResourceName]string{cluster.GPU: "8"},
+			Labels: cluster.TopologyLabels("zone-a", "rack-2", "fabric-1.1")},
 	)
 	created, err := cluster.ApplyExamples(h.Ctx, h.ControlPlane)
 	require.NoError(t, err)

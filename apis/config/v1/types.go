@@ -42,6 +42,13 @@ type GangArgs struct {
 	// one for this long, so that other gangs get their turn. Default 10;
 	// 0 turns back-off off.
 	BackoffSeconds *int64 `json:"backoffSeconds,omitempty"`
+	// TopologyLevels are the cluster's topology node label keys from the
+	// widest to the narrowest, e.g. [topology.kubernetes.io/zone,
+	// example.com/rack, nvidia.com/gpu.clique, kubernetes.io/hostname]. A
+	// PodGroup annotated scheduling.flotilla.dev/topology-preferred with one
+	// of them falls back level by level to the wider ones. Default empty:
+	// required placement still works with any label key.
+	TopologyLevels []string `json:"topologyLevels,omitempty"`
 }
 
 // ProportionArgs configures the Proportion plugin.

@@ -94,6 +94,17 @@ func ValidateGangArgs(path *field.Path, args *config.GangArgs) error {
 		errs = append(errs, field.Invalid(path.Child("backoffSeconds"), args.BackoffSeconds,
 			fmt.Sprintf("must be in the range 0-%d", MaxPermitWaitingTimeSeconds)))
 	}
+	seen := map[string]int{}
+	for i, level := range args.TopologyLevels {
+		p := path.Child("topologyLevels").Index(i)
+		for _, msg := range utilvalidation.IsQualifiedName(level) {
+			errs = append(errs, field.Invalid(p, level, "must be a node label key: "+msg))
+		}
+		if j, dup := seen[level]; dup {
+			errs = append(errs, field.Duplicate(p, fmt.Sprintf("%s (also topologyLevels[%d])", level, j)))
+		}
+		seen[level] = i
+	}
 	return errs.ToAggregate()
 }
 

@@ -9,6 +9,18 @@ import (
 // a Queue.
 const QueueLabel = "scheduling.flotilla.dev/queue"
 
+// Topology annotations on a scheduler-plugins PodGroup (an API flotilla
+// does not own, so they are annotations), each naming a node label key:
+//   - TopologyRequiredAnnotation: every member of the gang lands on nodes
+//     that share one value of that label;
+//   - TopologyPreferredAnnotation: one value of that label if any fits,
+//     else the next wider level of the Gang plugin's topologyLevels, up to
+//     the required level if one is set, else anywhere.
+const (
+	TopologyRequiredAnnotation  = "scheduling.flotilla.dev/topology-required"
+	TopologyPreferredAnnotation = "scheduling.flotilla.dev/topology-preferred"
+)
+
 // Queue is a share of the cluster: queues split what the cluster holds by
 // weight, within each queue's guarantee and capability, level by level
 // down the parent tree.
