@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
@@ -36,12 +37,25 @@ const PodGroupScheduled schedv1alpha1.PodGroupPhase = "Scheduled"
 // when this replica starts writing: what changed while no scheduler was
 // writing (a crash, a restart, a fail-over) was heard by nobody, and a
 // gang whose members all finished meanwhile would stay Running for ever.
+//
+// It waits for the PodGroup informer to sync first: the writer starts with
+// the first PreEnqueue, which the scheduler's pod informer drives as soon
+// as it starts, before the other informers have listed. A catch-up over a
+// PodGroup cache not yet filled missed the gangs whose members finished
+// while no scheduler ran, and their succeeded members, listed before the
+// writer started, had been heard by nobody (the restart scenario failed so
+// once, on a loaded CI run).
 func (s *perScheduler) catchUp() {
-	for _, obj := range s.store.PodGroupInformer().GetStore().List() {
-		if pg, ok := obj.(*schedv1alpha1.PodGroup); ok && pg.Status.Phase != schedv1alpha1.PodGroupFinished {
-			s.status.Notify(state.GroupKey{Namespace: pg.Namespace, Name: pg.Name})
+	go func() {
+		if !cache.WaitForCacheSync(s.ctx.Done(), s.store.PodGroupInformer().HasSynced) {
+			return
 		}
-	}
+		for _, obj := range s.store.PodGroupInformer().GetStore().List() {
+			if pg, ok := obj.(*schedv1alpha1.PodGroup); ok && pg.Status.Phase != schedv1alpha1.PodGroupFinished {
+				s.status.Notify(state.GroupKey{Namespace: pg.Namespace, Name: pg.Name})
+			}
+		}
+	}()
 }
 
 func (s *perScheduler) writeStatus(ctx context.Context, key state.GroupKey) error {
