@@ -134,7 +134,8 @@ func TestShippedConfigurations(t *testing.T) {
 			}
 			require.NotNil(t, args)
 			require.NotNil(t, gangArgs)
-			assert.Equal(t, &config.GangArgs{PermitWaitingTimeSeconds: 60, BackoffSeconds: 10}, gangArgs)
+			assert.Equal(t, &config.GangArgs{PermitWaitingTimeSeconds: 60, BackoffSeconds: 10,
+				TopologyLevels: []string{"topology.kubernetes.io/zone", "nvidia.com/gpu.clique", "kubernetes.io/hostname"}}, gangArgs)
 			assert.Equal(t, wantBinpackArgs.Resources, args.Resources)
 			assert.Equal(t, wantBinpackArgs.ScarceResources, args.ScarceResources)
 

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,6 +61,9 @@ type env struct {
 	workload   string
 	pods       *podLog
 	nodes      []string
+	// topologyLevels, if set, replace the Gang plugin's in the scheduler's
+	// configuration (T1 uses a rack label the shipped levels lack).
+	topologyLevels []string
 }
 
 // newEnv starts (or connects to) a cluster for one run of a variant. A
@@ -128,6 +133,11 @@ func (e *env) startScheduler() error {
 	if err != nil {
 		return err
 	}
+	if len(e.topologyLevels) > 0 {
+		if config, err = withTopologyLevels(config, e.topologyLevels); err != nil {
+			return err
+		}
+	}
 	port, err := cluster.FreePort()
 	if err != nil {
 		return err
@@ -169,8 +179,33 @@ func tail(s string) string {
 	return s
 }
 
+// withTopologyLevels sets the Gang plugin's topologyLevels in every
+// profile of a scheduler configuration that configures it.
+func withTopologyLevels(config []byte, levels []string) ([]byte, error) {
+	var cfg map[string]interface{}
+	if err := yaml.Unmarshal(config, &cfg); err != nil {
+		return nil, err
+	}
+	profiles, _ := cfg["profiles"].([]interface{})
+	for _, p := range profiles {
+		pcs, _ := p.(map[string]interface{})["pluginConfig"].([]interface{})
+		for _, pc := range pcs {
+			if pc := pc.(map[string]interface{}); pc["name"] == "Gang" {
+				pc["args"].(map[string]interface{})["topologyLevels"] = levels
+			}
+		}
+	}
+	return yaml.Marshal(cfg)
+}
+
 // createNodes creates n nodes like spec, named with a per-run prefix.
 func (e *env) createNodes(n int, spec cluster.NodeSpec) error {
+	return e.createNodesLabelled(n, spec, nil)
+}
+
+// createNodesLabelled is createNodes with labels(i), if given, on the i-th
+// node.
+func (e *env) createNodesLabelled(n int, spec cluster.NodeSpec, labels func(i int) map[string]string) error {
 	prefix := e.namespace + "-" + spec.Name
 	names := make([]string, n)
 	for i := range names {
@@ -180,6 +215,9 @@ func (e *env) createNodes(n int, spec cluster.NodeSpec) error {
 	return parallel(e.ctx, n, func(ctx context.Context, i int) error {
 		s := spec
 		s.Name = names[i]
+		if labels != nil {
+			s.Labels = labels(i)
+		}
 		_, err := e.client.CoreV1().Nodes().Create(ctx, cluster.Node(s), metav1.CreateOptions{})
 		return err
 	})
@@ -258,6 +296,8 @@ type podLog struct {
 	attemptedAt map[string]time.Time
 	// finishedAt: when a pod was first seen Succeeded or Failed.
 	finishedAt map[string]time.Time
+	// nodeOf: where a pod was bound.
+	nodeOf map[string]string
 	// jobOf: the Job a pod belongs to; members: a Job's pods.
 	jobOf   map[string]string
 	members map[string][]string
@@ -267,7 +307,7 @@ type podLog struct {
 
 func newPodLog() *podLog {
 	return &podLog{attemptedAt: map[string]time.Time{}, createStart: map[string]time.Time{}, createdAt: map[string]time.Time{},
-		boundAt: map[string]time.Time{}, finishedAt: map[string]time.Time{}, jobOf: map[string]string{}, members: map[string][]string{},
+		boundAt: map[string]time.Time{}, finishedAt: map[string]time.Time{}, nodeOf: map[string]string{}, jobOf: map[string]string{}, members: map[string][]string{},
 		boundCh: make(chan struct{}, 1)}
 }
 
@@ -313,6 +353,7 @@ func (l *podLog) start(ctx context.Context, tb ktesting.TB, client kubernetes.In
 		l.mu.Lock()
 		if _, ok := l.boundAt[pod.Name]; !ok {
 			l.boundAt[pod.Name] = time.Now()
+			l.nodeOf[pod.Name] = pod.Spec.NodeName
 			l.bound++
 			select {
 			case l.boundCh <- struct{}{}:

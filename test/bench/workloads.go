@@ -29,6 +29,7 @@ type variant struct {
 	name      string
 	scheduler string
 	gangs     bool // pods join PodGroups
+	topology  bool // their PodGroups prefer one rack (T1)
 }
 
 var (
@@ -86,6 +87,8 @@ func workloads(full bool) []workload {
 	p4Nodes, p4Pods := pick(50, 5000), pick(200, 10000)
 	q1Nodes, q1Gangs := pick(10, 50), pick(4, 20)
 	q2Nodes := pick(4, 20)
+	t1 := rackStream{zones: 2, racks: pick(2, 10), perRack: pick(6, 50), gangs: pick(8, 40),
+		minSize: pick(2, 8), maxSize: pick(8, 128), runSeconds: 5}
 	return []workload{
 		{
 			id: "P1", what: fmt.Sprintf("%d nodes, %d plain pods", p1Nodes, p1Pods),
@@ -156,6 +159,16 @@ func workloads(full bool) []workload {
 				return fmt.Sprintf("steady error %.1f%%; new queue at its share after %.1f s", r.Extra["steadyErrorPercent"], r.Extra["secondsToShare"]),
 					r.Extra["steadyErrorPercent"] <= 2 && r.Extra["secondsToShare"] <= 10
 			},
+		},
+		{
+			id: "T1", what: fmt.Sprintf("%d GPU nodes (8 GPUs) in %d zones x %d racks x %d; %d Jobs of %d-%d whole-node pods, created at once, run %.0f s",
+				t1.nodes(), t1.zones, t1.racks, t1.perRack, t1.gangs, t1.minSize, t1.maxSize, t1.runSeconds),
+			target:   ">= 90% of the gangs a rack holds placed in one rack with topology-preferred rack; pods/s >= 0.9 x the same stream without annotations",
+			variants: []variant{flotillaGangs, flotillaTopology}, jobs: true,
+			run: func(e *env, v variant) (*result, error) {
+				return runRacks(e, v, t1)
+			},
+			verdict: racksVerdict,
 		},
 	}
 }

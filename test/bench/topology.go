@@ -1,0 +1,173 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/internal/cluster"
+)
+
+// flotillaTopology is flotilla on gangs whose PodGroups prefer one rack.
+var flotillaTopology = variant{name: "flotilla, gangs, preferred rack", scheduler: flotillaScheduler, gangs: true, topology: true}
+
+// rackStream is T1: GPU nodes in zones x racks x perRack, and a stream of
+// gangs of whole-node GPU pods (8 GPUs each), sizes drawn from
+// [minSize, maxSize] with a fixed seed, created at once, each pod running
+// runSeconds.
+type rackStream struct {
+	zones, racks, perRack int
+	gangs                 int
+	minSize, maxSize      int
+	runSeconds            float64
+}
+
+func (s rackStream) nodes() int { return s.zones * s.racks * s.perRack }
+
+// sizes are the gangs' sizes, the same in every run and variant.
+func (s rackStream) sizes() []int {
+	rng := rand.New(rand.NewPCG(7, 7))
+	out := make([]int, s.gangs)
+	for i := range out {
+		out[i] = s.minSize + rng.IntN(s.maxSize-s.minSize+1)
+	}
+	return out
+}
+
+// runRacks runs T1. Measured: pods/s from the first Job created to the
+// last pod bound; the share of gangs placed inside one rack (of all, and
+// of those a rack can hold); the GPUs' allocation over the run (busy
+// GPU-seconds over capacity from the first bind to the last pod's end);
+// the mean and slowest gang wait.
+func runRacks(e *env, v variant, s rackStream) (*result, error) {
+	e.topologyLevels = []string{cluster.ZoneLabel, cluster.RackLabel, corev1.LabelHostname}
+	rackOf := map[string]string{}
+	node := cluster.NodeSpec{Name: "gpu", CPU: "64", Memory: "512Gi", Extended: map[corev1.ResourceName]string{cluster.GPU: "8"}}
+	err := e.createNodesLabelled(s.nodes(), node, func(i int) map[string]string {
+		rack := i / s.perRack
+		return cluster.TopologyLabels(fmt.Sprintf("zone-%d", rack/s.racks), fmt.Sprintf("rack-%02d", rack), "")
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, name := range e.nodes {
+		rackOf[name] = fmt.Sprintf("rack-%02d", i/s.perRack)
+	}
+	sizes := s.sizes()
+	names := make([]string, len(sizes))
+	for j := range names {
+		names[j] = groupName(j)
+	}
+	err = parallel(e.ctx, len(sizes), func(ctx context.Context, j int) error {
+		pg := cluster.PodGroup(e.namespace, names[j], int32(sizes[j]))
+		if v.topology {
+			pg.Annotations = map[string]string{flotillav1alpha1.TopologyPreferredAnnotation: cluster.RackLabel}
+		}
+		_, err := e.podGroups.SchedulingV1alpha1().PodGroups(e.namespace).Create(ctx, pg, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := e.startScheduler(); err != nil {
+		return nil, err
+	}
+	e.pods.started()
+	err = parallel(e.ctx, len(sizes), func(ctx context.Context, j int) error {
+		spec := cluster.WorkloadSpec{Namespace: e.namespace, Name: names[j], Replicas: int32(sizes[j]), PodGroup: names[j],
+			CPU: "8", Memory: "64Gi", GPU: "8", RunSeconds: s.runSeconds, SchedulerName: e.scheduler}
+		_, err := e.client.BatchV1().Jobs(e.namespace).Create(ctx, cluster.Job(spec), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	pods := 0
+	for _, n := range sizes {
+		pods += n
+	}
+	timeout := time.Duration(120+pods/10)*time.Second + time.Duration(float64(len(sizes))*s.runSeconds)*time.Second
+	if err := e.pods.waitBound(e.ctx, pods, timeout); err != nil {
+		return nil, err
+	}
+	if err := e.waitJobsComplete(len(names), timeout); err != nil {
+		return nil, err
+	}
+	r := &result{Pods: pods, Extra: map[string]float64{}}
+	members := e.pods.jobs()
+	var all []string
+	for _, g := range members {
+		all = append(all, g...)
+	}
+	first, _, last := e.pods.span(all)
+	r.Seconds = last.Sub(first).Seconds()
+	r.PodsPerS = float64(pods) / r.Seconds
+	r.GangSecs = slowestGang(e.pods, members, r.Extra)
+
+	e.pods.mu.Lock()
+	defer e.pods.mu.Unlock()
+	var oneRack, fitsRack, oneRackOfFitting int
+	var waits float64
+	var busy float64
+	firstBound, lastEnd := time.Time{}, time.Time{}
+	for _, pods := range members {
+		racks := map[string]bool{}
+		var lastCreated, lastBound time.Time
+		for _, p := range pods {
+			racks[rackOf[e.pods.nodeOf[p]]] = true
+			bound, end := e.pods.boundAt[p], e.pods.finishedAt[p]
+			if c := e.pods.createdAt[p]; c.After(lastCreated) {
+				lastCreated = c
+			}
+			if bound.After(lastBound) {
+				lastBound = bound
+			}
+			if firstBound.IsZero() || bound.Before(firstBound) {
+				firstBound = bound
+			}
+			if end.After(lastEnd) {
+				lastEnd = end
+			}
+			if !end.IsZero() {
+				busy += 8 * end.Sub(bound).Seconds()
+			}
+		}
+		waits += lastBound.Sub(lastCreated).Seconds()
+		if len(racks) == 1 {
+			oneRack++
+		}
+		if len(pods) <= s.perRack {
+			fitsRack++
+			if len(racks) == 1 {
+				oneRackOfFitting++
+			}
+		}
+	}
+	r.Extra["gangs"] = float64(len(members))
+	r.Extra["oneRackPercent"] = 100 * float64(oneRack) / float64(len(members))
+	if fitsRack > 0 {
+		r.Extra["oneRackOfFittingPercent"] = 100 * float64(oneRackOfFitting) / float64(fitsRack)
+	}
+	r.Extra["meanGangWaitSeconds"] = waits / float64(len(members))
+	if window := lastEnd.Sub(firstBound).Seconds(); window > 0 {
+		r.Extra["gpuAllocationPercent"] = 100 * busy / (8 * float64(s.nodes()) * window)
+	}
+	return r, e.measureScheduler(r, v)
+}
+
+// racksVerdict compares the preferred-rack stream with the same stream
+// without annotations.
+func racksVerdict(m map[string]*result) (string, bool) {
+	t, g := m[flotillaTopology.name], m[flotillaGangs.name]
+	ratio := t.PodsPerS / g.PodsPerS
+	return fmt.Sprintf("one rack: %.0f%% of the gangs a rack holds (%.0f%% of all; without annotations %.0f%%); GPUs allocated %.0f%% vs %.0f%%; %.0f vs %.0f pods/s = %.2f x; mean gang wait %.1f s vs %.1f s",
+			t.Extra["oneRackOfFittingPercent"], t.Extra["oneRackPercent"], g.Extra["oneRackOfFittingPercent"],
+			t.Extra["gpuAllocationPercent"], g.Extra["gpuAllocationPercent"], t.PodsPerS, g.PodsPerS, ratio,
+			t.Extra["meanGangWaitSeconds"], g.Extra["meanGangWaitSeconds"]),
+		t.Extra["oneRackOfFittingPercent"] >= 90 && ratio >= 0.9
+}
