@@ -23,16 +23,28 @@ type jobStream struct {
 	runSeconds  float64
 }
 
-// createJobs creates the stream's Jobs (and PodGroups, for gangs) with
-// many workers; the Job controller then creates their pods.
-func (e *env) createJobs(v variant, s jobStream) ([]string, error) {
-	names := make([]string, s.jobs)
-	for j := range names {
-		names[j] = groupName(j)
+// specs are the stream's Jobs, named groupName(j).
+func (s jobStream) specs() []cluster.WorkloadSpec {
+	specs := make([]cluster.WorkloadSpec, s.jobs)
+	for j := range specs {
+		specs[j] = cluster.WorkloadSpec{Name: groupName(j), Replicas: int32(s.size), CPU: s.cpu, Memory: s.memory, RunSeconds: s.runSeconds}
+	}
+	return specs
+}
+
+// createJobs creates the Jobs — for gangs, each with a PodGroup of its
+// name asking for all its pods, with the annotations — with many workers;
+// the Job controller then creates their pods.
+func (e *env) createJobs(v variant, jobs []cluster.WorkloadSpec, annotations map[string]string) ([]string, error) {
+	names := make([]string, len(jobs))
+	for j := range jobs {
+		names[j] = jobs[j].Name
 	}
 	if v.gangs {
-		err := parallel(e.ctx, s.jobs, func(ctx context.Context, j int) error {
-			_, err := e.podGroups.SchedulingV1alpha1().PodGroups(e.namespace).Create(ctx, cluster.PodGroup(e.namespace, names[j], int32(s.size)), metav1.CreateOptions{})
+		err := parallel(e.ctx, len(jobs), func(ctx context.Context, j int) error {
+			pg := cluster.PodGroup(e.namespace, names[j], jobs[j].Replicas)
+			pg.Annotations = annotations
+			_, err := e.podGroups.SchedulingV1alpha1().PodGroups(e.namespace).Create(ctx, pg, metav1.CreateOptions{})
 			return err
 		})
 		if err != nil {
@@ -43,9 +55,9 @@ func (e *env) createJobs(v variant, s jobStream) ([]string, error) {
 		return nil, err
 	}
 	e.pods.started()
-	err := parallel(e.ctx, s.jobs, func(ctx context.Context, j int) error {
-		spec := cluster.WorkloadSpec{Namespace: e.namespace, Name: names[j], Replicas: int32(s.size),
-			CPU: s.cpu, Memory: s.memory, RunSeconds: s.runSeconds, SchedulerName: e.scheduler}
+	err := parallel(e.ctx, len(jobs), func(ctx context.Context, j int) error {
+		spec := jobs[j]
+		spec.Namespace, spec.SchedulerName = e.namespace, e.scheduler
 		if v.gangs {
 			spec.PodGroup = names[j]
 		}
@@ -94,7 +106,7 @@ func runJobs(e *env, v variant, nodes int, node cluster.NodeSpec, s jobStream) (
 	if err := e.createNodes(nodes, node); err != nil {
 		return nil, err
 	}
-	names, err := e.createJobs(v, s)
+	names, err := e.createJobs(v, s.specs(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +122,20 @@ func runJobs(e *env, v variant, nodes int, node cluster.NodeSpec, s jobStream) (
 		return nil, err
 	}
 	complete := time.Now()
+	r, _ := e.jobsResult(pods)
+	// The Job controller's pace: if it, not the scheduler, were what the
+	// pods waited on, both variants would show its rate.
+	r.Extra["lastPodCreatedSeconds"] = r.Extra["lastCreatedSeconds"]
+	delete(r.Extra, "lastCreatedSeconds")
+	first, _, _ := e.pods.span(nil)
+	r.Extra["jobsCompleteSeconds"] = complete.Sub(first).Seconds()
+	return r, e.measureScheduler(r, v)
+}
+
+// jobsResult is what every Job workload measures once its pods are bound:
+// pods/s from the first pod created to the last bound, when the last was
+// created, and the slowest gang. It returns each Job's pods too.
+func (e *env) jobsResult(pods int) (*result, map[string][]string) {
 	r := &result{Pods: pods, Extra: map[string]float64{}}
 	members := e.pods.jobs()
 	var all []string
@@ -119,12 +145,9 @@ func runJobs(e *env, v variant, nodes int, node cluster.NodeSpec, s jobStream) (
 	first, lastCreated, last := e.pods.span(all)
 	r.Seconds = last.Sub(first).Seconds()
 	r.PodsPerS = float64(pods) / r.Seconds
-	// The Job controller's pace: if it, not the scheduler, were what the
-	// pods waited on, both variants would show its rate.
-	r.Extra["lastPodCreatedSeconds"] = lastCreated.Sub(first).Seconds()
-	r.Extra["jobsCompleteSeconds"] = complete.Sub(first).Seconds()
+	r.Extra["lastCreatedSeconds"] = lastCreated.Sub(first).Seconds()
 	r.GangSecs = slowestGang(e.pods, members, r.Extra)
-	return r, e.measureScheduler(r, v)
+	return r, members
 }
 
 // slowestGang is the longest time from a group's last pod created to its
@@ -154,7 +177,7 @@ func runWaves(e *env, v variant, nodes, gangs int, hold time.Duration) (*result,
 	}
 	size := int(math.Round(0.4 * float64(nodes)))
 	start := time.Now()
-	names, err := e.createJobs(v, jobStream{jobs: gangs, size: size, cpu: "8", memory: "16Gi", runSeconds: hold.Seconds()})
+	names, err := e.createJobs(v, jobStream{jobs: gangs, size: size, cpu: "8", memory: "16Gi", runSeconds: hold.Seconds()}.specs(), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,13 +1,11 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
@@ -59,31 +57,15 @@ func runRacks(e *env, v variant, s rackStream) (*result, error) {
 		rackOf[name] = fmt.Sprintf("rack-%02d", i/s.perRack)
 	}
 	sizes := s.sizes()
-	names := make([]string, len(sizes))
-	for j := range names {
-		names[j] = groupName(j)
+	jobs := make([]cluster.WorkloadSpec, len(sizes))
+	for j, n := range sizes {
+		jobs[j] = cluster.WorkloadSpec{Name: groupName(j), Replicas: int32(n), CPU: "8", Memory: "64Gi", GPU: "8", RunSeconds: s.runSeconds}
 	}
-	err = parallel(e.ctx, len(sizes), func(ctx context.Context, j int) error {
-		pg := cluster.PodGroup(e.namespace, names[j], int32(sizes[j]))
-		if v.topology {
-			pg.Annotations = map[string]string{flotillav1alpha1.TopologyPreferredAnnotation: cluster.RackLabel}
-		}
-		_, err := e.podGroups.SchedulingV1alpha1().PodGroups(e.namespace).Create(ctx, pg, metav1.CreateOptions{})
-		return err
-	})
-	if err != nil {
-		return nil, err
+	var annotations map[string]string
+	if v.topology {
+		annotations = map[string]string{flotillav1alpha1.TopologyPreferredAnnotation: cluster.RackLabel}
 	}
-	if err := e.startScheduler(); err != nil {
-		return nil, err
-	}
-	e.pods.started()
-	err = parallel(e.ctx, len(sizes), func(ctx context.Context, j int) error {
-		spec := cluster.WorkloadSpec{Namespace: e.namespace, Name: names[j], Replicas: int32(sizes[j]), PodGroup: names[j],
-			CPU: "8", Memory: "64Gi", GPU: "8", RunSeconds: s.runSeconds, SchedulerName: e.scheduler}
-		_, err := e.client.BatchV1().Jobs(e.namespace).Create(ctx, cluster.Job(spec), metav1.CreateOptions{})
-		return err
-	})
+	names, err := e.createJobs(v, jobs, annotations)
 	if err != nil {
 		return nil, err
 	}
@@ -98,16 +80,7 @@ func runRacks(e *env, v variant, s rackStream) (*result, error) {
 	if err := e.waitJobsComplete(len(names), timeout); err != nil {
 		return nil, err
 	}
-	r := &result{Pods: pods, Extra: map[string]float64{}}
-	members := e.pods.jobs()
-	var all []string
-	for _, g := range members {
-		all = append(all, g...)
-	}
-	first, _, last := e.pods.span(all)
-	r.Seconds = last.Sub(first).Seconds()
-	r.PodsPerS = float64(pods) / r.Seconds
-	r.GangSecs = slowestGang(e.pods, members, r.Extra)
+	r, members := e.jobsResult(pods)
 
 	e.pods.mu.Lock()
 	defer e.pods.mu.Unlock()
