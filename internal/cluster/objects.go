@@ -99,6 +99,11 @@ type PodSpec struct {
 	// NodeName places the pod directly, bypassing every scheduler, as a
 	// DaemonSet or a static pod would be.
 	NodeName string
+	// GracePeriodSeconds is the pod's terminationGracePeriodSeconds. The
+	// default, 1, keeps evictions quick in tests, as WorkloadSpec's does;
+	// the simulated kubelet honours whatever is set (Kubernetes' own
+	// default, 30, would hold a victim's room for 30 s).
+	GracePeriodSeconds *int64
 }
 
 // Pod builds the pod. Limits equal requests, as accelerators require.
@@ -132,12 +137,18 @@ func Pod(spec PodSpec) *corev1.Pod {
 	if ns == "" {
 		ns = metav1.NamespaceDefault
 	}
+	grace := spec.GracePeriodSeconds
+	if grace == nil {
+		one := int64(1)
+		grace = &one
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: spec.Name, Labels: labels},
 		Spec: corev1.PodSpec{
-			SchedulerName:     scheduler,
-			NodeName:          spec.NodeName,
-			PriorityClassName: spec.PriorityClassName,
+			SchedulerName:                 scheduler,
+			NodeName:                      spec.NodeName,
+			PriorityClassName:             spec.PriorityClassName,
+			TerminationGracePeriodSeconds: grace,
 			Containers: []corev1.Container{{
 				Name:      "main",
 				Image:     "registry.k8s.io/pause:3.10",
