@@ -59,7 +59,6 @@ func rack(zone, name string, n int) []cluster.NodeSpec {
 func startTopologyCluster(t *testing.T, racks ...[]cluster.NodeSpec) *harness.Harness {
 	t.Helper()
 	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{})
-	explainOnFailure(t, h, "default")
 	for _, r := range racks {
 		require.NoError(t, h.CreateNodes(h.Ctx, r...))
 	}
