@@ -225,12 +225,13 @@ func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, no
 	}
 	sort.SliceStable(pending, func(i, j int) bool { return pending[j].Less(pending[i]) }) // largest first
 
+	view := newFreeView(nodes, held)
 	anywhereFit := func() (string, []state.PlanSlot, []string) {
-		f := firstFit(pending, nodes, held)
+		f := firstFit(pending, everyNode(nodes), view)
 		if f.placed < need {
 			return fmt.Sprintf("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity", gang.Key, f.placed, need, pg.Spec.MinMember), nil, nil
 		}
-		if minResourcesExceed(pg, pending, nodes, &f, held) {
+		if minResourcesExceed(pg, pending, view, &f) {
 			return fmt.Sprintf("gang %s does not fit: its minResources exceed the cluster's free capacity", gang.Key), nil, nil
 		}
 		return "", f.plan, nil
@@ -245,9 +246,9 @@ func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, no
 		if level == anywhere {
 			return anywhereFit()
 		}
-		best, largest, most := chooseDomain(domainsOf(level, nodes), pinnedValues(level, placedOn, nodes), pending, held, scale)
+		best, largest, most := chooseDomain(domainsOf(level, nodes), pinnedValues(level, placedOn, nodes), pending, view, scale)
 		if best != nil {
-			return "", best.plan, nodeNames(best.nodes)
+			return "", best.plan, nodeNames(best.domain, nodes)
 		}
 		if largest.nodes == nil {
 			why = append(why, fmt.Sprintf("no %s domain holds its placed members", level))
@@ -260,13 +261,13 @@ func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, no
 
 // minResourcesExceed reports whether the PodGroup's minResources exceed
 // what is free after the trial placement plus what it used.
-func minResourcesExceed(pg *schedv1alpha1.PodGroup, pending []state.Resources, nodes []fwk.NodeInfo, f *fit, held map[string]state.Resources) bool {
+func minResourcesExceed(pg *schedv1alpha1.PodGroup, pending []state.Resources, v *freeView, f *fit) bool {
 	if pg.Spec.MinResources == nil {
 		return false
 	}
 	total := state.Resources{}
-	for i := range nodes {
-		total.Add(f.freeAt(i, nodes, held))
+	for i := range v.nodes {
+		total.Add(f.freeAt(v, i))
 	}
 	for _, req := range pending {
 		total.Add(req)

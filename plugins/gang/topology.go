@@ -86,19 +86,20 @@ func (g *Gang) topologyOf(pg *schedv1alpha1.PodGroup, nodes []fwk.NodeInfo) (*to
 	return t, ""
 }
 
-// domain is the nodes that share one value of a level's label.
+// domain is the nodes that share one value of a level's label, as
+// indexes into the check's node list.
 type domain struct {
 	value string
-	nodes []fwk.NodeInfo
+	nodes []int
 }
 
 // domainsOf groups the nodes by their value of label, in value order;
 // nodes without the label belong to no domain.
 func domainsOf(label string, nodes []fwk.NodeInfo) []domain {
-	byValue := map[string][]fwk.NodeInfo{}
-	for _, n := range nodes {
+	byValue := map[string][]int{}
+	for i, n := range nodes {
 		if v, ok := n.Node().Labels[label]; ok {
-			byValue[v] = append(byValue[v], n)
+			byValue[v] = append(byValue[v], i)
 		}
 	}
 	out := make([]domain, 0, len(byValue))
@@ -107,6 +108,15 @@ func domainsOf(label string, nodes []fwk.NodeInfo) []domain {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].value < out[j].value })
 	return out
+}
+
+// everyNode is the domain of all nodes: the fit without a topology.
+func everyNode(nodes []fwk.NodeInfo) domain {
+	d := domain{nodes: make([]int, len(nodes))}
+	for i := range nodes {
+		d.nodes[i] = i
+	}
+	return d
 }
 
 // pinnedValues are the values of label on the nodes the gang's members
@@ -128,56 +138,124 @@ func pinnedValues(label string, placedOn []string, nodes []fwk.NodeInfo) map[str
 	return values
 }
 
+// freeView is the nodes' free capacity for one check, less what other
+// placing gangs hold. A node's is computed when a fit first reaches it
+// and is then shared by every level and domain the check tries: on a
+// large cluster a check that tries three levels builds each node's free
+// capacity at most once, and only for the nodes first fit reaches.
+type freeView struct {
+	nodes []fwk.NodeInfo
+	held  map[string]state.Resources
+	free  []state.Resources
+}
+
+func newFreeView(nodes []fwk.NodeInfo, held map[string]state.Resources) *freeView {
+	return &freeView{nodes: nodes, held: held, free: make([]state.Resources, len(nodes))}
+}
+
+// at is node i's free capacity; the caller must not change it.
+func (v *freeView) at(i int) state.Resources {
+	if v.free[i] == nil {
+		v.free[i] = state.FreeOf(v.nodes[i])
+		if h := v.held[v.nodes[i].Node().Name]; h != nil {
+			v.free[i].Sub(h)
+		}
+	}
+	return v.free[i]
+}
+
+// amount is node i's free capacity of one resource, read without building
+// the node's map when no fit has reached it.
+func (v *freeView) amount(i int, name corev1.ResourceName) int64 {
+	if v.free[i] != nil {
+		return v.free[i][name]
+	}
+	return state.FreeAmount(v.nodes[i], name) - v.held[v.nodes[i].Node().Name][name]
+}
+
 // fit is where first fit put members over some nodes.
 type fit struct {
 	placed int
 	plan   []state.PlanSlot
-	// free is each node's free capacity after the placement, less what
-	// other placing gangs hold; nil for nodes first fit never reached.
-	free []state.Resources
+	// used is the free capacity left on the nodes the fit placed members
+	// on; every other node's is the view's.
+	used map[int]state.Resources
+}
+
+func (f *fit) freeAt(v *freeView, i int) state.Resources {
+	if u, ok := f.used[i]; ok {
+		return u
+	}
+	return v.at(i)
 }
 
 // firstFit places the requests, largest first as given, each on the first
-// node with room left (first-fit decreasing), over the nodes' free
-// capacity less held. A node's free capacity is computed when first fit
-// reaches it: on a cluster with room the check stops after a few nodes.
-func firstFit(pending []state.Resources, nodes []fwk.NodeInfo, held map[string]state.Resources) fit {
-	f := fit{free: make([]state.Resources, len(nodes))}
+// node of the domain with room left (first-fit decreasing). A request
+// equal to the one before it starts where that one went: the nodes before
+// had no room for it then and have no more now, so a gang of identical
+// members, the usual case, costs one pass over the domain's nodes.
+func firstFit(pending []state.Resources, d domain, v *freeView) fit {
+	f := fit{used: map[int]state.Resources{}}
 	slotOf := map[int]int{}
-	for _, req := range pending {
-		for i := range nodes {
-			if free := f.freeAt(i, nodes, held); req.FitsIn(free) {
-				req.Take(free)
-				f.placed++
-				if _, ok := slotOf[i]; !ok {
-					slotOf[i] = len(f.plan)
-					f.plan = append(f.plan, state.PlanSlot{Node: nodes[i].Node().Name, Held: state.Resources{}})
-				}
-				f.plan[slotOf[i]].Members++
-				f.plan[slotOf[i]].Held.Add(req)
-				break
-			}
+	start := 0
+	for r, req := range pending {
+		if r > 0 && !req.Equal(pending[r-1]) {
+			start = 0
 		}
+		at := len(d.nodes)
+		for k := start; k < len(d.nodes); k++ {
+			i := d.nodes[k]
+			if !req.FitsIn(f.freeAt(v, i)) {
+				continue
+			}
+			free, ok := f.used[i]
+			if !ok {
+				free = v.at(i).Clone()
+				f.used[i] = free
+			}
+			req.Take(free)
+			f.placed++
+			if _, ok := slotOf[i]; !ok {
+				slotOf[i] = len(f.plan)
+				f.plan = append(f.plan, state.PlanSlot{Node: v.nodes[i].Node().Name, Held: state.Resources{}})
+			}
+			f.plan[slotOf[i]].Members++
+			f.plan[slotOf[i]].Held.Add(req)
+			at = k
+			break
+		}
+		start = at
 	}
 	return f
 }
 
-func (f *fit) freeAt(i int, nodes []fwk.NodeInfo, held map[string]state.Resources) state.Resources {
-	if f.free[i] == nil {
-		f.free[i] = state.FreeOf(nodes[i])
-		if h := held[nodes[i].Node().Name]; h != nil {
-			f.free[i].Sub(h)
+// left is what the domain has free after the fit, per resource of scale
+// as a share of the cluster's, summed: the best-fit score. It reads one
+// number per node and resource and builds nothing.
+func (f *fit) left(d domain, v *freeView, scale state.Resources) float64 {
+	var left float64
+	for _, i := range d.nodes {
+		for name, total := range scale {
+			if total <= 0 {
+				continue
+			}
+			free := v.amount(i, name)
+			if u, ok := f.used[i]; ok {
+				free = u[name]
+			}
+			if free > 0 {
+				left += float64(free) / float64(total)
+			}
 		}
 	}
-	return f.free[i]
+	return left
 }
 
 // domainChoice is the domain a gang's quorum was fitted into.
 type domainChoice struct {
 	domain
 	fit
-	// left is what the domain has free after the gang, per requested
-	// resource as a share of the cluster's allocatable, summed.
+	// left is what the domain has free after the gang (fit.left).
 	left float64
 }
 
@@ -186,27 +264,19 @@ type domainChoice struct {
 // capacity left after the gang, ties to the fewest nodes, then by value —
 // so that big domains stay whole for big gangs. Without one it returns the
 // domain where the most members fit, for the message.
-func chooseDomain(domains []domain, allowed map[string]bool, pending []state.Resources, held map[string]state.Resources, scale state.Resources) (best *domainChoice, largest domain, largestFit int) {
+func chooseDomain(domains []domain, allowed map[string]bool, pending []state.Resources, v *freeView, scale state.Resources) (best *domainChoice, largest domain, largestFit int) {
 	for _, d := range domains {
 		if allowed != nil && !allowed[d.value] {
 			continue
 		}
-		f := firstFit(pending, d.nodes, held)
+		f := firstFit(pending, d, v)
 		if f.placed > largestFit || largest.nodes == nil {
 			largest, largestFit = d, f.placed
 		}
 		if f.placed < len(pending) {
 			continue
 		}
-		c := &domainChoice{domain: d, fit: f}
-		for i := range d.nodes {
-			free := c.freeAt(i, d.nodes, held)
-			for name, total := range scale {
-				if v := free[name]; v > 0 && total > 0 {
-					c.left += float64(v) / float64(total)
-				}
-			}
-		}
+		c := &domainChoice{domain: d, fit: f, left: f.left(d, v, scale)}
 		if best == nil || c.left < best.left || (c.left == best.left && len(c.nodes) < len(best.nodes)) {
 			best = c
 		}
@@ -214,11 +284,11 @@ func chooseDomain(domains []domain, allowed map[string]bool, pending []state.Res
 	return best, largest, largestFit
 }
 
-// nodeNames lists the nodes' names.
-func nodeNames(nodes []fwk.NodeInfo) []string {
-	names := make([]string, len(nodes))
-	for i, n := range nodes {
-		names[i] = n.Node().Name
+// nodeNames lists the names of the domain's nodes.
+func nodeNames(d domain, nodes []fwk.NodeInfo) []string {
+	names := make([]string, len(d.nodes))
+	for k, i := range d.nodes {
+		names[k] = nodes[i].Node().Name
 	}
 	return names
 }
@@ -235,18 +305,8 @@ func requestedScale(pending []state.Resources, nodes []fwk.NodeInfo) state.Resou
 		}
 	}
 	for _, n := range nodes {
-		a := n.GetAllocatable()
 		for name := range scale {
-			switch name {
-			case corev1.ResourceCPU:
-				scale[name] += a.GetMilliCPU()
-			case corev1.ResourceMemory:
-				scale[name] += a.GetMemory()
-			case corev1.ResourceEphemeralStorage:
-				scale[name] += a.GetEphemeralStorage()
-			default:
-				scale[name] += a.GetScalarResources()[name]
-			}
+			scale[name] += state.AllocatableAmount(n, name)
 		}
 	}
 	return scale

@@ -213,3 +213,59 @@ func TestInvalidTopologyWaitsWithAnEvent(t *testing.T) {
 	assert.Contains(t, e, "InvalidTopology")
 	assert.Contains(t, e, "names a wider level than")
 }
+
+// firstFit places each request, largest first, on the first node with
+// room; a request equal to the one before starts where that one went,
+// which must place exactly as a scan from the first node would.
+func TestFirstFit(t *testing.T) {
+	cpu := func(c int64) state.Resources {
+		return state.Resources{corev1.ResourceCPU: c * 1000, corev1.ResourceMemory: 1 << 30}
+	}
+	tests := []struct {
+		name     string
+		nodes    []string // each node's cpu
+		held     map[string]state.Resources
+		pending  []state.Resources
+		wantPlan map[string]int // node -> members
+		placed   int
+	}{
+		{name: "identical members fill nodes in order",
+			nodes: []string{"3", "8", "5"}, pending: []state.Resources{cpu(4), cpu(4), cpu(4)},
+			wantPlan: map[string]int{"n1": 2, "n2": 1}, placed: 3},
+		{name: "a smaller member goes back to an earlier node with room",
+			nodes: []string{"3", "8"}, pending: []state.Resources{cpu(4), cpu(4), cpu(2)},
+			wantPlan: map[string]int{"n1": 2, "n0": 1}, placed: 3},
+		{name: "identical members that stop fitting stop at once",
+			nodes: []string{"4", "4"}, pending: []state.Resources{cpu(4), cpu(4), cpu(4), cpu(4)},
+			wantPlan: map[string]int{"n0": 1, "n1": 1}, placed: 2},
+		{name: "a smaller member after a larger one that found no room still fits",
+			nodes: []string{"4", "2"}, pending: []state.Resources{cpu(4), cpu(4), cpu(2)},
+			wantPlan: map[string]int{"n0": 1, "n1": 1}, placed: 2},
+		{name: "what other placing gangs hold is not free",
+			nodes: []string{"8", "8"}, held: map[string]state.Resources{"n0": cpu(6)}, pending: []state.Resources{cpu(4), cpu(4)},
+			wantPlan: map[string]int{"n1": 2}, placed: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var nodes []fwk.NodeInfo
+			for i, c := range tt.nodes {
+				nodes = append(nodes, rackNode(fmt.Sprintf("n%d", i), "z1", "r1", c))
+			}
+			view := newFreeView(nodes, tt.held)
+			f := firstFit(tt.pending, everyNode(nodes), view)
+			got := map[string]int{}
+			for _, slot := range f.plan {
+				got[slot.Node] = slot.Members
+			}
+			assert.Equal(t, tt.wantPlan, got)
+			assert.Equal(t, tt.placed, f.placed)
+			// The view stays as it was: the next domain or level starts
+			// from the same free capacity.
+			for i := range nodes {
+				want := state.FreeOf(nodes[i])
+				want.Sub(tt.held[nodes[i].Node().Name])
+				assert.Equal(t, want, view.at(i), "view of %s", nodes[i].Node().Name)
+			}
+		})
+	}
+}

@@ -104,7 +104,7 @@ func (q *Queues) onPod(obj interface{}) {
 		q.charge(acc, -1)
 	}
 	request := Request(pod)
-	if acc.queue != queue || !equalResources(acc.request, request) || acc.foreign != !q.profiles[pod.Spec.SchedulerName] {
+	if acc.queue != queue || !acc.request.Equal(request) || acc.foreign != !q.profiles[pod.Spec.SchedulerName] {
 		q.demandChanged = true
 	}
 	acc.queue, acc.request = queue, request
@@ -171,7 +171,7 @@ func (q *Queues) onNode(obj interface{}) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if old, ok := q.nodes[node.Name]; ok {
-		if equalResources(old, allocatable) {
+		if old.Equal(allocatable) {
 			return // a status heartbeat: nothing to share differently
 		}
 		q.total.Sub(old)

@@ -86,12 +86,14 @@ func (r Resources) Less(o Resources) bool {
 	return rest < orest
 }
 
-func equalResources(a, b Resources) bool {
-	if len(a) != len(b) {
+// Equal reports whether r and o hold the same amounts (an absent resource
+// and an explicit zero differ).
+func (r Resources) Equal(o Resources) bool {
+	if len(r) != len(o) {
 		return false
 	}
-	for k, v := range a {
-		if b[k] != v {
+	for k, v := range r {
+		if ov, ok := o[k]; !ok || ov != v {
 			return false
 		}
 	}
@@ -101,17 +103,50 @@ func equalResources(a, b Resources) bool {
 // FreeOf is what a node has left: allocatable less what its pods (bound
 // and assumed) request, pod slots included.
 func FreeOf(n fwk.NodeInfo) Resources {
-	alloc, used := n.GetAllocatable(), n.GetRequested()
 	free := Resources{
-		corev1.ResourceCPU:              alloc.GetMilliCPU() - used.GetMilliCPU(),
-		corev1.ResourceMemory:           alloc.GetMemory() - used.GetMemory(),
-		corev1.ResourceEphemeralStorage: alloc.GetEphemeralStorage() - used.GetEphemeralStorage(),
-		corev1.ResourcePods:             int64(alloc.GetAllowedPodNumber() - len(n.GetPods())),
+		corev1.ResourceCPU:              FreeAmount(n, corev1.ResourceCPU),
+		corev1.ResourceMemory:           FreeAmount(n, corev1.ResourceMemory),
+		corev1.ResourceEphemeralStorage: FreeAmount(n, corev1.ResourceEphemeralStorage),
+		corev1.ResourcePods:             FreeAmount(n, corev1.ResourcePods),
 	}
-	for name, v := range alloc.GetScalarResources() {
-		free[name] = v - used.GetScalarResources()[name]
+	for name := range n.GetAllocatable().GetScalarResources() {
+		free[name] = FreeAmount(n, name)
 	}
 	return free
+}
+
+// FreeAmount is what a node has left of one resource, as FreeOf counts it,
+// without building the whole map: for checks that read one resource of
+// many nodes.
+func FreeAmount(n fwk.NodeInfo, name corev1.ResourceName) int64 {
+	alloc, used := n.GetAllocatable(), n.GetRequested()
+	switch name {
+	case corev1.ResourceCPU:
+		return alloc.GetMilliCPU() - used.GetMilliCPU()
+	case corev1.ResourceMemory:
+		return alloc.GetMemory() - used.GetMemory()
+	case corev1.ResourceEphemeralStorage:
+		return alloc.GetEphemeralStorage() - used.GetEphemeralStorage()
+	case corev1.ResourcePods:
+		return int64(alloc.GetAllowedPodNumber() - len(n.GetPods()))
+	}
+	return alloc.GetScalarResources()[name] - used.GetScalarResources()[name]
+}
+
+// AllocatableAmount is a node's allocatable of one resource.
+func AllocatableAmount(n fwk.NodeInfo, name corev1.ResourceName) int64 {
+	alloc := n.GetAllocatable()
+	switch name {
+	case corev1.ResourceCPU:
+		return alloc.GetMilliCPU()
+	case corev1.ResourceMemory:
+		return alloc.GetMemory()
+	case corev1.ResourceEphemeralStorage:
+		return alloc.GetEphemeralStorage()
+	case corev1.ResourcePods:
+		return int64(alloc.GetAllowedPodNumber())
+	}
+	return alloc.GetScalarResources()[name]
 }
 
 // FitsIn reports whether a pod requesting r fits in free; the pod also

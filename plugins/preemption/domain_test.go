@@ -1,0 +1,168 @@
+package preemption
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	"k8s.io/client-go/tools/cache"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/plugins/state"
+)
+
+const rackLabel = "example.com/rack"
+
+// passingHandle is a framework whose other plugins pass every node: the
+// simulation then turns on resources alone, which is what the domain
+// choice is about.
+type passingHandle struct{ surveyHandle }
+
+func (passingHandle) RunFilterPluginsWithNominatedPods(context.Context, fwk.CycleState, *corev1.Pod, fwk.NodeInfo) *fwk.Status {
+	return nil
+}
+
+func (passingHandle) RunPreFilterExtensionRemovePod(context.Context, fwk.CycleState, *corev1.Pod, fwk.PodInfo, fwk.NodeInfo) *fwk.Status {
+	return nil
+}
+
+func (passingHandle) RunPreFilterExtensionAddPod(context.Context, fwk.CycleState, *corev1.Pod, fwk.PodInfo, fwk.NodeInfo) *fwk.Status {
+	return nil
+}
+
+// wholeNodePod asks for 7 of a node's 8 cpu, and 1Gi.
+func wholeNodePod(name string, priority int32, node string) *corev1.Pod {
+	w := st.MakePod().Namespace("ns").Name(name).UID(name).Priority(priority).
+		Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "7", corev1.ResourceMemory: "1Gi"})
+	if node != "" {
+		w = w.Node(node)
+	}
+	return w.Obj()
+}
+
+// A gang confined to one domain plans each domain on its own nodes and
+// victims and takes the cheapest; room free across domains is no room.
+func TestPlanGangInOneDomain(t *testing.T) {
+	tests := []struct {
+		name string
+		// racks: rack -> its nodes; every node has 8 cpu and 32Gi.
+		racks map[string][]string
+		// running pods: name -> node and priority.
+		running map[string]struct {
+			node     string
+			priority int32
+		}
+		members    int
+		pinned     []string
+		wantVictim []string
+		wantRack   string // "" with wantReason
+		wantReason string
+	}{
+		{name: "one free node in each rack: evicts in one rack only, not nothing",
+			racks: map[string][]string{"r1": {"r1-0", "r1-1"}, "r2": {"r2-0", "r2-1"}},
+			running: map[string]struct {
+				node     string
+				priority int32
+			}{"low-r1": {"r1-0", 10}, "low-r2": {"r2-0", 10}},
+			members: 2, wantVictim: []string{"low-r1"}, wantRack: "r1"},
+		{name: "the rack whose victims cost least wins",
+			racks: map[string][]string{"r1": {"r1-0", "r1-1"}, "r2": {"r2-0", "r2-1"}},
+			running: map[string]struct {
+				node     string
+				priority int32
+			}{"mid-r1": {"r1-0", 100}, "low-r2": {"r2-0", 10}},
+			members: 2, wantVictim: []string{"low-r2"}, wantRack: "r2"},
+		{name: "a pinned rack is planned alone, even when another is cheaper",
+			racks: map[string][]string{"r1": {"r1-0", "r1-1"}, "r2": {"r2-0", "r2-1"}},
+			running: map[string]struct {
+				node     string
+				priority int32
+			}{"low-r1": {"r1-0", 10}, "mid-r2": {"r2-0", 100}},
+			members: 2, pinned: []string{"r2"}, wantVictim: []string{"mid-r2"}, wantRack: "r2"},
+		{name: "a rack that fits with no victims costs nothing",
+			racks: map[string][]string{"r1": {"r1-0", "r1-1"}, "r2": {"r2-0", "r2-1"}},
+			running: map[string]struct {
+				node     string
+				priority int32
+			}{"low-r1": {"r1-0", 10}},
+			members: 2, wantVictim: nil, wantRack: "r2"},
+		{name: "no rack holds the gang even evicting everything: no plan, and why",
+			racks: map[string][]string{"r1": {"r1-0", "r1-1"}, "r2": {"r2-0", "r2-1"}},
+			running: map[string]struct {
+				node     string
+				priority int32
+			}{"low-r1": {"r1-0", 10}},
+			members: 3, wantReason: "no example.com/rack domain has room for the 3 members gang ns/g needs even evicting every pod it may evict there"},
+		{name: "a victim of higher priority is never evicted: the other rack is the only way",
+			racks: map[string][]string{"r1": {"r1-0", "r1-1"}, "r2": {"r2-0", "r2-1"}},
+			running: map[string]struct {
+				node     string
+				priority int32
+			}{"high-r1": {"r1-0", 5000}, "low-r2": {"r2-0", 10}, "high-r2": {"r2-1", 5000}, "x": {"r1-1", 5000}},
+			members: 2, wantReason: "no example.com/rack domain has room for the 2 members gang ns/g needs even evicting every pod it may evict there"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var pods []*corev1.Pod
+			for name, r := range tt.running {
+				pods = append(pods, wholeNodePod(name, r.priority, r.node))
+			}
+			var nodes []fwk.NodeInfo
+			rackOf := map[string]string{}
+			for rack, names := range tt.racks {
+				for _, name := range names {
+					rackOf[name] = rack
+					var on []*corev1.Pod
+					for _, p := range pods {
+						if p.Spec.NodeName == name {
+							on = append(on, p)
+						}
+					}
+					ni := framework.NewNodeInfo(on...)
+					ni.SetNode(st.MakeNode().Name(name).Label(rackLabel, rack).
+						Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", corev1.ResourcePods: "110"}).Obj())
+					nodes = append(nodes, ni)
+				}
+			}
+			sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node().Name < nodes[j].Node().Name })
+			var members []*corev1.Pod
+			for i := 0; i < tt.members; i++ {
+				m := wholeNodePod(fmt.Sprintf("g-%d", i), 1000, "")
+				m.Labels = map[string]string{schedv1alpha1.PodGroupLabel: "g"}
+				members = append(members, m)
+			}
+			p := &Preemption{
+				handle: passingHandle{surveyHandle{waiting: map[types.UID]bool{}}}, store: state.NewStatic(nil, pods),
+				pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+				inFlight: map[string]*eviction{},
+			}
+			who := &preemptor{pod: members[0], members: members, priority: 1000, request: state.Request(members[0]),
+				group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: "gang ns/g", level: rackLabel, pinned: tt.pinned}
+			ctx := context.Background()
+			w, err := p.survey(ctx, who, nodes)
+			require.NoError(t, err)
+
+			pl, reason := p.planGangInOneDomain(ctx, framework.NewCycleState(), who, w)
+			if tt.wantReason != "" {
+				assert.Nil(t, pl)
+				assert.Equal(t, tt.wantReason, reason)
+				return
+			}
+			require.NotNil(t, pl, reason)
+			assert.Equal(t, tt.wantVictim, names(pl))
+			require.Len(t, pl.placement, tt.members)
+			for uid, node := range pl.placement {
+				assert.Equal(t, tt.wantRack, rackOf[node], "member %s on %s", uid, node)
+			}
+		})
+	}
+}
