@@ -23,7 +23,15 @@ import (
 func TestQueueingHints(t *testing.T) {
 	a := members("a", 3, "1")
 	plain := st.MakePod().Namespace("ns").Name("plain").UID("plain").Obj()
-	g, _ := testGang(t, []*schedv1alpha1.PodGroup{podGroup("a", t0, 3), podGroup("short", t0, 3)}, append(a, members("short", 1, "1")...))
+	refused, orphaned := members("refused", 3, "1"), members("orphaned", 3, "1")
+	pods := append(append(append(a, members("short", 1, "1")...), refused...), orphaned[1:]...)
+	g, _ := testGang(t, []*schedv1alpha1.PodGroup{podGroup("a", t0, 3), podGroup("short", t0, 3), podGroup("refused", t0, 3), podGroup("orphaned", t0, 3)}, pods)
+	// refused-0's check found the gang does not fit; orphaned-0 did the
+	// same and has since been deleted.
+	g.store.Lock(func(tx *state.Tx) {
+		tx.Refuse(tx.Gang(state.GroupKey{Namespace: "ns", Name: "refused"}), "does not fit", refused[0])
+		tx.Refuse(tx.Gang(state.GroupKey{Namespace: "ns", Name: "orphaned"}), "does not fit", orphaned[0])
+	})
 	logger := klog.Background()
 	tests := []struct {
 		name string
@@ -40,8 +48,11 @@ func TestQueueingHints(t *testing.T) {
 		{"own PodGroup created or changed", g.isSchedulableAfterPodGroupChange, a[0], podGroup("a", t0, 2), fwk.Queue},
 		{"another PodGroup changed", g.isSchedulableAfterPodGroupChange, a[0], podGroup("b", t0, 2), fwk.QueueSkip},
 		{"PodGroup change for a plain pod", g.isSchedulableAfterPodGroupChange, plain, podGroup("a", t0, 2), fwk.QueueSkip},
-		{"room freed, gang member", queueGangMembers, a[0], nil, fwk.Queue},
-		{"room freed, plain pod (not Gang's to wake)", queueGangMembers, plain, nil, fwk.QueueSkip},
+		{"room freed, member of a gang not refused by its check", g.isSchedulableAfterRoomChange, a[0], nil, fwk.Queue},
+		{"room freed, plain pod (not Gang's to wake)", g.isSchedulableAfterRoomChange, plain, nil, fwk.QueueSkip},
+		{"room freed, the refused gang's retrier", g.isSchedulableAfterRoomChange, refused[0], nil, fwk.Queue},
+		{"room freed, another member of the refused gang (its retrier checks for it)", g.isSchedulableAfterRoomChange, refused[1], nil, fwk.QueueSkip},
+		{"room freed, refused gang whose retrier is gone: every member", g.isSchedulableAfterRoomChange, orphaned[1], nil, fwk.Queue},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

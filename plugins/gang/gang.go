@@ -210,10 +210,10 @@ func (g *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, 
 		// A created PodGroup or a lowered minMember can release its pods.
 		{Event: fwk.ClusterEvent{Resource: podGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: g.isSchedulableAfterPodGroupChange},
 		// Freed or added capacity can let a refused gang fit.
-		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: queueGangMembers},
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}, QueueingHintFn: queueGangMembers},
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: g.isSchedulableAfterRoomChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}, QueueingHintFn: g.isSchedulableAfterRoomChange},
 		// A node labelled into a topology domain can give a gang its domain.
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.UpdateNodeLabel}, QueueingHintFn: queueGangMembers},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.UpdateNodeLabel}, QueueingHintFn: g.isSchedulableAfterRoomChange},
 	}, nil
 }
 
@@ -268,11 +268,26 @@ func (g *Gang) isSchedulableAfterPodGroupChange(logger klog.Logger, pod *corev1.
 	return fwk.Queue, nil
 }
 
-func queueGangMembers(_ klog.Logger, pod *corev1.Pod, _, _ interface{}) (fwk.QueueingHint, error) {
-	if _, isMember := state.GroupOf(pod); !isMember {
+// isSchedulableAfterRoomChange re-queues a gang's members when room was
+// freed or added. A gang refused by its check (the quorum does not fit)
+// was refused once for all its members, by the member that ran the check:
+// that member, the gang's retrier, is re-queued alone, runs the check for
+// the whole gang again, and activates the others when the attempt starts.
+// Re-queueing every member would run the same refusal once per member on
+// every pod that ends: on a busy cluster with big gangs waiting, most of
+// the scheduler's work. Every member is re-queued when the retrier is no
+// longer pending (deleted, or replaced under the same name).
+func (g *Gang) isSchedulableAfterRoomChange(_ klog.Logger, pod *corev1.Pod, _, _ interface{}) (fwk.QueueingHint, error) {
+	key, isMember := state.GroupOf(pod)
+	if !isMember {
 		return fwk.QueueSkip, nil
 	}
-	return fwk.Queue, nil
+	var retrier *corev1.Pod
+	g.store.Lock(func(tx *state.Tx) { retrier = tx.Retrier(key) })
+	if retrier == nil || retrier.UID == pod.UID || !g.store.Pending(retrier) {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
 }
 
 // timeout is how long members of pg wait in Permit.

@@ -110,7 +110,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 		}
 		tx.NoLongerWaiting(gang)
 		if reason != "" {
-			tx.Refuse(gang, reason)
+			tx.Refuse(gang, reason, pod)
 			doesNotFit = true
 			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
 			if preempts {

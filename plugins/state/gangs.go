@@ -32,6 +32,10 @@ type Gang struct {
 	// domain confines the attempt to one topology domain's nodes (nil:
 	// anywhere).
 	domain []string
+	// retrier is the member whose check last found the quorum does not
+	// fit, while no attempt has started since: a change of the cluster
+	// need re-queue it alone, since its check is the whole gang's.
+	retrier *corev1.Pod
 }
 
 // Lock runs f with the gang accounting locked.
@@ -106,6 +110,7 @@ func (tx *Tx) NoLongerWaiting(g *Gang) {
 func (tx *Tx) StartPlacing(g *Gang, plan []PlanSlot) {
 	tx.s.placing[g.Key] = g
 	tx.NoLongerWaiting(g)
+	g.retrier = nil
 	g.attemptStarted = tx.s.now()
 	g.plan, g.planFailed = plan, false
 }
@@ -184,8 +189,21 @@ func (tx *Tx) BackingOff(g *Gang) (time.Duration, string) {
 	return 0, ""
 }
 
-// Refuse records why g may not start an attempt now.
-func (tx *Tx) Refuse(g *Gang, why string) { g.lastFailure = why }
+// Refuse records why g may not start an attempt now, and the member whose
+// check found it: the gang's retrier until an attempt starts.
+func (tx *Tx) Refuse(g *Gang, why string, by *corev1.Pod) {
+	g.lastFailure, g.retrier = why, by
+}
+
+// Retrier is the member to re-queue alone when the cluster changes, or nil
+// when every member is to be: the gang was not refused by its check, or an
+// attempt started since.
+func (tx *Tx) Retrier(key GroupKey) *corev1.Pod {
+	if g, ok := tx.s.gangs[key]; ok && !g.Attempting() {
+		return g.retrier
+	}
+	return nil
+}
 
 // FailAttempt ends g's attempt: g backs off for backoff and remembers
 // why. It returns the gangs refused meanwhile, to be activated.

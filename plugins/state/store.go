@@ -169,6 +169,18 @@ func (s *Store) Members(key GroupKey) []*corev1.Pod {
 	return pods
 }
 
+// Pending reports whether the pod, as the scheduler's informer shows it
+// now, still waits to be placed: the same pod (UID), not bound, not being
+// deleted.
+func (s *Store) Pending(pod *corev1.Pod) bool {
+	obj, ok, err := s.pods.GetIndexer().GetByKey(pod.Namespace + "/" + pod.Name)
+	if err != nil || !ok {
+		return false
+	}
+	p, ok := obj.(*corev1.Pod)
+	return ok && p.UID == pod.UID && p.Spec.NodeName == "" && p.DeletionTimestamp == nil
+}
+
 // GroupTime is the group's queue-sort time: its PodGroup's creation time the
 // first time it was asked for, and that same time ever after.
 func (s *Store) GroupTime(key GroupKey, fallback time.Time) time.Time {

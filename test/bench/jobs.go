@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -110,10 +109,7 @@ func runJobs(e *env, v variant, nodes int, node cluster.NodeSpec, s jobStream) (
 	if err != nil {
 		return nil, err
 	}
-	if e.profileDir != "" {
-		profiled := e.profileCPU(filepath.Join(e.profileDir, fmt.Sprintf("%s-%s.pprof", e.workload, strings.ReplaceAll(v.name, " ", ""))), 15)
-		defer func() { <-profiled }()
-	}
+	defer e.profileRun(v)()
 	pods := s.jobs * s.size
 	if err := e.pods.waitBound(e.ctx, pods, time.Duration(60+pods/20)*time.Second); err != nil {
 		return nil, err

@@ -65,6 +65,7 @@ func runRacks(e *env, v variant, s rackStream) (*result, error) {
 	if v.topology {
 		annotations = map[string]string{flotillav1alpha1.TopologyPreferredAnnotation: cluster.RackLabel}
 	}
+	defer e.profileRun(v)()
 	names, err := e.createJobs(v, jobs, annotations)
 	if err != nil {
 		return nil, err

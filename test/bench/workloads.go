@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -225,15 +223,10 @@ func runPods(e *env, v variant, stream podStream) (*result, error) {
 		}
 		members[g] = append(members[g], specs[i].Name)
 	}
-	var profiled <-chan struct{}
-	if e.profileDir != "" {
-		profiled = e.profileCPU(filepath.Join(e.profileDir, fmt.Sprintf("%s-%s.pprof", e.workload, strings.ReplaceAll(v.name, " ", ""))), 15)
-	}
+	profiled := e.profileRun(v)
+	defer profiled()
 	if err := e.createPods(specs); err != nil {
 		return nil, err
-	}
-	if profiled != nil {
-		defer func() { <-profiled }()
 	}
 	timeout := time.Duration(60+pods/20) * time.Second
 	var err error
@@ -276,6 +269,9 @@ func (e *env) measureScheduler(r *result, v variant) error {
 		r.SchedulingSecs, r.BindingSecs, r.HeapInUse = m.scheduling, m.binding, m.heapInUse
 	}
 	r.PeakRSS = e.peakRSS()
+	if e.profileDir != "" {
+		e.profileAllocs(e.profilePath(v, "-allocs"))
+	}
 	return nil
 }
 
