@@ -225,16 +225,16 @@ func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, no
 	}
 	sort.SliceStable(pending, func(i, j int) bool { return pending[j].Less(pending[i]) }) // largest first
 
-	view := newFreeView(nodes, held)
+	view := state.NewFreeView(nodes, held)
 	anywhereFit := func() (string, []state.PlanSlot, []string) {
-		f := firstFit(pending, everyNode(nodes), view)
-		if f.placed < need {
-			return fmt.Sprintf("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity", gang.Key, f.placed, need, pg.Spec.MinMember), nil, nil
+		f := state.FirstFit(pending, view.All(), view)
+		if f.Placed < need {
+			return fmt.Sprintf("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity", gang.Key, f.Placed, need, pg.Spec.MinMember), nil, nil
 		}
 		if minResourcesExceed(pg, pending, view, &f) {
 			return fmt.Sprintf("gang %s does not fit: its minResources exceed the cluster's free capacity", gang.Key), nil, nil
 		}
-		return "", f.plan, nil
+		return "", f.Plan, nil
 	}
 	if topo == nil {
 		return anywhereFit()
@@ -248,7 +248,7 @@ func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, no
 		}
 		best, largest, most := chooseDomain(domainsOf(level, nodes), pinnedValues(level, placedOn, nodes), pending, view, scale)
 		if best != nil {
-			return "", best.plan, nodeNames(best.domain, nodes)
+			return "", best.Plan, nodeNames(best.domain, nodes)
 		}
 		if largest.nodes == nil {
 			why = append(why, fmt.Sprintf("no %s domain holds its placed members", level))
@@ -261,13 +261,13 @@ func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, no
 
 // minResourcesExceed reports whether the PodGroup's minResources exceed
 // what is free after the trial placement plus what it used.
-func minResourcesExceed(pg *schedv1alpha1.PodGroup, pending []state.Resources, v *freeView, f *fit) bool {
+func minResourcesExceed(pg *schedv1alpha1.PodGroup, pending []state.Resources, v *state.FreeView, f *state.Fit) bool {
 	if pg.Spec.MinResources == nil {
 		return false
 	}
 	total := state.Resources{}
-	for i := range v.nodes {
-		total.Add(f.freeAt(v, i))
+	for _, i := range v.All() {
+		total.Add(f.FreeAt(v, i))
 	}
 	for _, req := range pending {
 		total.Add(req)

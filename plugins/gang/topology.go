@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -110,15 +109,6 @@ func domainsOf(label string, nodes []fwk.NodeInfo) []domain {
 	return out
 }
 
-// everyNode is the domain of all nodes: the fit without a topology.
-func everyNode(nodes []fwk.NodeInfo) domain {
-	d := domain{nodes: make([]int, len(nodes))}
-	for i := range nodes {
-		d.nodes[i] = i
-	}
-	return d
-}
-
 // pinnedValues are the values of label on the nodes the gang's members
 // hold: placed or running members pin the gang's domain.
 func pinnedValues(label string, placedOn []string, nodes []fwk.NodeInfo) map[string]bool {
@@ -138,112 +128,17 @@ func pinnedValues(label string, placedOn []string, nodes []fwk.NodeInfo) map[str
 	return values
 }
 
-// freeView is the nodes' free capacity for one check, less what other
-// placing gangs hold. A node's is computed when a fit first reaches it
-// and is then shared by every level and domain the check tries: on a
-// large cluster a check that tries three levels builds each node's free
-// capacity at most once, and only for the nodes first fit reaches.
-type freeView struct {
-	nodes []fwk.NodeInfo
-	held  map[string]state.Resources
-	free  []state.Resources
-}
-
-func newFreeView(nodes []fwk.NodeInfo, held map[string]state.Resources) *freeView {
-	return &freeView{nodes: nodes, held: held, free: make([]state.Resources, len(nodes))}
-}
-
-// at is node i's free capacity; the caller must not change it.
-func (v *freeView) at(i int) state.Resources {
-	if v.free[i] == nil {
-		v.free[i] = state.FreeOf(v.nodes[i])
-		if h := v.held[v.nodes[i].Node().Name]; h != nil {
-			v.free[i].Sub(h)
-		}
-	}
-	return v.free[i]
-}
-
-// amount is node i's free capacity of one resource, read without building
-// the node's map when no fit has reached it.
-func (v *freeView) amount(i int, name corev1.ResourceName) int64 {
-	if v.free[i] != nil {
-		return v.free[i][name]
-	}
-	return state.FreeAmount(v.nodes[i], name) - v.held[v.nodes[i].Node().Name][name]
-}
-
-// fit is where first fit put members over some nodes.
-type fit struct {
-	placed int
-	plan   []state.PlanSlot
-	// used is the free capacity left on the nodes the fit placed members
-	// on; every other node's is the view's.
-	used map[int]state.Resources
-}
-
-func (f *fit) freeAt(v *freeView, i int) state.Resources {
-	if u, ok := f.used[i]; ok {
-		return u
-	}
-	return v.at(i)
-}
-
-// firstFit places the requests, largest first as given, each on the first
-// node of the domain with room left (first-fit decreasing). A request
-// equal to the one before it starts where that one went: the nodes before
-// had no room for it then and have no more now, so a gang of identical
-// members, the usual case, costs one pass over the domain's nodes.
-func firstFit(pending []state.Resources, d domain, v *freeView) fit {
-	f := fit{used: map[int]state.Resources{}}
-	slotOf := map[int]int{}
-	start := 0
-	for r, req := range pending {
-		if r > 0 && !req.Equal(pending[r-1]) {
-			start = 0
-		}
-		at := len(d.nodes)
-		for k := start; k < len(d.nodes); k++ {
-			i := d.nodes[k]
-			if !req.FitsIn(f.freeAt(v, i)) {
-				continue
-			}
-			free, ok := f.used[i]
-			if !ok {
-				free = v.at(i).Clone()
-				f.used[i] = free
-			}
-			req.Take(free)
-			f.placed++
-			if _, ok := slotOf[i]; !ok {
-				slotOf[i] = len(f.plan)
-				f.plan = append(f.plan, state.PlanSlot{Node: v.nodes[i].Node().Name, Held: state.Resources{}})
-			}
-			f.plan[slotOf[i]].Members++
-			f.plan[slotOf[i]].Held.Add(req)
-			at = k
-			break
-		}
-		start = at
-	}
-	return f
-}
-
 // left is what the domain has free after the fit, per resource of scale
 // as a share of the cluster's, summed: the best-fit score. It reads one
 // number per node and resource and builds nothing.
-func (f *fit) left(d domain, v *freeView, scale state.Resources) float64 {
+func left(f *state.Fit, d domain, v *state.FreeView, scale state.Resources) float64 {
 	var left float64
 	for _, i := range d.nodes {
 		for name, total := range scale {
 			if total <= 0 {
 				continue
 			}
-			free := v.amount(i, name)
-			if u, ok := f.used[i]; ok {
-				free = u[name]
-			}
-			if free > 0 {
+			if free := f.FreeAmount(v, i, name); free > 0 {
 				left += float64(free) / float64(total)
 			}
 		}
@@ -254,8 +149,8 @@ func (f *fit) left(d domain, v *freeView, scale state.Resources) float64 {
 // domainChoice is the domain a gang's quorum was fitted into.
 type domainChoice struct {
 	domain
-	fit
-	// left is what the domain has free after the gang (fit.left).
+	state.Fit
+	// left is what the domain has free after the gang.
 	left float64
 }
 
@@ -264,19 +159,19 @@ type domainChoice struct {
 // capacity left after the gang, ties to the fewest nodes, then by value —
 // so that big domains stay whole for big gangs. Without one it returns the
 // domain where the most members fit, for the message.
-func chooseDomain(domains []domain, allowed map[string]bool, pending []state.Resources, v *freeView, scale state.Resources) (best *domainChoice, largest domain, largestFit int) {
+func chooseDomain(domains []domain, allowed map[string]bool, pending []state.Resources, v *state.FreeView, scale state.Resources) (best *domainChoice, largest domain, largestFit int) {
 	for _, d := range domains {
 		if allowed != nil && !allowed[d.value] {
 			continue
 		}
-		f := firstFit(pending, d, v)
-		if f.placed > largestFit || largest.nodes == nil {
-			largest, largestFit = d, f.placed
+		f := state.FirstFit(pending, d.nodes, v)
+		if f.Placed > largestFit || largest.nodes == nil {
+			largest, largestFit = d, f.Placed
 		}
-		if f.placed < len(pending) {
+		if f.Placed < len(pending) {
 			continue
 		}
-		c := &domainChoice{domain: d, fit: f, left: f.left(d, v, scale)}
+		c := &domainChoice{domain: d, Fit: f, left: left(&f, d, v, scale)}
 		if best == nil || c.left < best.left || (c.left == best.left && len(c.nodes) < len(best.nodes)) {
 			best = c
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
@@ -163,6 +164,51 @@ func TestPlanGangInOneDomain(t *testing.T) {
 			for uid, node := range pl.placement {
 				assert.Equal(t, tt.wantRack, rackOf[node], "member %s on %s", uid, node)
 			}
+		})
+	}
+}
+
+// roomWithout is the resource-only test that spares the simulation when
+// evicting every candidate could not make room anyway.
+func TestRoomWithout(t *testing.T) {
+	node := func(name string, pods ...*corev1.Pod) fwk.NodeInfo {
+		ni := framework.NewNodeInfo(pods...)
+		ni.SetNode(st.MakeNode().Name(name).Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", corev1.ResourcePods: "110"}).Obj())
+		return ni
+	}
+	members := []*corev1.Pod{wholeNodePod("g-0", 1000, ""), wholeNodePod("g-1", 1000, "")}
+	low0, low1 := wholeNodePod("low-0", 10, "n0"), wholeNodePod("low-1", 10, "n1")
+	terminating := wholeNodePod("going", 10, "n1")
+	terminating.DeletionTimestamp = &metav1.Time{}
+	tests := []struct {
+		name    string
+		nodes   []fwk.NodeInfo
+		victims int // the first n units of the survey
+		want    bool
+	}{
+		{name: "two full nodes, nothing evicted", nodes: []fwk.NodeInfo{node("n0", low0), node("n1", low1)}, victims: 0, want: false},
+		{name: "one victim frees one of the two nodes needed", nodes: []fwk.NodeInfo{node("n0", low0), node("n1", low1)}, victims: 1, want: false},
+		{name: "both victims free both", nodes: []fwk.NodeInfo{node("n0", low0), node("n1", low1)}, victims: 2, want: true},
+		{name: "a terminating pod's room counts as free", nodes: []fwk.NodeInfo{node("n0", low0), node("n1", terminating)}, victims: 1, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var pods []*corev1.Pod
+			for _, n := range tt.nodes {
+				for _, info := range n.GetPods() {
+					pods = append(pods, info.GetPod())
+				}
+			}
+			p := &Preemption{
+				handle: passingHandle{surveyHandle{waiting: map[types.UID]bool{}}}, store: state.NewStatic(nil, pods),
+				pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+				inFlight: map[string]*eviction{},
+			}
+			who := &preemptor{pod: members[0], members: members, priority: 1000, what: "gang ns/g"}
+			w, err := p.survey(context.Background(), who, tt.nodes)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, len(w.units), tt.victims)
+			assert.Equal(t, tt.want, w.roomWithout(who, w.units[:tt.victims]))
 		})
 	}
 }

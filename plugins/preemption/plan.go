@@ -110,8 +110,17 @@ func (p *Preemption) planGang(ctx context.Context, cycle fwk.CycleState, who *pr
 		return p.simulate(ctx, cycle, who, w, victims, w.nodes)
 	}
 	seq := w.sequence(who, w.shortOf(who, w.nodes), w.units)
+	noRoom := fmt.Sprintf("even evicting all %d pods it may evict would not make room for the %d members %s needs", countPods(seq), len(who.members), who.what)
+	if !w.roomWithout(who, seq) {
+		// Not even by resources: the simulation, which runs every filter
+		// for every member on every node, cannot do better.
+		return nil, noRoom
+	}
 	if placement, ok := fits(nil); ok {
 		return &plan{placement: placement}, ""
+	}
+	if len(seq) == 0 {
+		return nil, noRoom
 	}
 	if _, ok := fits(seq); ok {
 		if pl := p.memberByMember(ctx, cycle, who, w, seq); pl != nil {
@@ -119,7 +128,28 @@ func (p *Preemption) planGang(ctx context.Context, cycle fwk.CycleState, who *pr
 		}
 		return minimal(seq, fits), ""
 	}
-	return nil, fmt.Sprintf("even evicting all %d pods it may evict would not make room for the %d members %s needs", countPods(seq), len(who.members), who.what)
+	return nil, noRoom
+}
+
+// roomWithout reports whether the preemptor's members would fit the
+// world's nodes by resources alone, by first fit, were the victims and the
+// terminating pods gone.
+func (w *world) roomWithout(who *preemptor, victims []*unit) bool {
+	v := state.NewFreeView(w.nodes, nil)
+	for node, infos := range w.terminating {
+		for _, info := range infos {
+			v.Free(node, state.Request(info.GetPod()))
+		}
+	}
+	for _, m := range (&plan{victims: victims}).pods() {
+		v.Free(m.node, state.Request(m.info.GetPod()))
+	}
+	members := largestFirst(who.members)
+	pending := make([]state.Resources, len(members))
+	for i, m := range members {
+		pending[i] = m.request
+	}
+	return state.FirstFit(pending, v.All(), v).Placed == len(pending)
 }
 
 // planGangInOneDomain is planGang for a gang confined to one topology
@@ -317,9 +347,20 @@ func (w *world) admits(who *preemptor, victims []*unit) bool {
 	return reason == ""
 }
 
-func largestFirst(pods []*corev1.Pod) []*corev1.Pod {
-	out := append([]*corev1.Pod(nil), pods...)
-	sort.SliceStable(out, func(i, j int) bool { return state.Request(out[j]).Less(state.Request(out[i])) })
+// sized is a member with its request, computed once: a simulation asks
+// for it on every node.
+type sized struct {
+	*corev1.Pod
+	request state.Resources
+}
+
+// largestFirst sizes the pods and orders them largest first.
+func largestFirst(pods []*corev1.Pod) []sized {
+	out := make([]sized, len(pods))
+	for i, p := range pods {
+		out[i] = sized{Pod: p, request: state.Request(p)}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[j].request.Less(out[i].request) })
 	return out
 }
 
@@ -404,16 +445,16 @@ func (sc *scene) removeUnits(units []*unit) bool {
 // fits reports whether member m would go on the node: its own resources
 // fit, and the node passes every Filter for the preemptor, whose
 // constraints the members share.
-func (sc *scene) fits(m *corev1.Pod, name string) bool {
+func (sc *scene) fits(m sized, name string) bool {
 	ni := sc.node(name)
-	if !state.Request(m).FitsIn(state.FreeOf(ni)) {
+	if !m.request.FitsOn(ni) {
 		return false
 	}
 	return sc.p.handle.RunFilterPluginsWithNominatedPods(sc.ctx, sc.cycle, sc.who.pod, ni).IsSuccess()
 }
 
-func (sc *scene) place(m *corev1.Pod, name string) bool {
-	info, err := framework.NewPodInfo(m)
+func (sc *scene) place(m sized, name string) bool {
+	info, err := framework.NewPodInfo(m.Pod)
 	if err != nil {
 		return false
 	}

@@ -163,6 +163,20 @@ func (r Resources) FitsIn(free Resources) bool {
 	return true
 }
 
+// FitsOn reports whether a pod requesting r fits on the node as it is,
+// as FitsIn(FreeOf(n)) does, without building the node's free capacity.
+func (r Resources) FitsOn(n fwk.NodeInfo) bool {
+	if FreeAmount(n, corev1.ResourcePods) < 1 {
+		return false
+	}
+	for name, v := range r {
+		if v > 0 && FreeAmount(n, name) < v {
+			return false
+		}
+	}
+	return true
+}
+
 // Take removes a pod requesting r from free.
 func (r Resources) Take(free Resources) {
 	free.Sub(r)

@@ -1,0 +1,160 @@
+package state
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// First fit of a gang's members over the nodes' free capacity: Gang's
+// quorum check and Preemption's test of whether evicting could make room
+// at all are one rule, kept here.
+
+// FreeView is the nodes' free capacity for one check: each node's
+// allocatable less what its pods request, less what is held on it (other
+// placing gangs' plans), plus what is being freed on it (pods a preemption
+// would evict). A node's is computed when a fit first reaches it and is
+// then shared by every fit the check tries: a check that tries every
+// domain of three levels builds each node's free capacity at most once,
+// and only for the nodes first fit reaches.
+type FreeView struct {
+	nodes []fwk.NodeInfo
+	held  map[string]Resources
+	freed map[string]Resources
+	free  []Resources
+}
+
+// NewFreeView is the nodes' free capacity less held (nil: nothing held).
+func NewFreeView(nodes []fwk.NodeInfo, held map[string]Resources) *FreeView {
+	return &FreeView{nodes: nodes, held: held, free: make([]Resources, len(nodes))}
+}
+
+// Free counts r as free on the node: room a pod leaving it gives back.
+// Call it before any fit reads the view.
+func (v *FreeView) Free(node string, r Resources) {
+	if v.freed == nil {
+		v.freed = map[string]Resources{}
+	}
+	if v.freed[node] == nil {
+		v.freed[node] = Resources{}
+	}
+	v.freed[node].Add(r)
+}
+
+// All is every node of the view, as indexes, in order.
+func (v *FreeView) All() []int {
+	all := make([]int, len(v.nodes))
+	for i := range all {
+		all[i] = i
+	}
+	return all
+}
+
+// Node is the view's node i.
+func (v *FreeView) Node(i int) fwk.NodeInfo { return v.nodes[i] }
+
+// At is node i's free capacity; the caller must not change it.
+func (v *FreeView) At(i int) Resources {
+	if v.free[i] == nil {
+		name := v.nodes[i].Node().Name
+		v.free[i] = FreeOf(v.nodes[i])
+		v.free[i].Sub(v.held[name])
+		v.free[i].Add(v.freed[name])
+	}
+	return v.free[i]
+}
+
+// Amount is node i's free capacity of one resource, read without building
+// the node's map when no fit has reached it.
+func (v *FreeView) Amount(i int, name corev1.ResourceName) int64 {
+	if v.free[i] != nil {
+		return v.free[i][name]
+	}
+	node := v.nodes[i].Node().Name
+	return FreeAmount(v.nodes[i], name) - v.held[node][name] + v.freed[node][name]
+}
+
+// Fit is where first fit put members over some nodes of a view.
+type Fit struct {
+	Placed int
+	Plan   []PlanSlot
+	// used is the free capacity left on the nodes the fit placed members
+	// on; every other node's is the view's.
+	used map[int]Resources
+}
+
+// FreeAt is node i's free capacity after the fit; the caller must not
+// change it.
+func (f *Fit) FreeAt(v *FreeView, i int) Resources {
+	if u, ok := f.used[i]; ok {
+		return u
+	}
+	return v.At(i)
+}
+
+// FreeAmount is node i's free capacity of one resource after the fit.
+func (f *Fit) FreeAmount(v *FreeView, i int, name corev1.ResourceName) int64 {
+	if u, ok := f.used[i]; ok {
+		return u[name]
+	}
+	return v.Amount(i, name)
+}
+
+// fits reports whether a pod requesting req fits on node i after the fit,
+// reading single amounts: a node checked and passed over builds nothing.
+func (f *Fit) fits(req Resources, v *FreeView, i int) bool {
+	if u, ok := f.used[i]; ok {
+		return req.FitsIn(u)
+	}
+	if v.Amount(i, corev1.ResourcePods) < 1 {
+		return false
+	}
+	for name, want := range req {
+		if want > 0 && v.Amount(i, name) < want {
+			return false
+		}
+	}
+	return true
+}
+
+// FirstFit places the requests, largest first as given, each on the first
+// of the nodes (indexes into the view) with room left: first-fit
+// decreasing, per node, so free capacity scattered in fragments too small
+// for any member does not pass (scheduler-plugins #429). A request equal
+// to the one before it starts where that one went: the nodes before had
+// no room for it then and have no more now, so a gang of identical
+// members, the usual case, costs one pass over the nodes. The view is
+// left as it was.
+func FirstFit(pending []Resources, nodes []int, v *FreeView) Fit {
+	f := Fit{used: map[int]Resources{}}
+	slotOf := map[int]int{}
+	start := 0
+	for r, req := range pending {
+		if r > 0 && !req.Equal(pending[r-1]) {
+			start = 0
+		}
+		at := len(nodes)
+		for k := start; k < len(nodes); k++ {
+			i := nodes[k]
+			if !f.fits(req, v, i) {
+				continue
+			}
+			free, ok := f.used[i]
+			if !ok {
+				free = v.At(i).Clone()
+				f.used[i] = free
+			}
+			req.Take(free)
+			f.Placed++
+			if _, ok := slotOf[i]; !ok {
+				slotOf[i] = len(f.Plan)
+				f.Plan = append(f.Plan, PlanSlot{Node: v.nodes[i].Node().Name, Held: Resources{}})
+			}
+			f.Plan[slotOf[i]].Members++
+			f.Plan[slotOf[i]].Held.Add(req)
+			at = k
+			break
+		}
+		start = at
+	}
+	return f
+}

@@ -1,0 +1,83 @@
+package state
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+)
+
+// FirstFit places each request, largest first, on the first node with
+// room; a request equal to the one before starts where that one went,
+// which must place exactly as a scan from the first node would.
+func TestFirstFit(t *testing.T) {
+	cpu := func(c int64) Resources {
+		return Resources{corev1.ResourceCPU: c * 1000, corev1.ResourceMemory: 1 << 30}
+	}
+	tests := []struct {
+		name     string
+		nodes    []string // each node's cpu
+		held     map[string]Resources
+		freed    map[string]Resources // Free()d before the fit
+		used     []string             // cpu already requested on each node
+		pending  []Resources
+		wantPlan map[string]int // node -> members
+		placed   int
+	}{
+		{name: "identical members fill nodes in order",
+			nodes: []string{"3", "8", "5"}, pending: []Resources{cpu(4), cpu(4), cpu(4)},
+			wantPlan: map[string]int{"n1": 2, "n2": 1}, placed: 3},
+		{name: "a smaller member goes back to an earlier node with room",
+			nodes: []string{"3", "8"}, pending: []Resources{cpu(4), cpu(4), cpu(2)},
+			wantPlan: map[string]int{"n1": 2, "n0": 1}, placed: 3},
+		{name: "identical members that stop fitting stop at once",
+			nodes: []string{"4", "4"}, pending: []Resources{cpu(4), cpu(4), cpu(4), cpu(4)},
+			wantPlan: map[string]int{"n0": 1, "n1": 1}, placed: 2},
+		{name: "a smaller member after a larger one that found no room still fits",
+			nodes: []string{"4", "2"}, pending: []Resources{cpu(4), cpu(4), cpu(2)},
+			wantPlan: map[string]int{"n0": 1, "n1": 1}, placed: 2},
+		{name: "what other placing gangs hold is not free",
+			nodes: []string{"8", "8"}, held: map[string]Resources{"n0": cpu(6)}, pending: []Resources{cpu(4), cpu(4)},
+			wantPlan: map[string]int{"n1": 2}, placed: 2},
+		{name: "what evictions would free is free",
+			nodes: []string{"8", "8"}, freed: map[string]Resources{"n1": cpu(4)}, used: []string{"6", "8"}, pending: []Resources{cpu(4), cpu(4)},
+			wantPlan: map[string]int{"n1": 1}, placed: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var nodes []fwk.NodeInfo
+			for i, c := range tt.nodes {
+				ni := framework.NewNodeInfo()
+				if i < len(tt.used) {
+					ni = framework.NewNodeInfo(st.MakePod().Name(fmt.Sprintf("busy-%d", i)).Req(map[corev1.ResourceName]string{corev1.ResourceCPU: tt.used[i]}).Obj())
+				}
+				ni.SetNode(st.MakeNode().Name(fmt.Sprintf("n%d", i)).
+					Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: c, corev1.ResourceMemory: "64Gi", corev1.ResourcePods: "110"}).Obj())
+				nodes = append(nodes, ni)
+			}
+			view := NewFreeView(nodes, tt.held)
+			for node, r := range tt.freed {
+				view.Free(node, r)
+			}
+			f := FirstFit(tt.pending, view.All(), view)
+			got := map[string]int{}
+			for _, slot := range f.Plan {
+				got[slot.Node] = slot.Members
+			}
+			assert.Equal(t, tt.wantPlan, got)
+			assert.Equal(t, tt.placed, f.Placed)
+			// The view stays as it was: the next domain or level starts
+			// from the same free capacity.
+			for i := range nodes {
+				want := FreeOf(nodes[i])
+				want.Sub(tt.held[nodes[i].Node().Name])
+				want.Add(tt.freed[nodes[i].Node().Name])
+				assert.Equal(t, want, view.At(i), "view of %s", nodes[i].Node().Name)
+			}
+		})
+	}
+}
