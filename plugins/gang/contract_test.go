@@ -32,6 +32,8 @@ func TestQueueingHints(t *testing.T) {
 		tx.Refuse(tx.Gang(state.GroupKey{Namespace: "ns", Name: "refused"}), "does not fit", refused[0])
 		tx.Refuse(tx.Gang(state.GroupKey{Namespace: "ns", Name: "orphaned"}), "does not fit", orphaned[0])
 	})
+	// short's only member was held at PreEnqueue.
+	require.NotNil(t, g.PreEnqueue(context.Background(), members("short", 1, "1")[0]))
 	logger := klog.Background()
 	tests := []struct {
 		name string
@@ -53,6 +55,7 @@ func TestQueueingHints(t *testing.T) {
 		{"room freed, the refused gang's retrier", g.isSchedulableAfterRoomChange, refused[0], nil, fwk.Queue},
 		{"room freed, another member of the refused gang (its retrier checks for it)", g.isSchedulableAfterRoomChange, refused[1], nil, fwk.QueueSkip},
 		{"room freed, refused gang whose retrier is gone: every member", g.isSchedulableAfterRoomChange, orphaned[1], nil, fwk.Queue},
+		{"room freed, member held at PreEnqueue for its siblings", g.isSchedulableAfterRoomChange, members("short", 1, "1")[0], nil, fwk.QueueSkip},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -161,6 +161,7 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 			why, reason = short, "WaitingForMembers"
 		}
 	}
+	g.store.Lock(func(tx *state.Tx) { tx.SetGated(key, why != "") })
 	if why == "" {
 		return nil
 	}
@@ -179,7 +180,20 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 const gatedEventDelay = 2 * time.Second
 
 func (g *Gang) sayWhyIfStillGated(pod *corev1.Pod, key state.GroupKey) {
+	s := g.shared
+	s.sayingMu.Lock()
+	defer s.sayingMu.Unlock()
+	if s.sayingWhy[pod.UID] {
+		return // PreEnqueue ran again before the event was due
+	}
+	if s.sayingWhy == nil {
+		s.sayingWhy = map[types.UID]bool{}
+	}
+	s.sayingWhy[pod.UID] = true
 	time.AfterFunc(gatedEventDelay, func() {
+		s.sayingMu.Lock()
+		delete(s.sayingWhy, pod.UID)
+		s.sayingMu.Unlock()
 		if g.shared.ctx.Err() != nil {
 			return // the scheduler stopped: its recorder is gone
 		}
@@ -276,15 +290,23 @@ func (g *Gang) isSchedulableAfterPodGroupChange(logger klog.Logger, pod *corev1.
 // Re-queueing every member would run the same refusal once per member on
 // every pod that ends: on a busy cluster with big gangs waiting, most of
 // the scheduler's work. Every member is re-queued when the retrier is no
-// longer pending (deleted, or replaced under the same name).
+// longer pending (deleted, or replaced under the same name). None is while
+// the gang is held at PreEnqueue (no PodGroup, or short of members): the
+// events that release it are its PodGroup's and its members'. Re-running
+// PreEnqueue for every gated member on every node added costs
+// O(nodes x members) at start-up.
 func (g *Gang) isSchedulableAfterRoomChange(_ klog.Logger, pod *corev1.Pod, _, _ interface{}) (fwk.QueueingHint, error) {
 	key, isMember := state.GroupOf(pod)
 	if !isMember {
 		return fwk.QueueSkip, nil
 	}
 	var retrier *corev1.Pod
-	g.store.Lock(func(tx *state.Tx) { retrier = tx.Retrier(key) })
-	if retrier == nil || retrier.UID == pod.UID || !g.store.Pending(retrier) {
+	var gated bool
+	g.store.Lock(func(tx *state.Tx) { retrier, gated = tx.Retrier(key), tx.Gated(key) })
+	switch {
+	case gated:
+		return fwk.QueueSkip, nil // held at PreEnqueue, for its PodGroup or its siblings: room does not help
+	case retrier == nil || retrier.UID == pod.UID || !g.store.Pending(retrier):
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil

@@ -2,6 +2,7 @@ package gang
 
 import (
 	"context"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,6 +27,11 @@ type perScheduler struct {
 	// in, one set of API clients.
 	handle fwk.Handle
 	status *state.StatusWriter[state.GroupKey]
+
+	// sayingWhy are the gated members with a WaitingForMembers event
+	// pending: one timer per member, however often PreEnqueue runs for it.
+	sayingMu  sync.Mutex
+	sayingWhy map[types.UID]bool
 }
 
 // sharedFor returns the scheduler's perScheduler, building it and its

@@ -32,6 +32,9 @@ type Gang struct {
 	// domain confines the attempt to one topology domain's nodes (nil:
 	// anywhere).
 	domain []string
+	// gated: the last PreEnqueue of a member held it (no PodGroup, an
+	// invalid one, or members short).
+	gated bool
 	// retrier is the member whose check last found the quorum does not
 	// fit, while no attempt has started since: a change of the cluster
 	// need re-queue it alone, since its check is the whole gang's.
@@ -193,6 +196,19 @@ func (tx *Tx) BackingOff(g *Gang) (time.Duration, string) {
 // check found it: the gang's retrier until an attempt starts.
 func (tx *Tx) Refuse(g *Gang, why string, by *corev1.Pod) {
 	g.lastFailure, g.retrier = why, by
+}
+
+// SetGated records whether the group's members are held at PreEnqueue.
+func (tx *Tx) SetGated(key GroupKey, gated bool) {
+	if _, ok := tx.s.gangs[key]; ok || gated {
+		tx.Gang(key).gated = gated
+	}
+}
+
+// Gated reports whether the group's members are held at PreEnqueue.
+func (tx *Tx) Gated(key GroupKey) bool {
+	g, ok := tx.s.gangs[key]
+	return ok && g.gated
 }
 
 // Retrier is the member to re-queue alone when the cluster changes, or nil

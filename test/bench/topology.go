@@ -65,11 +65,11 @@ func runRacks(e *env, v variant, s rackStream) (*result, error) {
 	if v.topology {
 		annotations = map[string]string{flotillav1alpha1.TopologyPreferredAnnotation: cluster.RackLabel}
 	}
-	defer e.profileRun(v)()
-	names, err := e.createJobs(v, jobs, annotations)
+	names, err := e.createJobs(v, jobs, annotations) // starts the scheduler
 	if err != nil {
 		return nil, err
 	}
+	defer e.profileRun(v)()
 	pods := 0
 	for _, n := range sizes {
 		pods += n
