@@ -138,10 +138,11 @@ func runRacks(e *env, v variant, s rackStream) (*result, error) {
 // without annotations.
 func racksVerdict(m map[string]*result) (string, bool) {
 	t, g := m[flotillaTopology.name], m[flotillaGangs.name]
-	ratio := t.PodsPerS / g.PodsPerS
-	return fmt.Sprintf("one rack: %.0f%% of the gangs a rack holds (%.0f%% of all; without annotations %.0f%%); GPUs allocated %.0f%% vs %.0f%%; %.0f vs %.0f pods/s = %.2f x; mean gang wait %.1f s vs %.1f s",
+	ratio, rss := t.PodsPerS/g.PodsPerS, t.PeakRSS/g.PeakRSS
+	return fmt.Sprintf("one rack: %.0f%% of the gangs a rack holds (%.0f%% of all; without annotations %.0f%%); GPUs allocated %.0f%% vs %.0f%%; %.0f vs %.0f pods/s = %.2f x; peak RSS %.2f x; mean gang wait %.1f s vs %.1f s",
 			t.Extra["oneRackOfFittingPercent"], t.Extra["oneRackPercent"], g.Extra["oneRackOfFittingPercent"],
-			t.Extra["gpuAllocationPercent"], g.Extra["gpuAllocationPercent"], t.PodsPerS, g.PodsPerS, ratio,
+			t.Extra["gpuAllocationPercent"], g.Extra["gpuAllocationPercent"], t.PodsPerS, g.PodsPerS, ratio, rss,
 			t.Extra["meanGangWaitSeconds"], g.Extra["meanGangWaitSeconds"]),
-		t.Extra["oneRackOfFittingPercent"] >= 90 && ratio >= 0.9
+		t.Extra["oneRackOfFittingPercent"] > g.Extra["oneRackOfFittingPercent"] &&
+			t.Extra["gpuAllocationPercent"] >= g.Extra["gpuAllocationPercent"]-2 && ratio >= 0.9 && rss <= 1.2
 }
