@@ -20,7 +20,11 @@
 //     needed for the quorum fit; if not the gang is refused before anything
 //     is reserved. A gang backing off after a failed attempt is refused until
 //     its back-off (args backoffSeconds) ends. When the attempt starts, the
-//     other pending members are activated so they follow at once.
+//     other pending members are activated so they follow at once. The check
+//     is the whole gang's: when it refuses, freed or added room re-queues
+//     only the member that ran it (every member once that one is gone), so
+//     a refused gang of n members costs one check per cluster change, not
+//     n. Members held at PreEnqueue are not re-queued by room at all.
 //   - Reserve/Permit: placed members wait in Permit (scheduleTimeoutSeconds,
 //     else args permitWaitingTimeSeconds) until minMember members are placed
 //     (reserved or bound), then all are allowed at once. Members beyond

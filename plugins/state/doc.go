@@ -17,6 +17,10 @@
 //     Reserve/Unreserve keep it exact.
 //   - plan.go: where a placing gang's first-fit check put its members, and
 //     the room those plans hold against other gangs.
+//   - firstfit.go: first fit of a gang's members over the nodes' free
+//     capacity (less what plans hold, plus what evictions would free): the
+//     rule Gang's quorum and topology checks and Preemption's test of
+//     whether evicting can make room at all share.
 //   - quorum.go: a gang's quorum counts its placed and its succeeded
 //     members (the scheduler's own pod informer drops finished pods, so
 //     succeeded members are watched separately, metadata only), and
