@@ -14,7 +14,7 @@ ARGS ?=
 UNIT_PKGS        = $(shell $(GO) list ./... | grep -v /test/integration)
 INTEGRATION_PKGS = ./test/integration/...
 
-.PHONY: all build test test-unit test-integration bench fuzz manifests verify-manifests image lint playground clean
+.PHONY: all build test test-unit test-integration bench bench-upstream fuzz manifests verify-manifests image lint playground clean
 
 all: build
 
@@ -41,6 +41,18 @@ bench:
 	$(GO) test -count=1 -timeout 180m -run TestWorkloads -v ./test/bench -args -bench.size=$(BENCH_SIZE) \
 	  -bench.count=$(BENCH_COUNT) -bench.workloads=$(BENCH_WORKLOADS) \
 	  -bench.report=$(CURDIR)/docs/benchmarks.md -bench.json=$(CURDIR)/docs/benchmarks.json
+
+## bench-upstream: Kubernetes' own scheduler_perf on the default plugins and on flotilla, in one run
+## (not in `make test`: hours at 5000 nodes). UPSTREAM_WORKLOADS picks test-case/workload names, e.g.
+## UPSTREAM_WORKLOADS=SchedulingBasic/500Nodes,GangScheduling/500Nodes_100Gangs_300Pods for a smoke run.
+## scheduler_perf starts an etcd binary from PATH: built here from the etcd module in go.mod.
+UPSTREAM_WORKLOADS ?=
+bench-upstream:
+	$(GO) build -o bin/etcd go.etcd.io/etcd/server/v3
+	mkdir -p bin/upstream
+	PATH="$(CURDIR)/bin:$$PATH" KUBE_CACHE_MUTATION_DETECTOR=false $(GO) test -tags upstreamperf -count=1 -timeout 300m \
+	  -run '^$$' -bench BenchmarkPerfScheduling -benchtime=1x ./test/upstream -args \
+	  -data-items-dir=$(CURDIR)/bin/upstream $(if $(UPSTREAM_WORKLOADS),-upstream.workloads=$(UPSTREAM_WORKLOADS))
 
 ## fuzz: run each fuzz target for FUZZTIME (default 10s)
 FUZZTIME ?= 10s

@@ -203,11 +203,18 @@ func WriteKubeconfig(cfg *rest.Config, path string) error {
 // InstallCRDs creates every CRD in manifests/crds and waits until the
 // apiserver serves them.
 func (cp *ControlPlane) InstallCRDs(ctx context.Context) error {
+	return InstallCRDs(ctx, cp.Config)
+}
+
+// InstallCRDs creates every CRD in manifests/crds in the cluster the config
+// reaches (those that exist are left as they are) and waits until the
+// apiserver serves them.
+func InstallCRDs(ctx context.Context, config *rest.Config) error {
 	crds, err := manifests.CRDs()
 	if err != nil {
 		return err
 	}
-	client, err := apiextensionsclient.NewForConfig(cp.Config)
+	client, err := apiextensionsclient.NewForConfig(config)
 	if err != nil {
 		return err
 	}

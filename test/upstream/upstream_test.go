@@ -1,0 +1,270 @@
+//go:build upstreamperf
+
+// Package upstream runs Kubernetes' own scheduler benchmark,
+// test/integration/scheduler_perf of the k8s.io/kubernetes version in
+// go.mod, on flotilla. Each chosen test case runs twice in one process:
+// with the in-tree default plugins and with the shipped flotilla-scheduler
+// profile, renamed default-scheduler so that the upstream pods (which name
+// no scheduler) are flotilla's. The test cases are upstream's own YAML,
+// read from the module cache, plus one of ours (gang-config.yaml): the
+// in-tree gang case with scheduler-plugins PodGroups.
+//
+// It needs an etcd binary on PATH (scheduler_perf starts one per workload);
+// `make bench-upstream` builds one from the etcd module in go.mod. The build
+// tag keeps it out of `go test ./...` and `go vet ./...`: the test binary
+// alone takes minutes to build.
+package upstream
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
+	"sigs.k8s.io/yaml"
+
+	_ "k8s.io/component-base/logs/json/register"
+
+	"github.com/flotilla-sched/flotilla/internal/cluster"
+	"github.com/flotilla-sched/flotilla/manifests"
+	"github.com/flotilla-sched/flotilla/plugins"
+)
+
+var (
+	workloads = flag.String("upstream.workloads", strings.Join(fullWorkloads, ","),
+		"comma-separated test-case/workload names to run, from upstream's misc and default_preemption topics and our gang-config.yaml")
+	upstreamDir = flag.String("upstream.dir", "", "test/integration/scheduler_perf of k8s.io/kubernetes (default: found with go list -m)")
+)
+
+// fullWorkloads are issue 18's: upstream's throughput gates and the gang
+// case at 5000 nodes.
+var fullWorkloads = []string{
+	"SchedulingBasic/5000Nodes_10000Pods",
+	"PreemptionAsync/5000Nodes",
+	"SchedulingWithMixedChurn/5000Nodes_10000Pods",
+	"Unschedulable/5kNodes/100Init/10kPods",
+	"GangScheduling/5000Nodes_1000Gangs_3000Pods",
+	"GangScheduling/5000Nodes_2000Gangs_6000Pods",
+	"GangScheduling/5000Nodes_3000Gangs_9000Pods",
+	"GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup",
+}
+
+// topics are the upstream directories whose test cases may be chosen.
+var topics = []string{"misc", "default_preemption"}
+
+// selectedLabel marks the chosen workloads; the run's label filter is it.
+const selectedLabel = "flotilla-upstream"
+
+func TestMain(m *testing.M) {
+	if err := perf.InitTests(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+func BenchmarkPerfScheduling(b *testing.B) {
+	perf.PerfSchedulingLabelFilter = selectedLabel
+	// Per-plugin extension-point durations for ours as for the in-tree ones.
+	for name := range plugins.Registry() {
+		perf.PluginNames = append(perf.PluginNames, name)
+	}
+	config := writeTestCases(b, b.TempDir(), strings.Split(*workloads, ","))
+	perf.RunBenchmarkPerfScheduling(b, config, "flotilla", registry())
+}
+
+// registry is flotilla's plugins, each first installing the CRDs it reads
+// (PodGroup, Queue) in the workload's fresh apiserver. scheduler_perf
+// starts the scheduler before its prepare hook runs, and the scheduler
+// waits for every informer to sync, the PodGroup one included: installed
+// any later, the start would never end.
+func registry() frameworkruntime.Registry {
+	r := plugins.Registry()
+	for name, factory := range r {
+		r[name] = func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			if err := cluster.InstallCRDs(ctx, h.KubeConfig()); err != nil {
+				return nil, err
+			}
+			return factory(ctx, args, h)
+		}
+	}
+	return r
+}
+
+// writeTestCases writes, into dir, the two scheduler configurations and
+// the test cases to run: each chosen workload under its test case, once
+// per configuration (names suffixed _default and _flotilla). Upstream's
+// thresholds are dropped (they are for upstream's CI machines; the report
+// compares the two configurations instead) and its relative paths made
+// absolute.
+func writeTestCases(b *testing.B, dir string, chosen []string) string {
+	b.Helper()
+	want := map[string]bool{}
+	for _, w := range chosen {
+		want[strings.TrimSpace(w)] = true
+	}
+	configs := map[string]string{
+		"default":  writeFile(b, dir, "default.yaml", []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: default-scheduler\n")),
+		"flotilla": writeFile(b, dir, "flotilla.yaml", flotillaConfig(b)),
+	}
+	sources := map[string]string{}
+	for _, topic := range topics {
+		sources[filepath.Join(upstream(b), topic, "performance-config.yaml")] = filepath.Join(upstream(b), topic)
+	}
+	here, err := os.Getwd()
+	if err != nil {
+		b.Fatal(err)
+	}
+	sources[filepath.Join(here, "gang-config.yaml")] = here
+
+	var out []map[string]interface{}
+	found := map[string]bool{}
+	for file, base := range sources {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var cases []map[string]interface{}
+		if err := yaml.Unmarshal(data, &cases); err != nil {
+			b.Fatalf("%s: %v", file, err)
+		}
+		for _, tc := range cases {
+			name, _ := tc["name"].(string)
+			var kept []interface{}
+			for _, w := range asList(tc["workloads"]) {
+				w := w.(map[string]interface{})
+				full := name + "/" + w["name"].(string)
+				if !want[full] {
+					continue
+				}
+				found[full] = true
+				delete(w, "threshold")
+				w["labels"] = []string{selectedLabel}
+				kept = append(kept, w)
+			}
+			if len(kept) == 0 {
+				continue
+			}
+			if _, ok := tc["schedulerConfigPath"]; ok {
+				b.Fatalf("%s: test case %s has its own scheduler configuration; it cannot be compared", file, name)
+			}
+			absolutePaths(tc, base)
+			for _, variant := range []string{"default", "flotilla"} {
+				copied := deepCopy(b, tc)
+				copied["name"] = name + "_" + variant
+				copied["workloads"] = kept
+				copied["schedulerConfigPath"] = configs[variant]
+				out = append(out, copied)
+			}
+		}
+	}
+	for w := range want {
+		if !found[w] {
+			b.Fatalf("workload %q is in none of the test cases", w)
+		}
+	}
+	data, err := yaml.Marshal(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return writeFile(b, dir, "performance-config.yaml", data)
+}
+
+// flotillaConfig is the shipped configuration with its flotilla profile
+// serving default-scheduler, the name scheduler_perf's pods leave unset.
+func flotillaConfig(b *testing.B) []byte {
+	b.Helper()
+	data, err := manifests.File("scheduler-config.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cfg map[string]interface{}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		b.Fatal(err)
+	}
+	profiles := asList(cfg["profiles"])
+	if len(profiles) != 1 {
+		b.Fatalf("the shipped configuration has %d profiles; expected the flotilla-scheduler profile alone", len(profiles))
+	}
+	profiles[0].(map[string]interface{})["schedulerName"] = "default-scheduler"
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+// absolutePaths makes every relative path in the test case (keys ending in
+// Path or Paths) relative to base, the directory it was read from.
+func absolutePaths(v interface{}, base string) {
+	switch v := v.(type) {
+	case map[string]interface{}:
+		for k, x := range v {
+			switch {
+			case strings.HasSuffix(k, "Path"):
+				if s, ok := x.(string); ok && s != "" && !filepath.IsAbs(s) {
+					v[k] = filepath.Join(base, s)
+				}
+			case strings.HasSuffix(k, "Paths"):
+				for i, p := range asList(x) {
+					if s, ok := p.(string); ok && !filepath.IsAbs(s) {
+						x.([]interface{})[i] = filepath.Join(base, s)
+					}
+				}
+			default:
+				absolutePaths(x, base)
+			}
+		}
+	case []interface{}:
+		for _, x := range v {
+			absolutePaths(x, base)
+		}
+	}
+}
+
+func asList(v interface{}) []interface{} {
+	l, _ := v.([]interface{})
+	return l
+}
+
+func deepCopy(b *testing.B, v map[string]interface{}) map[string]interface{} {
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out map[string]interface{}
+	if err := yaml.Unmarshal(data, &out); err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+func writeFile(b *testing.B, dir, name string, data []byte) string {
+	b.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// upstream is scheduler_perf's directory in the module cache.
+func upstream(b *testing.B) string {
+	if *upstreamDir != "" {
+		return *upstreamDir
+	}
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
+	if err != nil {
+		b.Fatalf("finding k8s.io/kubernetes (or pass -upstream.dir): %v", err)
+	}
+	*upstreamDir = filepath.Join(strings.TrimSpace(string(out)), "test", "integration", "scheduler_perf")
+	return *upstreamDir
+}
