@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 )
@@ -120,4 +122,21 @@ func TestNodeTotalFollowsNodeEvents(t *testing.T) {
 	q.onNodeDelete(node("m", "4"))
 	q.onNodeDelete(node("m", "4"))
 	assert.Equal(t, int64(100000), q.View().Total[corev1.ResourceCPU])
+}
+
+// A converting watch stopped with an event in flight ends its goroutine:
+// its result channel closes instead of blocking on a send nobody reads.
+func TestConvertingWatchStopsWithAnEventInFlight(t *testing.T) {
+	in := watch.NewFake()
+	w := newConvertingWatch(in, func(e watch.Event) watch.Event { return e })
+	go in.Add(&corev1.Pod{}) // read by the converting goroutine, never by us
+	time.Sleep(50 * time.Millisecond)
+	w.Stop()
+	time.Sleep(50 * time.Millisecond) // nobody reads meanwhile, as after an informer stops
+	select {
+	case _, open := <-w.ResultChan():
+		assert.False(t, open, "the goroutine still held the event: it would have blocked for ever")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the converting watch's goroutine did not end after Stop")
+	}
 }

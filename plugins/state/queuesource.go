@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -89,17 +90,60 @@ func typedQueueListWatch(dyn dynamic.Interface) *cache.ListWatch {
 			if err != nil {
 				return nil, err
 			}
-			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+			return newConvertingWatch(w, func(e watch.Event) watch.Event {
 				if u, ok := e.Object.(*unstructured.Unstructured); ok {
 					var queue flotillav1alpha1.Queue
 					if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &queue); err == nil {
 						e.Object = &queue
 					}
 				}
-				return e, true
+				return e
 			}), nil
 		},
 	}
+}
+
+// convertingWatch passes each event of a watch on, converted. Unlike
+// watch.Filter, whose goroutine blocks for ever on a send nobody reads
+// once the informer has stopped (a goroutine leaked per watch, found by
+// scheduler_perf's leak check), it stops sending when stopped.
+type convertingWatch struct {
+	in      watch.Interface
+	out     chan watch.Event
+	stop    chan struct{}
+	stopped sync.Once
+}
+
+func newConvertingWatch(in watch.Interface, convert func(watch.Event) watch.Event) *convertingWatch {
+	w := &convertingWatch{in: in, out: make(chan watch.Event), stop: make(chan struct{})}
+	go func() {
+		defer close(w.out)
+		for {
+			select {
+			case <-w.stop:
+				return
+			case e, ok := <-in.ResultChan():
+				if !ok {
+					return
+				}
+				select {
+				case w.out <- convert(e):
+				case <-w.stop:
+					return
+				}
+			}
+		}
+	}()
+	return w
+}
+
+func (w *convertingWatch) ResultChan() <-chan watch.Event { return w.out }
+
+func (w *convertingWatch) Stop() {
+	w.stopped.Do(func() {
+		close(w.stop)
+		w.in.Stop()
+	})
 }
 
 // Dynamic returns the client Queue status is written with.
