@@ -29,6 +29,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
+	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 	"sigs.k8s.io/yaml"
 
 	_ "k8s.io/component-base/logs/json/register"
@@ -78,7 +79,11 @@ func BenchmarkPerfScheduling(b *testing.B) {
 		perf.PluginNames = append(perf.PluginNames, name)
 	}
 	config := writeTestCases(b, b.TempDir(), strings.Split(*workloads, ","))
-	perf.RunBenchmarkPerfScheduling(b, config, "flotilla", registry())
+	perf.RunBenchmarkPerfScheduling(b, config, "flotilla", registry(), perf.WithPrepareFn(func(tCtx ktesting.TContext) error {
+		// The default plugins' runs need the PodGroup CRD too: the gang
+		// case creates PodGroups.
+		return cluster.InstallCRDs(tCtx, tCtx.RESTConfig())
+	}))
 }
 
 // registry is flotilla's plugins, each first installing the CRDs it reads
