@@ -11,6 +11,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla/apis/config"
 	"github.com/flotilla-sched/flotilla/apis/config/validation"
+	"github.com/flotilla-sched/flotilla/plugins/state"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration; its args are
@@ -131,7 +132,7 @@ func packingScore(in *podScoreInput, nodeInfo fwk.NodeInfo) int64 {
 	var weighted float64
 	weightSum := in.weightSum
 	for _, t := range in.terms {
-		capacity := amountOf(alloc, t.name)
+		capacity := state.Amount(alloc, t.name)
 		if capacity <= 0 {
 			// Not in the node's allocatable although the node passed the
 			// filters: a DRA-backed extended resource (its devices are in
@@ -141,7 +142,7 @@ func packingScore(in *podScoreInput, nodeInfo fwk.NodeInfo) int64 {
 			weightSum -= t.weight
 			continue
 		}
-		after := amountOf(used, t.name) + t.request
+		after := state.Amount(used, t.name) + t.request
 		if after > capacity {
 			return 0
 		}
@@ -153,35 +154,20 @@ func packingScore(in *podScoreInput, nodeInfo fwk.NodeInfo) int64 {
 	return int64(float64(fwk.MaxNodeScore) * weighted / float64(weightSum))
 }
 
-func amountOf(r fwk.Resource, name corev1.ResourceName) int64 {
-	switch name {
-	case corev1.ResourceCPU:
-		return r.GetMilliCPU()
-	case corev1.ResourceMemory:
-		return r.GetMemory()
-	case corev1.ResourceEphemeralStorage:
-		return r.GetEphemeralStorage()
-	case corev1.ResourcePods:
-		return int64(r.GetAllowedPodNumber())
-	default:
-		return r.GetScalarResources()[name]
-	}
-}
-
 // intrudes reports whether placing the pod would leave the node less of some
 // resource the pod requests than the node's free units of an unrequested
 // scarce resource proportionally need (see doc.go).
 func intrudes(in *podScoreInput, nodeInfo fwk.NodeInfo) bool {
 	used, alloc := nodeInfo.GetRequested(), nodeInfo.GetAllocatable()
 	for _, scarce := range in.unrequested {
-		capacity := amountOf(alloc, scarce)
-		free := capacity - amountOf(used, scarce)
+		capacity := state.Amount(alloc, scarce)
+		free := capacity - state.Amount(used, scarce)
 		if capacity <= 0 || free <= 0 {
 			continue
 		}
 		for _, t := range in.terms {
-			allocatable := amountOf(alloc, t.name)
-			left := allocatable - amountOf(used, t.name) - t.request
+			allocatable := state.Amount(alloc, t.name)
+			left := allocatable - state.Amount(used, t.name) - t.request
 			// left < free/capacity * allocatable, without float rounding.
 			if float64(left)*float64(capacity) < float64(free)*float64(allocatable) {
 				return true

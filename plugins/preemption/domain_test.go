@@ -50,6 +50,12 @@ func wholeNodePod(name string, priority int32, node string) *corev1.Pod {
 	return w.Obj()
 }
 
+// runningPod is where a pod of a test runs, and its priority.
+type runningPod struct {
+	node     string
+	priority int32
+}
+
 // A gang confined to one domain plans each domain on its own nodes and
 // victims and takes the cheapest; room free across domains is no room.
 func TestPlanGangInOneDomain(t *testing.T) {
@@ -58,10 +64,7 @@ func TestPlanGangInOneDomain(t *testing.T) {
 		// racks: rack -> its nodes; every node has 8 cpu and 32Gi.
 		racks map[string][]string
 		// running pods: name -> node and priority.
-		running map[string]struct {
-			node     string
-			priority int32
-		}
+		running    map[string]runningPod
 		members    int
 		pinned     []string
 		wantVictim []string
@@ -69,46 +72,28 @@ func TestPlanGangInOneDomain(t *testing.T) {
 		wantReason string
 	}{
 		{name: "one free node in each rack: evicts in one rack only, not nothing",
-			racks: map[string][]string{"r1": {"r1-0", "r1-1"}, "r2": {"r2-0", "r2-1"}},
-			running: map[string]struct {
-				node     string
-				priority int32
-			}{"low-r1": {"r1-0", 10}, "low-r2": {"r2-0", 10}},
+			racks:   map[string][]string{"r1": {"r1-0", "r1-1"}, "r2": {"r2-0", "r2-1"}},
+			running: map[string]runningPod{"low-r1": {"r1-0", 10}, "low-r2": {"r2-0", 10}},
 			members: 2, wantVictim: []string{"low-r1"}, wantRack: "r1"},
 		{name: "the rack whose victims cost least wins",
-			racks: map[string][]string{"r1": {"r1-0", "r1-1"}, "r2": {"r2-0", "r2-1"}},
-			running: map[string]struct {
-				node     string
-				priority int32
-			}{"mid-r1": {"r1-0", 100}, "low-r2": {"r2-0", 10}},
+			racks:   map[string][]string{"r1": {"r1-0", "r1-1"}, "r2": {"r2-0", "r2-1"}},
+			running: map[string]runningPod{"mid-r1": {"r1-0", 100}, "low-r2": {"r2-0", 10}},
 			members: 2, wantVictim: []string{"low-r2"}, wantRack: "r2"},
 		{name: "a pinned rack is planned alone, even when another is cheaper",
-			racks: map[string][]string{"r1": {"r1-0", "r1-1"}, "r2": {"r2-0", "r2-1"}},
-			running: map[string]struct {
-				node     string
-				priority int32
-			}{"low-r1": {"r1-0", 10}, "mid-r2": {"r2-0", 100}},
+			racks:   map[string][]string{"r1": {"r1-0", "r1-1"}, "r2": {"r2-0", "r2-1"}},
+			running: map[string]runningPod{"low-r1": {"r1-0", 10}, "mid-r2": {"r2-0", 100}},
 			members: 2, pinned: []string{"r2"}, wantVictim: []string{"mid-r2"}, wantRack: "r2"},
 		{name: "a rack that fits with no victims costs nothing",
-			racks: map[string][]string{"r1": {"r1-0", "r1-1"}, "r2": {"r2-0", "r2-1"}},
-			running: map[string]struct {
-				node     string
-				priority int32
-			}{"low-r1": {"r1-0", 10}},
+			racks:   map[string][]string{"r1": {"r1-0", "r1-1"}, "r2": {"r2-0", "r2-1"}},
+			running: map[string]runningPod{"low-r1": {"r1-0", 10}},
 			members: 2, wantVictim: nil, wantRack: "r2"},
 		{name: "no rack holds the gang even evicting everything: no plan, and why",
-			racks: map[string][]string{"r1": {"r1-0", "r1-1"}, "r2": {"r2-0", "r2-1"}},
-			running: map[string]struct {
-				node     string
-				priority int32
-			}{"low-r1": {"r1-0", 10}},
+			racks:   map[string][]string{"r1": {"r1-0", "r1-1"}, "r2": {"r2-0", "r2-1"}},
+			running: map[string]runningPod{"low-r1": {"r1-0", 10}},
 			members: 3, wantReason: "no example.com/rack domain has room for the 3 members gang ns/g needs even evicting every pod it may evict there"},
 		{name: "a victim of higher priority is never evicted: the other rack is the only way",
-			racks: map[string][]string{"r1": {"r1-0", "r1-1"}, "r2": {"r2-0", "r2-1"}},
-			running: map[string]struct {
-				node     string
-				priority int32
-			}{"high-r1": {"r1-0", 5000}, "low-r2": {"r2-0", 10}, "high-r2": {"r2-1", 5000}, "x": {"r1-1", 5000}},
+			racks:   map[string][]string{"r1": {"r1-0", "r1-1"}, "r2": {"r2-0", "r2-1"}},
+			running: map[string]runningPod{"high-r1": {"r1-0", 5000}, "low-r2": {"r2-0", 10}, "high-r2": {"r2-1", 5000}, "x": {"r1-1", 5000}},
 			members: 2, wantReason: "no example.com/rack domain has room for the 2 members gang ns/g needs even evicting every pod it may evict there"},
 	}
 	for _, tt := range tests {

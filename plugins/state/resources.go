@@ -119,34 +119,30 @@ func FreeOf(n fwk.NodeInfo) Resources {
 // without building the whole map: for checks that read one resource of
 // many nodes.
 func FreeAmount(n fwk.NodeInfo, name corev1.ResourceName) int64 {
-	alloc, used := n.GetAllocatable(), n.GetRequested()
-	switch name {
-	case corev1.ResourceCPU:
-		return alloc.GetMilliCPU() - used.GetMilliCPU()
-	case corev1.ResourceMemory:
-		return alloc.GetMemory() - used.GetMemory()
-	case corev1.ResourceEphemeralStorage:
-		return alloc.GetEphemeralStorage() - used.GetEphemeralStorage()
-	case corev1.ResourcePods:
-		return int64(alloc.GetAllowedPodNumber() - len(n.GetPods()))
+	if name == corev1.ResourcePods {
+		return int64(n.GetAllocatable().GetAllowedPodNumber() - len(n.GetPods()))
 	}
-	return alloc.GetScalarResources()[name] - used.GetScalarResources()[name]
+	return Amount(n.GetAllocatable(), name) - Amount(n.GetRequested(), name)
 }
 
 // AllocatableAmount is a node's allocatable of one resource.
 func AllocatableAmount(n fwk.NodeInfo, name corev1.ResourceName) int64 {
-	alloc := n.GetAllocatable()
+	return Amount(n.GetAllocatable(), name)
+}
+
+// Amount reads one resource of a framework Resource, in Resources' units.
+func Amount(r fwk.Resource, name corev1.ResourceName) int64 {
 	switch name {
 	case corev1.ResourceCPU:
-		return alloc.GetMilliCPU()
+		return r.GetMilliCPU()
 	case corev1.ResourceMemory:
-		return alloc.GetMemory()
+		return r.GetMemory()
 	case corev1.ResourceEphemeralStorage:
-		return alloc.GetEphemeralStorage()
+		return r.GetEphemeralStorage()
 	case corev1.ResourcePods:
-		return int64(alloc.GetAllowedPodNumber())
+		return int64(r.GetAllowedPodNumber())
 	}
-	return alloc.GetScalarResources()[name]
+	return r.GetScalarResources()[name]
 }
 
 // FitsIn reports whether a pod requesting r fits in free; the pod also
