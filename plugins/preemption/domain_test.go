@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,7 +15,10 @@ import (
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/parallelize"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -195,5 +199,101 @@ func TestRoomWithout(t *testing.T) {
 			require.GreaterOrEqual(t, len(w.units), tt.victims)
 			assert.Equal(t, tt.want, w.roomWithout(who, w.units[:tt.victims]))
 		})
+	}
+}
+
+// countingHandle passes every node, as passingHandle, and records which
+// nodes were simulated; it lists the test's nodes and runs in parallel as
+// the scheduler does.
+type countingHandle struct {
+	passingHandle
+	snapshot    fwk.SharedLister
+	mu          *sync.Mutex
+	triedOnNode map[string]bool
+}
+
+func (h countingHandle) RunFilterPluginsWithNominatedPods(_ context.Context, _ fwk.CycleState, _ *corev1.Pod, ni fwk.NodeInfo) *fwk.Status {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.triedOnNode[ni.Node().Name] = true
+	return nil
+}
+
+func (h countingHandle) SnapshotSharedLister() fwk.SharedLister { return h.snapshot }
+
+func (h countingHandle) Parallelizer() fwk.Parallelizer { return parallelize.NewParallelizer(16) }
+
+// A pod's preemption compares every node of a small cluster, so the
+// cheapest victim anywhere wins; on a large one it stops once it has plans
+// on DefaultPreemption's number of candidate nodes (10%, at least 100).
+func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
+	schedmetrics.Register() // the parallelizer counts its goroutines
+	tests := []struct {
+		name       string
+		nodes      int
+		cheapest   int // the node whose victim has the lowest priority; -1: none
+		wantVictim string
+		wantTried  [2]int // nodes simulated, at least and at most
+	}{
+		{name: "small cluster: every node, the cheapest victim wins", nodes: 50, cheapest: 37, wantVictim: "low-37", wantTried: [2]int{50, 50}},
+		{name: "at the absolute minimum: every node", nodes: 100, cheapest: 99, wantVictim: "low-99", wantTried: [2]int{100, 100}},
+		// The parallel workers finish the chunks they hold when the
+		// budget is met: up to a chunk each more.
+		{name: "large cluster: 10% of the nodes", nodes: 2000, cheapest: -1, wantTried: [2]int{200, 400}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var pods []*corev1.Pod
+			var nodeObjs []*corev1.Node
+			var nodes []fwk.NodeInfo
+			for i := 0; i < tt.nodes; i++ {
+				name := fmt.Sprintf("node-%04d", i)
+				victim, priority := fmt.Sprintf("mid-%d", i), int32(100)
+				if i == tt.cheapest {
+					victim, priority = fmt.Sprintf("low-%d", i), 10
+				}
+				pod := wholeNodePod(victim, priority, name)
+				node := st.MakeNode().Name(name).
+					Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", corev1.ResourcePods: "110"}).Obj()
+				pods, nodeObjs = append(pods, pod), append(nodeObjs, node)
+				ni := framework.NewNodeInfo(pod)
+				ni.SetNode(node)
+				nodes = append(nodes, ni)
+			}
+			h := countingHandle{
+				passingHandle: passingHandle{surveyHandle{waiting: map[types.UID]bool{}}},
+				snapshot:      schedcache.NewSnapshot(pods, nodeObjs),
+				mu:            &sync.Mutex{}, triedOnNode: map[string]bool{},
+			}
+			p := &Preemption{
+				handle: h, store: state.NewStatic(nil, pods),
+				pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+				inFlight: map[string]*eviction{},
+			}
+			high := wholeNodePod("high", 1000, "")
+			who := &preemptor{pod: high, members: []*corev1.Pod{high}, priority: 1000, request: state.Request(high), what: "pod ns/high"}
+			ctx := context.Background()
+			w, err := p.survey(ctx, who, nodes)
+			require.NoError(t, err)
+			statuses := framework.NewDefaultNodeToStatus()
+			statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
+
+			pl, reason := p.planPod(ctx, framework.NewCycleState(), who, w, statuses)
+			require.NotNil(t, pl, reason)
+			require.Len(t, pl.victims, 1)
+			if tt.wantVictim != "" {
+				assert.Equal(t, []string{tt.wantVictim}, names(pl))
+			}
+			tried := len(h.triedOnNode)
+			assert.GreaterOrEqual(t, tried, tt.wantTried[0], "nodes simulated")
+			assert.LessOrEqual(t, tried, tt.wantTried[1], "nodes simulated")
+			assert.Equal(t, pl.victims[0].members[0].node, pl.placement[high.UID], "the pod goes where its victim was")
+		})
+	}
+}
+
+func TestCandidateBudget(t *testing.T) {
+	for n, want := range map[int]int{0: 0, 5: 5, 100: 100, 500: 100, 1000: 100, 1001: 100, 5000: 500} {
+		assert.Equal(t, want, candidateBudget(n), "of %d nodes", n)
 	}
 }

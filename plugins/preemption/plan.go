@@ -3,6 +3,7 @@ package preemption
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"sync"
@@ -61,31 +62,58 @@ func cheaper(a, b [3]int64) bool {
 	return false
 }
 
-// planPod finds, on every node where the pod failed for reasons eviction
+// Candidate nodes planPod compares at most, DefaultPreemption's defaults
+// (minCandidateNodesPercentage, minCandidateNodesAbsolute): on a large
+// cluster the cheapest of a few hundred nodes where eviction makes room is
+// as good as the cheapest of all, and planning on every one of 5000 nodes
+// takes longer than high-priority pods arrive (upstream's PreemptionAsync
+// benchmark creates one every 200 ms).
+const (
+	minCandidateNodesPercentage = 10
+	minCandidateNodesAbsolute   = 100
+)
+
+// candidateBudget is how many nodes with a plan planPod compares, of n.
+func candidateBudget(n int) int {
+	return min(n, max(n*minCandidateNodesPercentage/100, minCandidateNodesAbsolute))
+}
+
+// planPod finds, on the nodes where the pod failed for reasons eviction
 // can cure, the fewest victims that make room, and takes the cheapest node.
+// It compares every such node of a small cluster; of a large one, the
+// first candidateBudget nodes with a plan from a random start, so no
+// region of the cluster is always the one evicted from.
 func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, statuses fwk.NodeToStatusReader) (*plan, string) {
 	candidates, err := statuses.NodesForStatusCode(p.handle.SnapshotSharedLister().NodeInfos(), fwk.Unschedulable)
 	if err != nil {
 		return nil, err.Error()
 	}
+	budget := candidateBudget(len(candidates))
+	offset := 0
+	if budget < len(candidates) {
+		offset = rand.IntN(len(candidates))
+	}
+	// enough stops handing out nodes once budget plans are found; the
+	// plans under way finish with ctx, so none is cut short.
+	enough, stop := context.WithCancel(ctx)
+	defer stop()
 	var mu sync.Mutex
 	var best *plan
+	found := 0
 	consider := func(pl *plan) {
 		mu.Lock()
 		defer mu.Unlock()
 		if best == nil || cheaper(pl.cost(w.pdbs), best.cost(w.pdbs)) {
 			best = pl
 		}
-	}
-	p.handle.Parallelizer().Until(ctx, len(candidates), func(i int) {
-		node := candidates[i]
-		name := node.Node().Name
-		var here []*unit
-		for _, u := range w.units {
-			if u.touches(name) {
-				here = append(here, u)
-			}
+		if found++; found >= budget {
+			stop()
 		}
+	}
+	p.handle.Parallelizer().Until(enough, len(candidates), func(i int) {
+		node := candidates[(offset+i)%len(candidates)]
+		name := node.Node().Name
+		here := w.unitsOn[name]
 		if len(here) == 0 && len(w.terminating[name]) == 0 {
 			return
 		}
@@ -174,13 +202,14 @@ func (p *Preemption) planGangInOneDomain(ctx context.Context, cycle fwk.CycleSta
 	for _, v := range values {
 		domain := *w
 		domain.nodes = byValue[v]
+		inDomain := make(map[string]bool, len(domain.nodes))
+		for _, n := range domain.nodes {
+			inDomain[n.Node().Name] = true
+		}
 		domain.units = nil
 		for _, u := range w.units {
-			for _, n := range domain.nodes {
-				if u.touches(n.Node().Name) {
-					domain.units = append(domain.units, u)
-					break
-				}
+			if u.touchesAny(inDomain) {
+				domain.units = append(domain.units, u)
 			}
 		}
 		if pl, _ := p.planGang(ctx, cycle, who, &domain); pl != nil && (best == nil || cheaper(pl.cost(w.pdbs), best.cost(w.pdbs))) {
@@ -200,13 +229,14 @@ func (p *Preemption) planGangInOneDomain(ctx context.Context, cycle fwk.CycleSta
 // four nodes where the shortest prefix of the victim order might take
 // three on each of two. nil if it finds no placement.
 func (p *Preemption) memberByMember(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, seq []*unit) *plan {
-	sc := p.newScene(ctx, cycle, who, w)
+	sc := p.newScene(ctx, cycle, who, w, w.nodes)
 	if sc == nil {
 		return nil
 	}
 	var chosen []*unit
 	taken := map[*unit]bool{}
 	placement := map[types.UID]string{}
+	seqOn := unitsByNode(seq)
 	for _, m := range largestFirst(who.members) {
 		var best *plan
 		bestNode := ""
@@ -222,8 +252,8 @@ func (p *Preemption) memberByMember(ctx context.Context, cycle fwk.CycleState, w
 			}
 			name := n.Node().Name
 			var here []*unit
-			for _, u := range seq {
-				if !taken[u] && u.touches(name) {
+			for _, u := range seqOn[name] {
+				if !taken[u] {
 					here = append(here, u)
 				}
 			}
@@ -307,7 +337,7 @@ func (p *Preemption) simulate(ctx context.Context, base fwk.CycleState, who *pre
 	if !w.admits(who, victims) {
 		return nil, false
 	}
-	sc := p.newScene(ctx, base, who, w)
+	sc := p.newScene(ctx, base, who, w, nodes)
 	if sc == nil || !sc.removeUnits(victims) {
 		return nil, false
 	}
@@ -378,14 +408,32 @@ type scene struct {
 	parent  *scene // a fork reads the nodes it has not copied from here
 }
 
-// newScene starts from the snapshot less the terminating pods.
-func (p *Preemption) newScene(ctx context.Context, base fwk.CycleState, who *preemptor, w *world) *scene {
+// newScene starts from the snapshot less the pods terminating on the nodes
+// the preemptor may go to. (Terminating pods elsewhere still count for
+// the filters that look beyond the node, as DefaultPreemption counts them;
+// removing every one of them for each node tried would copy every node
+// they run on, for every node.)
+func (p *Preemption) newScene(ctx context.Context, base fwk.CycleState, who *preemptor, w *world, nodes []fwk.NodeInfo) *scene {
 	sc := &scene{p: p, ctx: ctx, who: who, w: w, cycle: base.Clone(), clones: map[string]fwk.NodeInfo{}, removed: map[types.UID]bool{}}
-	for name, infos := range w.terminating {
-		for _, info := range infos {
+	remove := func(name string) bool {
+		for _, info := range w.terminating[name] {
 			if !sc.remove(member{info: info, node: name}) {
+				return false
+			}
+		}
+		return true
+	}
+	if len(nodes) < len(w.nodes) {
+		for _, n := range nodes {
+			if !remove(n.Node().Name) {
 				return nil
 			}
+		}
+		return sc
+	}
+	for name := range w.terminating {
+		if !remove(name) {
+			return nil
 		}
 	}
 	return sc

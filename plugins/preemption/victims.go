@@ -2,6 +2,7 @@ package preemption
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 
@@ -23,8 +24,10 @@ type world struct {
 	byName map[string]fwk.NodeInfo
 	// terminating pods per node: room that is being freed already.
 	terminating map[string][]fwk.PodInfo
-	// units are the eligible victims, least important first.
-	units []*unit
+	// units are the eligible victims, least important first; unitsOn the
+	// same per node.
+	units   []*unit
+	unitsOn map[string][]*unit
 	// leaving is what the victims of other evictions in flight give back to
 	// their queues; claimed what those evictions' preemptors will take.
 	leaving, claimed state.Released
@@ -65,13 +68,29 @@ type unit struct {
 	newest    time.Time
 }
 
-func (u *unit) touches(node string) bool {
+// touchesAny reports whether a member of the unit runs on one of the nodes.
+func (u *unit) touchesAny(nodes map[string]bool) bool {
 	for _, m := range u.members {
-		if m.node == node {
+		if nodes[m.node] {
 			return true
 		}
 	}
 	return false
+}
+
+// unitsByNode lists, per node, the units with a member on it, in the order
+// given: what planning reads per node without scanning every unit for
+// every node (20000 victims on 5000 nodes would be 10^8 checks).
+func unitsByNode(units []*unit) map[string][]*unit {
+	out := map[string][]*unit{}
+	for _, u := range units {
+		for i, m := range u.members {
+			if !slices.ContainsFunc(u.members[:i], func(o member) bool { return o.node == m.node }) {
+				out[m.node] = append(out[m.node], u)
+			}
+		}
+	}
+	return out
 }
 
 // survey finds every pod the preemptor may evict and groups them into units.
@@ -186,6 +205,7 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 		}
 	}
 	sort.SliceStable(w.units, func(i, j int) bool { return lessImportant(w.units[i], w.units[j]) })
+	w.unitsOn = unitsByNode(w.units)
 	return w, nil
 }
 

@@ -35,27 +35,26 @@ import (
 	_ "k8s.io/component-base/logs/json/register"
 
 	"github.com/flotilla-sched/flotilla/internal/cluster"
+	"github.com/flotilla-sched/flotilla/internal/report"
 	"github.com/flotilla-sched/flotilla/manifests"
 	"github.com/flotilla-sched/flotilla/plugins"
 )
 
 var (
-	workloads = flag.String("upstream.workloads", strings.Join(fullWorkloads, ","),
-		"comma-separated test-case/workload names to run, from upstream's misc and default_preemption topics and our gang-config.yaml")
+	workloads = flag.String("upstream.workloads", "",
+		"test-case/workload names (separated by commas or spaces) to run, or to report on, from upstream's misc and default_preemption topics and our gang-config.yaml; the Makefile lists issue 18's")
+	variants = flag.String("upstream.variants", strings.Join(report.UpstreamVariants, ","),
+		"the configurations to run each workload with (a report takes each one's newest run)")
 	upstreamDir = flag.String("upstream.dir", "", "test/integration/scheduler_perf of k8s.io/kubernetes (default: found with go list -m)")
 )
 
-// fullWorkloads are issue 18's: upstream's throughput gates and the gang
-// case at 5000 nodes.
-var fullWorkloads = []string{
-	"SchedulingBasic/5000Nodes_10000Pods",
-	"PreemptionAsync/5000Nodes",
-	"SchedulingWithMixedChurn/5000Nodes_10000Pods",
-	"Unschedulable/5kNodes/100Init/10kPods",
-	"GangScheduling/5000Nodes_1000Gangs_3000Pods",
-	"GangScheduling/5000Nodes_2000Gangs_6000Pods",
-	"GangScheduling/5000Nodes_3000Gangs_9000Pods",
-	"GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup",
+// chosenWorkloads are the -upstream.workloads names.
+func chosenWorkloads(tb testing.TB) []string {
+	chosen := strings.FieldsFunc(*workloads, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' })
+	if len(chosen) == 0 {
+		tb.Fatal("-upstream.workloads names no workload (make bench-upstream lists them)")
+	}
+	return chosen
 }
 
 // topics are the upstream directories whose test cases may be chosen.
@@ -78,7 +77,7 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	for name := range plugins.Registry() {
 		perf.PluginNames = append(perf.PluginNames, name)
 	}
-	config := writeTestCases(b, b.TempDir(), strings.Split(*workloads, ","))
+	config := writeTestCases(b, b.TempDir(), chosenWorkloads(b))
 	perf.RunBenchmarkPerfScheduling(b, config, "flotilla", registry(), perf.WithPrepareFn(func(tCtx ktesting.TContext) error {
 		// The default plugins' runs need the PodGroup CRD too: the gang
 		// case creates PodGroups.
@@ -114,7 +113,7 @@ func writeTestCases(b *testing.B, dir string, chosen []string) string {
 	b.Helper()
 	want := map[string]bool{}
 	for _, w := range chosen {
-		want[strings.TrimSpace(w)] = true
+		want[w] = true
 	}
 	configs := map[string]string{
 		"default":  writeFile(b, dir, "default.yaml", []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: default-scheduler\n")),
@@ -162,7 +161,10 @@ func writeTestCases(b *testing.B, dir string, chosen []string) string {
 				b.Fatalf("%s: test case %s has its own scheduler configuration; it cannot be compared", file, name)
 			}
 			absolutePaths(tc, base)
-			for _, variant := range []string{"default", "flotilla"} {
+			for _, variant := range strings.Split(*variants, ",") {
+				if configs[variant] == "" {
+					b.Fatalf("-upstream.variants: no configuration %q (have default, flotilla)", variant)
+				}
 				copied := deepCopy(b, tc)
 				copied["name"] = name + "_" + variant
 				copied["workloads"] = kept
@@ -262,13 +264,13 @@ func writeFile(b *testing.B, dir, name string, data []byte) string {
 }
 
 // upstream is scheduler_perf's directory in the module cache.
-func upstream(b *testing.B) string {
+func upstream(tb testing.TB) string {
 	if *upstreamDir != "" {
 		return *upstreamDir
 	}
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
 	if err != nil {
-		b.Fatalf("finding k8s.io/kubernetes (or pass -upstream.dir): %v", err)
+		tb.Fatalf("finding k8s.io/kubernetes (or pass -upstream.dir): %v", err)
 	}
 	*upstreamDir = filepath.Join(strings.TrimSpace(string(out)), "test", "integration", "scheduler_perf")
 	return *upstreamDir

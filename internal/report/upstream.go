@@ -1,0 +1,209 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Upstream scheduler_perf writes its measurements as perfdash data items,
+// one file per run: BenchmarkPerfScheduling_benchmark_<topic>_<time>.json.
+// Each workload of test/upstream runs under two configurations, as the
+// test cases <case>_default and <case>_flotilla.
+
+// UpstreamVariants are the configurations each upstream workload runs
+// under, the baseline first.
+var UpstreamVariants = []string{"default", "flotilla"}
+
+// UpstreamMeasure is one workload's figures under one configuration.
+// A figure scheduler_perf did not record is absent from the map.
+type UpstreamMeasure map[string]float64
+
+// Figures read from the data items (metric, data key).
+const (
+	Throughput     = "throughput"       // SchedulingThroughput Average, pods/s (upstream's gated figure)
+	Duration       = "duration"         // SchedulingDuration, s: creating and scheduling the measured pods
+	AttemptAvg     = "attempt_avg"      // scheduler_scheduling_attempt_duration_seconds{result=scheduled} Average, ms
+	AttemptP99     = "attempt_p99"      // its Perc99, ms
+	PodSchedP99    = "pod_sched_p99"    // scheduler_pod_scheduling_duration_seconds Perc99, ms (creation to bind, retries included)
+	GangWaitAvg    = "gang_wait_avg"    // flotilla_gang_wait_seconds Average, ms
+	GangWaitP99    = "gang_wait_p99"    // its Perc99, ms
+	NativeGangAvg  = "native_gang_avg"  // scheduler_podgroup_scheduling_attempt_duration_seconds{result=scheduled} Average, ms
+	HeapInUseMaxMB = "heap_inuse_p99mb" // heap_memory_usage Perc99, MB (the whole test process: apiserver included)
+)
+
+type dataItem struct {
+	Data   map[string]float64 `json:"data"`
+	Unit   string             `json:"unit"`
+	Labels map[string]string  `json:"labels"`
+}
+
+// figureSource is where a figure is read: a metric's data items (with the
+// given result label, if any) and the key in their data.
+type figureSource struct{ metric, result, key string }
+
+var figureSources = map[figureSource]string{
+	{"SchedulingThroughput", "", "Average"}:                                            Throughput,
+	{"SchedulingDuration", "", "Duration"}:                                             Duration,
+	{"heap_memory_usage", "", "Perc99"}:                                                HeapInUseMaxMB,
+	{"scheduler_pod_scheduling_duration_seconds", "", "Perc99"}:                        PodSchedP99,
+	{"scheduler_scheduling_attempt_duration_seconds", "scheduled", "Average"}:          AttemptAvg,
+	{"scheduler_scheduling_attempt_duration_seconds", "scheduled", "Perc99"}:           AttemptP99,
+	{"flotilla_gang_wait_seconds", "", "Average"}:                                      GangWaitAvg,
+	{"flotilla_gang_wait_seconds", "", "Perc99"}:                                       GangWaitP99,
+	{"scheduler_podgroup_scheduling_attempt_duration_seconds", "scheduled", "Average"}: NativeGangAvg,
+}
+
+// addFigures records the figures a data item gives.
+func addFigures(m UpstreamMeasure, item dataItem) {
+	for src, figure := range figureSources {
+		if src.metric != item.Labels["Metric"] || (src.result != "" && src.result != item.Labels["result"]) {
+			continue
+		}
+		if v, ok := item.Data[src.key]; ok {
+			m[figure] = v
+		}
+	}
+}
+
+// workloadOf splits a data item's Name label,
+// "BenchmarkPerfScheduling/<case>_<variant>/<workload>/<namespace>", into
+// "<case>/<workload>" and the variant. Workload names may hold slashes;
+// namespace names do not.
+func workloadOf(name string) (workload, variant string, ok bool) {
+	parts := strings.SplitN(name, "/", 3)
+	if len(parts) < 3 {
+		return "", "", false
+	}
+	testCase, rest := parts[1], parts[2]
+	cut := strings.LastIndex(rest, "/")
+	if cut < 0 {
+		return "", "", false
+	}
+	for _, v := range UpstreamVariants {
+		if base, found := strings.CutSuffix(testCase, "_"+v); found {
+			return base + "/" + rest[:cut], v, true
+		}
+	}
+	return "", "", false
+}
+
+// ReadUpstream reads every data-items file in dir, oldest first, so that a
+// workload's newest run wins: workload -> variant -> figures.
+func ReadUpstream(dir string) (map[string]map[string]UpstreamMeasure, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "BenchmarkPerfScheduling_benchmark_*.json"))
+	if err != nil {
+		return nil, err
+	}
+	// The names end in an RFC 3339 UTC time: sorted by name is sorted by time.
+	sort.Strings(files)
+	out := map[string]map[string]UpstreamMeasure{}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		var items struct {
+			DataItems []dataItem `json:"dataItems"`
+		}
+		if err := json.Unmarshal(data, &items); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		// A run's figures replace an older run's as a whole.
+		fresh := map[string]map[string]UpstreamMeasure{}
+		for _, item := range items.DataItems {
+			workload, variant, ok := workloadOf(item.Labels["Name"])
+			if !ok {
+				continue
+			}
+			if fresh[workload] == nil {
+				fresh[workload] = map[string]UpstreamMeasure{}
+			}
+			m := fresh[workload][variant]
+			if m == nil {
+				m = UpstreamMeasure{}
+				fresh[workload][variant] = m
+			}
+			addFigures(m, item)
+		}
+		for workload, variants := range fresh {
+			if out[workload] == nil {
+				out[workload] = map[string]UpstreamMeasure{}
+			}
+			for variant, m := range variants {
+				out[workload][variant] = m
+			}
+		}
+	}
+	return out, nil
+}
+
+// UpstreamTable is the markdown comparison of each workload, in the order
+// given: throughput and duration under both configurations with flotilla's
+// ratio (above 1 is flotilla faster), and the mean scheduled attempt.
+func UpstreamTable(results map[string]map[string]UpstreamMeasure, order []string) string {
+	var b strings.Builder
+	b.WriteString("| test case / workload | pods/s default | pods/s flotilla | ratio | duration default | duration flotilla | ratio | mean attempt default / flotilla |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	for _, w := range order {
+		d, f := results[w]["default"], results[w]["flotilla"]
+		if d == nil && f == nil {
+			fmt.Fprintf(&b, "| %s | not run | | | | | | |\n", w)
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s / %s |\n", w,
+			figure(d, Throughput, "%.0f"), figure(f, Throughput, "%.0f"), ratio(f, d, Throughput, false),
+			figure(d, Duration, "%.1f s"), figure(f, Duration, "%.1f s"), ratio(f, d, Duration, true),
+			figure(d, AttemptAvg, "%.1f ms"), figure(f, AttemptAvg, "%.1f ms"))
+	}
+	return b.String()
+}
+
+// GangTable is the gang workloads' attempt durations: flotilla's gang wait
+// (attempt start to quorum placed) against the in-tree threshold given per
+// workload (their hardware) multiplied by scale (to this machine), and each
+// configuration's pods' scheduling p99.
+func GangTable(results map[string]map[string]UpstreamMeasure, order []string, thresholdMs map[string]float64, scale float64) string {
+	var b strings.Builder
+	b.WriteString("| workload | flotilla gang wait mean | p99 | in-tree threshold: theirs → scaled | within | pod scheduling p99 default / flotilla |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
+	for _, w := range order {
+		d, f := results[w]["default"], results[w]["flotilla"]
+		threshold, within := "none", "–"
+		if t, ok := thresholdMs[w]; ok {
+			threshold = fmt.Sprintf("%.0f ms → %.0f ms", t, t*scale)
+			if wait, ok := f[GangWaitAvg]; ok {
+				within = map[bool]string{true: "yes", false: "no"}[wait <= t*scale]
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s / %s |\n", w,
+			figure(f, GangWaitAvg, "%.1f ms"), figure(f, GangWaitP99, "%.0f ms"), threshold, within,
+			figure(d, PodSchedP99, "%.0f ms"), figure(f, PodSchedP99, "%.0f ms"))
+	}
+	return b.String()
+}
+
+func figure(m UpstreamMeasure, name, format string) string {
+	v, ok := m[name]
+	if !ok {
+		return "–"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+// ratio is flotilla's figure over the default's as "x times as fast":
+// for a duration (lowerIsBetter) the default's over flotilla's.
+func ratio(flotilla, def UpstreamMeasure, name string, lowerIsBetter bool) string {
+	f, okF := flotilla[name]
+	d, okD := def[name]
+	if !okF || !okD || f == 0 || d == 0 {
+		return "–"
+	}
+	if lowerIsBetter {
+		return fmt.Sprintf("%.2f x", d/f)
+	}
+	return fmt.Sprintf("%.2f x", f/d)
+}
