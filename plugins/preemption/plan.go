@@ -368,9 +368,17 @@ func (w *world) admits(who *preemptor, victims []*unit) bool {
 		return true
 	}
 	released := w.base()
-	for _, m := range (&plan{victims: victims}).pods() {
-		if pod := m.info.GetPod(); w.queues.Charged(pod) {
-			w.view.Release(released, w.queues.QueueOf(pod), state.Request(pod))
+	// A pod may be in two victims (a gang's surplus member and the whole
+	// gang): it gives back once. A gang's pods are in its queue.
+	seen := map[types.UID]bool{}
+	for _, u := range victims {
+		requests := u.memberRequests()
+		for i, m := range u.members {
+			pod := m.info.GetPod()
+			if !seen[pod.UID] && w.queues.Charged(pod) {
+				w.view.Release(released, u.queue, requests[i])
+			}
+			seen[pod.UID] = true
 		}
 	}
 	_, reason := w.view.Refuses(who.queue, who.request, released)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,13 +60,43 @@ type member struct {
 
 // unit is what is evicted together: one pod, or a whole gang.
 type unit struct {
-	members   []member
-	queue     string
-	priority  int32 // the highest of its members
-	whole     bool  // a whole gang
-	protected bool  // evicting it alone overruns a PodDisruptionBudget
-	reclaim   bool  // from another queue
-	newest    time.Time
+	members []member
+	// requests are the members' requests and gives their sum, computed on
+	// first use (once, though plans on several nodes may ask at once): a
+	// survey finds every pod of the cluster, a plan reads a few of them,
+	// each many times.
+	requests    []state.Resources
+	gives       state.Resources
+	requestOnce sync.Once
+	queue       string
+	priority    int32 // the highest of its members
+	whole       bool  // a whole gang
+	protected   bool  // evicting it alone overruns a PodDisruptionBudget
+	reclaim     bool  // from another queue
+	newest      time.Time
+}
+
+// request is what the unit's members request together; memberRequests
+// what each requests.
+func (u *unit) request() state.Resources {
+	u.computeRequests()
+	return u.gives
+}
+
+func (u *unit) memberRequests() []state.Resources {
+	u.computeRequests()
+	return u.requests
+}
+
+func (u *unit) computeRequests() {
+	u.requestOnce.Do(func() {
+		u.gives = state.Resources{}
+		for _, m := range u.members {
+			r := state.Request(m.info.GetPod())
+			u.requests = append(u.requests, r)
+			u.gives.Add(r)
+		}
+	})
 }
 
 // touchesAny reports whether a member of the unit runs on one of the nodes.
@@ -120,6 +151,7 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 
 	type candidate struct {
 		member
+		queue             string
 		eligible, reclaim bool
 	}
 	groups := map[state.GroupKey][]candidate{}
@@ -144,7 +176,10 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 			c := candidate{member: member{info: info, node: name}}
 			// Waiting or binding pods belong to an attempt in flight.
 			inFlight := p.handle.GetWaitingPod(pod.UID) != nil || p.handle.GetPodInPreBind(pod.UID) != nil
-			c.eligible, c.reclaim = p.eligible(w, who, pod, mayReclaim)
+			if w.queues != nil {
+				c.queue = w.queues.QueueOf(pod)
+			}
+			c.eligible, c.reclaim = p.eligible(w, who, pod, c.queue, mayReclaim)
 			c.eligible = c.eligible && !inFlight
 			if key, ok := state.GroupOf(pod); ok && p.store.PodGroup(key) != nil {
 				if who.inGroup && key == who.group {
@@ -172,9 +207,7 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 		}
 		// Protected: its members alone already overrun a budget.
 		u.protected = budgetViolations(u.members, pdbs) > 0
-		if w.queues != nil {
-			u.queue = w.queues.QueueOf(cs[0].info.GetPod())
-		}
+		u.queue = cs[0].queue
 		return u
 	}
 	for _, c := range singles {
@@ -209,13 +242,9 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 	return w, nil
 }
 
-// eligible says whether the preemptor may evict pod at all, and whether
-// that would be a reclaim from another queue.
-func (p *Preemption) eligible(w *world, who *preemptor, pod *corev1.Pod, mayReclaim bool) (eligible, reclaim bool) {
-	queue := ""
-	if w.queues != nil {
-		queue = w.queues.QueueOf(pod)
-	}
+// eligible says whether the preemptor may evict pod, of the queue given,
+// at all, and whether that would be a reclaim from another queue.
+func (p *Preemption) eligible(w *world, who *preemptor, pod *corev1.Pod, queue string, mayReclaim bool) (eligible, reclaim bool) {
 	if queue == who.queue {
 		return corev1helpers.PodPriority(pod) < who.priority, false
 	}
@@ -310,10 +339,7 @@ func (w *world) sequence(who *preemptor, short []corev1.ResourceName, units []*u
 // "overused in any dimension"): a queue far above its cpu share is not
 // spared because its memory, which nobody lacks, is exactly at its share.
 func (w *world) aboveShare(who *preemptor, short []corev1.ResourceName, u *unit, released state.Released) bool {
-	gives := state.Resources{}
-	for _, m := range u.members {
-		gives.Add(state.Request(m.info.GetPod()))
-	}
+	gives := u.request()
 	path := reclaimPath(w.view, u.queue, who.queue)
 	for _, res := range short {
 		if gives[res] <= 0 {

@@ -19,6 +19,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +47,7 @@ var (
 		"test-case/workload names (separated by commas or spaces) to run, or to report on, from upstream's misc and default_preemption topics and our gang-config.yaml; the Makefile lists issue 18's")
 	variants = flag.String("upstream.variants", strings.Join(report.UpstreamVariants, ","),
 		"the configurations to run each workload with (a report takes each one's newest run)")
+	pprofAddr   = flag.String("upstream.pprof", "", "serve net/http/pprof on this address (e.g. localhost:6060) to profile a phase of a run")
 	upstreamDir = flag.String("upstream.dir", "", "test/integration/scheduler_perf of k8s.io/kubernetes (default: found with go list -m)")
 )
 
@@ -67,6 +70,9 @@ func TestMain(m *testing.M) {
 	if err := perf.InitTests(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	if *pprofAddr != "" {
+		go func() { fmt.Fprintln(os.Stderr, http.ListenAndServe(*pprofAddr, nil)) }()
 	}
 	os.Exit(m.Run())
 }
