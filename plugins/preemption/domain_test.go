@@ -160,10 +160,15 @@ func TestPlanGangInOneDomain(t *testing.T) {
 // roomWithout is the resource-only test that spares the simulation when
 // evicting every candidate could not make room anyway.
 func TestRoomWithout(t *testing.T) {
-	node := func(name string, pods ...*corev1.Pod) fwk.NodeInfo {
+	nodeWithSlots := func(name, slots string, pods ...*corev1.Pod) fwk.NodeInfo {
 		ni := framework.NewNodeInfo(pods...)
-		ni.SetNode(st.MakeNode().Name(name).Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", corev1.ResourcePods: "110"}).Obj())
+		ni.SetNode(st.MakeNode().Name(name).Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", corev1.ResourcePods: slots}).Obj())
 		return ni
+	}
+	node := func(name string, pods ...*corev1.Pod) fwk.NodeInfo { return nodeWithSlots(name, "110", pods...) }
+	tiny := func(name string, priority int32, node string) *corev1.Pod {
+		return st.MakePod().Namespace("ns").Name(name).UID(name).Priority(priority).Node(node).
+			Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "100m", corev1.ResourceMemory: "100Mi"}).Obj()
 	}
 	members := []*corev1.Pod{wholeNodePod("g-0", 1000, ""), wholeNodePod("g-1", 1000, "")}
 	low0, low1 := wholeNodePod("low-0", 10, "n0"), wholeNodePod("low-1", 10, "n1")
@@ -179,6 +184,9 @@ func TestRoomWithout(t *testing.T) {
 		{name: "one victim frees one of the two nodes needed", nodes: []fwk.NodeInfo{node("n0", low0), node("n1", low1)}, victims: 1, want: false},
 		{name: "both victims free both", nodes: []fwk.NodeInfo{node("n0", low0), node("n1", low1)}, victims: 2, want: true},
 		{name: "a terminating pod's room counts as free", nodes: []fwk.NodeInfo{node("n0", low0), node("n1", terminating)}, victims: 1, want: true},
+		// Nodes out of pod slots, not of cpu: a victim gives back its slot.
+		{name: "a victim's pod slot counts as free", nodes: []fwk.NodeInfo{nodeWithSlots("n0", "1", tiny("tiny-0", 10, "n0")), nodeWithSlots("n1", "1", tiny("tiny-1", 10, "n1"))}, victims: 2, want: true},
+		{name: "no slot freed, no room", nodes: []fwk.NodeInfo{nodeWithSlots("n0", "1", tiny("tiny-0", 10, "n0")), nodeWithSlots("n1", "1", tiny("tiny-1", 10, "n1"))}, victims: 1, want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -197,7 +205,7 @@ func TestRoomWithout(t *testing.T) {
 			w, err := p.survey(context.Background(), who, tt.nodes)
 			require.NoError(t, err)
 			require.GreaterOrEqual(t, len(w.units), tt.victims)
-			assert.Equal(t, tt.want, w.roomWithout(who, w.units[:tt.victims]))
+			assert.Equal(t, tt.want, w.roomWithout(who, w.units[:tt.victims], w.nodes))
 		})
 	}
 }

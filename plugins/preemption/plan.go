@@ -118,10 +118,27 @@ func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *pre
 			return
 		}
 		only := []fwk.NodeInfo{node}
-		fits := func(victims []*unit) (map[types.UID]string, bool) {
+		seq := w.sequence(who, w.shortOf(who, only), here)
+		// Resources first: most nodes are decided by them, and the fewest
+		// victims that make room by resources is a plan if the simulation
+		// with every filter passes it. Only where a filter objects (an
+		// anti-affinity to a victim, say) is the search redone simulating.
+		byResources := func(victims []*unit) (map[types.UID]string, bool) {
+			return nil, w.roomWithout(who, victims, only) && w.admits(who, victims)
+		}
+		simulated := func(victims []*unit) (map[types.UID]string, bool) {
 			return p.simulate(ctx, cycle, who, w, victims, only)
 		}
-		if pl := minimal(w.sequence(who, w.shortOf(who, only), here), fits); pl != nil {
+		pl := minimal(seq, byResources)
+		if pl == nil {
+			return // no eviction makes room by resources
+		}
+		if placement, ok := simulated(pl.victims); ok {
+			pl.placement = placement
+			consider(pl)
+			return
+		}
+		if pl := minimal(seq, simulated); pl != nil {
 			consider(pl)
 		}
 	}, Name)
@@ -139,7 +156,7 @@ func (p *Preemption) planGang(ctx context.Context, cycle fwk.CycleState, who *pr
 	}
 	seq := w.sequence(who, w.shortOf(who, w.nodes), w.units)
 	noRoom := fmt.Sprintf("even evicting all %d pods it may evict would not make room for the %d members %s needs", countPods(seq), len(who.members), who.what)
-	if !w.roomWithout(who, seq) {
+	if !w.roomWithout(who, seq, w.nodes) {
 		// Not even by resources: the simulation, which runs every filter
 		// for every member on every node, cannot do better.
 		return nil, noRoom
@@ -159,20 +176,33 @@ func (p *Preemption) planGang(ctx context.Context, cycle fwk.CycleState, who *pr
 	return nil, noRoom
 }
 
-// roomWithout reports whether the preemptor's members would fit the
-// world's nodes by resources alone, by first fit, were the victims and the
-// terminating pods gone.
-func (w *world) roomWithout(who *preemptor, victims []*unit) bool {
-	v := state.NewFreeView(w.nodes, nil)
-	for node, infos := range w.terminating {
-		for _, info := range infos {
-			v.Free(node, state.Request(info.GetPod()))
+// roomWithout reports whether the preemptor's members would fit the nodes
+// by resources alone, by first fit, were the victims and the pods
+// terminating there gone (each giving back its requests and its pod slot).
+// It spares the simulation, which runs every filter on copies of the
+// nodes, where no eviction could make room.
+func (w *world) roomWithout(who *preemptor, victims []*unit, nodes []fwk.NodeInfo) bool {
+	v := state.NewFreeView(nodes, nil)
+	slot := state.Resources{corev1.ResourcePods: 1}
+	for _, n := range nodes {
+		name := n.Node().Name
+		for _, info := range w.terminating[name] {
+			v.Free(name, state.Request(info.GetPod()))
+			v.Free(name, slot)
 		}
 	}
-	for _, m := range (&plan{victims: victims}).pods() {
-		v.Free(m.node, state.Request(m.info.GetPod()))
+	seen := map[types.UID]bool{}
+	for _, u := range victims {
+		requests := u.memberRequests()
+		for i, m := range u.members {
+			if uid := m.info.GetPod().UID; !seen[uid] {
+				seen[uid] = true
+				v.Free(m.node, requests[i])
+				v.Free(m.node, slot)
+			}
+		}
 	}
-	members := largestFirst(who.members)
+	members := who.largest()
 	pending := make([]state.Resources, len(members))
 	for i, m := range members {
 		pending[i] = m.request
@@ -237,7 +267,7 @@ func (p *Preemption) memberByMember(ctx context.Context, cycle fwk.CycleState, w
 	taken := map[*unit]bool{}
 	placement := map[types.UID]string{}
 	seqOn := unitsByNode(seq)
-	for _, m := range largestFirst(who.members) {
+	for _, m := range who.largest() {
 		var best *plan
 		bestNode := ""
 		for _, n := range w.nodes {
@@ -342,7 +372,7 @@ func (p *Preemption) simulate(ctx context.Context, base fwk.CycleState, who *pre
 		return nil, false
 	}
 	placement := make(map[types.UID]string, len(who.members))
-	for _, m := range largestFirst(who.members) {
+	for _, m := range who.largest() {
 		placed := false
 		for _, n := range nodes {
 			if name := n.Node().Name; sc.fits(m, name) {
@@ -390,16 +420,27 @@ func (w *world) admits(who *preemptor, victims []*unit) bool {
 type sized struct {
 	*corev1.Pod
 	request state.Resources
+	info    fwk.PodInfo // nil if the pod's affinity terms do not parse
 }
 
-// largestFirst sizes the pods and orders them largest first.
-func largestFirst(pods []*corev1.Pod) []sized {
-	out := make([]sized, len(pods))
-	for i, p := range pods {
-		out[i] = sized{Pod: p, request: state.Request(p)}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[j].request.Less(out[i].request) })
-	return out
+// largest returns the preemptor's members sized and largest first, made
+// on first use. Each one's pod info has its resources computed before it
+// is shared: plans on several nodes at once add it to their copies of the
+// nodes, which would otherwise each compute (and cache) them.
+func (who *preemptor) largest() []sized {
+	who.sizedOnce.Do(func() {
+		out := make([]sized, len(who.members))
+		for i, p := range who.members {
+			out[i] = sized{Pod: p, request: state.Request(p)}
+			if info, err := framework.NewPodInfo(p); err == nil {
+				info.CalculateResource()
+				out[i].info = info
+			}
+		}
+		sort.SliceStable(out, func(i, j int) bool { return out[j].request.Less(out[i].request) })
+		who.sized = out
+	})
+	return who.sized
 }
 
 // scene is the cluster being changed by a simulation: copies of the nodes
@@ -510,8 +551,8 @@ func (sc *scene) fits(m sized, name string) bool {
 }
 
 func (sc *scene) place(m sized, name string) bool {
-	info, err := framework.NewPodInfo(m.Pod)
-	if err != nil {
+	info := m.info
+	if info == nil {
 		return false
 	}
 	ni := sc.mutable(name)

@@ -93,15 +93,20 @@ func (p *Preemption) isVictimGone(_ klog.Logger, pod *corev1.Pod, oldObj, _ inte
 // preemptor is what must be placed: one pod, or the members a gang still
 // needs for its quorum.
 type preemptor struct {
-	id       string
-	pod      *corev1.Pod
-	members  []*corev1.Pod
-	group    state.GroupKey
-	inGroup  bool
-	queue    string
-	priority int32
-	request  state.Resources
-	what     string
+	id      string
+	pod     *corev1.Pod
+	members []*corev1.Pod
+	// sized are the members sized and largest first, with the pod info a
+	// simulation adds to a node, made once (see largest): every node
+	// tried places them.
+	sized     []sized
+	sizedOnce sync.Once
+	group     state.GroupKey
+	inGroup   bool
+	queue     string
+	priority  int32
+	request   state.Resources
+	what      string
 	// level, for a gang confined to one topology domain: the node label
 	// whose one value its members share; pinned the values its placed
 	// members hold (nil: any).
