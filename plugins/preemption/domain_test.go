@@ -138,7 +138,7 @@ func TestPlanGangInOneDomain(t *testing.T) {
 			who := &preemptor{pod: members[0], members: members, priority: 1000, request: state.Request(members[0]),
 				group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: "gang ns/g", level: rackLabel, pinned: tt.pinned}
 			ctx := context.Background()
-			w, err := p.survey(ctx, who, nodes)
+			w, err := p.survey(ctx, who, nodes, false)
 			require.NoError(t, err)
 
 			pl, reason := p.planGangInOneDomain(ctx, framework.NewCycleState(), who, w)
@@ -202,7 +202,7 @@ func TestRoomWithout(t *testing.T) {
 				inFlight: map[string]*eviction{},
 			}
 			who := &preemptor{pod: members[0], members: members, priority: 1000, what: "gang ns/g"}
-			w, err := p.survey(context.Background(), who, tt.nodes)
+			w, err := p.survey(context.Background(), who, tt.nodes, false)
 			require.NoError(t, err)
 			require.GreaterOrEqual(t, len(w.units), tt.victims)
 			assert.Equal(t, tt.want, w.roomWithout(who, w.units[:tt.victims], w.nodes))
@@ -281,7 +281,7 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 			high := wholeNodePod("high", 1000, "")
 			who := &preemptor{pod: high, members: []*corev1.Pod{high}, priority: 1000, request: state.Request(high), what: "pod ns/high"}
 			ctx := context.Background()
-			w, err := p.survey(ctx, who, nodes)
+			w, err := p.survey(ctx, who, nodes, true) // as PostFilter surveys for one pod
 			require.NoError(t, err)
 			statuses := framework.NewDefaultNodeToStatus()
 			statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))

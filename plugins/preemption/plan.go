@@ -113,7 +113,7 @@ func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *pre
 	p.handle.Parallelizer().Until(enough, len(candidates), func(i int) {
 		node := candidates[(offset+i)%len(candidates)]
 		name := node.Node().Name
-		here := w.unitsOn[name]
+		here := w.unitsAt(name)
 		if len(here) == 0 && len(w.terminating[name]) == 0 {
 			return
 		}

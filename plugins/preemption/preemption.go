@@ -135,7 +135,8 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	world, err := p.survey(ctx, who, nodes)
+	onePod := who.level == "" && !(who.inGroup && len(who.members) > 1)
+	world, err := p.survey(ctx, who, nodes, onePod)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
@@ -144,7 +145,7 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 	switch {
 	case who.level != "":
 		best, reason = p.planGangInOneDomain(ctx, cycle, who, world)
-	case who.inGroup && len(who.members) > 1:
+	case !onePod:
 		best, reason = p.planGang(ctx, cycle, who, world)
 	default:
 		best, reason = p.planPod(ctx, cycle, who, world, statuses)

@@ -104,18 +104,28 @@ func TestSurvey(t *testing.T) {
 			if key, ok := state.GroupOf(tt.preemptor); ok {
 				who.group, who.inGroup = key, true
 			}
-			w, err := p.survey(context.Background(), who, []fwk.NodeInfo{node})
-			require.NoError(t, err)
-			var got []string
-			for _, u := range w.units {
-				var names []string
-				for _, m := range u.members {
-					names = append(names, m.info.GetPod().Name)
+			unitNames := func(units []*unit) []string {
+				var got []string
+				for _, u := range units {
+					var names []string
+					for _, m := range u.members {
+						names = append(names, m.info.GetPod().Name)
+					}
+					got = append(got, strings.Join(names, "+"))
 				}
-				got = append(got, strings.Join(names, "+"))
+				return got
 			}
-			assert.Equal(t, tt.want, got)
+			w, err := p.survey(context.Background(), who, []fwk.NodeInfo{node}, false)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, unitNames(w.units))
 			assert.Len(t, w.terminating["n"], tt.wantTerminating)
+
+			// Surveyed for one pod, the single pods become units when
+			// their node is planned: the same units, in the same order.
+			lazy, err := p.survey(context.Background(), who, []fwk.NodeInfo{node}, true)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, unitNames(lazy.unitsAt("n")), "units made on demand")
+			assert.Len(t, lazy.terminating["n"], tt.wantTerminating)
 		})
 	}
 }
