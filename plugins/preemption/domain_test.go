@@ -3,6 +3,7 @@ package preemption
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -303,5 +304,57 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 func TestCandidateBudget(t *testing.T) {
 	for n, want := range map[int]int{0: 0, 5: 5, 100: 100, 500: 100, 1000: 100, 1001: 100, 5000: 500} {
 		assert.Equal(t, want, candidateBudget(n), "of %d nodes", n)
+	}
+}
+
+// roomOnNode is the one-node resource test of a single pod's preemption:
+// only the victims' members on that node give room there.
+func TestRoomOnNode(t *testing.T) {
+	node := func(name, slots string, pods ...*corev1.Pod) fwk.NodeInfo {
+		ni := framework.NewNodeInfo(pods...)
+		ni.SetNode(st.MakeNode().Name(name).Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", corev1.ResourcePods: slots}).Obj())
+		return ni
+	}
+	low0, low1 := wholeNodePod("low-0", 10, "n0"), wholeNodePod("low-1", 10, "n1")
+	going := wholeNodePod("going", 10, "n0")
+	going.DeletionTimestamp = &metav1.Time{}
+	tests := []struct {
+		name    string
+		nodes   []fwk.NodeInfo
+		victims []string // pod names of the single-pod units to evict
+		want    bool
+	}{
+		{name: "full node, no victim", nodes: []fwk.NodeInfo{node("n0", "110", low0)}, want: false},
+		{name: "its victim frees it", nodes: []fwk.NodeInfo{node("n0", "110", low0)}, victims: []string{"low-0"}, want: true},
+		{name: "a victim on another node gives nothing here", nodes: []fwk.NodeInfo{node("n0", "110", low0), node("n1", "110", low1)}, victims: []string{"low-1"}, want: false},
+		{name: "a terminating pod's room and slot count", nodes: []fwk.NodeInfo{node("n0", "1", going)}, want: true},
+		{name: "out of pod slots: the victim's slot counts", nodes: []fwk.NodeInfo{node("n0", "1", low0)}, victims: []string{"low-0"}, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var pods []*corev1.Pod
+			for _, n := range tt.nodes {
+				for _, info := range n.GetPods() {
+					pods = append(pods, info.GetPod())
+				}
+			}
+			p := &Preemption{
+				handle: passingHandle{surveyHandle{waiting: map[types.UID]bool{}}}, store: state.NewStatic(nil, pods),
+				pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+				inFlight: map[string]*eviction{},
+			}
+			high := wholeNodePod("high", 1000, "")
+			who := &preemptor{pod: high, members: []*corev1.Pod{high}, priority: 1000, what: "pod ns/high"}
+			w, err := p.survey(context.Background(), who, tt.nodes, false)
+			require.NoError(t, err)
+			var victims []*unit
+			for _, u := range w.units {
+				if slices.Contains(tt.victims, u.members[0].info.GetPod().Name) {
+					victims = append(victims, u)
+				}
+			}
+			require.Len(t, victims, len(tt.victims))
+			assert.Equal(t, tt.want, w.roomOnNode(who, tt.nodes[0])(victims))
+		})
 	}
 }

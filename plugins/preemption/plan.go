@@ -123,8 +123,9 @@ func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *pre
 		// victims that make room by resources is a plan if the simulation
 		// with every filter passes it. Only where a filter objects (an
 		// anti-affinity to a victim, say) is the search redone simulating.
+		room := w.roomOnNode(who, node)
 		byResources := func(victims []*unit) (map[types.UID]string, bool) {
-			return nil, w.roomWithout(who, victims, only) && w.admits(who, victims)
+			return nil, room(victims) && w.admits(who, victims)
 		}
 		simulated := func(victims []*unit) (map[types.UID]string, bool) {
 			return p.simulate(ctx, cycle, who, w, victims, only)
@@ -174,6 +175,34 @@ func (p *Preemption) planGang(ctx context.Context, cycle fwk.CycleState, who *pr
 		return minimal(seq, fits), ""
 	}
 	return nil, noRoom
+}
+
+// roomOnNode is roomWithout for one pod on one node, with the node's room
+// (its terminating pods gone) computed once for every set of victims
+// tried there.
+func (w *world) roomOnNode(who *preemptor, node fwk.NodeInfo) func(victims []*unit) bool {
+	name := node.Node().Name
+	base := state.FreeOf(node)
+	for _, info := range w.terminating[name] {
+		base.Add(state.Request(info.GetPod()))
+		base[corev1.ResourcePods]++
+	}
+	request := who.largest()[0].request
+	return func(victims []*unit) bool {
+		free := base.Clone()
+		seen := map[types.UID]bool{}
+		for _, u := range victims {
+			requests := u.memberRequests()
+			for i, m := range u.members {
+				if uid := m.info.GetPod().UID; m.node == name && !seen[uid] {
+					seen[uid] = true
+					free.Add(requests[i])
+					free[corev1.ResourcePods]++
+				}
+			}
+		}
+		return request.FitsIn(free)
+	}
 }
 
 // roomWithout reports whether the preemptor's members would fit the nodes
