@@ -89,17 +89,17 @@ type claim struct {
 
 // pending returns, for every eviction but id's, the victims still leaving
 // and what its preemptor's pods not placed yet will take.
-func (p *Preemption) pending(id string) (leaving map[types.UID]bool, claims []claim) {
+func (p *Preemption) pending(id string) (leaving map[types.UID]podRef, claims []claim) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pruneLocked()
-	leaving = map[types.UID]bool{}
+	leaving = map[types.UID]podRef{}
 	for other, e := range p.inFlight {
 		if other == id {
 			continue
 		}
 		for _, v := range e.victims {
-			leaving[v.uid] = true
+			leaving[v.uid] = v
 		}
 		for _, m := range e.members {
 			if pod, ok := p.exists(m); ok && pod.Spec.NodeName == "" {

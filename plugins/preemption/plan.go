@@ -114,7 +114,7 @@ func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *pre
 		node := candidates[(offset+i)%len(candidates)]
 		name := node.Node().Name
 		here := w.unitsAt(name)
-		if len(here) == 0 && len(w.terminating[name]) == 0 {
+		if len(here) == 0 && len(w.terminatingOn(name)) == 0 {
 			return
 		}
 		only := []fwk.NodeInfo{node}
@@ -183,7 +183,7 @@ func (p *Preemption) planGang(ctx context.Context, cycle fwk.CycleState, who *pr
 func (w *world) roomOnNode(who *preemptor, node fwk.NodeInfo) func(victims []*unit) bool {
 	name := node.Node().Name
 	base := state.FreeOf(node)
-	for _, info := range w.terminating[name] {
+	for _, info := range w.terminatingOn(name) {
 		base.Add(state.Request(info.GetPod()))
 		base[corev1.ResourcePods]++
 	}
@@ -215,7 +215,7 @@ func (w *world) roomWithout(who *preemptor, victims []*unit, nodes []fwk.NodeInf
 	slot := state.Resources{corev1.ResourcePods: 1}
 	for _, n := range nodes {
 		name := n.Node().Name
-		for _, info := range w.terminating[name] {
+		for _, info := range w.terminatingOn(name) {
 			v.Free(name, state.Request(info.GetPod()))
 			v.Free(name, slot)
 		}
@@ -493,25 +493,12 @@ type scene struct {
 // they run on, for every node.)
 func (p *Preemption) newScene(ctx context.Context, base fwk.CycleState, who *preemptor, w *world, nodes []fwk.NodeInfo) *scene {
 	sc := &scene{p: p, ctx: ctx, who: who, w: w, cycle: base.Clone(), clones: map[string]fwk.NodeInfo{}, removed: map[types.UID]bool{}}
-	remove := func(name string) bool {
-		for _, info := range w.terminating[name] {
+	for _, n := range nodes {
+		name := n.Node().Name
+		for _, info := range w.terminatingOn(name) {
 			if !sc.remove(member{info: info, node: name}) {
-				return false
-			}
-		}
-		return true
-	}
-	if len(nodes) < len(w.nodes) {
-		for _, n := range nodes {
-			if !remove(n.Node().Name) {
 				return nil
 			}
-		}
-		return sc
-	}
-	for name := range w.terminating {
-		if !remove(name) {
-			return nil
 		}
 	}
 	return sc

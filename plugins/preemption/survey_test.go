@@ -125,7 +125,7 @@ func TestSurvey(t *testing.T) {
 			lazy, err := p.survey(context.Background(), who, []fwk.NodeInfo{node}, true)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, unitNames(lazy.unitsAt("n")), "units made on demand")
-			assert.Len(t, lazy.terminating["n"], tt.wantTerminating)
+			assert.Len(t, lazy.terminatingOn("n"), tt.wantTerminating)
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
@@ -26,13 +27,18 @@ type world struct {
 	// terminating pods per node: room that is being freed already.
 	terminating map[string][]fwk.PodInfo
 	// units are the eligible victims, least important first; unitsOn the
-	// same per node. With singlesOnDemand, units has the gangs' units only
-	// and singlesOn the other pods per node, for unitsAt.
-	units     []*unit
-	unitsOn   map[string][]*unit
-	singlesOn map[string][]fwk.PodInfo
+	// same per node. With onDemand, units has the gangs' units only.
+	units   []*unit
+	unitsOn map[string][]*unit
+	// onDemand: single pods become units, and a node's terminating pods are
+	// found, only when a plan reads that node (unitsAt, terminatingOn).
+	onDemand bool
+	// leavingPods are the victims of other evictions in flight.
+	leavingPods map[types.UID]podRef
 	// candidate decides a pod's queue and eligibility.
 	candidate func(info fwk.PodInfo, node string) candidate
+	// inGang reports whether a pod is a member of a gang with a PodGroup.
+	inGang func(pod *corev1.Pod) (state.GroupKey, bool)
 	// leaving is what the victims of other evictions in flight give back to
 	// their queues; claimed what those evictions' preemptors will take.
 	leaving, claimed state.Released
@@ -129,16 +135,17 @@ func unitsByNode(units []*unit) map[string][]*unit {
 }
 
 // survey finds every pod the preemptor may evict and groups them into
-// units. With singlesOnDemand (a single pod's preemption, which plans node
-// by node and on a large cluster on a tenth of the nodes), pods outside
-// gangs are only listed per node, and made units when their node is
-// planned (unitsAt): deciding every pod's queue and eligibility took most
-// of a preemption's time on 5000 nodes of 20000 pods. Gang members are
-// always surveyed whole, since a gang's units span nodes.
-func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.NodeInfo, singlesOnDemand bool) (*world, error) {
+// units. onDemand is for a single pod's preemption, which plans node by
+// node and on a large cluster on a tenth of the nodes: it reads no node's
+// pods until a plan reads that node (unitsAt, terminatingOn), except to
+// find gang members, when there are PodGroups, since a gang's units span
+// nodes. Reading every pod of 5000 nodes for each preemption was most of
+// its time in upstream's PreemptionAsync benchmark.
+func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.NodeInfo, onDemand bool) (*world, error) {
 	w := &world{nodes: nodes, byName: make(map[string]fwk.NodeInfo, len(nodes)), terminating: map[string][]fwk.PodInfo{},
-		leaving: state.Released{}, claimed: state.Released{}}
+		leaving: state.Released{}, claimed: state.Released{}, onDemand: onDemand}
 	leaving, claims := p.pending(who.id)
+	w.leavingPods = leaving
 	if w.queues = p.store.Queues(); w.queues != nil {
 		w.queues.Observe(who.members...)
 		w.view = w.queues.View()
@@ -170,38 +177,57 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 		c.eligible = c.eligible && !inFlight
 		return c
 	}
+	w.inGang = func(pod *corev1.Pod) (state.GroupKey, bool) {
+		key, ok := state.GroupOf(pod)
+		return key, ok && p.store.PodGroup(key) != nil
+	}
+	// A victim of another eviction, not deleted yet, is as good as gone:
+	// its share is its queue's no more.
+	release := func(pod *corev1.Pod) {
+		if w.queues != nil && w.queues.Charged(pod) {
+			w.view.Release(w.leaving, w.queues.QueueOf(pod), state.Request(pod))
+		}
+	}
+	for _, n := range nodes {
+		w.byName[n.Node().Name] = n
+	}
 
 	groups := map[state.GroupKey][]candidate{}
 	var singles []candidate
-	if singlesOnDemand {
-		w.singlesOn = map[string][]fwk.PodInfo{}
+	if onDemand {
+		for uid, ref := range leaving {
+			if info := podOn(w.byName[ref.node], uid); info != nil && info.GetPod().DeletionTimestamp == nil {
+				release(info.GetPod())
+			}
+		}
 	}
+	scan := !onDemand || p.store.HasPodGroups()
 	for _, n := range nodes {
+		if !scan {
+			break
+		}
 		name := n.Node().Name
-		w.byName[name] = n
 		for _, info := range n.GetPods() {
 			pod := info.GetPod()
 			if pod.DeletionTimestamp != nil {
 				w.terminating[name] = append(w.terminating[name], info)
 				continue
 			}
-			if leaving[pod.UID] {
-				// Chosen by another eviction, not deleted yet: as good as gone.
+			if _, ok := leaving[pod.UID]; ok {
 				w.terminating[name] = append(w.terminating[name], info)
-				if w.queues != nil && w.queues.Charged(pod) {
-					w.view.Release(w.leaving, w.queues.QueueOf(pod), state.Request(pod))
+				if !onDemand {
+					release(pod)
 				}
 				continue
 			}
-			if key, ok := state.GroupOf(pod); ok && p.store.PodGroup(key) != nil {
+			if key, ok := w.inGang(pod); ok {
 				if who.inGroup && key == who.group {
 					continue
 				}
 				groups[key] = append(groups[key], w.candidate(info, name))
 				continue
 			}
-			if singlesOnDemand {
-				w.singlesOn[name] = append(w.singlesOn[name], info)
+			if onDemand {
 				continue
 			}
 			if c := w.candidate(info, name); c.eligible {
@@ -268,14 +294,21 @@ func (w *world) newUnit(cs []candidate, whole bool) *unit {
 }
 
 // unitsAt returns the units with a member on the node, least important
-// first: with singlesOnDemand, the node's single pods made units now (by
-// one caller per node at a time) with the gang units there.
+// first: onDemand, the node's single pods made units now (by one caller
+// per node at a time) with the gang units there.
 func (w *world) unitsAt(node string) []*unit {
-	if w.singlesOn == nil {
+	if !w.onDemand {
 		return w.unitsOn[node]
 	}
 	var out []*unit
-	for _, info := range w.singlesOn[node] {
+	for _, info := range w.byName[node].GetPods() {
+		pod := info.GetPod()
+		if _, leaving := w.leavingPods[pod.UID]; pod.DeletionTimestamp != nil || leaving {
+			continue
+		}
+		if _, ok := w.inGang(pod); ok {
+			continue // in the gang units
+		}
 		if c := w.candidate(info, node); c.eligible {
 			out = append(out, w.newUnit([]candidate{c}, false))
 		}
@@ -286,6 +319,35 @@ func (w *world) unitsAt(node string) []*unit {
 	out = append(out, w.unitsOn[node]...)
 	sort.SliceStable(out, func(i, j int) bool { return lessImportant(out[i], out[j]) })
 	return out
+}
+
+// terminatingOn returns the pods leaving the node: being deleted, or
+// chosen by another eviction in flight.
+func (w *world) terminatingOn(node string) []fwk.PodInfo {
+	if !w.onDemand {
+		return w.terminating[node]
+	}
+	var out []fwk.PodInfo
+	for _, info := range w.byName[node].GetPods() {
+		pod := info.GetPod()
+		if _, leaving := w.leavingPods[pod.UID]; pod.DeletionTimestamp != nil || leaving {
+			out = append(out, info)
+		}
+	}
+	return out
+}
+
+// podOn finds a pod on a node by UID.
+func podOn(node fwk.NodeInfo, uid types.UID) fwk.PodInfo {
+	if node == nil {
+		return nil
+	}
+	for _, info := range node.GetPods() {
+		if info.GetPod().UID == uid {
+			return info
+		}
+	}
+	return nil
 }
 
 // eligible says whether the preemptor may evict pod, of the queue given,
@@ -417,7 +479,7 @@ func (w *world) shortOf(who *preemptor, nodes []fwk.NodeInfo) []corev1.ResourceN
 	free := state.Resources{}
 	for _, n := range nodes {
 		free.Add(state.FreeOf(n))
-		for _, info := range w.terminating[n.Node().Name] {
+		for _, info := range w.terminatingOn(n.Node().Name) {
 			free.Add(state.Request(info.GetPod()))
 		}
 	}

@@ -153,6 +153,11 @@ func (s *Store) PodGroup(key GroupKey) *schedv1alpha1.PodGroup {
 	return pg
 }
 
+// HasPodGroups reports whether any PodGroup exists.
+func (s *Store) HasPodGroups() bool {
+	return len(s.podGroups.GetIndexer().ListKeys()) > 0
+}
+
 // Members returns the group's pods that the scheduler knows (terminated
 // pods are not among them).
 func (s *Store) Members(key GroupKey) []*corev1.Pod {
