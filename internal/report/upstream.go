@@ -28,7 +28,6 @@ const (
 	Duration       = "duration"         // SchedulingDuration, s: creating and scheduling the measured pods
 	AttemptAvg     = "attempt_avg"      // scheduler_scheduling_attempt_duration_seconds{result=scheduled} Average, ms
 	AttemptP99     = "attempt_p99"      // its Perc99, ms
-	PodSchedP99    = "pod_sched_p99"    // scheduler_pod_scheduling_duration_seconds Perc99, ms (creation to bind, retries included)
 	GangWaitAvg    = "gang_wait_avg"    // flotilla_gang_wait_seconds Average, ms
 	GangWaitP99    = "gang_wait_p99"    // its Perc99, ms
 	NativeGangAvg  = "native_gang_avg"  // scheduler_podgroup_scheduling_attempt_duration_seconds{result=scheduled} Average, ms
@@ -49,7 +48,6 @@ var figureSources = map[figureSource]string{
 	{"SchedulingThroughput", "", "Average"}:                                            Throughput,
 	{"SchedulingDuration", "", "Duration"}:                                             Duration,
 	{"heap_memory_usage", "", "Perc99"}:                                                HeapInUseMaxMB,
-	{"scheduler_pod_scheduling_duration_seconds", "", "Perc99"}:                        PodSchedP99,
 	{"scheduler_scheduling_attempt_duration_seconds", "scheduled", "Average"}:          AttemptAvg,
 	{"scheduler_scheduling_attempt_duration_seconds", "scheduled", "Perc99"}:           AttemptP99,
 	{"flotilla_gang_wait_seconds", "", "Average"}:                                      GangWaitAvg,
@@ -164,14 +162,13 @@ func UpstreamTable(results map[string]map[string]UpstreamMeasure, order []string
 
 // GangTable is the gang workloads' attempt durations: flotilla's gang wait
 // (attempt start to quorum placed) against the in-tree threshold given per
-// workload (their hardware) multiplied by scale (to this machine), and each
-// configuration's pods' scheduling p99.
+// workload (their hardware) multiplied by scale (to this machine).
 func GangTable(results map[string]map[string]UpstreamMeasure, order []string, thresholdMs map[string]float64, scale float64) string {
 	var b strings.Builder
-	b.WriteString("| workload | flotilla gang wait mean | p99 | in-tree threshold: theirs → scaled | within | pod scheduling p99 default / flotilla |\n")
-	b.WriteString("|---|---|---|---|---|---|\n")
+	b.WriteString("| workload | flotilla gang wait mean | p99 | in-tree threshold: theirs → scaled | within |\n")
+	b.WriteString("|---|---|---|---|---|\n")
 	for _, w := range order {
-		d, f := results[w]["default"], results[w]["flotilla"]
+		f := results[w]["flotilla"]
 		threshold, within := "none", "–"
 		if t, ok := thresholdMs[w]; ok {
 			threshold = fmt.Sprintf("%.0f ms → %.0f ms", t, t*scale)
@@ -179,9 +176,8 @@ func GangTable(results map[string]map[string]UpstreamMeasure, order []string, th
 				within = map[bool]string{true: "yes", false: "no"}[wait <= t*scale]
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s / %s |\n", w,
-			figure(f, GangWaitAvg, "%.1f ms"), figure(f, GangWaitP99, "%.0f ms"), threshold, within,
-			figure(d, PodSchedP99, "%.0f ms"), figure(f, PodSchedP99, "%.0f ms"))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", w,
+			figure(f, GangWaitAvg, "%.1f ms"), figure(f, GangWaitP99, "%.0f ms"), threshold, within)
 	}
 	return b.String()
 }

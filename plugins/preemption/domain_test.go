@@ -45,6 +45,22 @@ func (passingHandle) RunPreFilterExtensionAddPod(context.Context, fwk.CycleState
 	return nil
 }
 
+// onNodes is the plugin over the pods running on the nodes, every other
+// plugin passing every node.
+func onNodes(nodes []fwk.NodeInfo) *Preemption {
+	var pods []*corev1.Pod
+	for _, n := range nodes {
+		for _, info := range n.GetPods() {
+			pods = append(pods, info.GetPod())
+		}
+	}
+	return &Preemption{
+		handle: passingHandle{surveyHandle{waiting: map[types.UID]bool{}}}, store: state.NewStatic(nil, pods),
+		pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+		inFlight: map[string]*eviction{},
+	}
+}
+
 // wholeNodePod asks for 7 of a node's 8 cpu, and 1Gi.
 func wholeNodePod(name string, priority int32, node string) *corev1.Pod {
 	w := st.MakePod().Namespace("ns").Name(name).UID(name).Priority(priority).
@@ -191,17 +207,7 @@ func TestRoomWithout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var pods []*corev1.Pod
-			for _, n := range tt.nodes {
-				for _, info := range n.GetPods() {
-					pods = append(pods, info.GetPod())
-				}
-			}
-			p := &Preemption{
-				handle: passingHandle{surveyHandle{waiting: map[types.UID]bool{}}}, store: state.NewStatic(nil, pods),
-				pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-				inFlight: map[string]*eviction{},
-			}
+			p := onNodes(tt.nodes)
 			who := &preemptor{pod: members[0], members: members, priority: 1000, what: "gang ns/g"}
 			w, err := p.survey(context.Background(), who, tt.nodes, false)
 			require.NoError(t, err)
@@ -332,17 +338,7 @@ func TestRoomOnNode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var pods []*corev1.Pod
-			for _, n := range tt.nodes {
-				for _, info := range n.GetPods() {
-					pods = append(pods, info.GetPod())
-				}
-			}
-			p := &Preemption{
-				handle: passingHandle{surveyHandle{waiting: map[types.UID]bool{}}}, store: state.NewStatic(nil, pods),
-				pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-				inFlight: map[string]*eviction{},
-			}
+			p := onNodes(tt.nodes)
 			high := wholeNodePod("high", 1000, "")
 			who := &preemptor{pod: high, members: []*corev1.Pod{high}, priority: 1000, what: "pod ns/high"}
 			w, err := p.survey(context.Background(), who, tt.nodes, false)

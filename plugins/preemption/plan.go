@@ -184,7 +184,7 @@ func (w *world) roomOnNode(who *preemptor, node fwk.NodeInfo) func(victims []*un
 	name := node.Node().Name
 	base := state.FreeOf(node)
 	for _, info := range w.terminatingOn(name) {
-		base.Add(state.Request(info.GetPod()))
+		base.Add(state.Occupied(info))
 		base[corev1.ResourcePods]++
 	}
 	request := who.largest()[0].request
@@ -216,7 +216,7 @@ func (w *world) roomWithout(who *preemptor, victims []*unit, nodes []fwk.NodeInf
 	for _, n := range nodes {
 		name := n.Node().Name
 		for _, info := range w.terminatingOn(name) {
-			v.Free(name, state.Request(info.GetPod()))
+			v.Free(name, state.Occupied(info))
 			v.Free(name, slot)
 		}
 	}

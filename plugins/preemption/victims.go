@@ -102,7 +102,7 @@ func (u *unit) computeRequests() {
 	u.requestOnce.Do(func() {
 		u.gives = state.Resources{}
 		for _, m := range u.members {
-			r := state.Request(m.info.GetPod())
+			r := state.Occupied(m.info)
 			u.requests = append(u.requests, r)
 			u.gives.Add(r)
 		}
@@ -431,9 +431,7 @@ func (w *world) sequence(who *preemptor, short []corev1.ResourceName, units []*u
 		if !w.aboveShare(who, short, u, released) {
 			continue
 		}
-		for _, m := range u.members {
-			w.view.Release(released, u.queue, state.Request(m.info.GetPod()))
-		}
+		w.view.Release(released, u.queue, u.request())
 		out = append(out, u)
 	}
 	return out
@@ -480,7 +478,7 @@ func (w *world) shortOf(who *preemptor, nodes []fwk.NodeInfo) []corev1.ResourceN
 	for _, n := range nodes {
 		free.Add(state.FreeOf(n))
 		for _, info := range w.terminatingOn(n.Node().Name) {
-			free.Add(state.Request(info.GetPod()))
+			free.Add(state.Occupied(info))
 		}
 	}
 	var short, asked []corev1.ResourceName

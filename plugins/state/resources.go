@@ -145,6 +145,24 @@ func Amount(r fwk.Resource, name corev1.ResourceName) int64 {
 	return r.GetScalarResources()[name]
 }
 
+// Occupied is what a pod on a node takes from it, as the node's own
+// accounting counts it: read from the pod info the scheduler's snapshot
+// computed when it added the pod to the node, not computed again from the
+// pod's containers. For victims and terminating pods, whose room is
+// counted for every node a preemption tries, that is the difference
+// between reading a cache and aggregating every container's requests.
+func Occupied(info fwk.PodInfo) Resources {
+	r := info.CalculateResource().Resource
+	out := Resources{corev1.ResourceCPU: r.GetMilliCPU(), corev1.ResourceMemory: r.GetMemory()}
+	if e := r.GetEphemeralStorage(); e != 0 {
+		out[corev1.ResourceEphemeralStorage] = e
+	}
+	for name, v := range r.GetScalarResources() {
+		out[name] = v
+	}
+	return out
+}
+
 // FitsIn reports whether a pod requesting r fits in free; the pod also
 // takes a pod slot.
 func (r Resources) FitsIn(free Resources) bool {
