@@ -121,11 +121,15 @@ func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *pre
 		seq := w.sequence(who, w.shortOf(who, only), here)
 		// Resources first: most nodes are decided by them, and the fewest
 		// victims that make room by resources is a plan if the simulation
-		// with every filter passes it. Only where a filter objects (an
-		// anti-affinity to a victim, say) is the search redone simulating.
+		// with every filter and the queue's admission passes it. Only where
+		// a filter or the admission objects (an anti-affinity to a victim,
+		// a queue at its share) is the search redone simulating.
+		// Admission is checked by the simulation, once, on the plan found:
+		// room and admission both only grow with more victims, and the
+		// admission check copies the queues' shares each time.
 		room := w.roomOnNode(who, node)
 		byResources := func(victims []*unit) (map[types.UID]string, bool) {
-			return nil, room(victims) && w.admits(who, victims)
+			return nil, room(victims)
 		}
 		simulated := func(victims []*unit) (map[types.UID]string, bool) {
 			return p.simulate(ctx, cycle, who, w, victims, only)
