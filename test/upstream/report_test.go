@@ -73,9 +73,9 @@ func TestReport(t *testing.T) {
 		}
 	}
 	if len(short) == 0 {
-		fmt.Fprintf(&b, "Target flotilla ≥ %.2f x the default plugins' throughput on every non-gang workload: **met**.\n\n", minRatio)
+		fmt.Fprintf(&b, "In this run, the target (flotilla ≥ %.2f x the default plugins' throughput on every non-gang workload) is **met**; see below for the spread between runs.\n\n", minRatio)
 	} else {
-		fmt.Fprintf(&b, "Target flotilla ≥ %.2f x the default plugins' throughput on every non-gang workload: **missed** on %s.\n\n", minRatio, strings.Join(short, ", "))
+		fmt.Fprintf(&b, "In this run, the target (flotilla ≥ %.2f x the default plugins' throughput on every non-gang workload) is **missed** on %s; see below for the spread between runs.\n\n", minRatio, strings.Join(short, ", "))
 	}
 
 	if len(gangs) > 0 {
