@@ -42,9 +42,12 @@
 // without. Terminating pods count as free room, so a preemptor whose
 // earlier victims are still terminating evicts nothing more.
 //
-// A single pod is placed by simulation on each candidate node (the node's
-// pods less its victims, with every Filter plugin and the nominated pods),
-// and the node whose victims cost least is chosen: fewest PDB violations
+// A single pod's victims on each candidate node are the fewest, in that
+// order, that make room by resources; that plan is then simulated once
+// (the node's pods less its victims, with every Filter plugin, the
+// nominated pods and the queue's admission), and only where the
+// simulation objects is the search redone simulating every step. The
+// node whose victims cost least is chosen: fewest PDB violations
 // (each budget counted down over all the plan's victims, as the framework's
 // FilterVictimsWithPDBViolation does: three evictions under a budget that
 // allows one are two violations), then lowest top victim priority, then
@@ -52,8 +55,10 @@
 // DefaultPreemption's does, once plans are found on 10% of the nodes (at
 // least 100), tried from a random node: planning on all of 5000 nodes takes
 // longer than high-priority pods arrive in upstream's PreemptionAsync
-// benchmark, and starves every other pod. A gang member that Gang refused because its quorum does not fit preempts for the whole
-// quorum: the members still needed are placed together by simulation
+// benchmark, and starves every other pod.
+//
+// A gang member that Gang refused because its quorum does not fit
+// preempts for the whole quorum: the members still needed are placed together by simulation
 // (first fit, largest first) on the nodes less the victims, every member
 // checked for its resources and the node for the preemptor's constraints
 // (members of a gang share a pod template); if even evicting every eligible
