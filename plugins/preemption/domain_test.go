@@ -45,6 +45,14 @@ func (passingHandle) RunPreFilterExtensionAddPod(context.Context, fwk.CycleState
 	return nil
 }
 
+// slottedNode is a node of 8 cpu, 32Gi and the given pod slots, running
+// the pods.
+func slottedNode(name, slots string, pods ...*corev1.Pod) fwk.NodeInfo {
+	ni := framework.NewNodeInfo(pods...)
+	ni.SetNode(st.MakeNode().Name(name).Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", corev1.ResourcePods: slots}).Obj())
+	return ni
+}
+
 // onNodes is the plugin over the pods running on the nodes, every other
 // plugin passing every node.
 func onNodes(nodes []fwk.NodeInfo) *Preemption {
@@ -177,12 +185,7 @@ func TestPlanGangInOneDomain(t *testing.T) {
 // roomWithout is the resource-only test that spares the simulation when
 // evicting every candidate could not make room anyway.
 func TestRoomWithout(t *testing.T) {
-	nodeWithSlots := func(name, slots string, pods ...*corev1.Pod) fwk.NodeInfo {
-		ni := framework.NewNodeInfo(pods...)
-		ni.SetNode(st.MakeNode().Name(name).Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", corev1.ResourcePods: slots}).Obj())
-		return ni
-	}
-	node := func(name string, pods ...*corev1.Pod) fwk.NodeInfo { return nodeWithSlots(name, "110", pods...) }
+	node := func(name string, pods ...*corev1.Pod) fwk.NodeInfo { return slottedNode(name, "110", pods...) }
 	tiny := func(name string, priority int32, node string) *corev1.Pod {
 		return st.MakePod().Namespace("ns").Name(name).UID(name).Priority(priority).Node(node).
 			Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "100m", corev1.ResourceMemory: "100Mi"}).Obj()
@@ -202,8 +205,8 @@ func TestRoomWithout(t *testing.T) {
 		{name: "both victims free both", nodes: []fwk.NodeInfo{node("n0", low0), node("n1", low1)}, victims: 2, want: true},
 		{name: "a terminating pod's room counts as free", nodes: []fwk.NodeInfo{node("n0", low0), node("n1", terminating)}, victims: 1, want: true},
 		// Nodes out of pod slots, not of cpu: a victim gives back its slot.
-		{name: "a victim's pod slot counts as free", nodes: []fwk.NodeInfo{nodeWithSlots("n0", "1", tiny("tiny-0", 10, "n0")), nodeWithSlots("n1", "1", tiny("tiny-1", 10, "n1"))}, victims: 2, want: true},
-		{name: "no slot freed, no room", nodes: []fwk.NodeInfo{nodeWithSlots("n0", "1", tiny("tiny-0", 10, "n0")), nodeWithSlots("n1", "1", tiny("tiny-1", 10, "n1"))}, victims: 1, want: false},
+		{name: "a victim's pod slot counts as free", nodes: []fwk.NodeInfo{slottedNode("n0", "1", tiny("tiny-0", 10, "n0")), slottedNode("n1", "1", tiny("tiny-1", 10, "n1"))}, victims: 2, want: true},
+		{name: "no slot freed, no room", nodes: []fwk.NodeInfo{slottedNode("n0", "1", tiny("tiny-0", 10, "n0")), slottedNode("n1", "1", tiny("tiny-1", 10, "n1"))}, victims: 1, want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -316,11 +319,7 @@ func TestCandidateBudget(t *testing.T) {
 // roomOnNode is the one-node resource test of a single pod's preemption:
 // only the victims' members on that node give room there.
 func TestRoomOnNode(t *testing.T) {
-	node := func(name, slots string, pods ...*corev1.Pod) fwk.NodeInfo {
-		ni := framework.NewNodeInfo(pods...)
-		ni.SetNode(st.MakeNode().Name(name).Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", corev1.ResourcePods: slots}).Obj())
-		return ni
-	}
+
 	low0, low1 := wholeNodePod("low-0", 10, "n0"), wholeNodePod("low-1", 10, "n1")
 	going := wholeNodePod("going", 10, "n0")
 	going.DeletionTimestamp = &metav1.Time{}
@@ -330,11 +329,11 @@ func TestRoomOnNode(t *testing.T) {
 		victims []string // pod names of the single-pod units to evict
 		want    bool
 	}{
-		{name: "full node, no victim", nodes: []fwk.NodeInfo{node("n0", "110", low0)}, want: false},
-		{name: "its victim frees it", nodes: []fwk.NodeInfo{node("n0", "110", low0)}, victims: []string{"low-0"}, want: true},
-		{name: "a victim on another node gives nothing here", nodes: []fwk.NodeInfo{node("n0", "110", low0), node("n1", "110", low1)}, victims: []string{"low-1"}, want: false},
-		{name: "a terminating pod's room and slot count", nodes: []fwk.NodeInfo{node("n0", "1", going)}, want: true},
-		{name: "out of pod slots: the victim's slot counts", nodes: []fwk.NodeInfo{node("n0", "1", low0)}, victims: []string{"low-0"}, want: true},
+		{name: "full node, no victim", nodes: []fwk.NodeInfo{slottedNode("n0", "110", low0)}, want: false},
+		{name: "its victim frees it", nodes: []fwk.NodeInfo{slottedNode("n0", "110", low0)}, victims: []string{"low-0"}, want: true},
+		{name: "a victim on another node gives nothing here", nodes: []fwk.NodeInfo{slottedNode("n0", "110", low0), slottedNode("n1", "110", low1)}, victims: []string{"low-1"}, want: false},
+		{name: "a terminating pod's room and slot count", nodes: []fwk.NodeInfo{slottedNode("n0", "1", going)}, want: true},
+		{name: "out of pod slots: the victim's slot counts", nodes: []fwk.NodeInfo{slottedNode("n0", "1", low0)}, victims: []string{"low-0"}, want: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
