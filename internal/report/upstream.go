@@ -89,16 +89,20 @@ func workloadOf(name string) (workload, variant string, ok bool) {
 	return "", "", false
 }
 
-// ReadUpstream reads every data-items file in dir, oldest first, so that a
-// workload's newest run wins: workload -> variant -> figures.
-func ReadUpstream(dir string) (map[string]map[string]UpstreamMeasure, error) {
+// ReadUpstream reads every data-items file in dir and gives, per workload
+// and variant, the median of each figure over its newest runs (at most
+// runs of them; every run if runs < 1): workload -> variant -> figures.
+// Runs, and the range of the throughputs, say how many runs the median is
+// of and how far they spread: on a small machine two runs of one workload
+// differ by a fifth, so one pair of runs does not decide a ratio.
+func ReadUpstream(dir string, runs int) (map[string]map[string]UpstreamMeasure, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "BenchmarkPerfScheduling_benchmark_*.json"))
 	if err != nil {
 		return nil, err
 	}
 	// The names end in an RFC 3339 UTC time: sorted by name is sorted by time.
 	sort.Strings(files)
-	out := map[string]map[string]UpstreamMeasure{}
+	all := map[string]map[string][]UpstreamMeasure{}
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -110,7 +114,7 @@ func ReadUpstream(dir string) (map[string]map[string]UpstreamMeasure, error) {
 		if err := json.Unmarshal(data, &items); err != nil {
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
-		// A run's figures replace an older run's as a whole.
+		// One file is one run of each workload and variant in it.
 		fresh := map[string]map[string]UpstreamMeasure{}
 		for _, item := range items.DataItems {
 			workload, variant, ok := workloadOf(item.Labels["Name"])
@@ -128,36 +132,85 @@ func ReadUpstream(dir string) (map[string]map[string]UpstreamMeasure, error) {
 			addFigures(m, item)
 		}
 		for workload, variants := range fresh {
-			if out[workload] == nil {
-				out[workload] = map[string]UpstreamMeasure{}
+			if all[workload] == nil {
+				all[workload] = map[string][]UpstreamMeasure{}
 			}
 			for variant, m := range variants {
-				out[workload][variant] = m
+				all[workload][variant] = append(all[workload][variant], m)
 			}
+		}
+	}
+	out := map[string]map[string]UpstreamMeasure{}
+	for workload, variants := range all {
+		out[workload] = map[string]UpstreamMeasure{}
+		for variant, measures := range variants {
+			if runs > 0 && len(measures) > runs {
+				measures = measures[len(measures)-runs:]
+			}
+			out[workload][variant] = medianOf(measures)
 		}
 	}
 	return out, nil
 }
 
+// Figures ReadUpstream adds to the medians.
+const (
+	Runs          = "runs"           // how many runs the medians are of
+	ThroughputMin = "throughput_min" // the lowest run's throughput
+	ThroughputMax = "throughput_max" // the highest run's
+)
+
+// medianOf is each figure's median over the runs that recorded it (the
+// mean of the middle two of an even number).
+func medianOf(measures []UpstreamMeasure) UpstreamMeasure {
+	values := map[string][]float64{}
+	for _, m := range measures {
+		for name, v := range m {
+			values[name] = append(values[name], v)
+		}
+	}
+	out := UpstreamMeasure{Runs: float64(len(measures))}
+	for name, vs := range values {
+		sort.Float64s(vs)
+		out[name] = (vs[(len(vs)-1)/2] + vs[len(vs)/2]) / 2
+		if name == Throughput {
+			out[ThroughputMin], out[ThroughputMax] = vs[0], vs[len(vs)-1]
+		}
+	}
+	return out
+}
+
 // UpstreamTable is the markdown comparison of each workload, in the order
-// given: throughput and duration under both configurations with flotilla's
-// ratio (above 1 is flotilla faster), and the mean scheduled attempt.
+// given: throughput (median, and the range over the runs) and duration under
+// both configurations with flotilla's ratio of medians (above 1 is flotilla
+// faster), and the mean scheduled attempt.
 func UpstreamTable(results map[string]map[string]UpstreamMeasure, order []string) string {
 	var b strings.Builder
-	b.WriteString("| test case / workload | pods/s default | pods/s flotilla | ratio | duration default | duration flotilla | ratio | mean attempt default / flotilla |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| test case / workload | runs default / flotilla | pods/s default | pods/s flotilla | ratio | duration default | duration flotilla | ratio | mean attempt default / flotilla |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, w := range order {
 		d, f := results[w]["default"], results[w]["flotilla"]
 		if d == nil && f == nil {
-			fmt.Fprintf(&b, "| %s | not run | | | | | | |\n", w)
+			fmt.Fprintf(&b, "| %s | not run | | | | | | | |\n", w)
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s / %s |\n", w,
-			figure(d, Throughput, "%.0f"), figure(f, Throughput, "%.0f"), ratio(f, d, Throughput, false),
+		fmt.Fprintf(&b, "| %s | %s / %s | %s | %s | %s | %s | %s | %s | %s / %s |\n", w,
+			figure(d, Runs, "%.0f"), figure(f, Runs, "%.0f"),
+			throughput(d), throughput(f), ratio(f, d, Throughput, false),
 			figure(d, Duration, "%.1f s"), figure(f, Duration, "%.1f s"), ratio(f, d, Duration, true),
 			figure(d, AttemptAvg, "%.1f ms"), figure(f, AttemptAvg, "%.1f ms"))
 	}
 	return b.String()
+}
+
+// throughput is the median pods/s, with the range when runs differ.
+func throughput(m UpstreamMeasure) string {
+	median := figure(m, Throughput, "%.0f")
+	low, high := m[ThroughputMin], m[ThroughputMax]
+	if m[Runs] < 2 || low == high {
+		return median
+	}
+	return fmt.Sprintf("%s (%.0f–%.0f)", median, low, high)
 }
 
 // GangTable is the gang workloads' attempt durations: flotilla's gang wait

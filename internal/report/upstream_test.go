@@ -1,6 +1,7 @@
 package report
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,22 +31,34 @@ func item(metric, name, result string, data string) string {
 	return `{"data": ` + data + `, "unit": "x", "labels": {"Metric": "` + metric + `", "Name": "` + name + `", "result": "` + result + `"}}`
 }
 
-func TestReadUpstreamNewestRunWins(t *testing.T) {
-	dir := t.TempDir()
-	const basicDefault = "BenchmarkPerfScheduling/SchedulingBasic_default/5000Nodes_10000Pods/namespace-2"
-	const basicFlotilla = "BenchmarkPerfScheduling/SchedulingBasic_flotilla/5000Nodes_10000Pods/namespace-2"
-	const gangFlotilla = "BenchmarkPerfScheduling/GangScheduling_flotilla/5000Nodes_1000Gangs_3000Pods/gang-ns-0"
-	write := func(name string, items ...string) {
-		body := `{"version": "v1", "dataItems": [` + strings.Join(items, ",") + `]}`
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+// upstreamDir is a data-items directory with runs written in it.
+type upstreamDir struct {
+	t   *testing.T
+	dir string
+}
+
+// run writes one run's data items at the given time.
+func (d upstreamDir) run(at string, items ...string) {
+	body := `{"version": "v1", "dataItems": [` + strings.Join(items, ",") + `]}`
+	if err := os.WriteFile(filepath.Join(d.dir, "BenchmarkPerfScheduling_benchmark_flotilla_"+at+".json"), []byte(body), 0o644); err != nil {
+		d.t.Fatal(err)
 	}
-	write("BenchmarkPerfScheduling_benchmark_flotilla_2026-11-23T01:00:00Z.json",
+}
+
+const (
+	basicDefault  = "BenchmarkPerfScheduling/SchedulingBasic_default/5000Nodes_10000Pods/namespace-2"
+	basicFlotilla = "BenchmarkPerfScheduling/SchedulingBasic_flotilla/5000Nodes_10000Pods/namespace-2"
+	gangFlotilla  = "BenchmarkPerfScheduling/GangScheduling_flotilla/5000Nodes_1000Gangs_3000Pods/gang-ns-0"
+	basic         = "SchedulingBasic/5000Nodes_10000Pods"
+)
+
+func TestReadUpstreamOneRunIsTheNewest(t *testing.T) {
+	d := upstreamDir{t, t.TempDir()}
+	d.run("2026-11-23T01:00:00Z",
 		item("SchedulingThroughput", basicDefault, "not applicable", `{"Average": 100}`),
 		item("SchedulingThroughput", basicFlotilla, "not applicable", `{"Average": 50}`),
 	)
-	write("BenchmarkPerfScheduling_benchmark_flotilla_2026-11-23T02:00:00Z.json",
+	d.run("2026-11-23T02:00:00Z",
 		item("SchedulingThroughput", basicDefault, "not applicable", `{"Average": 200}`),
 		item("SchedulingDuration", basicDefault, "not applicable", `{"Duration": 60}`),
 		item("scheduler_scheduling_attempt_duration_seconds", basicDefault, "unschedulable", `{"Average": 999}`),
@@ -54,25 +67,24 @@ func TestReadUpstreamNewestRunWins(t *testing.T) {
 		item("SchedulingDuration", basicFlotilla, "not applicable", `{"Duration": 50}`),
 		item("flotilla_gang_wait_seconds", gangFlotilla, "not applicable", `{"Average": 7.5, "Perc99": 40}`),
 	)
-	got, err := ReadUpstream(dir)
+	got, err := ReadUpstream(d.dir, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	basic := got["SchedulingBasic/5000Nodes_10000Pods"]
-	if basic["default"][Throughput] != 200 || basic["flotilla"][Throughput] != 190 {
-		t.Errorf("the newer run's throughputs should win: %v", basic)
+	if b := got[basic]; b["default"][Throughput] != 200 || b["flotilla"][Throughput] != 190 || b["default"][Runs] != 1 {
+		t.Errorf("the newer run's throughputs should win: %v", b)
 	}
-	if basic["default"][AttemptAvg] != 12.5 || basic["default"][AttemptP99] != 80 {
-		t.Errorf("the scheduled attempts only: %v", basic["default"])
+	if b := got[basic]["default"]; b[AttemptAvg] != 12.5 || b[AttemptP99] != 80 {
+		t.Errorf("the scheduled attempts only: %v", b)
 	}
 	gang := got["GangScheduling/5000Nodes_1000Gangs_3000Pods"]["flotilla"]
 	if gang[GangWaitAvg] != 7.5 || gang[GangWaitP99] != 40 {
 		t.Errorf("gang wait: %v", gang)
 	}
 
-	table := UpstreamTable(got, []string{"SchedulingBasic/5000Nodes_10000Pods", "PreemptionAsync/5000Nodes"})
+	table := UpstreamTable(got, []string{basic, "PreemptionAsync/5000Nodes"})
 	for _, want := range []string{
-		"| SchedulingBasic/5000Nodes_10000Pods | 200 | 190 | 0.95 x | 60.0 s | 50.0 s | 1.20 x | 12.5 ms / – |",
+		"| SchedulingBasic/5000Nodes_10000Pods | 1 / 1 | 200 | 190 | 0.95 x | 60.0 s | 50.0 s | 1.20 x | 12.5 ms / – |",
 		"| PreemptionAsync/5000Nodes | not run |",
 	} {
 		if !strings.Contains(table, want) {
@@ -82,5 +94,53 @@ func TestReadUpstreamNewestRunWins(t *testing.T) {
 	gangs := GangTable(got, []string{"GangScheduling/5000Nodes_1000Gangs_3000Pods"}, map[string]float64{"GangScheduling/5000Nodes_1000Gangs_3000Pods": 8}, 0.5)
 	if want := "| GangScheduling/5000Nodes_1000Gangs_3000Pods | 7.5 ms | 40 ms | 8 ms → 4 ms | no |"; !strings.Contains(gangs, want) {
 		t.Errorf("gang table lacks %q:\n%s", want, gangs)
+	}
+}
+
+func TestReadUpstreamMediansOfTheNewestRuns(t *testing.T) {
+	d := upstreamDir{t, t.TempDir()}
+	throughputs := func(def, flo string) []string {
+		return []string{
+			item("SchedulingThroughput", basicDefault, "not applicable", `{"Average": `+def+`}`),
+			item("SchedulingThroughput", basicFlotilla, "not applicable", `{"Average": `+flo+`}`),
+		}
+	}
+	d.run("2026-11-23T01:00:00Z", throughputs("1000", "1")...) // older than the runs asked for
+	d.run("2026-11-23T02:00:00Z", throughputs("100", "90")...)
+	d.run("2026-11-23T03:00:00Z", append(throughputs("200", "120"),
+		item("SchedulingDuration", basicFlotilla, "not applicable", `{"Duration": 40}`))...)
+	d.run("2026-11-23T04:00:00Z", throughputs("150", "180")...)
+	// A run of flotilla alone (-upstream.variants=flotilla) counts for it only.
+	d.run("2026-11-23T05:00:00Z", item("SchedulingThroughput", basicFlotilla, "not applicable", `{"Average": 170}`))
+
+	for _, tc := range []struct {
+		runs     int
+		def, flo UpstreamMeasure
+		row      string
+	}{
+		{
+			runs: 3,
+			def:  UpstreamMeasure{Runs: 3, Throughput: 150, ThroughputMin: 100, ThroughputMax: 200},
+			// 120, 180, 170; the duration only one run recorded is that run's.
+			flo: UpstreamMeasure{Runs: 3, Throughput: 170, ThroughputMin: 120, ThroughputMax: 180, Duration: 40},
+			row: "| SchedulingBasic/5000Nodes_10000Pods | 3 / 3 | 150 (100–200) | 170 (120–180) | 1.13 x |",
+		},
+		{
+			runs: 0, // every run: the medians of an even count are the middle two's mean
+			def:  UpstreamMeasure{Runs: 4, Throughput: 175, ThroughputMin: 100, ThroughputMax: 1000},
+			flo:  UpstreamMeasure{Runs: 5, Throughput: 120, ThroughputMin: 1, ThroughputMax: 180, Duration: 40},
+			row:  "| SchedulingBasic/5000Nodes_10000Pods | 4 / 5 | 175 (100–1000) | 120 (1–180) | 0.69 x |",
+		},
+	} {
+		got, err := ReadUpstream(d.dir, tc.runs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(got[basic]["default"], tc.def) || !maps.Equal(got[basic]["flotilla"], tc.flo) {
+			t.Errorf("runs %d: got default %v, flotilla %v; want %v, %v", tc.runs, got[basic]["default"], got[basic]["flotilla"], tc.def, tc.flo)
+		}
+		if table := UpstreamTable(got, []string{basic}); !strings.Contains(table, tc.row) {
+			t.Errorf("runs %d: table lacks %q:\n%s", tc.runs, tc.row, table)
+		}
 	}
 }

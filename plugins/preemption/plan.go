@@ -28,17 +28,25 @@ type plan struct {
 // pods are the victims' pods, each once (a whole gang subsumes its
 // surplus members).
 func (pl *plan) pods() []member {
-	seen := map[types.UID]bool{}
 	var out []member
-	for _, u := range pl.victims {
-		for _, m := range u.members {
+	eachVictimPod(pl.victims, func(u *unit, i int) { out = append(out, u.members[i]) })
+	return out
+}
+
+// eachVictimPod calls fn once for each pod of the victims, with the first
+// unit holding it and its index there. A pod may be in two units (a gang's
+// surplus member and the whole gang); it is evicted, and gives back its
+// room and its queue's share, once.
+func eachVictimPod(victims []*unit, fn func(u *unit, i int)) {
+	seen := map[types.UID]bool{}
+	for _, u := range victims {
+		for i, m := range u.members {
 			if uid := m.info.GetPod().UID; !seen[uid] {
 				seen[uid] = true
-				out = append(out, m)
+				fn(u, i)
 			}
 		}
 	}
-	return out
 }
 
 // cost ranks plans: fewer evictions a PodDisruptionBudget forbids (the
@@ -183,29 +191,51 @@ func (p *Preemption) planGang(ctx context.Context, cycle fwk.CycleState, who *pr
 
 // roomOnNode is roomWithout for one pod on one node, with the node's room
 // (its terminating pods gone) computed once for every set of victims
-// tried there.
+// tried there. It compares only the resources the pod asks for and a pod
+// slot, one amount each, and builds no maps per try: a preemption plans on
+// a few hundred nodes, trying several sets of victims on each. The check
+// it returns is for one goroutine (planPod plans a node on one).
 func (w *world) roomOnNode(who *preemptor, node fwk.NodeInfo) func(victims []*unit) bool {
 	name := node.Node().Name
-	base := state.FreeOf(node)
-	for _, info := range w.terminatingOn(name) {
-		base.Add(state.Occupied(info))
-		base[corev1.ResourcePods]++
+	names := []corev1.ResourceName{corev1.ResourcePods}
+	need := []int64{1}
+	for res, v := range who.largest()[0].request {
+		if v > 0 && res != corev1.ResourcePods {
+			names = append(names, res)
+			need = append(need, v)
+		}
 	}
-	request := who.largest()[0].request
-	return func(victims []*unit) bool {
-		free := base.Clone()
-		seen := map[types.UID]bool{}
-		for _, u := range victims {
-			requests := u.memberRequests()
-			for i, m := range u.members {
-				if uid := m.info.GetPod().UID; m.node == name && !seen[uid] {
-					seen[uid] = true
-					free.Add(requests[i])
-					free[corev1.ResourcePods]++
-				}
+	base := make([]int64, len(names))
+	for k, res := range names {
+		base[k] = state.FreeAmount(node, res)
+	}
+	givesBack := func(free []int64, info fwk.PodInfo) {
+		r := info.CalculateResource().Resource
+		for k, res := range names {
+			if res == corev1.ResourcePods {
+				free[k]++
+			} else {
+				free[k] += state.Amount(r, res)
 			}
 		}
-		return request.FitsIn(free)
+	}
+	for _, info := range w.terminatingOn(name) {
+		givesBack(base, info)
+	}
+	free := make([]int64, len(names))
+	return func(victims []*unit) bool {
+		copy(free, base)
+		eachVictimPod(victims, func(u *unit, i int) {
+			if u.members[i].node == name {
+				givesBack(free, u.members[i].info)
+			}
+		})
+		for k := range need {
+			if free[k] < need[k] {
+				return false
+			}
+		}
+		return true
 	}
 }
 
@@ -224,17 +254,10 @@ func (w *world) roomWithout(who *preemptor, victims []*unit, nodes []fwk.NodeInf
 			v.Free(name, slot)
 		}
 	}
-	seen := map[types.UID]bool{}
-	for _, u := range victims {
-		requests := u.memberRequests()
-		for i, m := range u.members {
-			if uid := m.info.GetPod().UID; !seen[uid] {
-				seen[uid] = true
-				v.Free(m.node, requests[i])
-				v.Free(m.node, slot)
-			}
-		}
-	}
+	eachVictimPod(victims, func(u *unit, i int) {
+		v.Free(u.members[i].node, u.memberRequests()[i])
+		v.Free(u.members[i].node, slot)
+	})
 	members := who.largest()
 	pending := make([]state.Resources, len(members))
 	for i, m := range members {
@@ -431,19 +454,12 @@ func (w *world) admits(who *preemptor, victims []*unit) bool {
 		return true
 	}
 	released := w.base()
-	// A pod may be in two victims (a gang's surplus member and the whole
-	// gang): it gives back once. A gang's pods are in its queue.
-	seen := map[types.UID]bool{}
-	for _, u := range victims {
-		requests := u.memberRequests()
-		for i, m := range u.members {
-			pod := m.info.GetPod()
-			if !seen[pod.UID] && w.queues.Charged(pod) {
-				w.view.Release(released, u.queue, requests[i])
-			}
-			seen[pod.UID] = true
+	// A gang's pods are in its queue, so the unit's queue is each pod's.
+	eachVictimPod(victims, func(u *unit, i int) {
+		if w.charged(u.members[i].info.GetPod()) {
+			w.view.Release(released, u.queue, u.memberRequests()[i])
 		}
-	}
+	})
 	_, reason := w.view.Refuses(who.queue, who.request, released)
 	return reason == ""
 }

@@ -37,6 +37,8 @@ type world struct {
 	leavingPods map[types.UID]podRef
 	// candidate decides a pod's queue and eligibility.
 	candidate func(info fwk.PodInfo, node string) candidate
+	// charged is the queues' Charged, without their lock.
+	charged func(pod *corev1.Pod) bool
 	// inGang reports whether a pod is a member of a gang with a PodGroup.
 	inGang func(pod *corev1.Pod) (state.GroupKey, bool)
 	// leaving is what the victims of other evictions in flight give back to
@@ -149,6 +151,7 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 	if w.queues = p.store.Queues(); w.queues != nil {
 		w.queues.Observe(who.members...)
 		w.view = w.queues.View()
+		w.charged = w.queues.ChargedBy()
 		for _, c := range claims {
 			w.view.Release(w.claimed, c.queue, c.request)
 		}
@@ -184,7 +187,7 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 	// A victim of another eviction, not deleted yet, is as good as gone:
 	// its share is its queue's no more.
 	release := func(pod *corev1.Pod) {
-		if w.queues != nil && w.queues.Charged(pod) {
+		if w.queues != nil && w.charged(pod) {
 			w.view.Release(w.leaving, w.queues.QueueOf(pod), state.Request(pod))
 		}
 	}
@@ -356,7 +359,7 @@ func (p *Preemption) eligible(w *world, who *preemptor, pod *corev1.Pod, queue s
 	if queue == who.queue {
 		return corev1helpers.PodPriority(pod) < who.priority, false
 	}
-	if !mayReclaim || !w.queues.Charged(pod) {
+	if !mayReclaim || !w.charged(pod) {
 		return false, false
 	}
 	path := reclaimPath(w.view, queue, who.queue)

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"maps"
 	"sync"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
@@ -243,6 +244,16 @@ func (q *Queues) Charged(pod *corev1.Pod) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.profiles[pod.Spec.SchedulerName]
+}
+
+// ChargedBy returns Charged as of now, reading no lock per call: for a
+// preemption, which asks it of hundreds of pods from parallel planners.
+// (The profiles are set when the scheduler starts, so a copy stays true.)
+func (q *Queues) ChargedBy() func(pod *corev1.Pod) bool {
+	q.mu.Lock()
+	profiles := maps.Clone(q.profiles)
+	q.mu.Unlock()
+	return func(pod *corev1.Pod) bool { return profiles[pod.Spec.SchedulerName] }
 }
 
 // GangCounts returns, per queue, how many gangs have their quorum placed
