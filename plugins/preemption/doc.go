@@ -43,19 +43,22 @@
 // earlier victims are still terminating evicts nothing more.
 //
 // A single pod's victims on each candidate node are the fewest, in that
-// order, that make room by resources; that plan is then simulated once
-// (the node's pods less its victims, with every Filter plugin, the
-// nominated pods and the queue's admission), and only where the
-// simulation objects is the search redone simulating every step. The
-// node whose victims cost least is chosen: fewest PDB violations
-// (each budget counted down over all the plan's victims, as the framework's
-// FilterVictimsWithPDBViolation does: three evictions under a budget that
-// allows one are two violations), then lowest top victim priority, then
-// fewest victims. On a large cluster the comparison stops, as
-// DefaultPreemption's does, once plans are found on 10% of the nodes (at
-// least 100), tried from a random node: planning on all of 5000 nodes takes
-// longer than high-priority pods arrive in upstream's PreemptionAsync
-// benchmark, and starves every other pod.
+// order, that make room by resources. The node whose victims cost least is
+// chosen: fewest PDB violations (each budget counted down over all the
+// plan's victims, as the framework's FilterVictimsWithPDBViolation does:
+// three evictions under a budget that allows one are two violations), then
+// lowest top victim priority, then fewest victims. Before it is taken, the
+// cheapest plan is simulated (the node's pods less its victims, with every
+// Filter plugin, the nominated pods and the queue's admission); where the
+// simulation objects, that node's search is redone simulating every step,
+// and the next cheapest plan is tried, until the best confirmed plan is no
+// dearer than any plan by resources left. So one preemption usually
+// simulates one node, where DefaultPreemption simulates every candidate.
+// On a large cluster the comparison stops, as DefaultPreemption's does,
+// once plans are found on 10% of the nodes (at least 100), tried from a
+// random node: planning on all of 5000 nodes takes longer than
+// high-priority pods arrive in upstream's PreemptionAsync benchmark, and
+// starves every other pod.
 //
 // A gang member that Gang refused because its quorum does not fit
 // preempts for the whole quorum: the members still needed are placed together by simulation

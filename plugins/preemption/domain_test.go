@@ -220,20 +220,33 @@ func TestRoomWithout(t *testing.T) {
 	}
 }
 
-// countingHandle passes every node, as passingHandle, and records which
-// nodes were simulated; it lists the test's nodes and runs in parallel as
-// the scheduler does.
+// countingHandle passes every node but those it refuses, as passingHandle,
+// and records which nodes were planned (their pods asked whether they are
+// waiting in Permit) and which simulated; it lists the test's nodes and runs
+// in parallel as the scheduler does.
 type countingHandle struct {
 	passingHandle
-	snapshot    fwk.SharedLister
-	mu          *sync.Mutex
-	triedOnNode map[string]bool
+	snapshot      fwk.SharedLister
+	refuse        map[string]bool
+	mu            *sync.Mutex
+	simulatedOn   map[string]bool
+	askedWhoWaits map[types.UID]bool
 }
 
 func (h countingHandle) RunFilterPluginsWithNominatedPods(_ context.Context, _ fwk.CycleState, _ *corev1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.triedOnNode[ni.Node().Name] = true
+	h.simulatedOn[ni.Node().Name] = true
+	if h.refuse[ni.Node().Name] {
+		return fwk.NewStatus(fwk.Unschedulable, "refused by the test")
+	}
+	return nil
+}
+
+func (h countingHandle) GetWaitingPod(uid types.UID) fwk.WaitingPod {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.askedWhoWaits[uid] = true
 	return nil
 }
 
@@ -241,23 +254,31 @@ func (h countingHandle) SnapshotSharedLister() fwk.SharedLister { return h.snaps
 
 func (h countingHandle) Parallelizer() fwk.Parallelizer { return parallelize.NewParallelizer(16) }
 
-// A pod's preemption compares every node of a small cluster, so the
-// cheapest victim anywhere wins; on a large one it stops once it has plans
-// on DefaultPreemption's number of candidate nodes (10%, at least 100).
+// A pod's preemption plans by resources on every node of a small cluster,
+// so the cheapest victim anywhere wins; on a large one it stops once it has
+// plans on DefaultPreemption's number of candidate nodes (10%, at least
+// 100). It simulates only the cheapest plan, and the next cheapest where a
+// filter refuses one.
 func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 	schedmetrics.Register() // the parallelizer counts its goroutines
 	tests := []struct {
-		name       string
-		nodes      int
-		cheapest   int // the node whose victim has the lowest priority; -1: none
-		wantVictim string
-		wantTried  [2]int // nodes simulated, at least and at most
+		name          string
+		nodes         int
+		cheapest      int // the node whose victim has the lowest priority; -1: none
+		refuse        bool
+		wantVictim    string // "": any
+		wantPlanned   [2]int // nodes planned by resources, at least and at most
+		wantSimulated int
 	}{
-		{name: "small cluster: every node, the cheapest victim wins", nodes: 50, cheapest: 37, wantVictim: "low-37", wantTried: [2]int{50, 50}},
-		{name: "at the absolute minimum: every node", nodes: 100, cheapest: 99, wantVictim: "low-99", wantTried: [2]int{100, 100}},
+		{name: "small cluster: every node, the cheapest victim wins", nodes: 50, cheapest: 37, wantVictim: "low-37", wantPlanned: [2]int{50, 50}, wantSimulated: 1},
+		{name: "at the absolute minimum: every node", nodes: 100, cheapest: 99, wantVictim: "low-99", wantPlanned: [2]int{100, 100}, wantSimulated: 1},
 		// The parallel workers finish the chunks they hold when the
 		// budget is met: up to a chunk each more.
-		{name: "large cluster: 10% of the nodes", nodes: 2000, cheapest: -1, wantTried: [2]int{200, 400}},
+		{name: "large cluster: 10% of the nodes", nodes: 2000, cheapest: -1, wantPlanned: [2]int{200, 400}, wantSimulated: 1},
+		// The cheapest node's plan is refused and redone by simulation,
+		// which finds none there; the next cheapest is confirmed, and no
+		// plan left is cheaper.
+		{name: "a filter refuses the cheapest node: the next is taken", nodes: 50, cheapest: 37, refuse: true, wantPlanned: [2]int{50, 50}, wantSimulated: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -281,7 +302,11 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 			h := countingHandle{
 				passingHandle: passingHandle{surveyHandle{waiting: map[types.UID]bool{}}},
 				snapshot:      schedcache.NewSnapshot(pods, nodeObjs),
-				mu:            &sync.Mutex{}, triedOnNode: map[string]bool{},
+				refuse:        map[string]bool{},
+				mu:            &sync.Mutex{}, simulatedOn: map[string]bool{}, askedWhoWaits: map[types.UID]bool{},
+			}
+			if tt.refuse {
+				h.refuse[fmt.Sprintf("node-%04d", tt.cheapest)] = true
 			}
 			p := &Preemption{
 				handle: h, store: state.NewStatic(nil, pods),
@@ -302,9 +327,13 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 			if tt.wantVictim != "" {
 				assert.Equal(t, []string{tt.wantVictim}, names(pl))
 			}
-			tried := len(h.triedOnNode)
-			assert.GreaterOrEqual(t, tried, tt.wantTried[0], "nodes simulated")
-			assert.LessOrEqual(t, tried, tt.wantTried[1], "nodes simulated")
+			if tt.refuse {
+				assert.NotEqual(t, fmt.Sprintf("low-%d", tt.cheapest), names(pl)[0], "the refused node's victim")
+			}
+			planned := len(h.askedWhoWaits)
+			assert.GreaterOrEqual(t, planned, tt.wantPlanned[0], "nodes planned")
+			assert.LessOrEqual(t, planned, tt.wantPlanned[1], "nodes planned")
+			assert.Len(t, h.simulatedOn, tt.wantSimulated, "nodes simulated")
 			assert.Equal(t, pl.victims[0].members[0].node, pl.placement[high.UID], "the pod goes where its victim was")
 		})
 	}

@@ -1,12 +1,13 @@
 package preemption
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sort"
-	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -61,13 +62,16 @@ func (pl *plan) cost(pdbs []*policyv1.PodDisruptionBudget) [3]int64 {
 	return [3]int64{int64(budgetViolations(victims, pdbs)), top, int64(len(victims))}
 }
 
-func cheaper(a, b [3]int64) bool {
+func cheaper(a, b [3]int64) bool { return compareCost(a, b) < 0 }
+
+// compareCost orders costs, cheapest first.
+func compareCost(a, b [3]int64) int {
 	for i := range a {
 		if a[i] != b[i] {
-			return a[i] < b[i]
+			return cmp.Compare(a[i], b[i])
 		}
 	}
-	return false
+	return 0
 }
 
 // Candidate nodes planPod compares at most, DefaultPreemption's defaults
@@ -88,9 +92,25 @@ func candidateBudget(n int) int {
 
 // planPod finds, on the nodes where the pod failed for reasons eviction
 // can cure, the fewest victims that make room, and takes the cheapest node.
-// It compares every such node of a small cluster; of a large one, the
-// first candidateBudget nodes with a plan from a random start, so no
-// region of the cluster is always the one evicted from.
+// It looks at every such node of a small cluster; of a large one, at the
+// first candidateBudget nodes where eviction makes room, from a random
+// start, so no region of the cluster is always the one evicted from.
+//
+// It plans in two passes. First, on each node, the fewest victims that
+// make room by resources alone, in parallel: most nodes are decided by
+// resources, and that test costs no copy of the node. Then, cheapest plan
+// first, each plan is confirmed by one simulation, with every filter and
+// the queue's admission; where that refuses (an anti-affinity to a pod
+// that stays, a queue at its share) the node's search is redone
+// simulating every step. Confirming stops once the best plan confirmed
+// is no dearer than the next plan by resources: one simulation per
+// preemption, where DefaultPreemption simulates every candidate node.
+// A plan by resources stands for its node's cost: the simulation passes
+// only sets of victims that resources pass too, so the plan it finds where
+// it refuses is as dear or dearer, except where the greedy search (fewest
+// by prefix, then each victim not needed given back) lands on a different
+// set; such a node may be passed over for a plan as cheap as its plan by
+// resources, as any node beyond the budget is.
 func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, statuses fwk.NodeToStatusReader) (*plan, string) {
 	candidates, err := statuses.NodesForStatusCode(p.handle.SnapshotSharedLister().NodeInfos(), fwk.Unschedulable)
 	if err != nil {
@@ -101,64 +121,80 @@ func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *pre
 	if budget < len(candidates) {
 		offset = rand.IntN(len(candidates))
 	}
-	// enough stops handing out nodes once budget plans are found; the
-	// plans under way finish with ctx, so none is cut short.
+	// byResources[i] is the plan by resources on the i-th node tried (from
+	// offset), nil where no eviction makes room; enough stops handing out
+	// nodes once budget plans are found, and the plans under way finish
+	// with ctx, so none is cut short.
+	byResources := make([]*nodePlan, len(candidates))
 	enough, stop := context.WithCancel(ctx)
 	defer stop()
-	var mu sync.Mutex
-	var best *plan
-	found := 0
-	consider := func(pl *plan) {
-		mu.Lock()
-		defer mu.Unlock()
-		if best == nil || cheaper(pl.cost(w.pdbs), best.cost(w.pdbs)) {
-			best = pl
-		}
-		if found++; found >= budget {
-			stop()
-		}
-	}
+	var found atomic.Int32
 	p.handle.Parallelizer().Until(enough, len(candidates), func(i int) {
-		node := candidates[(offset+i)%len(candidates)]
-		name := node.Node().Name
-		here := w.unitsAt(name)
-		if len(here) == 0 && len(w.terminatingOn(name)) == 0 {
-			return
+		if np := w.planByResources(who, candidates[(offset+i)%len(candidates)]); np != nil {
+			byResources[i] = np
+			if int(found.Add(1)) >= budget {
+				stop()
+			}
 		}
-		only := []fwk.NodeInfo{node}
-		seq := w.sequence(who, w.shortOf(who, only), here)
-		// Resources first: most nodes are decided by them, and the fewest
-		// victims that make room by resources is a plan if the simulation
-		// with every filter and the queue's admission passes it. Only where
-		// a filter or the admission objects (an anti-affinity to a victim,
-		// a queue at its share) is the search redone simulating.
-		// Admission is checked by the simulation, once, on the plan found:
-		// room and admission both only grow with more victims, and the
-		// admission check copies the queues' shares each time.
-		room := w.roomOnNode(who, node)
-		byResources := func(victims []*unit) (map[types.UID]string, bool) {
-			return nil, room(victims)
+	}, Name)
+	plans := slices.DeleteFunc(byResources, func(np *nodePlan) bool { return np == nil })
+	for _, np := range plans {
+		np.cost = np.plan.cost(w.pdbs)
+	}
+	// Ties keep the order tried, so the random start spreads them.
+	slices.SortStableFunc(plans, func(a, b *nodePlan) int { return compareCost(a.cost, b.cost) })
+
+	var best *plan
+	var bestCost [3]int64
+	only := make([]fwk.NodeInfo, 1)
+	for _, np := range plans {
+		if best != nil && !cheaper(np.cost, bestCost) {
+			break // no plan left can beat it
 		}
+		only[0] = np.node
 		simulated := func(victims []*unit) (map[types.UID]string, bool) {
 			return p.simulate(ctx, cycle, who, w, victims, only)
 		}
-		pl := minimal(seq, byResources)
-		if pl == nil {
-			return // no eviction makes room by resources
-		}
+		pl := np.plan
 		if placement, ok := simulated(pl.victims); ok {
 			pl.placement = placement
-			consider(pl)
-			return
+		} else if pl = minimal(np.seq, simulated); pl == nil {
+			continue
 		}
-		if pl := minimal(seq, simulated); pl != nil {
-			consider(pl)
+		if cost := pl.cost(w.pdbs); best == nil || cheaper(cost, bestCost) {
+			best, bestCost = pl, cost
 		}
-	}, Name)
+	}
 	if best == nil {
 		return nil, fmt.Sprintf("no node has room for %s even without the pods it may evict", who.what)
 	}
 	return best, ""
+}
+
+// nodePlan is a single pod's plan on one node by resources: the victims
+// it may take there, in order, and the fewest of them that make room.
+type nodePlan struct {
+	node fwk.NodeInfo
+	seq  []*unit
+	plan *plan
+	cost [3]int64
+}
+
+// planByResources is the fewest victims on the node that make room for
+// the pod by resources; nil if no eviction does.
+func (w *world) planByResources(who *preemptor, node fwk.NodeInfo) *nodePlan {
+	name := node.Node().Name
+	here := w.unitsAt(name)
+	if len(here) == 0 && len(w.terminatingOn(name)) == 0 {
+		return nil
+	}
+	seq := w.sequence(who, w.shortOf(who, []fwk.NodeInfo{node}), here)
+	room := w.roomOnNode(who, node)
+	pl := minimal(seq, func(victims []*unit) (map[types.UID]string, bool) { return nil, room(victims) })
+	if pl == nil {
+		return nil
+	}
+	return &nodePlan{node: node, seq: seq, plan: pl}
 }
 
 // planGang finds the fewest victims that make room for all the members the
