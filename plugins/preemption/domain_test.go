@@ -264,9 +264,10 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 	tests := []struct {
 		name          string
 		nodes         int
-		cheapest      int // the node whose victim has the lowest priority; -1: none
-		refuse        bool
-		wantVictim    string // "": any
+		cheapest      int  // the node whose victim has the lowest priority; -1: none
+		refuse        bool // the cheapest node refuses the preemptor
+		refuseAll     bool
+		wantVictim    string // "": any; "none": no plan
 		wantPlanned   [2]int // nodes planned by resources, at least and at most
 		wantSimulated int
 	}{
@@ -276,9 +277,11 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 		// budget is met: up to a chunk each more.
 		{name: "large cluster: 10% of the nodes", nodes: 2000, cheapest: -1, wantPlanned: [2]int{200, 400}, wantSimulated: 1},
 		// The cheapest node's plan is refused and redone by simulation,
-		// which finds none there; the next cheapest is confirmed, and no
-		// plan left is cheaper.
-		{name: "a filter refuses the cheapest node: the next is taken", nodes: 50, cheapest: 37, refuse: true, wantPlanned: [2]int{50, 50}, wantSimulated: 2},
+		// which finds none there; the next batch, the two next cheapest,
+		// is confirmed, and no plan left is cheaper.
+		{name: "a filter refuses the cheapest node: the next is taken", nodes: 50, cheapest: 37, refuse: true, wantPlanned: [2]int{50, 50}, wantSimulated: 3},
+		// Confirming in growing parallel batches still reaches every plan.
+		{name: "filters refuse every node: no plan", nodes: 50, cheapest: 37, refuseAll: true, wantVictim: "none", wantPlanned: [2]int{50, 50}, wantSimulated: 50},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -305,8 +308,10 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 				refuse:        map[string]bool{},
 				mu:            &sync.Mutex{}, simulatedOn: map[string]bool{}, askedWhoWaits: map[types.UID]bool{},
 			}
-			if tt.refuse {
-				h.refuse[fmt.Sprintf("node-%04d", tt.cheapest)] = true
+			for i := range tt.nodes {
+				if tt.refuseAll || tt.refuse && i == tt.cheapest {
+					h.refuse[fmt.Sprintf("node-%04d", i)] = true
+				}
 			}
 			p := &Preemption{
 				handle: h, store: state.NewStatic(nil, pods),
@@ -322,6 +327,11 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 			statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
 
 			pl, reason := p.planPod(ctx, framework.NewCycleState(), who, w, statuses)
+			assert.Len(t, h.simulatedOn, tt.wantSimulated, "nodes simulated")
+			if tt.wantVictim == "none" {
+				assert.Nil(t, pl)
+				return
+			}
 			require.NotNil(t, pl, reason)
 			require.Len(t, pl.victims, 1)
 			if tt.wantVictim != "" {
@@ -333,7 +343,6 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 			planned := len(h.askedWhoWaits)
 			assert.GreaterOrEqual(t, planned, tt.wantPlanned[0], "nodes planned")
 			assert.LessOrEqual(t, planned, tt.wantPlanned[1], "nodes planned")
-			assert.Len(t, h.simulatedOn, tt.wantSimulated, "nodes simulated")
 			assert.Equal(t, pl.victims[0].members[0].node, pl.placement[high.UID], "the pod goes where its victim was")
 		})
 	}

@@ -99,8 +99,8 @@ func candidateBudget(n int) int {
 // It plans in two passes. First, on each node, the fewest victims that
 // make room by resources alone, in parallel: most nodes are decided by
 // resources, and that test costs no copy of the node. Then, cheapest plan
-// first, each plan is confirmed by one simulation, with every filter and
-// the queue's admission; where that refuses (an anti-affinity to a pod
+// first (in parallel batches of 1, 2, 4, ...), each plan is confirmed by
+// one simulation, with every filter and the queue's admission; where that refuses (an anti-affinity to a pod
 // that stays, a queue at its share) the node's search is redone
 // simulating every step. Confirming stops once the best plan confirmed
 // is no dearer than the next plan by resources: one simulation per
@@ -144,31 +144,57 @@ func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *pre
 	// Ties keep the order tried, so the random start spreads them.
 	slices.SortStableFunc(plans, func(a, b *nodePlan) int { return compareCost(a.cost, b.cost) })
 
+	// Confirm in batches, cheapest first, each batch in parallel: one plan,
+	// then two, four and so on, so a preemption whose cheapest plan passes
+	// simulates one node, and one where filters refuse node after node
+	// still simulates on every worker.
 	var best *plan
 	var bestCost [3]int64
-	only := make([]fwk.NodeInfo, 1)
-	for _, np := range plans {
-		if best != nil && !cheaper(np.cost, bestCost) {
+	for start, size := 0, 1; start < len(plans); start, size = start+size, min(2*size, maxConfirmBatch) {
+		batch := plans[start:min(start+size, len(plans))]
+		if best != nil && !cheaper(batch[0].cost, bestCost) {
 			break // no plan left can beat it
 		}
-		only[0] = np.node
-		simulated := func(victims []*unit) (map[types.UID]string, bool) {
-			return p.simulate(ctx, cycle, who, w, victims, only)
+		confirmed := make([]*plan, len(batch))
+		if len(batch) == 1 {
+			confirmed[0] = p.confirm(ctx, cycle, who, w, batch[0])
+		} else {
+			p.handle.Parallelizer().Until(ctx, len(batch), func(i int) {
+				confirmed[i] = p.confirm(ctx, cycle, who, w, batch[i])
+			}, Name)
 		}
-		pl := np.plan
-		if placement, ok := simulated(pl.victims); ok {
-			pl.placement = placement
-		} else if pl = minimal(np.seq, simulated); pl == nil {
-			continue
-		}
-		if cost := pl.cost(w.pdbs); best == nil || cheaper(cost, bestCost) {
-			best, bestCost = pl, cost
+		// In order, so ties go to the plan tried first.
+		for _, pl := range confirmed {
+			if pl == nil {
+				continue
+			}
+			if cost := pl.cost(w.pdbs); best == nil || cheaper(cost, bestCost) {
+				best, bestCost = pl, cost
+			}
 		}
 	}
 	if best == nil {
 		return nil, fmt.Sprintf("no node has room for %s even without the pods it may evict", who.what)
 	}
 	return best, ""
+}
+
+// maxConfirmBatch bounds how many plans planPod confirms at once: enough
+// to keep the parallel workers busy.
+const maxConfirmBatch = 16
+
+// confirm simulates the plan by resources on its node; where the simulation
+// refuses it, the node's fewest victims are searched again simulating
+// every step. nil if no eviction there passes the simulation.
+func (p *Preemption) confirm(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, np *nodePlan) *plan {
+	only := []fwk.NodeInfo{np.node}
+	simulated := func(victims []*unit) (map[types.UID]string, bool) {
+		return p.simulate(ctx, cycle, who, w, victims, only)
+	}
+	if placement, ok := simulated(np.plan.victims); ok {
+		return &plan{victims: np.plan.victims, placement: placement}
+	}
+	return minimal(np.seq, simulated)
 }
 
 // nodePlan is a single pod's plan on one node by resources: the victims
