@@ -46,7 +46,8 @@ bench:
 ## `make test`: about 25 minutes a round at 5000 nodes on 2 cores). Each workload runs in its own
 ## process, both configurations one after the other, so a workload that fails or times out loses only
 ## its own figures; UPSTREAM_RUNS rounds over all the workloads, interleaved so a slow spell of the
-## machine does not fall on one workload's runs. Then the tables in docs/benchmarks.md are rewritten
+## machine does not fall on one workload's runs, each round swapping which configuration runs first
+## in its process (the second inherits the first's heap and goroutines). Then the tables in docs/benchmarks.md are rewritten
 ## with each figure's median over the newest UPSTREAM_RUNS runs in bin/upstream. UPSTREAM_WORKLOADS
 ## picks test-case/workload names, e.g.
 ## UPSTREAM_WORKLOADS="SchedulingBasic/500Nodes GangScheduling/500Nodes_100Gangs_300Pods".
@@ -62,9 +63,11 @@ bench-upstream:
 	$(GO) build -o bin/etcd go.etcd.io/etcd/server/v3
 	$(GO) test -tags upstreamperf -c -o bin/upstream.test ./test/upstream
 	mkdir -p bin/upstream
-	for round in $$(seq $(UPSTREAM_RUNS)); do for w in $(UPSTREAM_WORKLOADS); do \
+	for round in $$(seq $(UPSTREAM_RUNS)); do \
+	  order=default,flotilla; [ $$((round % 2)) = 0 ] && order=flotilla,default; \
+	  for w in $(UPSTREAM_WORKLOADS); do \
 	  ( $(UPSTREAM_RUN) -test.run '^$$' -test.bench BenchmarkPerfScheduling -test.benchtime=1x -test.timeout 120m \
-	    -upstream.workloads=$$w > $(CURDIR)/bin/upstream/$${w//\//_}.log 2>&1 ) \
+	    -upstream.workloads=$$w -upstream.variants=$$order > $(CURDIR)/bin/upstream/$${w//\//_}.log 2>&1 ) \
 	  && echo "$$w (round $$round): done" || echo "$$w (round $$round): FAILED, see bin/upstream/$${w//\//_}.log"; \
 	done; done
 	$(UPSTREAM_RUN) -test.run '^TestReport$$' -upstream.workloads="$(UPSTREAM_WORKLOADS)" \
