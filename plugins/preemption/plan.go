@@ -155,21 +155,14 @@ func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *pre
 		if best != nil && !cheaper(batch[0].cost, bestCost) {
 			break // no plan left can beat it
 		}
-		confirmed := make([]*plan, len(batch))
-		if len(batch) == 1 {
-			confirmed[0] = p.confirm(ctx, cycle, who, w, batch[0])
-		} else {
-			p.handle.Parallelizer().Until(ctx, len(batch), func(i int) {
-				confirmed[i] = p.confirm(ctx, cycle, who, w, batch[i])
-			}, Name)
-		}
+		confirmed := make([]*nodePlan, len(batch))
+		p.handle.Parallelizer().Until(ctx, len(batch), func(i int) {
+			confirmed[i] = p.confirm(ctx, cycle, who, w, batch[i])
+		}, Name)
 		// In order, so ties go to the plan tried first.
-		for _, pl := range confirmed {
-			if pl == nil {
-				continue
-			}
-			if cost := pl.cost(w.pdbs); best == nil || cheaper(cost, bestCost) {
-				best, bestCost = pl, cost
+		for _, np := range confirmed {
+			if np != nil && (best == nil || cheaper(np.cost, bestCost)) {
+				best, bestCost = np.plan, np.cost
 			}
 		}
 	}
@@ -185,16 +178,22 @@ const maxConfirmBatch = 16
 
 // confirm simulates the plan by resources on its node; where the simulation
 // refuses it, the node's fewest victims are searched again simulating
-// every step. nil if no eviction there passes the simulation.
-func (p *Preemption) confirm(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, np *nodePlan) *plan {
+// every step. It returns the node's confirmed plan with its cost, nil if
+// no eviction there passes the simulation.
+func (p *Preemption) confirm(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, np *nodePlan) *nodePlan {
 	only := []fwk.NodeInfo{np.node}
 	simulated := func(victims []*unit) (map[types.UID]string, bool) {
 		return p.simulate(ctx, cycle, who, w, victims, only)
 	}
 	if placement, ok := simulated(np.plan.victims); ok {
-		return &plan{victims: np.plan.victims, placement: placement}
+		// The same victims, so the same cost.
+		return &nodePlan{node: np.node, seq: np.seq, plan: &plan{victims: np.plan.victims, placement: placement}, cost: np.cost}
 	}
-	return minimal(np.seq, simulated)
+	pl := minimal(np.seq, simulated)
+	if pl == nil {
+		return nil
+	}
+	return &nodePlan{node: np.node, seq: np.seq, plan: pl, cost: pl.cost(w.pdbs)}
 }
 
 // nodePlan is a single pod's plan on one node by resources: the victims
