@@ -43,13 +43,13 @@ bench:
 	  -bench.report=$(CURDIR)/docs/benchmarks.md -bench.json=$(CURDIR)/docs/benchmarks.json
 
 ## bench-upstream: Kubernetes' own scheduler_perf on the default plugins and on flotilla (not in
-## `make test`: about 25 minutes a round at 5000 nodes on 2 cores). Each workload runs in its own
-## process, both configurations one after the other, so a workload that fails or times out loses only
-## its own figures; UPSTREAM_RUNS rounds over all the workloads, interleaved so a slow spell of the
-## machine does not fall on one workload's runs, each round swapping which configuration runs first
-## in its process (the second inherits the first's heap and goroutines). Then the tables in docs/benchmarks.md are rewritten
-## with each figure's median over the newest UPSTREAM_RUNS runs in bin/upstream. UPSTREAM_WORKLOADS
-## picks test-case/workload names, e.g.
+## `make test`: about 25 minutes a round at 5000 nodes on 2 cores). Each workload and configuration
+## runs in its own process, so neither inherits the other's heap and goroutines, and a run that fails
+## or times out loses only its own figures; UPSTREAM_RUNS rounds over all the workloads, interleaved
+## so a slow spell of the machine does not fall on one workload's runs, each round swapping which
+## configuration runs first. Then the tables in docs/benchmarks.md are rewritten with each figure's
+## median over the newest UPSTREAM_RUNS runs in bin/upstream. UPSTREAM_WORKLOADS picks
+## test-case/workload names, e.g.
 ## UPSTREAM_WORKLOADS="SchedulingBasic/500Nodes GangScheduling/500Nodes_100Gangs_300Pods".
 ## scheduler_perf starts an etcd binary from PATH: built here from the etcd module in go.mod.
 UPSTREAM_WORKLOADS ?= SchedulingBasic/5000Nodes_10000Pods PreemptionAsync/5000Nodes \
@@ -64,12 +64,13 @@ bench-upstream:
 	$(GO) test -tags upstreamperf -c -o bin/upstream.test ./test/upstream
 	mkdir -p bin/upstream
 	for round in $$(seq $(UPSTREAM_RUNS)); do \
-	  order=default,flotilla; [ $$((round % 2)) = 0 ] && order=flotilla,default; \
-	  for w in $(UPSTREAM_WORKLOADS); do \
+	  order="default flotilla"; [ $$((round % 2)) = 0 ] && order="flotilla default"; \
+	  for w in $(UPSTREAM_WORKLOADS); do for v in $$order; do \
+	  log=$(CURDIR)/bin/upstream/$${w//\//_}-$$v.log; \
 	  ( $(UPSTREAM_RUN) -test.run '^$$' -test.bench BenchmarkPerfScheduling -test.benchtime=1x -test.timeout 120m \
-	    -upstream.workloads=$$w -upstream.variants=$$order > $(CURDIR)/bin/upstream/$${w//\//_}.log 2>&1 ) \
-	  && echo "$$w (round $$round): done" || echo "$$w (round $$round): FAILED, see bin/upstream/$${w//\//_}.log"; \
-	done; done
+	    -upstream.workloads=$$w -upstream.variants=$$v > $$log 2>&1 ) \
+	  && echo "$$w $$v (round $$round): done" || echo "$$w $$v (round $$round): FAILED, see $$log"; \
+	done; done; done
 	$(UPSTREAM_RUN) -test.run '^TestReport$$' -upstream.workloads="$(UPSTREAM_WORKLOADS)" \
 	  -upstream.runs=$(UPSTREAM_RUNS) -upstream.report=$(CURDIR)/docs/benchmarks.md
 
