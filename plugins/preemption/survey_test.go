@@ -129,3 +129,68 @@ func TestSurvey(t *testing.T) {
 		})
 	}
 }
+
+// Surveyed for one pod on a cluster with PodGroups, the gangs are found
+// through their members, not by reading every node: the same units as a
+// survey of every pod, a gang's spanning nodes, a member held in Permit
+// (bound in the snapshot only, as the scheduler assumes it) keeping its
+// gang from being a victim as a whole.
+func TestSurveyOnDemandFindsGangsThroughTheirMembers(t *testing.T) {
+	groups := []*schedv1alpha1.PodGroup{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "spread"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 2}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "placing"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 2}},
+	}
+	on := func(pod *corev1.Pod, node string) *corev1.Pod {
+		pod = pod.DeepCopy()
+		pod.Spec.NodeName = node
+		return pod
+	}
+	spread0, spread1 := on(running("s-0", 1, "spread"), "n1"), on(running("s-1", 1, "spread"), "n2")
+	placing0 := on(running("p-0", 1, "placing"), "n1")
+	placing1 := on(running("p-1", 1, "placing"), "") // waiting in Permit: not bound in the informer
+	orphan := on(running("o-0", 1, "no-podgroup"), "n1")
+	low := on(running("low", 1, ""), "n2")
+
+	newNode := func(name string, pods ...*corev1.Pod) fwk.NodeInfo {
+		n := framework.NewNodeInfo(pods...)
+		n.SetNode(st.MakeNode().Name(name).Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi"}).Obj())
+		return n
+	}
+	nodes := []fwk.NodeInfo{
+		newNode("n1", spread0, placing0, orphan),
+		newNode("n2", spread1, on(placing1, "n2"), low), // the scheduler's assumed view
+	}
+	p := &Preemption{
+		handle:   surveyHandle{waiting: map[types.UID]bool{"p-1": true}},
+		store:    state.NewStatic(groups, []*corev1.Pod{spread0, spread1, placing0, placing1, orphan, low}),
+		pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+		inFlight: map[string]*eviction{},
+	}
+	pod := running("p", 50, "")
+	who := &preemptor{pod: pod, members: []*corev1.Pod{pod}, priority: 50, request: state.Request(pod)}
+	names := func(units []*unit) []string {
+		var got []string
+		for _, u := range units {
+			var members []string
+			for _, m := range u.members {
+				members = append(members, m.info.GetPod().Name+"@"+m.node)
+			}
+			got = append(got, strings.Join(members, "+"))
+		}
+		return got
+	}
+
+	everyPod, err := p.survey(context.Background(), who, nodes, false)
+	require.NoError(t, err)
+	lazy, err := p.survey(context.Background(), who, nodes, true)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"s-0@n1+s-1@n2"}, names(lazy.units), "the gangs' units, found through their members")
+	want := map[string][]string{
+		"n1": {"o-0@n1", "s-0@n1+s-1@n2"}, // a pod whose PodGroup does not exist is a single pod
+		"n2": {"low@n2", "s-0@n1+s-1@n2"},
+	}
+	for node, units := range want {
+		assert.Equal(t, units, names(everyPod.unitsAt(node)), "surveying every pod, on %s", node)
+		assert.Equal(t, units, names(lazy.unitsAt(node)), "on demand, on %s", node)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
@@ -37,6 +39,9 @@ type world struct {
 	leavingPods map[types.UID]podRef
 	// candidate decides a pod's queue and eligibility.
 	candidate func(info fwk.PodInfo, node string) candidate
+	// inFlight reports whether a pod is this scheduler's attempt in flight:
+	// waiting in Permit or binding.
+	inFlight func(uid types.UID) bool
 	// charged is the queues' Charged, without their lock.
 	charged func(pod *corev1.Pod) bool
 	// inGang reports whether a pod is a member of a gang with a PodGroup.
@@ -139,10 +144,11 @@ func unitsByNode(units []*unit) map[string][]*unit {
 // survey finds every pod the preemptor may evict and groups them into
 // units. onDemand is for a single pod's preemption, which plans node by
 // node and on a large cluster on a tenth of the nodes: it reads no node's
-// pods until a plan reads that node (unitsAt, terminatingOn), except to
-// find gang members, when there are PodGroups, since a gang's units span
-// nodes. Reading every pod of 5000 nodes for each preemption was most of
-// its time in upstream's PreemptionAsync benchmark.
+// pods until a plan reads that node (unitsAt, terminatingOn); a gang's
+// units span nodes, so gang members, when there are PodGroups, are found
+// through the store's index of members (gangsByMembers). Reading every pod
+// of 5000 nodes for each preemption was most of its time in upstream's
+// PreemptionAsync benchmark.
 func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.NodeInfo, onDemand bool) (*world, error) {
 	w := &world{nodes: nodes, byName: make(map[string]fwk.NodeInfo, len(nodes)), terminating: map[string][]fwk.PodInfo{},
 		leaving: state.Released{}, claimed: state.Released{}, onDemand: onDemand}
@@ -174,11 +180,13 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 		if w.queues != nil {
 			c.queue = w.queues.QueueOf(pod)
 		}
-		// Waiting or binding pods belong to an attempt in flight.
-		inFlight := p.handle.GetWaitingPod(pod.UID) != nil || p.handle.GetPodInPreBind(pod.UID) != nil
 		c.eligible, c.reclaim = p.eligible(w, who, pod, c.queue, mayReclaim)
-		c.eligible = c.eligible && !inFlight
+		c.eligible = c.eligible && !w.inFlight(pod.UID)
 		return c
+	}
+	// Waiting or binding pods belong to an attempt in flight.
+	w.inFlight = func(uid types.UID) bool {
+		return p.handle.GetWaitingPod(uid) != nil || p.handle.GetPodInPreBind(uid) != nil
 	}
 	w.inGang = func(pod *corev1.Pod) (state.GroupKey, bool) {
 		key, ok := state.GroupOf(pod)
@@ -203,10 +211,12 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 				release(info.GetPod())
 			}
 		}
+		if p.store.HasPodGroups() {
+			groups = w.gangsByMembers(p.store, who)
+		}
 	}
-	scan := !onDemand || p.store.HasPodGroups()
 	for _, n := range nodes {
-		if !scan {
+		if onDemand {
 			break
 		}
 		name := n.Node().Name
@@ -218,9 +228,7 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 			}
 			if _, ok := leaving[pod.UID]; ok {
 				w.terminating[name] = append(w.terminating[name], info)
-				if !onDemand {
-					release(pod)
-				}
+				release(pod)
 				continue
 			}
 			if key, ok := w.inGang(pod); ok {
@@ -228,9 +236,6 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 					continue
 				}
 				groups[key] = append(groups[key], w.candidate(info, name))
-				continue
-			}
-			if onDemand {
 				continue
 			}
 			if c := w.candidate(info, name); c.eligible {
@@ -269,6 +274,44 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 	sort.SliceStable(w.units, func(i, j int) bool { return lessImportant(w.units[i], w.units[j]) })
 	w.unitsOn = unitsByNode(w.units)
 	return w, nil
+}
+
+// gangsByMembers finds, for a survey on demand, the gangs' running members
+// through the store's index of members, not by reading every pod of every
+// node: a single pod's preemption on a cluster with PodGroups reads only
+// the gangs' pods. A member counts as the snapshot shows it: on a node of
+// the snapshot, not being deleted nor chosen by another eviction. A member
+// this scheduler holds in Permit or binds is on a node in the snapshot
+// but not yet in the informer: it is found as in flight, never a victim,
+// and its gang is not whole without it. Each gang's members are in name
+// order, so that ties between them fall the same way every time.
+func (w *world) gangsByMembers(store *state.Store, who *preemptor) map[state.GroupKey][]candidate {
+	groups := map[state.GroupKey][]candidate{}
+	store.EachGangMember(func(key state.GroupKey, pod *corev1.Pod) {
+		if who.inGroup && key == who.group {
+			return
+		}
+		if pod.Spec.NodeName == "" {
+			if w.inFlight(pod.UID) {
+				groups[key] = append(groups[key], w.candidate(&framework.PodInfo{Pod: pod}, ""))
+			}
+			return
+		}
+		info := podOn(w.byName[pod.Spec.NodeName], pod.UID)
+		if info == nil {
+			return // not in the snapshot yet, or gone from it
+		}
+		if _, leaving := w.leavingPods[pod.UID]; leaving || info.GetPod().DeletionTimestamp != nil {
+			return
+		}
+		groups[key] = append(groups[key], w.candidate(info, pod.Spec.NodeName))
+	})
+	for _, members := range groups {
+		slices.SortFunc(members, func(a, b candidate) int {
+			return strings.Compare(a.info.GetPod().Name, b.info.GetPod().Name)
+		})
+	}
+	return groups
 }
 
 // candidate is a pod the survey found, with its queue and whether the

@@ -174,6 +174,33 @@ func (s *Store) Members(key GroupKey) []*corev1.Pod {
 	return pods
 }
 
+// EachGangMember calls fn with every pod, as the scheduler's informer shows
+// it, of every gang whose PodGroup exists: what a survey of the gangs
+// reads without going through every pod of the cluster. Groups come in no
+// particular order, nor do a group's pods.
+func (s *Store) EachGangMember(fn func(key GroupKey, pod *corev1.Pod)) {
+	index := s.pods.GetIndexer()
+	for _, value := range index.ListIndexFuncValues(podGroupIndex) {
+		objs, err := index.ByIndex(podGroupIndex, value)
+		if err != nil || len(objs) == 0 {
+			continue
+		}
+		first, ok := objs[0].(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		key, _ := GroupOf(first)
+		if s.PodGroup(key) == nil {
+			continue
+		}
+		for _, o := range objs {
+			if pod, ok := o.(*corev1.Pod); ok {
+				fn(key, pod)
+			}
+		}
+	}
+}
+
 // Pending reports whether the pod, as the scheduler's informer shows it
 // now, still waits to be placed: the same pod (UID), not bound, not being
 // deleted.
