@@ -14,7 +14,7 @@ ARGS ?=
 UNIT_PKGS        = $(shell $(GO) list ./... | grep -v /test/integration)
 INTEGRATION_PKGS = ./test/integration/...
 
-.PHONY: all build test test-unit test-integration bench bench-upstream fuzz manifests verify-manifests image lint playground clean
+.PHONY: all build test test-unit test-integration test-upstream-smoke upstream-harness bench bench-upstream fuzz manifests verify-manifests image lint playground clean
 
 all: build
 
@@ -22,14 +22,34 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/flotilla-scheduler ./cmd/flotilla-scheduler
 
-## test: unit and integration tests (the README's test command)
-test: test-unit test-integration
+## test: unit and integration tests, and the upstream benchmark's smoke run (the README's test command)
+test: test-unit test-integration test-upstream-smoke
 
 test-unit:
 	$(GO) test -count=1 $(UNIT_PKGS)
 
 test-integration:
 	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)
+
+## test-upstream-smoke: bench-upstream's whole path at 500 nodes, both configurations in one
+## process, reported into a scratch copy of docs/benchmarks.md: fails if a workload does not get
+## all its pods scheduled, or if a configuration's figures are missing. Measures nothing worth
+## reading (a few seconds per workload); it keeps the build-tagged harness compiling and working.
+UPSTREAM_SMOKE ?= SchedulingBasic/500Nodes PreemptionAsync/500Nodes GangScheduling/500Nodes_100Gangs_300Pods
+test-upstream-smoke: upstream-harness
+	rm -rf bin/upstream-smoke && mkdir -p bin/upstream-smoke && cp docs/benchmarks.md bin/upstream-smoke/
+	$(UPSTREAM_ENV) -data-items-dir=$(CURDIR)/bin/upstream-smoke -test.run '^$$' \
+	  -test.bench BenchmarkPerfScheduling -test.benchtime=1x -test.timeout 15m \
+	  -upstream.workloads="$(UPSTREAM_SMOKE)" > $(CURDIR)/bin/upstream-smoke/run.log 2>&1 \
+	  || { tail -50 $(CURDIR)/bin/upstream-smoke/run.log; echo "upstream smoke run failed: bin/upstream-smoke/run.log"; exit 1; }
+	$(UPSTREAM_ENV) -data-items-dir=$(CURDIR)/bin/upstream-smoke -test.run '^TestReport$$' \
+	  -upstream.workloads="$(UPSTREAM_SMOKE)" -upstream.runs=1 -upstream.complete \
+	  -upstream.report=$(CURDIR)/bin/upstream-smoke/benchmarks.md
+
+# upstream-harness: the etcd that scheduler_perf starts, and the build-tagged test binary.
+upstream-harness:
+	$(GO) build -o bin/etcd go.etcd.io/etcd/server/v3
+	$(GO) test -tags upstreamperf -c -o bin/upstream.test ./test/upstream
 
 ## bench: benchmarks; rewrites the packing-quality and workload tables in docs/benchmarks.md
 ## (BENCH_SIZE=full|smoke, BENCH_COUNT runs per variant, BENCH_WORKLOADS=P1,Q2 to pick)
@@ -57,11 +77,10 @@ UPSTREAM_WORKLOADS ?= SchedulingBasic/5000Nodes_10000Pods PreemptionAsync/5000No
   GangScheduling/5000Nodes_1000Gangs_3000Pods GangScheduling/5000Nodes_2000Gangs_6000Pods \
   GangScheduling/5000Nodes_3000Gangs_9000Pods GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup
 UPSTREAM_RUNS ?= 3
-UPSTREAM_RUN = cd test/upstream && PATH="$(CURDIR)/bin:$$PATH" KUBE_CACHE_MUTATION_DETECTOR=false \
-  $(CURDIR)/bin/upstream.test -data-items-dir=$(CURDIR)/bin/upstream
-bench-upstream:
-	$(GO) build -o bin/etcd go.etcd.io/etcd/server/v3
-	$(GO) test -tags upstreamperf -c -o bin/upstream.test ./test/upstream
+UPSTREAM_ENV = cd test/upstream && PATH="$(CURDIR)/bin:$$PATH" KUBE_CACHE_MUTATION_DETECTOR=false \
+  $(CURDIR)/bin/upstream.test
+UPSTREAM_RUN = $(UPSTREAM_ENV) -data-items-dir=$(CURDIR)/bin/upstream
+bench-upstream: upstream-harness
 	mkdir -p bin/upstream
 	for round in $$(seq $(UPSTREAM_RUNS)); do \
 	  order="default flotilla"; [ $$((round % 2)) = 0 ] && order="flotilla default"; \

@@ -21,6 +21,8 @@ var (
 	reportPath = flag.String("upstream.report", "",
 		"rewrite the upstream-perf section of this markdown file (docs/benchmarks.md) from the data items in -data-items-dir")
 	reportRuns = flag.Int("upstream.runs", 3, "report each figure's median over this many newest runs of a workload and configuration (0: all)")
+	complete   = flag.Bool("upstream.complete", false,
+		"fail unless every workload was measured (its SchedulingDuration) under both configurations, and each gang workload's gang wait under flotilla (the smoke run in make test)")
 )
 
 // gangThresholdsMs are the in-tree GangScheduling thresholds issue 18
@@ -92,6 +94,20 @@ func TestReport(t *testing.T) {
 			scale = 1
 		}
 		b.WriteString(report.GangTable(results, gangs, gangThresholdsMs, scale))
+	}
+	if *complete {
+		for _, w := range chosenWorkloads(t) {
+			for _, v := range report.UpstreamVariants {
+				// Duration, not throughput: a run too short for two
+				// throughput samples (the smoke's gangs) has none.
+				if _, ok := results[w][v][report.Duration]; !ok {
+					t.Errorf("%s under %s: no SchedulingDuration in %s (did its run fail?)", w, v, dir)
+				}
+			}
+			if _, ok := results[w]["flotilla"][report.GangWaitAvg]; strings.HasPrefix(w, "GangScheduling/") && !ok {
+				t.Errorf("%s under flotilla: no gang wait (flotilla_gang_wait_seconds) in %s", w, dir)
+			}
+		}
 	}
 	if err := report.ReplaceSection(*reportPath, "upstream-perf", b.String()); err != nil {
 		t.Fatal(err)

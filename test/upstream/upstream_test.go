@@ -2,10 +2,12 @@
 
 // Package upstream runs Kubernetes' own scheduler benchmark,
 // test/integration/scheduler_perf of the k8s.io/kubernetes version in
-// go.mod, on flotilla. Each chosen test case runs twice in one process:
-// with the in-tree default plugins and with the shipped flotilla-scheduler
-// profile, renamed default-scheduler so that the upstream pods (which name
-// no scheduler) are flotilla's. The test cases are upstream's own YAML,
+// go.mod, on flotilla. Each chosen test case runs with each configuration
+// of -upstream.variants: the in-tree default plugins, and the shipped
+// flotilla-scheduler profile, renamed default-scheduler so that the
+// upstream pods (which name no scheduler) are flotilla's. make
+// bench-upstream runs each configuration in a process of its own; the
+// smoke run in make test runs both in one. The test cases are upstream's own YAML,
 // read from the module cache, plus one of ours (gang-config.yaml): the
 // in-tree gang case with scheduler-plugins PodGroups.
 //
