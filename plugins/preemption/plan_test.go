@@ -92,8 +92,11 @@ func TestReclaimKeepsVictimQueuesAtTheirShare(t *testing.T) {
 		"bob":   {Name: "bob", Parent: "team", Allocated: cpu(14000), Deserved: cpu(10000), Reclaimable: true},
 		"alice": {Name: "alice", Parent: "root", Allocated: cpu(6000), Deserved: cpu(10000), Reclaimable: true},
 	}, Available: cpu(20000)}
-	assert.Equal(t, []string{"bob", "team"}, queueNames(reclaimPath(view, "bob", "alice")))
-	assert.Empty(t, reclaimPath(view, "root", "alice"), "an ancestor is shared")
+	bobSide, aliceSide := view.Sides("bob", "alice")
+	assert.Equal(t, []string{"bob", "team"}, queueNames(bobSide))
+	assert.Equal(t, []string{"alice"}, queueNames(aliceSide))
+	rootSide, _ := view.Sides("root", "alice")
+	assert.Empty(t, rootSide, "an ancestor is shared")
 
 	w := &world{view: view, leaving: state.Released{}}
 	who := &preemptor{queue: "alice", request: cpu(4000)}

@@ -51,6 +51,9 @@ type world struct {
 	leaving, claimed state.Released
 	// pdbs are the cluster's disruption budgets, counted down per plan.
 	pdbs []*policyv1.PodDisruptionBudget
+	// reclaimFrom are the queues whose pods the preemptor may reclaim
+	// (reclaimableQueues), decided once per preemption for every pod.
+	reclaimFrom map[string]bool
 }
 
 // base is what the queues will have given back, net, once the evictions
@@ -162,12 +165,8 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 			w.view.Release(w.claimed, c.queue, c.request)
 		}
 	}
-	mayReclaim := false
 	if w.view != nil {
-		// Reclaim is for a queue that stays within its deserved share with
-		// the preemptor admitted; an over-share queue preempts only itself.
-		_, refused := w.view.Refuses(who.queue, who.request, w.base())
-		mayReclaim = refused == ""
+		w.reclaimFrom = reclaimableQueues(w.view, who, w.base())
 	}
 	pdbs, err := p.pdbs.List(labels.Everything())
 	if err != nil {
@@ -180,7 +179,7 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 		if w.queues != nil {
 			c.queue = w.queues.QueueOf(pod)
 		}
-		c.eligible, c.reclaim = p.eligible(w, who, pod, c.queue, mayReclaim)
+		c.eligible, c.reclaim = w.eligible(who, pod, c.queue)
 		c.eligible = c.eligible && !w.inFlight(pod.UID)
 		return c
 	}
@@ -396,44 +395,6 @@ func podOn(node fwk.NodeInfo, uid types.UID) fwk.PodInfo {
 	return nil
 }
 
-// eligible says whether the preemptor may evict pod, of the queue given,
-// at all, and whether that would be a reclaim from another queue.
-func (p *Preemption) eligible(w *world, who *preemptor, pod *corev1.Pod, queue string, mayReclaim bool) (eligible, reclaim bool) {
-	if queue == who.queue {
-		return corev1helpers.PodPriority(pod) < who.priority, false
-	}
-	if !mayReclaim || !w.charged(pod) {
-		return false, false
-	}
-	path := reclaimPath(w.view, queue, who.queue)
-	if len(path) == 0 {
-		return false, false
-	}
-	for _, q := range path {
-		if !q.Reclaimable || q.Invalid != "" {
-			return false, false
-		}
-	}
-	return true, true
-}
-
-// reclaimPath is the victim's queue and its ancestors below the lowest one
-// it shares with the preemptor's queue: the queues a reclaim takes from.
-func reclaimPath(view *state.QueueView, victim, preemptor string) []*state.QueueInfo {
-	shared := map[string]bool{}
-	for _, q := range view.Ancestors(preemptor) {
-		shared[q.Name] = true
-	}
-	var path []*state.QueueInfo
-	for _, q := range view.Ancestors(victim) {
-		if shared[q.Name] {
-			break
-		}
-		path = append(path, q)
-	}
-	return path
-}
-
 // lessImportant orders victims: unprotected before PDB-protected, single
 // pods before whole gangs, lower priority, smaller gangs, newer.
 func lessImportant(a, b *unit) bool {
@@ -450,65 +411,6 @@ func lessImportant(a, b *unit) bool {
 		return len(a.members) < len(b.members)
 	}
 	return a.newest.After(b.newest)
-}
-
-// sequence keeps the units, in order, that can be taken together without
-// taking from any queue a reclaim takes from once it is no longer above its
-// deserved share on a resource the preemptor is short of (see shortOf) and
-// the unit gives back. Pods are indivisible and shares are not: the last
-// unit taken may leave its queue below its share by less than the unit
-// itself, and the queue cannot take it back — admitting it again would put
-// the queue where it was, above its share. Any prefix or subset of the
-// result keeps that promise too, since taking fewer leaves more.
-func (w *world) sequence(who *preemptor, short []corev1.ResourceName, units []*unit) []*unit {
-	if w.view == nil {
-		return units
-	}
-	released := state.Released{}
-	for q, r := range w.leaving {
-		released[q] = r.Clone()
-	}
-	var out []*unit
-	for _, u := range units {
-		if !u.reclaim {
-			out = append(out, u)
-			continue
-		}
-		if !w.aboveShare(who, short, u, released) {
-			continue
-		}
-		w.view.Release(released, u.queue, u.request())
-		out = append(out, u)
-	}
-	return out
-}
-
-// aboveShare reports whether a reclaim of u takes a resource its queues
-// have too much of: one resource the preemptor is short of and u gives
-// back on which every queue the reclaim takes from (the victim's queue and
-// its ancestors below the common one) is still above its deserved share,
-// with released already taken. One such resource is enough (Volcano's
-// "overused in any dimension"): a queue far above its cpu share is not
-// spared because its memory, which nobody lacks, is exactly at its share.
-func (w *world) aboveShare(who *preemptor, short []corev1.ResourceName, u *unit, released state.Released) bool {
-	gives := u.request()
-	path := reclaimPath(w.view, u.queue, who.queue)
-	for _, res := range short {
-		if gives[res] <= 0 {
-			continue
-		}
-		above := true
-		for _, q := range path {
-			if q.Allocated[res]-released[q.Name][res] <= q.Deserved[res] {
-				above = false
-				break
-			}
-		}
-		if above {
-			return true
-		}
-	}
-	return false
 }
 
 // shortOf returns the resources the preemptor asks for and cannot get on

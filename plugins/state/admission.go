@@ -39,6 +39,50 @@ func (v *QueueView) Refuses(name string, request Resources, released Released) (
 	return "", ""
 }
 
+// RefusingLevels returns the queues on name's path (the queue and its
+// ancestors) that would refuse request once released is given back, each
+// with its reason: Refuses answers for the whole path, this per level, for
+// a reclaim, which needs the preemptor within its share only below the
+// level where its path and its victim's part.
+func (v *QueueView) RefusingLevels(name string, request Resources, released Released) map[string]string {
+	out := map[string]string{}
+	for _, q := range v.Ancestors(name) {
+		if reason := q.exceeds(request, released[q.Name], v.Available); reason != "" {
+			out[q.Name] = reason
+		}
+	}
+	return out
+}
+
+// Sides splits the paths of two queues where they part: for a pod of queue
+// from and one of queue to, fromSide is from and its ancestors below the
+// lowest queue the two paths share, toSide the same of to, each leaf first.
+// Moving resources from one to the other changes the queues on the two
+// sides and leaves every shared ancestor's total as it was. A side is empty
+// when its queue is itself an ancestor of the other (a parent's own pods).
+func (v *QueueView) Sides(from, to string) (fromSide, toSide []*QueueInfo) {
+	fromPath, toPath := v.Ancestors(from), v.Ancestors(to)
+	shared := make(map[string]bool, len(toPath))
+	for _, q := range toPath {
+		shared[q.Name] = true
+	}
+	common := ""
+	for _, q := range fromPath {
+		if shared[q.Name] {
+			common = q.Name
+			break
+		}
+		fromSide = append(fromSide, q)
+	}
+	for _, q := range toPath {
+		if q.Name == common {
+			break
+		}
+		toSide = append(toSide, q)
+	}
+	return fromSide, toSide
+}
+
 func (q *QueueInfo) exceeds(request, released, available Resources) string {
 	var over []string
 	names := make([]corev1.ResourceName, 0, len(request))

@@ -65,20 +65,27 @@ func (q *Queues) View() *QueueView {
 	return q.view
 }
 
-// withAllocations copies the shares and fills in the current sums.
+// withAllocations copies the shares and fills in the current sums. A
+// queue's allocated and pending include its descendants': a parent's share
+// is its subtree's, so what its subtree uses is what admission and reclaim
+// compare with it (Release gives back to every ancestor for the same
+// reason).
 func (q *Queues) withAllocations(shares *QueueView) *QueueView {
 	view := &QueueView{Queues: make(map[string]*QueueInfo, len(shares.Queues)), Total: shares.Total, Available: shares.Available}
 	for name, info := range shares.Queues {
 		c := *info
-		c.Allocated = q.allocated[name].Clone()
-		c.Pending = q.pending[name].Clone()
-		if c.Allocated == nil {
-			c.Allocated = Resources{}
-		}
-		if c.Pending == nil {
-			c.Pending = Resources{}
-		}
+		c.Allocated, c.Pending = Resources{}, Resources{}
 		view.Queues[name] = &c
+	}
+	for name, r := range q.allocated {
+		for _, up := range view.Ancestors(name) {
+			up.Allocated.Add(r)
+		}
+	}
+	for name, r := range q.pending {
+		for _, up := range view.Ancestors(name) {
+			up.Pending.Add(r)
+		}
 	}
 	return view
 }

@@ -76,9 +76,11 @@ type QueueSpec struct {
 type QueueStatus struct {
 	// Deserved is the queue's current fair share.
 	Deserved corev1.ResourceList `json:"deserved,omitempty"`
-	// Allocated is what the queue's placed pods request.
+	// Allocated is what the queue's placed pods request, its descendants'
+	// included: a parent's is the sum of its subtree's.
 	Allocated corev1.ResourceList `json:"allocated,omitempty"`
-	// Requested is allocated plus what its pending pods request.
+	// Requested is allocated plus what its and its descendants' pending
+	// pods request.
 	Requested corev1.ResourceList `json:"requested,omitempty"`
 	// RunningGangs counts gangs of the queue with their quorum placed.
 	RunningGangs int32 `json:"runningGangs,omitempty"`
