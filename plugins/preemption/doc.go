@@ -5,28 +5,56 @@
 // Who may be evicted for whom:
 //   - Within a queue, a pod may evict pods of its own queue with a lower
 //     priority. preemptionPolicy: Never evicts nothing.
-//   - Across queues (reclaim), a pod whose queue — with the pod admitted —
-//     stays within its deserved share on every resource it asks for, at
-//     every level of the queue tree, may evict pods of other queues that
-//     are reclaimable, whatever their priority, while such a queue (and its
-//     ancestors below the common one) is above its deserved share on at
-//     least one resource that the preemptor is short of and the victim
-//     gives back. Short of: the nodes considered (one node for a pod, the
-//     cluster for a gang) have less of it free than the preemptor asks for;
-//     if it lacks none in sum (fragmented room, pod slots, another pod's
-//     constraints), every resource it asks for. One resource is enough
-//     (Volcano's "overused in any dimension"): ordinary pods ask for cpu and
-//     memory, and a queue far above its cpu share sits exactly at its
-//     memory share whenever memory is plentiful, because its deserved
-//     memory is then its demand. A reclaim stops when the victim's queue is
-//     no longer above its share on that resource. Pods are indivisible and
-//     shares are not, so the last victim may leave its queue short of its
-//     share by less than the victim itself. A queue over its share on any
-//     resource it asks for only preempts inside itself. Deserved shares
-//     count pending demand, the preemptor's included, so the queue reclaimed
-//     from cannot reclaim straight back: admitting its victim again would
-//     put it where it was, above its share on the resource it was reclaimed
-//     for.
+//   - Across queues (reclaim), flat: a pod whose queue — with the pod
+//     admitted — stays within its deserved share and capability on every
+//     resource it asks for may evict pods of other queues that are
+//     reclaimable, whatever their priority, while such a queue is above
+//     its deserved share on at least one resource that the preemptor is
+//     short of and the victim gives back. Short of: the nodes considered
+//     (one node for a pod, the cluster for a gang) have less of it free
+//     than the preemptor asks for; if it lacks none in sum (fragmented
+//     room, pod slots, another pod's constraints), every resource it asks
+//     for. One resource is enough (Volcano's "overused in any dimension"):
+//     ordinary pods ask for cpu and memory, and a queue far above its cpu
+//     share sits exactly at its memory share whenever memory is plentiful,
+//     because its deserved memory is then its demand. A reclaim stops when
+//     the victim's queue is no longer above its share on that resource.
+//     Pods are indivisible and shares are not, so the last victim may
+//     leave its queue short of its share by less than the victim itself.
+//     A queue over its share on any resource it asks for only preempts
+//     inside itself.
+//   - Across queues in a tree (reclaim.go): a parent's allocated is the
+//     sum of its subtree's, and its deserved share is its subtree's (the
+//     water-filling splits it among the children). For a preemptor in
+//     queue X and a pod of queue V, take the lowest queue both paths share
+//     (none for two top-level queues: then this is the flat rule). The
+//     pod is a victim when every queue on X's side below it (X and its
+//     ancestors up to there) stays within its share and capability with
+//     the preemptor admitted, and every queue on V's side below it (V and
+//     its ancestors up to there) is reclaimable and above its deserved
+//     share on a resource the preemptor is short of, evictions already
+//     chosen given back. The shared queues are not asked: a reclaim moves
+//     room between their children and leaves their totals as they were
+//     (the plan's simulation still admits the preemptor on its whole path
+//     with its victims given back). So siblings under one parent reclaim
+//     from each other the same way as top-level queues do, and children
+//     that borrowed an idle cluster give it back to another department. A
+//     parent's own pods are shared as one more child of weight 1, but are
+//     not a side of their own here: they are neither reclaimed from by
+//     its children nor reclaim from them.
+//   - Why reclaim stops (no ping-pong): deserved shares count pending
+//     demand, the preemptor's included, and an evicted pod comes back as
+//     pending demand of its queue, so a reclaim changes no share. After V's
+//     side gave a pod to X's side, V's side holds less than its share plus
+//     that pod on the resource it was reclaimed for (it was above its share
+//     before the last victim went, by less than the victim, or by more and
+//     then it is still above). For V's pod to reclaim back from X, V's side
+//     would have to stay within its share with the pod admitted, which
+//     would put it where it was, above its share: refused. And X's side
+//     took only while within its share, so it is never above it and never
+//     a victim side for V. Every reclaim moves a pod from a side above its
+//     share to one that stays within its share, so reclaim ends once every
+//     queue is at its deserved share, within a pod.
 //   - Gangs are evicted so that none is left with 0 < running < minMember:
 //     a victim is a surplus member above minMember, or the whole gang.
 //     Pods waiting in Permit or binding are never victims.

@@ -31,8 +31,11 @@
 //     PodGroup and namespace events.
 //   - queueview.go, fairshare.go: the queues' deserved shares (weighted
 //     water-filling with guarantee, capability and hierarchy) and the
-//     snapshot the plugins read.
+//     snapshot the plugins read, in which a parent's allocated and pending
+//     are its subtree's.
 //   - admission.go: whether a queue admits a request within its share and
-//     capability, and what a gang's refusal tells preemption.
+//     capability (on its whole path, or level by level), where two queues'
+//     paths part (Sides, for reclaim), and what a gang's refusal tells
+//     preemption.
 //   - resources.go: resource arithmetic and a node's free capacity.
 package state

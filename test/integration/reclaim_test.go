@@ -3,6 +3,8 @@ package integration
 import (
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -14,53 +16,138 @@ import (
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
+	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
-// queueLoad is one queue of a reclaim scenario and the Deployment of
-// 1 cpu + 1Gi pods that loads it.
-type queueLoad struct {
-	queue *flotillav1alpha1.Queue
-	pods  int32 // 0: a parent queue without pods of its own
+// reclaimCase is a tree of queues, the Deployment of 1 cpu + 1Gi pods that
+// loads each leaf, and the cpu each leaf deserves once all are loaded, on
+// 10 nodes of 10 cpu and 100Gi.
+type reclaimCase struct {
+	name string
+	// queues, parents before their children.
+	queues []*flotillav1alpha1.Queue
+	pods   map[string]int32
+	want   map[string]float64
+	// orders are the arrival orders of the leaves to run; nil: every one.
+	orders [][]string
+}
+
+func queueSpec(name string, weight int32, parent string, edit ...func(*flotillav1alpha1.QueueSpec)) *flotillav1alpha1.Queue {
+	q := cluster.Queue(name, weight, parent)
+	for _, e := range edit {
+		e(&q.Spec)
+	}
+	return q
+}
+
+func guaranteedCPU(cpu string) func(*flotillav1alpha1.QueueSpec) {
+	return func(s *flotillav1alpha1.QueueSpec) {
+		s.Guarantee = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	}
+}
+
+func cappedCPU(cpu string) func(*flotillav1alpha1.QueueSpec) {
+	return func(s *flotillav1alpha1.QueueSpec) {
+		s.Capability = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	}
 }
 
 // Reclaim with ordinary pods (cpu and memory) made by Deployments, whose
 // evicted pods the ReplicaSet controller re-creates, so a queue's demand
-// stays as it was: each queue's placement must reach its deserved share
-// and stay there. Queues arrive one after another; the last one's pods
-// find the cluster full and can only get their share by reclaim. Memory is
-// plentiful (100Gi a node), so every queue's deserved memory is its demand
-// and no queue is ever above its memory share: the shape in which reclaim
-// used to never fire.
+// stays as it was: each leaf's placement must reach its deserved share and
+// stay there. Leaves arrive one after another, each once the one before is
+// placed as far as it goes, so the later ones find the cluster full and
+// get their share only by reclaim. Memory is plentiful (100Gi a node), so
+// every queue's deserved memory is its demand and no queue is ever above
+// its memory share: the shape in which reclaim used to never fire.
+//
+// The flat cases run in one order; the hierarchies in every arrival order
+// of their leaves, the children of a parent first among them: a department
+// whose teams borrowed the idle cluster, then another department arrives,
+// which reclaim used to never serve.
 func TestReclaimWithCPUAndMemoryPods(t *testing.T) {
-	weighted := func(name string, weight int32, parent string) *flotillav1alpha1.Queue {
-		return cluster.Queue(name, weight, parent)
-	}
-	withGuarantee := weighted("a", 1, "")
-	withGuarantee.Spec.Guarantee = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("30")}
-	capped := weighted("c", 3, "")
-	capped.Spec.Capability = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("40")}
-	for _, tc := range []struct {
-		name  string
-		loads []queueLoad
-	}{
-		{name: "weights 1:2:3", loads: []queueLoad{{weighted("a", 1, ""), 10}, {weighted("b", 2, ""), 80}, {weighted("c", 3, ""), 80}}},
-		{name: "guarantee", loads: []queueLoad{{withGuarantee, 40}, {weighted("b", 1, ""), 80}, {weighted("c", 2, ""), 80}}},
-		{name: "capability", loads: []queueLoad{{weighted("a", 1, ""), 10}, {weighted("b", 2, ""), 80}, {capped, 80}}},
-		{name: "two-level hierarchy", loads: []queueLoad{{weighted("a", 1, ""), 80}, {weighted("team", 1, ""), 0}, {weighted("b", 1, "team"), 80}, {weighted("c", 1, "team"), 80}}},
+	for _, tc := range []reclaimCase{
+		{name: "weights 1:2:3",
+			queues: []*flotillav1alpha1.Queue{queueSpec("a", 1, ""), queueSpec("b", 2, ""), queueSpec("c", 3, "")},
+			pods:   map[string]int32{"a": 10, "b": 80, "c": 80}, want: map[string]float64{"a": 10, "b": 36, "c": 54},
+			orders: [][]string{{"a", "b", "c"}}},
+		{name: "guarantee",
+			queues: []*flotillav1alpha1.Queue{queueSpec("a", 1, "", guaranteedCPU("30")), queueSpec("b", 1, ""), queueSpec("c", 2, "")},
+			pods:   map[string]int32{"a": 40, "b": 80, "c": 80}, want: map[string]float64{"a": 30, "b": 70.0 / 3, "c": 140.0 / 3},
+			orders: [][]string{{"a", "b", "c"}}},
+		{name: "capability",
+			queues: []*flotillav1alpha1.Queue{queueSpec("a", 1, ""), queueSpec("b", 2, ""), queueSpec("c", 3, "", cappedCPU("40"))},
+			pods:   map[string]int32{"a": 10, "b": 80, "c": 80}, want: map[string]float64{"a": 10, "b": 50, "c": 40},
+			orders: [][]string{{"a", "b", "c"}}},
+
+		// The report of #26: p's children p1 and p2 beside q.
+		{name: "two levels",
+			queues: []*flotillav1alpha1.Queue{queueSpec("p", 1, ""), queueSpec("p1", 1, "p"), queueSpec("p2", 1, "p"), queueSpec("q", 1, "")},
+			pods:   map[string]int32{"p1": 40, "p2": 40, "q": 80}, want: map[string]float64{"p1": 25, "p2": 25, "q": 50}},
+		{name: "three levels",
+			queues: []*flotillav1alpha1.Queue{queueSpec("d", 1, ""), queueSpec("t", 1, "d"), queueSpec("t1", 1, "t"), queueSpec("t2", 1, "t"),
+				queueSpec("u", 1, "d"), queueSpec("e", 1, "")},
+			pods: map[string]int32{"t1": 40, "t2": 40, "u": 40, "e": 80}, want: map[string]float64{"t1": 12.5, "t2": 12.5, "u": 25, "e": 50}},
+		// Siblings under a parent at its share reclaim from each other.
+		{name: "siblings under one parent",
+			queues: []*flotillav1alpha1.Queue{queueSpec("p", 1, ""), queueSpec("a", 1, "p"), queueSpec("b", 3, "p"), queueSpec("q", 1, "")},
+			pods:   map[string]int32{"a": 40, "b": 80, "q": 80}, want: map[string]float64{"a": 12.5, "b": 37.5, "q": 50}},
+		{name: "parent with a guarantee",
+			queues: []*flotillav1alpha1.Queue{queueSpec("p", 1, "", guaranteedCPU("70")), queueSpec("p1", 1, "p"), queueSpec("p2", 1, "p"), queueSpec("q", 1, "")},
+			pods:   map[string]int32{"p1": 40, "p2": 40, "q": 80}, want: map[string]float64{"p1": 35, "p2": 35, "q": 30}},
+		{name: "parent with a capability",
+			queues: []*flotillav1alpha1.Queue{queueSpec("p", 1, "", cappedCPU("30")), queueSpec("p1", 1, "p"), queueSpec("p2", 1, "p"), queueSpec("q", 1, "")},
+			pods:   map[string]int32{"p1": 40, "p2": 40, "q": 80}, want: map[string]float64{"p1": 15, "p2": 15, "q": 70}},
+		{name: "leaf beside a subtree, unequal weights",
+			queues: []*flotillav1alpha1.Queue{queueSpec("p", 1, ""), queueSpec("p1", 1, "p"), queueSpec("p2", 2, "p"), queueSpec("q", 3, "")},
+			pods:   map[string]int32{"p1": 40, "p2": 40, "q": 80}, want: map[string]float64{"p1": 25.0 / 3, "p2": 50.0 / 3, "q": 75}},
 	} {
-		t.Run(tc.name, func(t *testing.T) { runReclaimScenario(t, tc.loads) })
+		t.Run(tc.name, func(t *testing.T) { runReclaimCase(t, tc) })
 	}
 }
 
-func runReclaimScenario(t *testing.T, loads []queueLoad) {
+// runReclaimCase runs every arrival order of the case on one cluster, its
+// workloads removed between orders.
+func runReclaimCase(t *testing.T, tc reclaimCase) {
 	h := startRealisticCluster(t, nodeSpecs("node", 10, cluster.NodeSpec{CPU: "10", Memory: "100Gi"})...)
-	var leaves []string
-	for _, l := range loads {
-		require.NoError(t, h.CreateQueue(h.Ctx, l.queue))
-		if l.pods > 0 {
-			leaves = append(leaves, l.queue.Name)
+	for _, q := range tc.queues {
+		require.NoError(t, h.CreateQueue(h.Ctx, q))
+	}
+	orders := tc.orders
+	if orders == nil {
+		var leaves []string
+		for leaf := range tc.pods {
+			leaves = append(leaves, leaf)
+		}
+		sort.Strings(leaves)
+		orders = permutations(leaves)
+	}
+	for _, order := range orders {
+		t.Run(strings.Join(order, ","), func(t *testing.T) { reclaimInOrder(t, h, tc, order) })
+		removeDeployments(t, h)
+	}
+	require.NotEmpty(t, eventsWithReason(t, h, "Reclaimed"), "leaves got their shares by reclaim")
+}
+
+func permutations(items []string) [][]string {
+	if len(items) <= 1 {
+		return [][]string{slices.Clone(items)}
+	}
+	var out [][]string
+	for i, first := range items {
+		rest := append(slices.Clone(items[:i]), items[i+1:]...)
+		for _, p := range permutations(rest) {
+			out = append(out, append([]string{first}, p...))
 		}
 	}
+	return out
+}
+
+// reclaimInOrder loads the leaves in the order given and checks that every
+// leaf gets within one pod of its deserved share within 10 s of the last
+// demand and stays there for 5 s, and that each parent's status.allocated
+// is the sum of its children's.
+func reclaimInOrder(t *testing.T, h *harness.Harness, tc reclaimCase, order []string) {
 	tl := newTimeline(t)
 	observe := func() (placed map[string]int, deserved map[string]float64) {
 		placed, deserved = map[string]int{}, map[string]float64{}
@@ -72,7 +159,7 @@ func runReclaimScenario(t *testing.T, loads []queueLoad) {
 			}
 		}
 		var line []string
-		for _, q := range leaves {
+		for _, q := range order {
 			queue, err := h.GetQueue(h.Ctx, q)
 			require.NoError(t, err)
 			d := queue.Status.Deserved[corev1.ResourceCPU]
@@ -83,28 +170,23 @@ func runReclaimScenario(t *testing.T, loads []queueLoad) {
 		return placed, deserved
 	}
 	converged := func(placed map[string]int, deserved map[string]float64) bool {
-		for _, q := range leaves {
+		for q, want := range tc.want {
 			// Pods are whole: within one pod of the share.
-			if math.Abs(float64(placed[q])-deserved[q]) > 1 || deserved[q] == 0 {
+			if math.Abs(deserved[q]-want) > 0.01 || math.Abs(float64(placed[q])-want) > 1 {
 				return false
 			}
 		}
 		return true
 	}
 
-	// The queues arrive in order; each waits for the one before it to be
-	// placed as far as it goes, so the last one finds the cluster full.
-	var lastDemand time.Time
-	for i, l := range loads {
-		if l.pods == 0 {
-			continue
-		}
-		_, err := h.CreateDeployment(h.Ctx, cluster.WorkloadSpec{Name: l.queue.Name, Replicas: l.pods, CPU: "1", Memory: "1Gi", Queue: l.queue.Name})
+	for i, leaf := range order {
+		tl.add("%s arrives with %d pods", leaf, tc.pods[leaf])
+		_, err := h.CreateDeployment(h.Ctx, cluster.WorkloadSpec{Name: leaf, Replicas: tc.pods[leaf], CPU: "1", Memory: "1Gi", Queue: leaf})
 		require.NoError(t, err)
-		lastDemand = time.Now()
-		if i == len(loads)-1 {
+		if i == len(order)-1 {
 			break
 		}
+		// The next leaf arrives once this one is placed as far as it goes.
 		var stable int
 		require.Eventually(t, func() bool {
 			placed, _ := observe()
@@ -112,20 +194,19 @@ func runReclaimScenario(t *testing.T, loads []queueLoad) {
 			for _, n := range placed {
 				total += n
 			}
-			if placed[l.queue.Name] >= int(min(l.pods, 100)) || total >= 100 {
+			if placed[leaf] >= int(min(tc.pods[leaf], 100)) || total >= 100 {
 				stable++
 			}
 			return stable >= 2
-		}, 60*time.Second, 500*time.Millisecond, "queue %s placed\n%s", l.queue.Name, tl)
+		}, 60*time.Second, 500*time.Millisecond, "queue %s placed\n%s", leaf, tl)
 	}
-	// Wait until the last queue's pods all exist: that is when its demand
-	// is complete.
-	lastQueue := loads[len(loads)-1].queue.Name
+	// The last leaf's demand is complete once all its pods exist.
+	last := order[len(order)-1]
 	require.Eventually(t, func() bool {
-		pods, err := h.Client.CoreV1().Pods("default").List(h.Ctx, metav1.ListOptions{LabelSelector: flotillav1alpha1.QueueLabel + "=" + lastQueue})
-		return err == nil && int32(len(pods.Items)) >= loads[len(loads)-1].pods
+		pods, err := h.Client.CoreV1().Pods("default").List(h.Ctx, metav1.ListOptions{LabelSelector: flotillav1alpha1.QueueLabel + "=" + last})
+		return err == nil && int32(len(pods.Items)) >= tc.pods[last]
 	}, 30*time.Second, 100*time.Millisecond)
-	lastDemand = time.Now()
+	lastDemand := time.Now()
 
 	var convergedAt time.Time
 	require.Eventually(t, func() bool {
@@ -134,8 +215,8 @@ func runReclaimScenario(t *testing.T, loads []queueLoad) {
 			return true
 		}
 		return false
-	}, 90*time.Second, 500*time.Millisecond, "placements never reached the deserved shares\n%s", tl)
-	t.Logf("converged %s after the last queue's demand was complete", convergedAt.Sub(lastDemand).Round(100*time.Millisecond))
+	}, 60*time.Second, 500*time.Millisecond, "placements never reached the deserved shares %v\n%s", tc.want, tl)
+	t.Logf("converged %s after the last leaf's demand was complete", convergedAt.Sub(lastDemand).Round(100*time.Millisecond))
 	require.LessOrEqual(t, convergedAt.Sub(lastDemand), 10*time.Second, "placements reach the shares within 10 s of the last demand\n%s", tl)
 
 	// And stay there: no queue reclaims back (no ping-pong) while the
@@ -145,5 +226,46 @@ func runReclaimScenario(t *testing.T, loads []queueLoad) {
 		require.True(t, converged(observe()), "placements left the deserved shares\n%s", tl)
 		time.Sleep(500 * time.Millisecond)
 	}
-	require.NotEmpty(t, eventsWithReason(t, h, "Reclaimed"), "the last queue got its share by reclaim")
+
+	// A parent's allocated is its subtree's: the sum of its children's.
+	sums := func() (string, bool) {
+		allocated, children := map[string]int64{}, map[string]int64{}
+		for _, q := range tc.queues {
+			queue, err := h.GetQueue(h.Ctx, q.Name)
+			require.NoError(t, err)
+			cpu := queue.Status.Allocated[corev1.ResourceCPU]
+			allocated[q.Name] = cpu.MilliValue()
+			if q.Spec.Parent != "" {
+				children[q.Spec.Parent] += cpu.MilliValue()
+			}
+		}
+		for parent, sum := range children {
+			if allocated[parent] != sum || sum == 0 {
+				return fmt.Sprintf("allocated cpu %v, children's sums %v", allocated, children), false
+			}
+		}
+		return "", true
+	}
+	// Statuses are published every second, one queue after another.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		mismatch, ok := sums()
+		if ok {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "a parent's status.allocated is the sum of its children's: %s\n%s", mismatch, tl)
+	}
+}
+
+// removeDeployments deletes the case's workloads and waits until no pod is
+// left, so the next arrival order starts on an empty cluster.
+func removeDeployments(t *testing.T, h *harness.Harness) {
+	t.Helper()
+	now := new(int64)
+	require.NoError(t, h.Client.AppsV1().Deployments("default").DeleteCollection(h.Ctx, metav1.DeleteOptions{}, metav1.ListOptions{}))
+	require.NoError(t, h.Client.AppsV1().ReplicaSets("default").DeleteCollection(h.Ctx, metav1.DeleteOptions{}, metav1.ListOptions{}))
+	require.Eventually(t, func() bool {
+		_ = h.Client.CoreV1().Pods("default").DeleteCollection(h.Ctx, metav1.DeleteOptions{GracePeriodSeconds: now}, metav1.ListOptions{})
+		pods, err := h.Client.CoreV1().Pods("default").List(h.Ctx, metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 0
+	}, 60*time.Second, 500*time.Millisecond, "the workloads are gone")
 }
