@@ -150,3 +150,28 @@ func TestGaugesOfDeletedQueuesAreDeleted(t *testing.T) {
 	assert.NotContains(t, queueSeries(t, "flotilla_queue_deserved"), "deleted-queue")
 	assert.Contains(t, queueSeries(t, "flotilla_queue_allocated"), "default")
 }
+
+// A parent's share is its subtree's: its allocated in the view (which the
+// Queue status and the flotilla_queue_* gauges publish) is the sum of its
+// children's, and a child's
+// pod is refused when it would take the parent above its share, however
+// little the child itself holds.
+func TestParentCountsItsSubtree(t *testing.T) {
+	queues := []*flotillav1alpha1.Queue{
+		queue("team", nil), queue("other", nil),
+		queue("t1", func(s *flotillav1alpha1.QueueSpec) { s.Parent = "team" }),
+		queue("t2", func(s *flotillav1alpha1.QueueSpec) { s.Parent = "team" }),
+	}
+	// other asks for the whole node, so team deserves 5 of the 10 cpu and
+	// holds them already through t1 (4) and t2 (1).
+	pods := []*corev1.Pod{pod("new", "t2", "1", ""), pod("t1-0", "t1", "4", "n"), pod("t2-0", "t2", "1", "n"),
+		pod("other-0", "other", "5", ""), pod("other-1", "other", "5", "")}
+	p := testProportion(t, nil, pods, queues...)
+	_, status := p.PreFilter(context.Background(), framework.NewCycleState(), pods[0], nil)
+	assert.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
+	assert.Contains(t, status.Message(), `queue "team": the pod would exceed its deserved share of cpu (6 > 5)`)
+
+	view := p.queues.View()
+	assert.Equal(t, int64(5000), view.Queues["team"].Allocated[corev1.ResourceCPU])
+	assert.Equal(t, int64(6000), view.Queues["team"].Pending[corev1.ResourceCPU]+view.Queues["team"].Allocated[corev1.ResourceCPU], "requested: placed and pending of the subtree")
+}
