@@ -255,7 +255,8 @@ func TestQuorumCountsSucceededMembers(t *testing.T) {
 			roomy := []fwk.NodeInfo{nodeInfo("a", "8"), nodeInfo("b", "8")}
 			g.store.Lock(func(tx *state.Tx) {
 				gang := tx.Gang(key)
-				quorum, surplus = tx.Quorum(gang), tx.QuorumReached(gang, pg)
+				count := tx.Quorum(gang, pg)
+				quorum, surplus = count.Counted(), count.Reached()
 				reason, plan, _ = g.quorumDoesNotFit(pg, gang, roomy, tx, nil, nil)
 			})
 			planned := 0

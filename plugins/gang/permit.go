@@ -14,6 +14,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/quorum"
 )
 
 // Reserve records the member as placed for its gang.
@@ -39,21 +40,21 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 	if pg == nil {
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("PodGroup %s was deleted", key)), 0
 	}
-	var placed int
+	var count quorum.Count
 	var unblocked []state.GroupKey
 	g.store.Lock(func(tx *state.Tx) {
 		gang := tx.Gang(key)
-		placed = tx.Quorum(gang)
-		if placed >= int(pg.Spec.MinMember) && gang.Attempting() {
+		count = tx.Quorum(gang, pg)
+		if count.Reached() && gang.Attempting() {
 			gangWaitSeconds.Observe(tx.AttemptAge(gang).Seconds())
 			unblocked = tx.FinishPlacing(gang)
 		}
 	})
 	g.shared.status.Enqueue(key)
-	if placed < int(pg.Spec.MinMember) {
-		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("gang %s has %d of %d members placed or succeeded", key, placed, pg.Spec.MinMember)), g.timeout(pg)
+	if !count.Reached() {
+		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("gang %s has %d of %d members placed or succeeded", key, count.Counted(), pg.Spec.MinMember)), g.timeout(pg)
 	}
-	klog.FromContext(ctx).V(4).Info("Gang quorum placed", "gang", key.String(), "placed", placed)
+	klog.FromContext(ctx).V(4).Info("Gang quorum placed", "gang", key.String(), "placed", count.Placed, "succeeded", count.Succeeded)
 	g.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		if k, ok := state.GroupOf(wp.GetPod()); ok && k == key {
 			wp.Allow(Name)
@@ -127,15 +128,11 @@ func (g *Gang) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1
 // not undo it. It reports whether it ended an attempt.
 func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why, reason string) bool {
 	pg := g.store.PodGroup(key)
-	minMember := 1
-	if pg != nil {
-		minMember = int(pg.Spec.MinMember)
-	}
 	var ended bool
 	var unblocked []state.GroupKey
 	g.store.Lock(func(tx *state.Tx) {
 		gang := tx.Gang(key)
-		if tx.Quorum(gang) >= minMember && !gang.Attempting() {
+		if tx.Quorum(gang, pg).Reached() && !gang.Attempting() {
 			return
 		}
 		// Only the first failure of an attempt rejects the siblings; their

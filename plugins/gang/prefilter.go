@@ -51,7 +51,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	defer func() { g.activateGangs(ctx, unblocked) }()
 	g.store.Lock(func(tx *state.Tx) {
 		gang := tx.Gang(key)
-		if tx.QuorumReached(gang, pg) {
+		if tx.Quorum(gang, pg).Reached() {
 			// Quorum reached (placed or succeeded members): the rest are
 			// surplus members, or replacements of failed ones, and place
 			// freely — inside the required domain its members pin.

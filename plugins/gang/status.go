@@ -13,6 +13,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/quorum"
 )
 
 // statusCoalesce is the shortest gap between two status writes for one
@@ -140,7 +141,7 @@ func computeStatus(pg *schedv1alpha1.PodGroup, pods []corev1.Pod, placing bool, 
 		status.Phase = schedv1alpha1.PodGroupFinished
 	case failed > 0 && int32(len(pods))-failed < min:
 		status.Phase = schedv1alpha1.PodGroupFailed
-	case running+succeeded >= min:
+	case quorum.Count{MinMember: int(min), Placed: int(running), Succeeded: int(succeeded)}.Reached():
 		status.Phase = schedv1alpha1.PodGroupRunning
 	case bound >= min:
 		status.Phase = PodGroupScheduled

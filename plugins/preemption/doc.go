@@ -57,6 +57,9 @@
 //     queue is at its deserved share, within a pod.
 //   - Gangs are evicted so that none is left with 0 < running < minMember:
 //     a victim is a surplus member above minMember, or the whole gang.
+//     Surplus is counted by the gang's own rule (package quorum): members
+//     that Succeeded count toward minMember, so a gang with 2 succeeded
+//     and 8 running members of minMember 8 has 2 running surplus members.
 //     Pods waiting in Permit or binding are never victims.
 //
 // Choosing victims: candidates are ordered least important first — victims

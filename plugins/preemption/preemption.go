@@ -184,7 +184,7 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 	var short int
 	p.store.Lock(func(tx *state.Tx) {
 		g := tx.Gang(key)
-		if quorumPlaced = tx.QuorumReached(g, pg); !quorumPlaced {
+		if quorumPlaced = tx.Quorum(g, pg).Reached(); !quorumPlaced {
 			members, short = tx.StillNeeded(g, pg, pod)
 		}
 	})

@@ -247,15 +247,18 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 		w.units = append(w.units, w.newUnit([]candidate{c}, false))
 	}
 	for key, running := range groups {
-		minMember := int(p.store.PodGroup(key).Spec.MinMember)
 		var eligible []candidate
+		placed := make([]types.UID, 0, len(running))
 		for _, c := range running {
+			placed = append(placed, c.info.GetPod().UID)
 			if c.eligible {
 				eligible = append(eligible, c)
 			}
 		}
-		// Surplus members above minMember may go one by one, least
-		// important first; beyond them only the whole gang may go.
+		// Surplus members (package quorum: beyond minMember, counting
+		// succeeded members) may go one by one, least important first;
+		// beyond them only the whole gang may go.
+		surplus := p.store.QuorumOf(key, placed).Surplus()
 		sort.SliceStable(eligible, func(i, j int) bool {
 			a, b := eligible[i].info.GetPod(), eligible[j].info.GetPod()
 			if pa, pb := corev1helpers.PodPriority(a), corev1helpers.PodPriority(b); pa != pb {
@@ -263,7 +266,7 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 			}
 			return startTime(a).After(startTime(b))
 		})
-		for i := 0; i < len(running)-minMember && i < len(eligible); i++ {
+		for i := 0; i < surplus && i < len(eligible); i++ {
 			w.units = append(w.units, w.newUnit(eligible[i:i+1], false))
 		}
 		if len(eligible) == len(running) && len(running) > 0 {

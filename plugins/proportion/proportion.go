@@ -106,7 +106,7 @@ func (p *Proportion) admissionRequest(pod *corev1.Pod) (state.Resources, string,
 	var needed []*corev1.Pod
 	p.store.Lock(func(tx *state.Tx) {
 		gang := tx.Gang(key)
-		if placed = tx.Quorum(gang); placed == 0 {
+		if placed = tx.Quorum(gang, pg).Counted(); placed == 0 {
 			needed, _ = tx.StillNeeded(gang, pg, pod)
 		}
 	})

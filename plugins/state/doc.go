@@ -21,9 +21,14 @@
 //     capacity (less what plans hold, plus what evictions would free): the
 //     rule Gang's quorum and topology checks and Preemption's test of
 //     whether evicting can make room at all share.
-//   - quorum.go: a gang's quorum counts its placed and its succeeded
-//     members (the scheduler's own pod informer drops finished pods, so
-//     succeeded members are watched separately, metadata only), and
+//   - quorum/ (package quorum): the one quorum rule, pure arithmetic —
+//     placed and succeeded members count toward minMember, and the surplus
+//     (evictable one by one) is what is counted beyond it, never more than
+//     is placed. Gang, queues and preemption all count by it.
+//   - quorum.go: a gang's count as the store sees it (Tx.Quorum) or as a
+//     caller saw its placed members (QuorumOf): the scheduler's own pod
+//     informer drops finished pods, so succeeded members are watched
+//     separately, metadata only; and
 //     StillNeeded says which pending members must fit for the quorum —
 //     the one answer admission, the gang's fit check and preemption use.
 //   - queues.go, queuesource.go: per-queue accounting of what placed pods

@@ -256,25 +256,25 @@ func (q *Queues) ChargedBy() func(pod *corev1.Pod) bool {
 	return func(pod *corev1.Pod) bool { return profiles[pod.Spec.SchedulerName] }
 }
 
-// GangCounts returns, per queue, how many gangs have their quorum placed
-// and how many are still short of it.
+// GangCounts returns, per queue, how many gangs have reached their quorum
+// (by the rule of package quorum, succeeded members included) and how
+// many are still short of it.
 func (q *Queues) GangCounts() (running, pending map[string]int32) {
 	q.mu.Lock()
-	placed := map[GroupKey]int32{}
+	placed := map[GroupKey][]types.UID{}
 	queueOf := map[GroupKey]string{}
-	for _, acc := range q.pods {
+	for uid, acc := range q.pods {
 		if acc.inGroup && !acc.foreign {
 			queueOf[acc.group] = acc.queue
 			if acc.placed {
-				placed[acc.group]++
+				placed[acc.group] = append(placed[acc.group], uid)
 			}
 		}
 	}
 	q.mu.Unlock()
 	running, pending = map[string]int32{}, map[string]int32{}
 	for key, queue := range queueOf {
-		pg := q.store.PodGroup(key)
-		if pg != nil && placed[key] >= pg.Spec.MinMember {
+		if q.store.QuorumOf(key, placed[key]).Reached() {
 			running[queue]++
 		} else {
 			pending[queue]++

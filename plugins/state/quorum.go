@@ -16,13 +16,13 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/quorum"
 )
 
 // A gang's quorum counts the members that are placed (reserved, binding,
-// or bound and not terminating) and the members that Succeeded: a Job
-// whose workers finish at different times replaces a late failure after
-// its siblings are done, and that replacement must not wait for siblings
-// that already ran. Failed and deleted members do not count.
+// or bound and not terminating) and the members that Succeeded, by the
+// rule of package quorum.
 //
 // kube-scheduler's pod informer drops pods that Succeeded or Failed (it
 // watches status.phase!=Succeeded,status.phase!=Failed), and the delete it
@@ -113,23 +113,48 @@ func (s *Store) OnMemberSucceeded(f func(GroupKey)) error {
 	return err
 }
 
-// Quorum returns how many members count toward the gang's quorum: the
-// placed ones (Placed) and the ones that Succeeded, each once.
-func (tx *Tx) Quorum(g *Gang) int {
-	n := tx.Placed(g)
-	for _, uid := range tx.s.succeededOf(g.Key) {
-		if _, reserved := g.reserved[uid]; reserved || tx.s.bound[g.Key][uid] {
-			continue // finished a moment ago: counted as placed until the informer drops it
-		}
-		n++
+// Quorum counts the gang's members by the one quorum rule (package
+// quorum): placed as this scheduler's accounting has them (Placed), and
+// succeeded, each once. pg nil (the PodGroup is gone) counts toward no
+// quorum.
+func (tx *Tx) Quorum(g *Gang, pg *schedv1alpha1.PodGroup) quorum.Count {
+	c := quorum.Count{Placed: tx.Placed(g)}
+	if pg != nil {
+		c.MinMember = int(pg.Spec.MinMember)
 	}
-	return n
+	c.Succeeded = tx.s.succeededBeside(g.Key, func(uid types.UID) bool {
+		_, reserved := g.reserved[uid]
+		return reserved || tx.s.bound[g.Key][uid]
+	})
+	return c
 }
 
-// QuorumReached reports whether the gang's quorum is met: its pending
-// members are then surplus members and place one by one.
-func (tx *Tx) QuorumReached(g *Gang, pg *schedv1alpha1.PodGroup) bool {
-	return pg != nil && tx.Quorum(g) >= int(pg.Spec.MinMember)
+// QuorumOf counts a gang whose placed members the caller saw itself (as
+// preemption sees them in its snapshot), by the same rule as Quorum.
+func (s *Store) QuorumOf(key GroupKey, placed []types.UID) quorum.Count {
+	c := quorum.Count{Placed: len(placed)}
+	if pg := s.PodGroup(key); pg != nil {
+		c.MinMember = int(pg.Spec.MinMember)
+	}
+	seen := make(map[types.UID]bool, len(placed))
+	for _, uid := range placed {
+		seen[uid] = true
+	}
+	c.Succeeded = s.succeededBeside(key, func(uid types.UID) bool { return seen[uid] })
+	return c
+}
+
+// succeededBeside is how many of the group's members Succeeded and are
+// not counted as placed: a member that finished a moment ago is still
+// placed until the informers drop it, and counts once.
+func (s *Store) succeededBeside(key GroupKey, placed func(types.UID) bool) int {
+	n := 0
+	for _, uid := range s.succeededOf(key) {
+		if !placed(uid) {
+			n++
+		}
+	}
+	return n
 }
 
 // groupOfObject is GroupOf for any object with labels: a pod or its
@@ -162,8 +187,8 @@ func (tx *Tx) StillNeeded(g *Gang, pg *schedv1alpha1.PodGroup, first *corev1.Pod
 	if pg == nil {
 		return nil, 0
 	}
-	need := int(pg.Spec.MinMember) - tx.Quorum(g)
-	if need <= 0 {
+	need := tx.Quorum(g, pg).Short()
+	if need == 0 {
 		return nil, 0
 	}
 	type candidate struct {
