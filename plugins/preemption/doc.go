@@ -55,7 +55,7 @@
 //     a victim side for V. Every reclaim moves a pod from a side above its
 //     share to one that stays within its share, so reclaim ends once every
 //     queue is at its deserved share, within a pod.
-//   - Gangs are evicted so that none is left with 0 < running < minMember:
+//   - Gangs are evicted so that none is left part-way short of its quorum:
 //     a victim is a surplus member above minMember, or the whole gang.
 //     Surplus is counted by the gang's own rule (package quorum): members
 //     that Succeeded count toward minMember, so a gang with 2 succeeded
