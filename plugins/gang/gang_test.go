@@ -89,6 +89,26 @@ func TestLessKeepsGangsTogether(t *testing.T) {
 	assert.Equal(t, []string{"urgent", "e-0", "plain", "a-0", "a-1", "b-0", "b-1"}, order)
 }
 
+// QueueSort's Less runs for every comparison of the scheduling queue:
+// it must not wait for the store's lock, which the gang checks and
+// preemption hold while they fit quorums. Called while that lock is held,
+// it returns (a Less that took the lock would never return).
+func TestLessDoesNotTakeTheStoresLock(t *testing.T) {
+	store := state.NewStatic([]*schedv1alpha1.PodGroup{podGroup("a", t0, 2), podGroup("b", t0.Add(time.Minute), 2)}, nil)
+	g := &Gang{store: store}
+	a, b := queued(t, member("a-0", "a", 0), t0), queued(t, member("b-0", "b", 0), t0)
+	done := make(chan bool)
+	store.Lock(func(*state.Tx) {
+		go func() { done <- g.Less(a, b) }()
+		select {
+		case less := <-done:
+			assert.True(t, less, "the earlier gang sorts first")
+		case <-time.After(10 * time.Second):
+			t.Fatal("Less waited for the store's lock")
+		}
+	})
+}
+
 func nodeInfo(name, cpu string, used ...*corev1.Pod) fwk.NodeInfo {
 	ni := framework.NewNodeInfo(used...)
 	ni.SetNode(st.MakeNode().Name(name).Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourceMemory: "16Gi"}).Obj())

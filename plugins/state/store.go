@@ -63,14 +63,19 @@ type Store struct {
 	// room it needs: no further gang starts beside them until it had its
 	// turn, so a stream of small gangs cannot starve a big one.
 	waiter *Gang
-	// groupTimes pins each group's queue-sort time at first sight, so a
-	// queued pod's sort key never changes (a changing key corrupts the heap).
-	groupTimes map[GroupKey]time.Time
 	// bound are the members the informer shows bound (and not deleting),
 	// per group, kept by the same handler that forgets reserved members
 	// once bound, so that Placed counts each member once in O(1).
 	bound        map[GroupKey]map[types.UID]bool
 	boundTracked cache.ResourceEventHandlerRegistration
+
+	// groupTimes pins each group's queue-sort time at first sight, so a
+	// queued pod's sort key never changes (a changing key corrupts the heap).
+	// It has its own lock: QueueSort's Less reads it for every comparison
+	// of the scheduling queue and must not wait on the lock that the gang
+	// checks and preemption hold while they fit quorums.
+	groupTimesMu sync.Mutex
+	groupTimes   map[GroupKey]time.Time
 
 	partsMu sync.Mutex
 	parts   parts
@@ -216,8 +221,8 @@ func (s *Store) Pending(pod *corev1.Pod) bool {
 // GroupTime is the group's queue-sort time: its PodGroup's creation time the
 // first time it was asked for, and that same time ever after.
 func (s *Store) GroupTime(key GroupKey, fallback time.Time) time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.groupTimesMu.Lock()
+	defer s.groupTimesMu.Unlock()
 	if t, ok := s.groupTimes[key]; ok {
 		return t
 	}
@@ -243,8 +248,8 @@ func (s *Store) forgetGroupTime(obj interface{}) {
 	if len(s.Members(key)) > 0 {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.groupTimesMu.Lock()
+	defer s.groupTimesMu.Unlock()
 	delete(s.groupTimes, key)
 }
 
