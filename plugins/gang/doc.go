@@ -10,7 +10,7 @@
 //     plain pod's queue time), then gang namespace/name, then pod name. The
 //     members of a gang sit together and gangs do not interleave. A gang's
 //     time is pinned the first time it is read, so no key changes while a
-//     pod is queued.
+//     pod is queued; reading it never waits for the store's lock.
 //   - PreEnqueue: a member enters the queue only when its PodGroup exists
 //     with minMember >= 1 and at least minMember of its pods exist or
 //     Succeeded. It is re-queued by pod and PodGroup events (queueing
@@ -25,6 +25,9 @@
 //     only the member that ran it (every member once that one is gone), so
 //     a refused gang of n members costs one check per cluster change, not
 //     n. Members held at PreEnqueue are not re-queued by room at all.
+//     The rule itself is decide (decide.go), a pure function of what the
+//     store shows (gangView) to a verdict, tested by table; PreFilter
+//     gathers the view and applies the verdict under the store's lock.
 //   - Reserve/Permit: placed members wait in Permit (scheduleTimeoutSeconds,
 //     else args permitWaitingTimeSeconds) until minMember members are placed
 //     (reserved or bound), then all are allowed at once. Members beyond
@@ -35,7 +38,8 @@
 //     releasing its node, the gang backs off, and a GangRejected event on the
 //     PodGroup says which member failed and why.
 //
-// The quorum. A gang's quorum counts its members that are placed
+// The quorum (package plugins/state/quorum, the rule every policy counts
+// by). A gang's quorum counts its members that are placed
 // (reserved, binding, or bound and not terminating) and those that
 // Succeeded; Failed and deleted members do not count. Pending members are
 // admitted together once what is placed or succeeded plus what they add

@@ -45,95 +45,74 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 
 	var status *fwk.Status
 	preempts := g.store.GangPreemption(g.handle.ProfileName())
-	var started, doesNotFit bool
+	var started, doesNotFitNow bool
 	var window, confine []string
 	var unblocked []state.GroupKey
 	defer func() { g.activateGangs(ctx, unblocked) }()
 	g.store.Lock(func(tx *state.Tx) {
 		gang := tx.Gang(key)
-		if tx.Quorum(gang, pg).Reached() {
-			// Quorum reached (placed or succeeded members): the rest are
-			// surplus members, or replacements of failed ones, and place
-			// freely — inside the required domain its members pin.
+		view := gangView{key: key, quorumReached: tx.Quorum(gang, pg).Reached(), attempting: gang.Attempting(), preempts: preempts}
+		var others []*state.Gang
+		if !view.quorumReached && !view.attempting {
+			unblocked = g.finishStale(tx, gang)
+			others = tx.PlacingBesides(gang)
+			view.placing = sortedKeys(others)
+			view.mayNotStart = tx.MayStartBeside(gang)
+			view.backoff, view.backoffWhy = tx.BackingOff(gang)
+			view.fit = func(besidePlacing bool) fitOutcome {
+				var held map[string]state.Resources
+				if besidePlacing {
+					held = tx.HeldByPlans(gang)
+				}
+				reason, plan, domain := g.quorumDoesNotFit(pg, gang, nodes, tx, held, topo)
+				return fitOutcome{reason: reason, plan: plan, domain: domain}
+			}
+		}
+		v := decide(view)
+		// Apply the verdict to the gangs' accounting, still under the lock.
+		switch v.kind {
+		case placeFreely:
 			if topo != nil && topo.required != "" {
 				confine = confinedTo(topo.required, tx.PlacedOn(gang), nodes)
 			}
-			return
-		}
-		if gang.Attempting() {
+		case followAttempt:
 			window, confine = gang.PlanWindow(planWindow), gang.Domain()
-			return // attempt under way: admitted when it started
-		}
-		for _, placing := range tx.PlacingBesides(gang) {
-			if g.stale(placing, tx) {
-				// Its attempt ended without a verdict (a scheduling error
-				// before anything was reserved): nothing of it is left to
-				// wait for.
-				unblocked = append(unblocked, tx.FinishPlacing(placing)...)
+		case waitTurn:
+			if v.nextTurn {
+				tx.WaitForRoom(gang)
 			}
-		}
-		others := tx.PlacingBesides(gang)
-		// waitTurn refuses the gang until one of the placing gangs is done.
-		waitTurn := func(why string) {
 			for _, placing := range others {
 				tx.Block(placing, key)
 			}
-			status = fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s waits its turn: %s", key, why))
-		}
-		if why := tx.MayStartBeside(gang); why != "" {
-			waitTurn(why)
-			return
-		}
-		if wait, why := tx.BackingOff(gang); wait > 0 {
-			status = fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s backs off for %s after: %s", key, wait.Round(100*time.Millisecond), why))
-			return
-		}
-		reason, plan, domain := g.quorumDoesNotFit(pg, gang, nodes, tx, tx.HeldByPlans(gang), topo)
-		if reason != "" && len(others) > 0 {
-			alone, _, _ := g.quorumDoesNotFit(pg, gang, nodes, tx, nil, topo)
-			switch {
-			case alone == "":
-				// It fits once the placing gangs have taken what they hold:
-				// wait for them rather than preempt or give up.
-				tx.WaitForRoom(gang)
-				waitTurn(fmt.Sprintf("placing gang(s) %s hold the room its quorum needs", gangNames(others)))
-				return
-			case preempts:
-				// Preemption would evict for it while other gangs hold
-				// partial reservations: it has the next turn instead.
-				tx.WaitForRoom(gang)
-				waitTurn(fmt.Sprintf("it needs preemption, which waits until gang(s) %s have placed", gangNames(others)))
-				return
-			}
-			// Nothing the placing gangs hold would make it fit.
-			reason = alone
-		}
-		tx.NoLongerWaiting(gang)
-		if reason != "" {
-			tx.Refuse(gang, reason, pod)
-			doesNotFit = true
-			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
+			status = fwk.NewStatus(fwk.Unschedulable, v.message)
+		case backOff:
+			status = fwk.NewStatus(fwk.Unschedulable, v.message)
+		case doesNotFit:
+			tx.NoLongerWaiting(gang)
+			tx.Refuse(gang, v.message, pod)
+			doesNotFitNow = true
+			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.message)
 			if preempts {
 				room := &state.GangNeedsRoom{Key: key}
 				if topo != nil && topo.required != "" {
 					// Room freed outside one domain is room it cannot use.
 					room.Level = topo.required
-					for v := range pinnedValues(topo.required, tx.PlacedOn(gang), nodes) {
-						room.Pinned = append(room.Pinned, v)
+					for val := range pinnedValues(topo.required, tx.PlacedOn(gang), nodes) {
+						room.Pinned = append(room.Pinned, val)
 					}
 				}
 				cycle.Write(state.GangNeedsRoomKey, room)
-				status = fwk.NewStatus(fwk.Unschedulable, reason)
+				status = fwk.NewStatus(fwk.Unschedulable, v.message)
 			}
-			return
+		case startAttempt:
+			tx.StartPlacing(gang, v.fit.plan)
+			tx.Confine(gang, v.fit.domain)
+			window, confine = gang.PlanWindow(planWindow), v.fit.domain
+			started = true
 		}
-		tx.StartPlacing(gang, plan)
-		tx.Confine(gang, domain)
-		window, confine = gang.PlanWindow(planWindow), domain
-		started = true
 	})
 	if status != nil {
-		if doesNotFit {
+		if doesNotFitNow {
 			gangRejections.WithLabelValues(reasonDoesNotFit).Inc()
 			g.recordGangEvent(pg, corev1.EventTypeWarning, "GangDoesNotFit", status.Message())
 		}
@@ -177,14 +156,29 @@ func (g *Gang) stale(placing *state.Gang, tx *state.Tx) bool {
 	return placing.ReservedCount() == 0 && tx.AttemptAge(placing) > g.timeout(g.store.PodGroup(placing.Key))+5*time.Second
 }
 
-// gangNames lists the gangs' keys for a message.
-func gangNames(gangs []*state.Gang) string {
-	names := make([]string, len(gangs))
+// sortedKeys returns the gangs' keys in name order, so that messages
+// read the same way every time.
+func sortedKeys(gangs []*state.Gang) []state.GroupKey {
+	keys := make([]state.GroupKey, len(gangs))
 	for i, g := range gangs {
-		names[i] = g.Key.String()
+		keys[i] = g.Key
 	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	return keys
+}
+
+// finishStale ends the attempts of placing gangs (other than gang) that
+// ended without a verdict (a scheduling error before anything was
+// reserved): nothing of them is left to wait for. It returns the gangs
+// they blocked, to be activated.
+func (g *Gang) finishStale(tx *state.Tx, gang *state.Gang) []state.GroupKey {
+	var unblocked []state.GroupKey
+	for _, placing := range tx.PlacingBesides(gang) {
+		if g.stale(placing, tx) {
+			unblocked = append(unblocked, tx.FinishPlacing(placing)...)
+		}
+	}
+	return unblocked
 }
 
 // PreFilterExtensions is not needed: the gang check does not depend on
