@@ -96,7 +96,7 @@ bench-upstream: upstream-harness
 ## fuzz: run each fuzz target for FUZZTIME (default 10s)
 FUZZTIME ?= 10s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDeserve$$' -fuzztime $(FUZZTIME) ./plugins/state/
+	$(GO) test -run '^$$' -fuzz '^FuzzDeserve$$' -fuzztime $(FUZZTIME) ./plugins/state/fairshare/
 	$(GO) test -run '^$$' -fuzz '^FuzzPluginArgs$$' -fuzztime $(FUZZTIME) ./apis/config/scheme/
 
 ## manifests: regenerate deepcopy code and CRDs from the Go types

@@ -11,7 +11,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla/apis/config"
 	"github.com/flotilla-sched/flotilla/apis/config/validation"
-	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration; its args are
@@ -132,8 +132,8 @@ func packingScore(in *podScoreInput, nodeInfo fwk.NodeInfo) int64 {
 	var weighted float64
 	weightSum := in.weightSum
 	for _, t := range in.terms {
-		capacity := state.Amount(alloc, t.name)
-		if capacity <= 0 {
+		total := capacity.Amount(alloc, t.name)
+		if total <= 0 {
 			// Not in the node's allocatable although the node passed the
 			// filters: a DRA-backed extended resource (its devices are in
 			// ResourceSlices, not allocatable). How full they are is not
@@ -142,11 +142,11 @@ func packingScore(in *podScoreInput, nodeInfo fwk.NodeInfo) int64 {
 			weightSum -= t.weight
 			continue
 		}
-		after := state.Amount(used, t.name) + t.request
-		if after > capacity {
+		after := capacity.Amount(used, t.name) + t.request
+		if after > total {
 			return 0
 		}
-		weighted += float64(t.weight) * float64(after) / float64(capacity)
+		weighted += float64(t.weight) * float64(after) / float64(total)
 	}
 	if weightSum <= 0 {
 		return 0
@@ -160,16 +160,16 @@ func packingScore(in *podScoreInput, nodeInfo fwk.NodeInfo) int64 {
 func intrudes(in *podScoreInput, nodeInfo fwk.NodeInfo) bool {
 	used, alloc := nodeInfo.GetRequested(), nodeInfo.GetAllocatable()
 	for _, scarce := range in.unrequested {
-		capacity := state.Amount(alloc, scarce)
-		free := capacity - state.Amount(used, scarce)
-		if capacity <= 0 || free <= 0 {
+		total := capacity.Amount(alloc, scarce)
+		free := total - capacity.Amount(used, scarce)
+		if total <= 0 || free <= 0 {
 			continue
 		}
 		for _, t := range in.terms {
-			allocatable := state.Amount(alloc, t.name)
-			left := allocatable - state.Amount(used, t.name) - t.request
-			// left < free/capacity * allocatable, without float rounding.
-			if float64(left)*float64(capacity) < float64(free)*float64(allocatable) {
+			allocatable := capacity.Amount(alloc, t.name)
+			left := allocatable - capacity.Amount(used, t.name) - t.request
+			// left < free/total * allocatable, without float rounding.
+			if float64(left)*float64(total) < float64(free)*float64(allocatable) {
 				return true
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // Each queueing hint re-queues a gated or refused member only for the
@@ -28,9 +29,9 @@ func TestQueueingHints(t *testing.T) {
 	g, _ := testGang(t, []*schedv1alpha1.PodGroup{podGroup("a", t0, 3), podGroup("short", t0, 3), podGroup("refused", t0, 3), podGroup("orphaned", t0, 3)}, pods)
 	// refused-0's check found the gang does not fit; orphaned-0 did the
 	// same and has since been deleted.
-	g.store.Lock(func(tx *state.Tx) {
-		tx.Refuse(tx.Gang(state.GroupKey{Namespace: "ns", Name: "refused"}), "does not fit", refused[0])
-		tx.Refuse(tx.Gang(state.GroupKey{Namespace: "ns", Name: "orphaned"}), "does not fit", orphaned[0])
+	g.store.Lock(func(locked *state.Locked) {
+		locked.Refuse(locked.Gang(state.GroupKey{Namespace: "ns", Name: "refused"}), "does not fit", refused[0])
+		locked.Refuse(locked.Gang(state.GroupKey{Namespace: "ns", Name: "orphaned"}), "does not fit", orphaned[0])
 	})
 	// short's only member was held at PreEnqueue.
 	require.NotNil(t, g.PreEnqueue(context.Background(), members("short", 1, "1")[0]))
@@ -106,22 +107,22 @@ func TestPreFilterGangStates(t *testing.T) {
 	tests := []struct {
 		name     string
 		pod      *corev1.Pod
-		prepare  func(tx *state.Tx, g *state.Gang, pods []*corev1.Pod)
+		prepare  func(locked *state.Locked, g *state.Gang, pods []*corev1.Pod)
 		wantCode fwk.Code
 		wantMsg  string
 	}{
 		{name: "plain pod: not Gang's", pod: st.MakePod().Namespace("ns").Name("plain").Obj(), wantCode: fwk.Skip},
 		{name: "fits: the attempt starts", wantCode: fwk.Success},
-		{name: "backing off after a failed attempt", prepare: func(tx *state.Tx, g *state.Gang, _ []*corev1.Pod) {
-			tx.StartPlacing(g, nil)
-			tx.FailAttempt(g, "member g-1 could not be placed", time.Minute)
+		{name: "backing off after a failed attempt", prepare: func(locked *state.Locked, g *state.Gang, _ []*corev1.Pod) {
+			locked.StartPlacing(g, nil)
+			locked.FailAttempt(g, "member g-1 could not be placed", time.Minute)
 		}, wantCode: fwk.Unschedulable, wantMsg: "backs off"},
-		{name: "attempt under way: admitted", prepare: func(tx *state.Tx, g *state.Gang, _ []*corev1.Pod) {
-			tx.StartPlacing(g, []state.PlanSlot{{Node: "n1", Members: 2}})
+		{name: "attempt under way: admitted", prepare: func(locked *state.Locked, g *state.Gang, _ []*corev1.Pod) {
+			locked.StartPlacing(g, []capacity.PlanSlot{{Node: "n1", Members: 2}})
 		}, wantCode: fwk.Success},
-		{name: "quorum reached: surplus places freely", prepare: func(tx *state.Tx, g *state.Gang, pods []*corev1.Pod) {
-			tx.ReserveMember(g, pods[1], "n0")
-			tx.ReserveMember(g, pods[2], "n1")
+		{name: "quorum reached: surplus places freely", prepare: func(locked *state.Locked, g *state.Gang, pods []*corev1.Pod) {
+			locked.ReserveMember(g, pods[1], "n0")
+			locked.ReserveMember(g, pods[2], "n1")
 		}, wantCode: fwk.Success},
 	}
 	for _, tt := range tests {
@@ -129,7 +130,7 @@ func TestPreFilterGangStates(t *testing.T) {
 			pods := members("g", 3, "2")
 			gang, _ := testGang(t, []*schedv1alpha1.PodGroup{podGroup("g", t0, 2)}, pods)
 			if tt.prepare != nil {
-				gang.store.Lock(func(tx *state.Tx) { tt.prepare(tx, tx.Gang(key), pods) })
+				gang.store.Lock(func(locked *state.Locked) { tt.prepare(locked, locked.Gang(key), pods) })
 			}
 			pod := tt.pod
 			if pod == nil {
@@ -231,7 +232,7 @@ func TestFailedAttempt(t *testing.T) {
 				assert.Equal(t, tt.wantRejected, wp.rejected, wp.pod.Name)
 			}
 			var backoff time.Duration
-			g.store.Lock(func(tx *state.Tx) { backoff, _ = tx.BackingOff(tx.Gang(key)) })
+			g.store.Lock(func(locked *state.Locked) { backoff, _ = locked.BackingOff(locked.Gang(key)) })
 			assert.Equal(t, tt.wantBackoff, backoff > 0)
 			var events []string
 			for len(h.recorder.Events) > 0 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // gangView is what PreFilter's decision for a gang reads, gathered under
@@ -37,7 +38,7 @@ type gangView struct {
 // when it does), and where its members went and the domain confining them.
 type fitOutcome struct {
 	reason string
-	plan   []state.PlanSlot
+	plan   []capacity.PlanSlot
 	domain []string
 }
 

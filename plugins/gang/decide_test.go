@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // decide is PreFilter's rule for a gang's member, over what the store
@@ -15,7 +16,7 @@ import (
 func TestDecide(t *testing.T) {
 	key := state.GroupKey{Namespace: "ns", Name: "g"}
 	other := state.GroupKey{Namespace: "ns", Name: "other"}
-	fits := fitOutcome{plan: []state.PlanSlot{{Node: "n1", Members: 2}}, domain: []string{"n1"}}
+	fits := fitOutcome{plan: []capacity.PlanSlot{{Node: "n1", Members: 2}}, domain: []string{"n1"}}
 	tooBig := fitOutcome{reason: "gang ns/g does not fit"}
 	tests := []struct {
 		name string

@@ -161,7 +161,7 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 			why, reason = short, "WaitingForMembers"
 		}
 	}
-	g.store.Lock(func(tx *state.Tx) { tx.SetGated(key, why != "") })
+	g.store.Lock(func(locked *state.Locked) { locked.SetGated(key, why != "") })
 	if why == "" {
 		return nil
 	}
@@ -259,7 +259,7 @@ func (g *Gang) isSchedulableAfterMemberAdded(logger klog.Logger, pod *corev1.Pod
 
 func (g *Gang) attemptUnderWay(key state.GroupKey) bool {
 	var under bool
-	g.store.Lock(func(tx *state.Tx) { under = tx.Gang(key).Attempting() })
+	g.store.Lock(func(locked *state.Locked) { under = locked.Gang(key).Attempting() })
 	return under
 }
 
@@ -302,7 +302,7 @@ func (g *Gang) isSchedulableAfterRoomChange(_ klog.Logger, pod *corev1.Pod, _, _
 	}
 	var retrier *corev1.Pod
 	var gated bool
-	g.store.Lock(func(tx *state.Tx) { retrier, gated = tx.Retrier(key), tx.Gated(key) })
+	g.store.Lock(func(locked *state.Locked) { retrier, gated = locked.Retrier(key), locked.Gated(key) })
 	switch {
 	case gated:
 		return fwk.QueueSkip, nil // held at PreEnqueue, for its PodGroup or its siblings: room does not help

@@ -24,6 +24,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
@@ -98,7 +99,7 @@ func TestLessDoesNotTakeTheStoresLock(t *testing.T) {
 	g := &Gang{store: store}
 	a, b := queued(t, member("a-0", "a", 0), t0), queued(t, member("b-0", "b", 0), t0)
 	done := make(chan bool)
-	store.Lock(func(*state.Tx) {
+	store.Lock(func(*state.Locked) {
 		go func() { done <- g.Less(a, b) }()
 		select {
 		case less := <-done:
@@ -132,22 +133,22 @@ func TestQuorumCheckIsPlacementAware(t *testing.T) {
 	fragmented := []fwk.NodeInfo{nodeInfo("a", "4", filler("fa")), nodeInfo("b", "4", filler("fb")), nodeInfo("c", "4", filler("fc"))}
 	roomy := []fwk.NodeInfo{nodeInfo("a", "4"), nodeInfo("b", "4", filler("fb")), nodeInfo("c", "8")}
 
-	var plan []state.PlanSlot
+	var plan []capacity.PlanSlot
 	check := func(nodes []fwk.NodeInfo) (reason string) {
-		g.store.Lock(func(tx *state.Tx) {
-			reason, plan, _ = g.quorumDoesNotFit(pg, tx.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, tx, nil, nil)
+		g.store.Lock(func(locked *state.Locked) {
+			reason, plan, _ = g.quorumDoesNotFit(pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, nil)
 		})
 		return reason
 	}
 	assert.Contains(t, check(fragmented), "0 of the 2 members needed for minMember 2 fit", "9 cpu free in 3-cpu pieces")
 	assert.Empty(t, check(roomy))
 	// The plan is where first fit put them: one on a, one on c.
-	four := state.Resources{corev1.ResourceCPU: 4000}
-	assert.Equal(t, []state.PlanSlot{{Node: "a", Members: 1, Held: four}, {Node: "c", Members: 1, Held: four}}, plan)
+	four := capacity.Resources{corev1.ResourceCPU: 4000}
+	assert.Equal(t, []capacity.PlanSlot{{Node: "a", Members: 1, Held: four}, {Node: "c", Members: 1, Held: four}}, plan)
 
 	// Members already reserved do not need room again.
-	g.store.Lock(func(tx *state.Tx) {
-		tx.ReserveMember(tx.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), members[0], "n0")
+	g.store.Lock(func(locked *state.Locked) {
+		locked.ReserveMember(locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), members[0], "n0")
 	})
 	oneNode := []fwk.NodeInfo{nodeInfo("a", "4")}
 	assert.Empty(t, check(oneNode))
@@ -271,13 +272,13 @@ func TestQuorumCountsSucceededMembers(t *testing.T) {
 			var quorum int
 			var surplus bool
 			var reason string
-			var plan []state.PlanSlot
+			var plan []capacity.PlanSlot
 			roomy := []fwk.NodeInfo{nodeInfo("a", "8"), nodeInfo("b", "8")}
-			g.store.Lock(func(tx *state.Tx) {
-				gang := tx.Gang(key)
-				count := tx.Quorum(gang, pg)
+			g.store.Lock(func(locked *state.Locked) {
+				gang := locked.Gang(key)
+				count := locked.Quorum(gang, pg)
 				quorum, surplus = count.Counted(), count.Reached()
-				reason, plan, _ = g.quorumDoesNotFit(pg, gang, roomy, tx, nil, nil)
+				reason, plan, _ = g.quorumDoesNotFit(pg, gang, roomy, locked, nil, nil)
 			})
 			planned := 0
 			for _, slot := range plan {

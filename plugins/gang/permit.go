@@ -23,8 +23,8 @@ func (g *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nod
 	if !ok {
 		return nil
 	}
-	g.store.Lock(func(tx *state.Tx) {
-		tx.ReserveMember(tx.Gang(key), pod, node)
+	g.store.Lock(func(locked *state.Locked) {
+		locked.ReserveMember(locked.Gang(key), pod, node)
 	})
 	return nil
 }
@@ -42,12 +42,12 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 	}
 	var count quorum.Count
 	var unblocked []state.GroupKey
-	g.store.Lock(func(tx *state.Tx) {
-		gang := tx.Gang(key)
-		count = tx.Quorum(gang, pg)
+	g.store.Lock(func(locked *state.Locked) {
+		gang := locked.Gang(key)
+		count = locked.Quorum(gang, pg)
 		if count.Reached() && gang.Attempting() {
-			gangWaitSeconds.Observe(tx.AttemptAge(gang).Seconds())
-			unblocked = tx.FinishPlacing(gang)
+			gangWaitSeconds.Observe(locked.AttemptAge(gang).Seconds())
+			unblocked = locked.FinishPlacing(gang)
 		}
 	})
 	g.shared.status.Enqueue(key)
@@ -79,13 +79,13 @@ func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 	var wasReserved bool
 	why, reason := fmt.Sprintf("member %s lost its place (binding failed or it was rejected)", pod.Name), reasonLostPlace
 	timeout := g.timeout(g.store.PodGroup(key))
-	g.store.Lock(func(tx *state.Tx) {
-		gang := tx.Gang(key)
-		wasReserved = tx.UnreserveMember(gang, pod.UID)
+	g.store.Lock(func(locked *state.Locked) {
+		gang := locked.Gang(key)
+		wasReserved = locked.UnreserveMember(gang, pod.UID)
 		// The framework does not say why; an attempt as old as the Permit
 		// wait has timed out.
-		if gang.Attempting() && tx.AttemptAge(gang) >= timeout {
-			why, reason = fmt.Sprintf("timed out after %s with %d members placed", timeout, tx.Placed(gang)), reasonTimedOut
+		if gang.Attempting() && locked.AttemptAge(gang) >= timeout {
+			why, reason = fmt.Sprintf("timed out after %s with %d members placed", timeout, locked.Placed(gang)), reasonTimedOut
 		}
 	})
 	if wasReserved {
@@ -107,7 +107,7 @@ func (g *Gang) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1
 	}
 	if _, err := cycle.Read(plannedKey); err == nil {
 		var attempt bool
-		g.store.Lock(func(tx *state.Tx) { attempt = tx.AbandonPlan(tx.Gang(key)) })
+		g.store.Lock(func(locked *state.Locked) { attempt = locked.AbandonPlan(locked.Gang(key)) })
 		if attempt {
 			klog.FromContext(ctx).V(2).Info("Gang member found no room on the planned nodes; placing over every node", "gang", key.String(), "pod", klog.KObj(pod))
 			g.handle.Activate(klog.FromContext(ctx), map[string]*corev1.Pod{pod.Namespace + "/" + pod.Name: pod})
@@ -130,18 +130,18 @@ func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why, reason 
 	pg := g.store.PodGroup(key)
 	var ended bool
 	var unblocked []state.GroupKey
-	g.store.Lock(func(tx *state.Tx) {
-		gang := tx.Gang(key)
-		if tx.Quorum(gang, pg).Reached() && !gang.Attempting() {
+	g.store.Lock(func(locked *state.Locked) {
+		gang := locked.Gang(key)
+		if locked.Quorum(gang, pg).Reached() && !gang.Attempting() {
 			return
 		}
 		// Only the first failure of an attempt rejects the siblings; their
 		// own Unreserve calls then find the attempt already over.
-		if !gang.Attempting() && !tx.IsPlacing(gang) {
+		if !gang.Attempting() && !locked.IsPlacing(gang) {
 			return
 		}
 		ended = true
-		unblocked = tx.FailAttempt(gang, why, g.backoff)
+		unblocked = locked.FailAttempt(gang, why, g.backoff)
 	})
 	if !ended {
 		return false

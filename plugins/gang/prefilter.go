@@ -14,6 +14,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // PreFilter admits a member when its gang may place now: the gang is not
@@ -49,22 +50,22 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	var window, confine []string
 	var unblocked []state.GroupKey
 	defer func() { g.activateGangs(ctx, unblocked) }()
-	g.store.Lock(func(tx *state.Tx) {
-		gang := tx.Gang(key)
-		view := gangView{key: key, quorumReached: tx.Quorum(gang, pg).Reached(), attempting: gang.Attempting(), preempts: preempts}
+	g.store.Lock(func(locked *state.Locked) {
+		gang := locked.Gang(key)
+		view := gangView{key: key, quorumReached: locked.Quorum(gang, pg).Reached(), attempting: gang.Attempting(), preempts: preempts}
 		var others []*state.Gang
 		if !view.quorumReached && !view.attempting {
-			unblocked = g.finishStale(tx, gang)
-			others = tx.PlacingBesides(gang)
+			unblocked = g.finishStale(locked, gang)
+			others = locked.PlacingBesides(gang)
 			view.placing = sortedKeys(others)
-			view.mayNotStart = tx.MayStartBeside(gang)
-			view.backoff, view.backoffWhy = tx.BackingOff(gang)
+			view.mayNotStart = locked.MayStartBeside(gang)
+			view.backoff, view.backoffWhy = locked.BackingOff(gang)
 			view.fit = func(besidePlacing bool) fitOutcome {
-				var held map[string]state.Resources
+				var held map[string]capacity.Resources
 				if besidePlacing {
-					held = tx.HeldByPlans(gang)
+					held = locked.HeldByPlans(gang)
 				}
-				reason, plan, domain := g.quorumDoesNotFit(pg, gang, nodes, tx, held, topo)
+				reason, plan, domain := g.quorumDoesNotFit(pg, gang, nodes, locked, held, topo)
 				return fitOutcome{reason: reason, plan: plan, domain: domain}
 			}
 		}
@@ -73,23 +74,23 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 		switch v.kind {
 		case placeFreely:
 			if topo != nil && topo.required != "" {
-				confine = confinedTo(topo.required, tx.PlacedOn(gang), nodes)
+				confine = confinedTo(topo.required, locked.PlacedOn(gang), nodes)
 			}
 		case followAttempt:
 			window, confine = gang.PlanWindow(planWindow), gang.Domain()
 		case waitTurn:
 			if v.nextTurn {
-				tx.WaitForRoom(gang)
+				locked.WaitForRoom(gang)
 			}
 			for _, placing := range others {
-				tx.Block(placing, key)
+				locked.Block(placing, key)
 			}
 			status = fwk.NewStatus(fwk.Unschedulable, v.message)
 		case backOff:
 			status = fwk.NewStatus(fwk.Unschedulable, v.message)
 		case doesNotFit:
-			tx.NoLongerWaiting(gang)
-			tx.Refuse(gang, v.message, pod)
+			locked.NoLongerWaiting(gang)
+			locked.Refuse(gang, v.message, pod)
 			doesNotFitNow = true
 			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.message)
 			if preempts {
@@ -97,7 +98,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 				if topo != nil && topo.required != "" {
 					// Room freed outside one domain is room it cannot use.
 					room.Level = topo.required
-					for val := range pinnedValues(topo.required, tx.PlacedOn(gang), nodes) {
+					for val := range pinnedValues(topo.required, locked.PlacedOn(gang), nodes) {
 						room.Pinned = append(room.Pinned, val)
 					}
 				}
@@ -105,8 +106,8 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 				status = fwk.NewStatus(fwk.Unschedulable, v.message)
 			}
 		case startAttempt:
-			tx.StartPlacing(gang, v.fit.plan)
-			tx.Confine(gang, v.fit.domain)
+			locked.StartPlacing(gang, v.fit.plan)
+			locked.Confine(gang, v.fit.domain)
 			window, confine = gang.PlanWindow(planWindow), v.fit.domain
 			started = true
 		}
@@ -152,8 +153,8 @@ func (planned) Clone() fwk.StateData { return planned{} }
 // stale reports whether the placing gang holds the slot with nothing
 // reserved for longer than any Permit wait: every attempt that reserved a
 // member ends by quorum, PostFilter or Permit timeout well before that.
-func (g *Gang) stale(placing *state.Gang, tx *state.Tx) bool {
-	return placing.ReservedCount() == 0 && tx.AttemptAge(placing) > g.timeout(g.store.PodGroup(placing.Key))+5*time.Second
+func (g *Gang) stale(placing *state.Gang, locked *state.Locked) bool {
+	return placing.ReservedCount() == 0 && locked.AttemptAge(placing) > g.timeout(g.store.PodGroup(placing.Key))+5*time.Second
 }
 
 // sortedKeys returns the gangs' keys in name order, so that messages
@@ -171,11 +172,11 @@ func sortedKeys(gangs []*state.Gang) []state.GroupKey {
 // ended without a verdict (a scheduling error before anything was
 // reserved): nothing of them is left to wait for. It returns the gangs
 // they blocked, to be activated.
-func (g *Gang) finishStale(tx *state.Tx, gang *state.Gang) []state.GroupKey {
+func (g *Gang) finishStale(locked *state.Locked, gang *state.Gang) []state.GroupKey {
 	var unblocked []state.GroupKey
-	for _, placing := range tx.PlacingBesides(gang) {
-		if g.stale(placing, tx) {
-			unblocked = append(unblocked, tx.FinishPlacing(placing)...)
+	for _, placing := range locked.PlacingBesides(gang) {
+		if g.stale(placing, locked) {
+			unblocked = append(unblocked, locked.FinishPlacing(placing)...)
 		}
 	}
 	return unblocked
@@ -204,8 +205,8 @@ func (g *Gang) activateSiblings(ctx context.Context, pod *corev1.Pod, key state.
 // A gang with a topology is fitted level by level (topology.levels) into
 // one domain of the level, the best fit among those it fits (see
 // topology.go); the domain's nodes are returned to confine the attempt.
-func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, tx *state.Tx, held map[string]state.Resources, topo *topology) (reason string, plan []state.PlanSlot, confine []string) {
-	members, short := tx.StillNeeded(gang, pg, nil)
+func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, locked *state.Locked, held map[string]capacity.Resources, topo *topology) (reason string, plan []capacity.PlanSlot, confine []string) {
+	members, short := locked.StillNeeded(gang, pg, nil)
 	if short > 0 {
 		return fmt.Sprintf("gang %s needs %d more members but only %d are pending", gang.Key, len(members)+short, len(members)), nil, nil
 	}
@@ -213,15 +214,15 @@ func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, no
 		return "", nil, nil
 	}
 	need := len(members)
-	pending := make([]state.Resources, need)
+	pending := make([]capacity.Resources, need)
 	for i, m := range members {
-		pending[i] = state.Request(m)
+		pending[i] = capacity.Request(m)
 	}
 	sort.SliceStable(pending, func(i, j int) bool { return pending[j].Less(pending[i]) }) // largest first
 
-	view := state.NewFreeView(nodes, held)
-	anywhereFit := func() (string, []state.PlanSlot, []string) {
-		f := state.FirstFit(pending, view.All(), view)
+	view := capacity.NewFreeView(nodes, held)
+	anywhereFit := func() (string, []capacity.PlanSlot, []string) {
+		f := capacity.FirstFit(pending, view.All(), view)
 		if f.Placed < need {
 			return fmt.Sprintf("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity", gang.Key, f.Placed, need, pg.Spec.MinMember), nil, nil
 		}
@@ -233,7 +234,7 @@ func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, no
 	if topo == nil {
 		return anywhereFit()
 	}
-	placedOn := tx.PlacedOn(gang)
+	placedOn := locked.PlacedOn(gang)
 	scale := requestedScale(pending, nodes)
 	var why []string
 	for _, level := range topo.levels {
@@ -255,18 +256,18 @@ func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, no
 
 // minResourcesExceed reports whether the PodGroup's minResources exceed
 // what is free after the trial placement plus what it used.
-func minResourcesExceed(pg *schedv1alpha1.PodGroup, pending []state.Resources, v *state.FreeView, f *state.Fit) bool {
+func minResourcesExceed(pg *schedv1alpha1.PodGroup, pending []capacity.Resources, v *capacity.FreeView, f *capacity.Fit) bool {
 	if pg.Spec.MinResources == nil {
 		return false
 	}
-	total := state.Resources{}
+	total := capacity.Resources{}
 	for _, i := range v.All() {
 		total.Add(f.FreeAt(v, i))
 	}
 	for _, req := range pending {
 		total.Add(req)
 	}
-	for name, v := range state.ResourcesOf(pg.Spec.MinResources) {
+	for name, v := range capacity.ResourcesOf(pg.Spec.MinResources) {
 		if total[name] < v {
 			return true
 		}

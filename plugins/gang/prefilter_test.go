@@ -133,14 +133,18 @@ func TestPreFilterPlacesGangsSideBySide(t *testing.T) {
 			require.Equal(t, []string{"n0", "n1"}, sortedNames(res), "a plans the first nodes")
 			assert.True(t, h.activated["ns/a-1"], "a's sibling follows at once")
 			if tc.offPlan {
-				g.store.Lock(func(tx *state.Tx) { tx.AbandonPlan(tx.Gang(state.GroupKey{Namespace: "ns", Name: "a"})) })
+				g.store.Lock(func(locked *state.Locked) {
+					locked.AbandonPlan(locked.Gang(state.GroupKey{Namespace: "ns", Name: "a"}))
+				})
 			}
 
 			res, status = g.PreFilter(ctx, framework.NewCycleState(), b[0], nodes)
 			assert.Equal(t, tc.wantCode, status.Code(), status.Message())
 			assert.Contains(t, status.Message(), tc.wantMsg)
 			var bPlacing bool
-			g.store.Lock(func(tx *state.Tx) { bPlacing = tx.IsPlacing(tx.Gang(state.GroupKey{Namespace: "ns", Name: "b"})) })
+			g.store.Lock(func(locked *state.Locked) {
+				bPlacing = locked.IsPlacing(locked.Gang(state.GroupKey{Namespace: "ns", Name: "b"}))
+			})
 			assert.Equal(t, tc.wantCode == fwk.Success, bPlacing)
 			if tc.wantPlan != nil {
 				assert.Equal(t, tc.wantPlan, sortedNames(res), "b plans around the room a holds")
@@ -154,7 +158,9 @@ func TestPreFilterPlacesGangsSideBySide(t *testing.T) {
 				// A gang refused beside a placing one is activated when
 				// that one is done.
 				var unblocked []state.GroupKey
-				g.store.Lock(func(tx *state.Tx) { unblocked = tx.FinishPlacing(tx.Gang(state.GroupKey{Namespace: "ns", Name: "a"})) })
+				g.store.Lock(func(locked *state.Locked) {
+					unblocked = locked.FinishPlacing(locked.Gang(state.GroupKey{Namespace: "ns", Name: "a"}))
+				})
 				assert.Contains(t, unblocked, state.GroupKey{Namespace: "ns", Name: "b"})
 			}
 		})

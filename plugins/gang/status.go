@@ -75,10 +75,10 @@ func (s *perScheduler) writeStatus(ctx context.Context, key state.GroupKey) erro
 		return err
 	}
 	var placing bool
-	s.store.Lock(func(tx *state.Tx) {
-		g := tx.Gang(key)
+	s.store.Lock(func(locked *state.Locked) {
+		g := locked.Gang(key)
 		placing = g.InFlight()
-		tx.Forget(g)
+		locked.Forget(g)
 	})
 	status := computeStatus(pg, pods.Items, placing, metav1.Now())
 	if statusEqual(pg.Status, status) {

@@ -10,7 +10,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
-	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // Topology: a gang placed inside one domain of a node label (a zone, a
@@ -131,7 +131,7 @@ func pinnedValues(label string, placedOn []string, nodes []fwk.NodeInfo) map[str
 // left is what the domain has free after the fit, per resource of scale
 // as a share of the cluster's, summed: the best-fit score. It reads one
 // number per node and resource and builds nothing.
-func left(f *state.Fit, d domain, v *state.FreeView, scale state.Resources) float64 {
+func left(f *capacity.Fit, d domain, v *capacity.FreeView, scale capacity.Resources) float64 {
 	var left float64
 	for _, i := range d.nodes {
 		for name, total := range scale {
@@ -149,7 +149,7 @@ func left(f *state.Fit, d domain, v *state.FreeView, scale state.Resources) floa
 // domainChoice is the domain a gang's quorum was fitted into.
 type domainChoice struct {
 	domain
-	state.Fit
+	capacity.Fit
 	// left is what the domain has free after the gang.
 	left float64
 }
@@ -159,12 +159,12 @@ type domainChoice struct {
 // capacity left after the gang, ties to the fewest nodes, then by value —
 // so that big domains stay whole for big gangs. Without one it returns the
 // domain where the most members fit, for the message.
-func chooseDomain(domains []domain, allowed map[string]bool, pending []state.Resources, v *state.FreeView, scale state.Resources) (best *domainChoice, largest domain, largestFit int) {
+func chooseDomain(domains []domain, allowed map[string]bool, pending []capacity.Resources, v *capacity.FreeView, scale capacity.Resources) (best *domainChoice, largest domain, largestFit int) {
 	for _, d := range domains {
 		if allowed != nil && !allowed[d.value] {
 			continue
 		}
-		f := state.FirstFit(pending, d.nodes, v)
+		f := capacity.FirstFit(pending, d.nodes, v)
 		if f.Placed > largestFit || largest.nodes == nil {
 			largest, largestFit = d, f.Placed
 		}
@@ -190,8 +190,8 @@ func nodeNames(d domain, nodes []fwk.NodeInfo) []string {
 
 // requestedScale is, for each resource the requests ask for, the
 // cluster's allocatable of it: the common scale domains are compared on.
-func requestedScale(pending []state.Resources, nodes []fwk.NodeInfo) state.Resources {
-	scale := state.Resources{}
+func requestedScale(pending []capacity.Resources, nodes []fwk.NodeInfo) capacity.Resources {
+	scale := capacity.Resources{}
 	for _, r := range pending {
 		for name, v := range r {
 			if v > 0 {
@@ -201,7 +201,7 @@ func requestedScale(pending []state.Resources, nodes []fwk.NodeInfo) state.Resou
 	}
 	for _, n := range nodes {
 		for name := range scale {
-			scale[name] += state.AllocatableAmount(n, name)
+			scale[name] += capacity.AllocatableAmount(n, name)
 		}
 	}
 	return scale

@@ -15,6 +15,7 @@ import (
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 const (
@@ -135,10 +136,10 @@ func TestDomainChoice(t *testing.T) {
 			topo, bad := g.topologyOf(pg, nodes)
 			require.Empty(t, bad)
 			var reason string
-			var plan []state.PlanSlot
+			var plan []capacity.PlanSlot
 			var confine []string
-			g.store.Lock(func(tx *state.Tx) {
-				reason, plan, confine = g.quorumDoesNotFit(pg, tx.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, tx, nil, topo)
+			g.store.Lock(func(locked *state.Locked) {
+				reason, plan, confine = g.quorumDoesNotFit(pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, topo)
 			})
 			if tt.wantReason != "" {
 				assert.Contains(t, reason, tt.wantReason)
@@ -184,7 +185,7 @@ func TestPlacedMembersPinTheDomain(t *testing.T) {
 	_, status := g.PreFilter(context.Background(), framework.NewCycleState(), pods[3], nodes)
 	require.True(t, status.IsSuccess(), status.Message())
 	var domain []string
-	g.store.Lock(func(tx *state.Tx) { domain = tx.Gang(state.GroupKey{Namespace: "ns", Name: "g"}).Domain() })
+	g.store.Lock(func(locked *state.Locked) { domain = locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}).Domain() })
 	assert.ElementsMatch(t, []string{"a0", "a1", "a2", "a3"}, domain, "the replacement is confined to rack ra, not the emptier rb")
 
 	// Quorum reached: a surplus member is confined to the pinned rack too.

@@ -24,6 +24,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 const rackLabel = "example.com/rack"
@@ -160,7 +161,7 @@ func TestPlanGangInOneDomain(t *testing.T) {
 				pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 				inFlight: map[string]*eviction{},
 			}
-			who := &preemptor{pod: members[0], members: members, priority: 1000, request: state.Request(members[0]),
+			who := &preemptor{pod: members[0], members: members, priority: 1000, request: capacity.Request(members[0]),
 				group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: "gang ns/g", level: rackLabel, pinned: tt.pinned}
 			ctx := context.Background()
 			w, err := p.survey(ctx, who, nodes, false)
@@ -319,7 +320,7 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 				inFlight: map[string]*eviction{},
 			}
 			high := wholeNodePod("high", 1000, "")
-			who := &preemptor{pod: high, members: []*corev1.Pod{high}, priority: 1000, request: state.Request(high), what: "pod ns/high"}
+			who := &preemptor{pod: high, members: []*corev1.Pod{high}, priority: 1000, request: capacity.Request(high), what: "pod ns/high"}
 			ctx := context.Background()
 			w, err := p.survey(ctx, who, nodes, true) // as PostFilter surveys for one pod
 			require.NoError(t, err)

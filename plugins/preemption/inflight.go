@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // An eviction is remembered from the moment its victims are chosen until
@@ -84,7 +85,7 @@ func (p *Preemption) liveVictims(e *eviction, withSnapshot bool) int {
 // claim is what a preemptor not placed yet will take from its queue.
 type claim struct {
 	queue   string
-	request state.Resources
+	request capacity.Resources
 }
 
 // pending returns, for every eviction but id's, the victims still leaving
@@ -103,7 +104,7 @@ func (p *Preemption) pending(id string) (leaving map[types.UID]podRef, claims []
 		}
 		for _, m := range e.members {
 			if pod, ok := p.exists(m); ok && pod.Spec.NodeName == "" {
-				claims = append(claims, claim{queue: e.queue, request: state.Request(pod)})
+				claims = append(claims, claim{queue: e.queue, request: capacity.Request(pod)})
 			}
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
-	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // plan is a set of victims and where the preemptor's pods go once they
@@ -268,7 +268,7 @@ func (w *world) roomOnNode(who *preemptor, node fwk.NodeInfo) func(victims []*un
 	}
 	base := make([]int64, len(names))
 	for k, res := range names {
-		base[k] = state.FreeAmount(node, res)
+		base[k] = capacity.FreeAmount(node, res)
 	}
 	givesBack := func(free []int64, info fwk.PodInfo) {
 		r := info.CalculateResource().Resource
@@ -276,7 +276,7 @@ func (w *world) roomOnNode(who *preemptor, node fwk.NodeInfo) func(victims []*un
 			if res == corev1.ResourcePods {
 				free[k]++
 			} else {
-				free[k] += state.Amount(r, res)
+				free[k] += capacity.Amount(r, res)
 			}
 		}
 	}
@@ -306,12 +306,12 @@ func (w *world) roomOnNode(who *preemptor, node fwk.NodeInfo) func(victims []*un
 // It spares the simulation, which runs every filter on copies of the
 // nodes, where no eviction could make room.
 func (w *world) roomWithout(who *preemptor, victims []*unit, nodes []fwk.NodeInfo) bool {
-	v := state.NewFreeView(nodes, nil)
-	slot := state.Resources{corev1.ResourcePods: 1}
+	v := capacity.NewFreeView(nodes, nil)
+	slot := capacity.Resources{corev1.ResourcePods: 1}
 	for _, n := range nodes {
 		name := n.Node().Name
 		for _, info := range w.terminatingOn(name) {
-			v.Free(name, state.Occupied(info))
+			v.Free(name, capacity.Occupied(info))
 			v.Free(name, slot)
 		}
 	}
@@ -320,11 +320,11 @@ func (w *world) roomWithout(who *preemptor, victims []*unit, nodes []fwk.NodeInf
 		v.Free(u.members[i].node, slot)
 	})
 	members := who.largest()
-	pending := make([]state.Resources, len(members))
+	pending := make([]capacity.Resources, len(members))
 	for i, m := range members {
 		pending[i] = m.request
 	}
-	return state.FirstFit(pending, v.All(), v).Placed == len(pending)
+	return capacity.FirstFit(pending, v.All(), v).Placed == len(pending)
 }
 
 // planGangInOneDomain is planGang for a gang confined to one topology
@@ -529,7 +529,7 @@ func (w *world) admits(who *preemptor, victims []*unit) bool {
 // for it on every node.
 type sized struct {
 	*corev1.Pod
-	request state.Resources
+	request capacity.Resources
 	info    fwk.PodInfo // nil if the pod's affinity terms do not parse
 }
 
@@ -541,7 +541,7 @@ func (who *preemptor) largest() []sized {
 	who.sizedOnce.Do(func() {
 		out := make([]sized, len(who.members))
 		for i, p := range who.members {
-			out[i] = sized{Pod: p, request: state.Request(p)}
+			out[i] = sized{Pod: p, request: capacity.Request(p)}
 			if info, err := framework.NewPodInfo(p); err == nil {
 				info.CalculateResource()
 				out[i].info = info

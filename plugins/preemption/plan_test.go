@@ -12,6 +12,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 func victimUnit(t *testing.T, name string, cpu int64, priority int32, whole bool) *unit {
@@ -19,7 +20,7 @@ func victimUnit(t *testing.T, name string, cpu int64, priority int32, whole bool
 	pod := &corev1.Pod{}
 	pod.Name, pod.UID = name, types.UID(name)
 	pod.Spec.Priority = &priority
-	pod.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: state.Resources{corev1.ResourceCPU: cpu}.List()}}}
+	pod.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: capacity.Resources{corev1.ResourceCPU: cpu}.List()}}}
 	info, err := framework.NewPodInfo(pod)
 	assert.NoError(t, err)
 	return &unit{members: []member{{info: info, node: "n"}}, priority: priority, whole: whole}
@@ -28,7 +29,7 @@ func victimUnit(t *testing.T, name string, cpu int64, priority int32, whole bool
 func cpuOf(units []*unit) int64 {
 	var sum int64
 	for _, m := range (&plan{victims: units}).pods() {
-		sum += state.Request(m.info.GetPod())[corev1.ResourceCPU]
+		sum += capacity.Request(m.info.GetPod())[corev1.ResourceCPU]
 	}
 	return sum
 }
@@ -85,7 +86,7 @@ func TestVictimOrder(t *testing.T) {
 // it shares with the preemptor's, never below their deserved share on a
 // resource the preemptor asks for.
 func TestReclaimKeepsVictimQueuesAtTheirShare(t *testing.T) {
-	cpu := func(v int64) state.Resources { return state.Resources{corev1.ResourceCPU: v} }
+	cpu := func(v int64) capacity.Resources { return capacity.Resources{corev1.ResourceCPU: v} }
 	view := &state.QueueView{Queues: map[string]*state.QueueInfo{
 		"root":  {Name: "root", Allocated: cpu(20000), Deserved: cpu(20000), Reclaimable: true},
 		"team":  {Name: "team", Parent: "root", Allocated: cpu(14000), Deserved: cpu(10000), Reclaimable: true},
@@ -120,14 +121,14 @@ func TestReclaimKeepsVictimQueuesAtTheirShare(t *testing.T) {
 // (deserved = demand). Each reclaim stops at the share of that resource.
 func TestReclaimIsPerResource(t *testing.T) {
 	const gi = int64(1) << 30
-	res := func(cpu, mem int64) state.Resources {
-		return state.Resources{corev1.ResourceCPU: cpu * 1000, corev1.ResourceMemory: mem * gi}
+	res := func(cpu, mem int64) capacity.Resources {
+		return capacity.Resources{corev1.ResourceCPU: cpu * 1000, corev1.ResourceMemory: mem * gi}
 	}
 	cpuOnly, memOnly := []corev1.ResourceName{corev1.ResourceCPU}, []corev1.ResourceName{corev1.ResourceMemory}
 	both := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
 	for _, tc := range []struct {
 		name                string
-		allocated, deserved state.Resources
+		allocated, deserved capacity.Resources
 		short               []corev1.ResourceName
 		victims             int // of 10 victims of 1 cpu + 1Gi each
 		want                int
@@ -166,7 +167,7 @@ func TestShortOf(t *testing.T) {
 	node := func(name string, cpu, mem int64, pods ...*corev1.Pod) fwk.NodeInfo {
 		n := &corev1.Node{}
 		n.Name = name
-		n.Status.Allocatable = state.Resources{corev1.ResourceCPU: cpu * 1000, corev1.ResourceMemory: mem * gi, corev1.ResourcePods: 110}.List()
+		n.Status.Allocatable = capacity.Resources{corev1.ResourceCPU: cpu * 1000, corev1.ResourceMemory: mem * gi, corev1.ResourcePods: 110}.List()
 		ni := framework.NewNodeInfo(pods...)
 		ni.SetNode(n)
 		return ni
@@ -174,11 +175,11 @@ func TestShortOf(t *testing.T) {
 	pod := func(name string, cpu, mem int64) *corev1.Pod {
 		p := &corev1.Pod{}
 		p.Name, p.UID = name, types.UID(name)
-		p.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: state.Resources{corev1.ResourceCPU: cpu * 1000, corev1.ResourceMemory: mem * gi}.List()}}}
+		p.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: capacity.Resources{corev1.ResourceCPU: cpu * 1000, corev1.ResourceMemory: mem * gi}.List()}}}
 		return p
 	}
 	full := pod("full", 10, 10)
-	who := &preemptor{request: state.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: gi}}
+	who := &preemptor{request: capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: gi}}
 	for _, tc := range []struct {
 		name        string
 		nodes       []fwk.NodeInfo

@@ -14,6 +14,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration. It takes no
@@ -105,7 +106,7 @@ type preemptor struct {
 	inGroup   bool
 	queue     string
 	priority  int32
-	request   state.Resources
+	request   capacity.Resources
 	what      string
 	// level, for a gang confined to one topology domain: the node label
 	// whose one value its members share; pinned the values its placed
@@ -167,7 +168,7 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preemptor, string) {
 	who := &preemptor{
 		id: evictionID(pod, false), pod: pod, members: []*corev1.Pod{pod},
-		priority: corev1helpers.PodPriority(pod), request: state.Request(pod),
+		priority: corev1helpers.PodPriority(pod), request: capacity.Request(pod),
 		what: fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name),
 	}
 	if queues := p.store.Queues(); queues != nil {
@@ -182,10 +183,10 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 	var quorumPlaced bool
 	var members []*corev1.Pod
 	var short int
-	p.store.Lock(func(tx *state.Tx) {
-		g := tx.Gang(key)
-		if quorumPlaced = tx.Quorum(g, pg).Reached(); !quorumPlaced {
-			members, short = tx.StillNeeded(g, pg, pod)
+	p.store.Lock(func(locked *state.Locked) {
+		g := locked.Gang(key)
+		if quorumPlaced = locked.Quorum(g, pg).Reached(); !quorumPlaced {
+			members, short = locked.StillNeeded(g, pg, pod)
 		}
 	})
 	if quorumPlaced {
@@ -203,9 +204,9 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 	who.level, who.pinned = room.Level, room.Pinned
 	who.id = evictionID(pod, true)
 	who.what = "gang " + key.String()
-	who.request = state.Resources{}
+	who.request = capacity.Resources{}
 	for _, m := range who.members {
-		who.request.Add(state.Request(m))
+		who.request.Add(capacity.Request(m))
 	}
 	return who, ""
 }

@@ -17,6 +17,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // One quorum rule for every policy (package quorum): a gang's succeeded
@@ -60,8 +61,8 @@ func TestOneQuorumRuleForGangQueuesAndPreemption(t *testing.T) {
 			node := st.MakeNode().Name("n").Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "64", corev1.ResourceMemory: "256Gi"}).Obj()
 
 			// The gang's view: its accounting under the store's lock.
-			store.Lock(func(tx *state.Tx) {
-				count := tx.Quorum(tx.Gang(key), pg)
+			store.Lock(func(locked *state.Locked) {
+				count := locked.Quorum(locked.Gang(key), pg)
 				assert.Equal(t, tt.wantReached, count.Reached(), "gang: quorum reached")
 				assert.Equal(t, tt.wantSurplus, count.Surplus(), "gang: surplus")
 			})
@@ -86,7 +87,7 @@ func TestOneQuorumRuleForGangQueuesAndPreemption(t *testing.T) {
 				inFlight: map[string]*eviction{},
 			}
 			incoming := running("p", 50, "")
-			who := &preemptor{pod: incoming, members: []*corev1.Pod{incoming}, priority: 50, request: state.Request(incoming)}
+			who := &preemptor{pod: incoming, members: []*corev1.Pod{incoming}, priority: 50, request: capacity.Request(incoming)}
 			for _, onDemand := range []bool{false, true} {
 				w, err := p.survey(context.Background(), who, []fwk.NodeInfo{info}, onDemand)
 				require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 const gi = int64(1) << 30
@@ -101,12 +102,12 @@ func (t *reclaimTree) view() *state.QueueView {
 		}
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
-	node.Status.Allocatable = state.Resources{corev1.ResourceCPU: int64(t.capacity) * 1000, corev1.ResourceMemory: 1000 * gi}.List()
+	node.Status.Allocatable = capacity.Resources{corev1.ResourceCPU: int64(t.capacity) * 1000, corev1.ResourceMemory: 1000 * gi}.List()
 	return state.NewStaticQueues(state.NewStatic(nil, pods), "default", t.queues, []*corev1.Node{node}, "flotilla-scheduler").View()
 }
 
-func oneCPUOneGi() state.Resources {
-	return state.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: gi}
+func oneCPUOneGi() capacity.Resources {
+	return capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: gi}
 }
 
 // path is a queue and its ancestors, leaf first, read off the specs.

@@ -19,6 +19,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // surveyHandle is the part of the framework handle survey reads: which
@@ -100,7 +101,7 @@ func TestSurvey(t *testing.T) {
 				pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 				inFlight: map[string]*eviction{},
 			}
-			who := &preemptor{pod: tt.preemptor, members: []*corev1.Pod{tt.preemptor}, priority: *tt.preemptor.Spec.Priority, request: state.Request(tt.preemptor)}
+			who := &preemptor{pod: tt.preemptor, members: []*corev1.Pod{tt.preemptor}, priority: *tt.preemptor.Spec.Priority, request: capacity.Request(tt.preemptor)}
 			if key, ok := state.GroupOf(tt.preemptor); ok {
 				who.group, who.inGroup = key, true
 			}
@@ -167,7 +168,7 @@ func TestSurveyOnDemandFindsGangsThroughTheirMembers(t *testing.T) {
 		inFlight: map[string]*eviction{},
 	}
 	pod := running("p", 50, "")
-	who := &preemptor{pod: pod, members: []*corev1.Pod{pod}, priority: 50, request: state.Request(pod)}
+	who := &preemptor{pod: pod, members: []*corev1.Pod{pod}, priority: 50, request: capacity.Request(pod)}
 	names := func(units []*unit) []string {
 		var got []string
 		for _, u := range units {

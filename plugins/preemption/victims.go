@@ -18,6 +18,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // world is the cluster as one preemption attempt sees it.
@@ -65,7 +66,7 @@ func (w *world) base() state.Released {
 	}
 	for q, r := range w.claimed {
 		if out[q] == nil {
-			out[q] = state.Resources{}
+			out[q] = capacity.Resources{}
 		}
 		out[q].Sub(r)
 	}
@@ -85,8 +86,8 @@ type unit struct {
 	// first use (once, though plans on several nodes may ask at once): a
 	// survey finds every pod of the cluster, a plan reads a few of them,
 	// each many times.
-	requests    []state.Resources
-	gives       state.Resources
+	requests    []capacity.Resources
+	gives       capacity.Resources
 	requestOnce sync.Once
 	queue       string
 	priority    int32 // the highest of its members
@@ -98,21 +99,21 @@ type unit struct {
 
 // request is what the unit's members request together; memberRequests
 // what each requests.
-func (u *unit) request() state.Resources {
+func (u *unit) request() capacity.Resources {
 	u.computeRequests()
 	return u.gives
 }
 
-func (u *unit) memberRequests() []state.Resources {
+func (u *unit) memberRequests() []capacity.Resources {
 	u.computeRequests()
 	return u.requests
 }
 
 func (u *unit) computeRequests() {
 	u.requestOnce.Do(func() {
-		u.gives = state.Resources{}
+		u.gives = capacity.Resources{}
 		for _, m := range u.members {
-			r := state.Occupied(m.info)
+			r := capacity.Occupied(m.info)
 			u.requests = append(u.requests, r)
 			u.gives.Add(r)
 		}
@@ -195,7 +196,7 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 	// its share is its queue's no more.
 	release := func(pod *corev1.Pod) {
 		if w.queues != nil && w.charged(pod) {
-			w.view.Release(w.leaving, w.queues.QueueOf(pod), state.Request(pod))
+			w.view.Release(w.leaving, w.queues.QueueOf(pod), capacity.Request(pod))
 		}
 	}
 	for _, n := range nodes {
@@ -425,11 +426,11 @@ func lessImportant(a, b *unit) bool {
 // room is fragmented, or it is kept out by pod slots or another pod's
 // constraints), every resource it asks for counts.
 func (w *world) shortOf(who *preemptor, nodes []fwk.NodeInfo) []corev1.ResourceName {
-	free := state.Resources{}
+	free := capacity.Resources{}
 	for _, n := range nodes {
-		free.Add(state.FreeOf(n))
+		free.Add(capacity.FreeOf(n))
 		for _, info := range w.terminatingOn(n.Node().Name) {
-			free.Add(state.Occupied(info))
+			free.Add(capacity.Occupied(info))
 		}
 	}
 	var short, asked []corev1.ResourceName

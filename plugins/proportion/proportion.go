@@ -11,6 +11,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla/apis/config/validation"
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration; its args are
@@ -92,8 +93,8 @@ func (p *Proportion) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev
 // admissionRequest is what admitting the pod commits its queue to, and
 // for a gang's first member the members whose demand the queue's share
 // must already count.
-func (p *Proportion) admissionRequest(pod *corev1.Pod) (state.Resources, string, []*corev1.Pod) {
-	own := state.Request(pod)
+func (p *Proportion) admissionRequest(pod *corev1.Pod) (capacity.Resources, string, []*corev1.Pod) {
+	own := capacity.Request(pod)
 	key, ok := state.GroupOf(pod)
 	if !ok {
 		return own, "the pod", nil
@@ -104,10 +105,10 @@ func (p *Proportion) admissionRequest(pod *corev1.Pod) (state.Resources, string,
 	}
 	var placed int
 	var needed []*corev1.Pod
-	p.store.Lock(func(tx *state.Tx) {
-		gang := tx.Gang(key)
-		if placed = tx.Quorum(gang, pg).Counted(); placed == 0 {
-			needed, _ = tx.StillNeeded(gang, pg, pod)
+	p.store.Lock(func(locked *state.Locked) {
+		gang := locked.Gang(key)
+		if placed = locked.Quorum(gang, pg).Counted(); placed == 0 {
+			needed, _ = locked.StillNeeded(gang, pg, pod)
 		}
 	})
 	if placed > 0 {
@@ -117,9 +118,9 @@ func (p *Proportion) admissionRequest(pod *corev1.Pod) (state.Resources, string,
 	}
 	// The gang's first member: every member needed for the quorum, this one
 	// included.
-	total := state.Resources{}
+	total := capacity.Resources{}
 	for _, m := range needed {
-		total.Add(state.Request(m))
+		total.Add(capacity.Request(m))
 	}
 	members := p.store.Members(key)
 	return total, fmt.Sprintf("gang %s (%d members for its quorum)", key, pg.Spec.MinMember), members

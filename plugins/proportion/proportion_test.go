@@ -20,6 +20,7 @@ import (
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 const profile = "flotilla-scheduler"
@@ -144,7 +145,7 @@ func queueSeries(t *testing.T, metric string) []string {
 // deletes the gauges it set for it.
 func TestGaugesOfDeletedQueuesAreDeleted(t *testing.T) {
 	p := testProportion(t, nil, []*corev1.Pod{pod("d-0", "default", "1", "n")})
-	setGauges(p.status.gauged, "deleted-queue", state.Resources{corev1.ResourceCPU: 1000}, state.Resources{}, state.Resources{})
+	setGauges(p.status.gauged, "deleted-queue", capacity.Resources{corev1.ResourceCPU: 1000}, capacity.Resources{}, capacity.Resources{})
 	require.Contains(t, queueSeries(t, "flotilla_queue_deserved"), "deleted-queue")
 	require.NoError(t, p.status.publish(context.Background(), allQueues{}))
 	assert.NotContains(t, queueSeries(t, "flotilla_queue_deserved"), "deleted-queue")

@@ -16,6 +16,7 @@ import (
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // statusInterval bounds Queue status writes: shares change with every pod,
@@ -111,10 +112,10 @@ func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 }
 
 // setGauges sets a queue's gauges and records their label pairs in gauged.
-func setGauges(gauged map[[2]string]bool, queue string, deserved, allocated, requested state.Resources) {
+func setGauges(gauged map[[2]string]bool, queue string, deserved, allocated, requested capacity.Resources) {
 	for _, g := range []struct {
 		vec *metrics.GaugeVec
-		r   state.Resources
+		r   capacity.Resources
 	}{{queueDeserved, deserved}, {queueAllocated, allocated}, {queueRequested, requested}} {
 		for name, v := range g.r {
 			value := float64(v)
@@ -127,7 +128,7 @@ func setGauges(gauged map[[2]string]bool, queue string, deserved, allocated, req
 	}
 }
 
-func (w *statusWriter) write(ctx context.Context, info *state.QueueInfo, requested state.Resources, running, pending int32) error {
+func (w *statusWriter) write(ctx context.Context, info *state.QueueInfo, requested capacity.Resources, running, pending int32) error {
 	obj, exists, err := w.queues.Informer().GetIndexer().GetByKey(info.Name)
 	if err != nil || !exists {
 		return err

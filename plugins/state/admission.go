@@ -7,17 +7,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // Released is what leaving pods give back, per queue, counted in the queue
 // and in each of its ancestors.
-type Released map[string]Resources
+type Released map[string]capacity.Resources
 
 // Release records that a pod of queue gives back r.
-func (v *QueueView) Release(released Released, queue string, r Resources) {
+func (v *QueueView) Release(released Released, queue string, r capacity.Resources) {
 	for _, q := range v.Ancestors(queue) {
 		if released[q.Name] == nil {
-			released[q.Name] = Resources{}
+			released[q.Name] = capacity.Resources{}
 		}
 		released[q.Name].Add(r)
 	}
@@ -30,7 +32,7 @@ func (v *QueueView) Release(released Released, queue string, r Resources) {
 // resource the request asks for, within its deserved share. A request the
 // cluster could not hold even with every queue idle is not the queues' to
 // refuse: the node filters say what is missing.
-func (v *QueueView) Refuses(name string, request Resources, released Released) (queue, reason string) {
+func (v *QueueView) Refuses(name string, request capacity.Resources, released Released) (queue, reason string) {
 	for _, q := range v.Ancestors(name) {
 		if reason := q.exceeds(request, released[q.Name], v.Available); reason != "" {
 			return q.Name, reason
@@ -44,7 +46,7 @@ func (v *QueueView) Refuses(name string, request Resources, released Released) (
 // with its reason: Refuses answers for the whole path, this per level, for
 // a reclaim, which needs the preemptor within its share only below the
 // level where its path and its victim's part.
-func (v *QueueView) RefusingLevels(name string, request Resources, released Released) map[string]string {
+func (v *QueueView) RefusingLevels(name string, request capacity.Resources, released Released) map[string]string {
 	out := map[string]string{}
 	for _, q := range v.Ancestors(name) {
 		if reason := q.exceeds(request, released[q.Name], v.Available); reason != "" {
@@ -83,7 +85,7 @@ func (v *QueueView) Sides(from, to string) (fromSide, toSide []*QueueInfo) {
 	return fromSide, toSide
 }
 
-func (q *QueueInfo) exceeds(request, released, available Resources) string {
+func (q *QueueInfo) exceeds(request, released, available capacity.Resources) string {
 	var over []string
 	names := make([]corev1.ResourceName, 0, len(request))
 	for name := range request {
@@ -110,7 +112,7 @@ func (q *QueueInfo) exceeds(request, released, available Resources) string {
 }
 
 func describe(name corev1.ResourceName, after, limit int64) string {
-	a, l := (Resources{name: after}).List()[name], (Resources{name: limit}).List()[name]
+	a, l := (capacity.Resources{name: after}).List()[name], (capacity.Resources{name: limit}).List()[name]
 	return fmt.Sprintf("%s > %s", a.String(), l.String())
 }
 
@@ -121,7 +123,7 @@ func describe(name corev1.ResourceName, after, limit int64) string {
 const GangNeedsRoomKey fwk.StateKey = "flotilla.dev/gang-needs-room"
 
 // GangNeedsRoom is the gang that needs room; which of its members must fit
-// is Tx.StillNeeded's answer at the time of preemption. A gang confined to
+// is Locked.StillNeeded's answer at the time of preemption. A gang confined to
 // one topology domain says which: Level is the node label whose one value
 // its members must share, Pinned the values its placed members already
 // hold (nil: any). Preemption then evicts inside one such domain only.

@@ -8,39 +8,48 @@
 // preemption, and Shared parts — informer handlers and status writers a
 // plugin must not double when two profiles run it).
 //
-// Files by job:
+// The pure parts are leaf packages with no informers and no locks, each
+// tested alone; state composes them with the informers and owns the lock:
+//   - capacity/ (package capacity): resource arithmetic (Resources, a pod's
+//     Request, a node's free capacity) and first fit of a gang's members
+//     over the nodes' free capacity, less what plans hold and plus what
+//     evictions would free (FreeView, FirstFit, PlanSlot): the rule Gang's
+//     quorum and topology checks and Preemption's test of whether evicting
+//     can make room at all share. The device model belongs here too.
+//   - fairshare/ (package fairshare): the queues' deserved shares, weighted
+//     water-filling with guarantee, capability and hierarchy (Deserve).
+//   - quorum/ (package quorum): the one quorum rule — placed and succeeded
+//     members count toward minMember, and the surplus (evictable one by
+//     one) is what is counted beyond it, never more than is placed. Gang,
+//     the queues and preemption all count by it.
+//
+// Files of this package by job:
 //   - store.go: PodGroups (the scheduler-plugins CRD) and their member
-//     pods; each group's queue-sort time, pinned at first sight.
-//   - gangs.go: the gangs' in-flight accounting, written only through Tx
-//     methods under one lock — which members are reserved, which gangs are
-//     placing and which one waits for their room, which back off and why.
-//     Reserve/Unreserve keep it exact.
-//   - plan.go: where a placing gang's first-fit check put its members, and
-//     the room those plans hold against other gangs.
-//   - firstfit.go: first fit of a gang's members over the nodes' free
-//     capacity (less what plans hold, plus what evictions would free): the
-//     rule Gang's quorum and topology checks and Preemption's test of
-//     whether evicting can make room at all share.
-//   - quorum/ (package quorum): the one quorum rule, pure arithmetic —
-//     placed and succeeded members count toward minMember, and the surplus
-//     (evictable one by one) is what is counted beyond it, never more than
-//     is placed. Gang, queues and preemption all count by it.
-//   - quorum.go: a gang's count as the store sees it (Tx.Quorum) or as a
-//     caller saw its placed members (QuorumOf): the scheduler's own pod
+//     pods; each group's queue-sort time, pinned at first sight under a
+//     lock of its own (QueueSort never waits for the gangs' lock).
+//   - gangs.go: the gangs' in-flight accounting, read and written only
+//     through Locked, the token Store.Lock hands out under one lock —
+//     which members are reserved, which gangs are placing and which one
+//     waits for their room, which back off and why. Reserve/Unreserve keep
+//     it exact.
+//   - plan.go: where a placing gang's first fit put its members, and the
+//     room those plans hold against other gangs.
+//   - quorum.go: a gang's count as the store sees it (Locked.Quorum) or as
+//     a caller saw its placed members (QuorumOf): the scheduler's own pod
 //     informer drops finished pods, so succeeded members are watched
-//     separately, metadata only; and
-//     StillNeeded says which pending members must fit for the quorum —
-//     the one answer admission, the gang's fit check and preemption use.
+//     separately, metadata only; and StillNeeded says which pending members
+//     must fit for the quorum — the one answer admission, the gang's fit
+//     check and preemption use.
 //   - queues.go, queuesource.go: per-queue accounting of what placed pods
 //     use and pending pods ask for, kept current by pod, node, queue,
 //     PodGroup and namespace events.
-//   - queueview.go, fairshare.go: the queues' deserved shares (weighted
-//     water-filling with guarantee, capability and hierarchy) and the
-//     snapshot the plugins read, in which a parent's allocated and pending
-//     are its subtree's.
+//   - queueview.go: the snapshot the plugins read, with each queue's
+//     deserved share (package fairshare), in which a parent's allocated and
+//     pending are its subtree's.
 //   - admission.go: whether a queue admits a request within its share and
 //     capability (on its whole path, or level by level), where two queues'
 //     paths part (Sides, for reclaim), and what a gang's refusal tells
 //     preemption.
-//   - resources.go: resource arithmetic and a node's free capacity.
+//   - registry.go, statuswriter.go: the one Store per scheduler and the
+//     parts its plugins share; a rate-limited writer of status patches.
 package state

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // Gang is the in-flight accounting of one PodGroup. Guarded by Store.mu.
@@ -27,7 +29,7 @@ type Gang struct {
 	blocked map[GroupKey]bool
 	// plan steers the attempt's members to the nodes its first-fit check
 	// found room on (see plan.go).
-	plan       []PlanSlot
+	plan       []capacity.PlanSlot
 	planFailed bool
 	// domain confines the attempt to one topology domain's nodes (nil:
 	// anywhere).
@@ -42,30 +44,32 @@ type Gang struct {
 }
 
 // Lock runs f with the gang accounting locked.
-func (s *Store) Lock(f func(tx *Tx)) {
+func (s *Store) Lock(f func(locked *Locked)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f(&Tx{s: s})
+	f(&Locked{s: s})
 }
 
-// Tx is the gang accounting, valid only inside Store.Lock.
-type Tx struct{ s *Store }
+// Locked is the lock token of the gangs' accounting: its methods read and
+// write that accounting, and a Locked exists only inside Store.Lock, so
+// holding one is holding the lock.
+type Locked struct{ s *Store }
 
 // Gang returns the accounting of a group, creating it.
-func (tx *Tx) Gang(key GroupKey) *Gang {
-	g, ok := tx.s.gangs[key]
+func (locked *Locked) Gang(key GroupKey) *Gang {
+	g, ok := locked.s.gangs[key]
 	if !ok {
 		g = &Gang{Key: key, reserved: map[types.UID]*corev1.Pod{}, blocked: map[GroupKey]bool{}}
-		tx.s.gangs[key] = g
+		locked.s.gangs[key] = g
 	}
 	return g
 }
 
 // PlacingBesides returns the gangs other than g allowed to hold partial
 // reservations, in no particular order.
-func (tx *Tx) PlacingBesides(g *Gang) []*Gang {
+func (locked *Locked) PlacingBesides(g *Gang) []*Gang {
 	var out []*Gang
-	for _, p := range tx.s.placing {
+	for _, p := range locked.s.placing {
 		if p != g {
 			out = append(out, p)
 		}
@@ -74,18 +78,18 @@ func (tx *Tx) PlacingBesides(g *Gang) []*Gang {
 }
 
 // IsPlacing reports whether g may hold partial reservations.
-func (tx *Tx) IsPlacing(g *Gang) bool { return tx.s.placing[g.Key] == g }
+func (locked *Locked) IsPlacing(g *Gang) bool { return locked.s.placing[g.Key] == g }
 
 // MayStartBeside reports why g may not start placing beside the gangs
 // placing now, or "": one of them no longer follows a plan (what it will
 // take is unknown), or another gang already waits for their room.
-func (tx *Tx) MayStartBeside(g *Gang) string {
-	for _, p := range tx.s.placing {
+func (locked *Locked) MayStartBeside(g *Gang) string {
+	for _, p := range locked.s.placing {
 		if p != g && !p.hasPlan() {
 			return fmt.Sprintf("gang %s is placing off its plan", p.Key)
 		}
 	}
-	if w := tx.s.waiter; w != nil && w != g && len(tx.s.placing) > 0 {
+	if w := locked.s.waiter; w != nil && w != g && len(locked.s.placing) > 0 {
 		return fmt.Sprintf("gang %s waits for room first", w.Key)
 	}
 	return ""
@@ -93,28 +97,28 @@ func (tx *Tx) MayStartBeside(g *Gang) string {
 
 // WaitForRoom records g as refused for room the placing gangs hold; the
 // first such gang is the waiter.
-func (tx *Tx) WaitForRoom(g *Gang) {
-	if tx.s.waiter == nil {
-		tx.s.waiter = g
+func (locked *Locked) WaitForRoom(g *Gang) {
+	if locked.s.waiter == nil {
+		locked.s.waiter = g
 	}
 }
 
 // NoLongerWaiting drops g as the waiter: it started, or it does not fit
 // even with the held room.
-func (tx *Tx) NoLongerWaiting(g *Gang) {
-	if tx.s.waiter == g {
-		tx.s.waiter = nil
+func (locked *Locked) NoLongerWaiting(g *Gang) {
+	if locked.s.waiter == g {
+		locked.s.waiter = nil
 	}
 }
 
 // StartPlacing lets g hold partial reservations and starts its attempt,
 // whose members are steered by plan (where the quorum check put the
 // members still needed, in the order it filled the nodes).
-func (tx *Tx) StartPlacing(g *Gang, plan []PlanSlot) {
-	tx.s.placing[g.Key] = g
-	tx.NoLongerWaiting(g)
+func (locked *Locked) StartPlacing(g *Gang, plan []capacity.PlanSlot) {
+	locked.s.placing[g.Key] = g
+	locked.NoLongerWaiting(g)
 	g.retrier = nil
-	g.attemptStarted = tx.s.now()
+	g.attemptStarted = locked.s.now()
 	g.plan, g.planFailed = plan, false
 }
 
@@ -122,21 +126,21 @@ func (tx *Tx) StartPlacing(g *Gang, plan []PlanSlot) {
 func (g *Gang) Attempting() bool { return !g.attemptStarted.IsZero() }
 
 // AttemptAge is how long g's attempt has been under way (zero without one).
-func (tx *Tx) AttemptAge(g *Gang) time.Duration {
+func (locked *Locked) AttemptAge(g *Gang) time.Duration {
 	if !g.Attempting() {
 		return 0
 	}
-	return tx.s.now().Sub(g.attemptStarted)
+	return locked.s.now().Sub(g.attemptStarted)
 }
 
 // PlacedOn returns the nodes the gang's members hold: reserved members'
 // nodes and bound members' nodes, each node once, sorted.
-func (tx *Tx) PlacedOn(g *Gang) []string {
+func (locked *Locked) PlacedOn(g *Gang) []string {
 	nodes := map[string]bool{}
 	for _, p := range g.reserved {
 		nodes[p.Spec.NodeName] = true
 	}
-	for _, p := range tx.s.Members(g.Key) {
+	for _, p := range locked.s.Members(g.Key) {
 		if p.Spec.NodeName != "" {
 			nodes[p.Spec.NodeName] = true
 		}
@@ -152,7 +156,7 @@ func (tx *Tx) PlacedOn(g *Gang) []string {
 // Confine keeps the rest of g's attempt on nodes: the one topology domain
 // its quorum check chose. Members are steered there even once the plan is
 // abandoned, so no member lands outside the domain.
-func (tx *Tx) Confine(g *Gang, nodes []string) { g.domain = nodes }
+func (locked *Locked) Confine(g *Gang, nodes []string) { g.domain = nodes }
 
 // Domain returns the nodes g's attempt is confined to, or nil.
 func (g *Gang) Domain() []string { return g.domain }
@@ -166,18 +170,18 @@ func (g *Gang) ReservedCount() int { return len(g.reserved) }
 
 // ReserveMember records a member placed on node: it counts toward the
 // quorum, and its plan slot no longer holds room for it.
-func (tx *Tx) ReserveMember(g *Gang, pod *corev1.Pod, node string) {
+func (locked *Locked) ReserveMember(g *Gang, pod *corev1.Pod, node string) {
 	// A shallow copy that says where it went: the topology rules pin a
 	// gang's domain by where its members are.
 	placed := *pod
 	placed.Spec.NodeName = node
 	g.reserved[pod.UID] = &placed
-	g.takePlanSlot(node, Request(pod))
+	g.takePlanSlot(node, capacity.Request(pod))
 }
 
 // UnreserveMember forgets a member that lost its place, and reports
 // whether it was reserved.
-func (tx *Tx) UnreserveMember(g *Gang, uid types.UID) bool {
+func (locked *Locked) UnreserveMember(g *Gang, uid types.UID) bool {
 	_, was := g.reserved[uid]
 	delete(g.reserved, uid)
 	return was
@@ -185,8 +189,8 @@ func (tx *Tx) UnreserveMember(g *Gang, uid types.UID) bool {
 
 // BackingOff returns how long g still backs off after a failed attempt,
 // and why that attempt failed; zero when it may try.
-func (tx *Tx) BackingOff(g *Gang) (time.Duration, string) {
-	if wait := g.backoffUntil.Sub(tx.s.now()); wait > 0 {
+func (locked *Locked) BackingOff(g *Gang) (time.Duration, string) {
+	if wait := g.backoffUntil.Sub(locked.s.now()); wait > 0 {
 		return wait, g.lastFailure
 	}
 	return 0, ""
@@ -194,28 +198,28 @@ func (tx *Tx) BackingOff(g *Gang) (time.Duration, string) {
 
 // Refuse records why g may not start an attempt now, and the member whose
 // check found it: the gang's retrier until an attempt starts.
-func (tx *Tx) Refuse(g *Gang, why string, by *corev1.Pod) {
+func (locked *Locked) Refuse(g *Gang, why string, by *corev1.Pod) {
 	g.lastFailure, g.retrier = why, by
 }
 
 // SetGated records whether the group's members are held at PreEnqueue.
-func (tx *Tx) SetGated(key GroupKey, gated bool) {
-	if _, ok := tx.s.gangs[key]; ok || gated {
-		tx.Gang(key).gated = gated
+func (locked *Locked) SetGated(key GroupKey, gated bool) {
+	if _, ok := locked.s.gangs[key]; ok || gated {
+		locked.Gang(key).gated = gated
 	}
 }
 
 // Gated reports whether the group's members are held at PreEnqueue.
-func (tx *Tx) Gated(key GroupKey) bool {
-	g, ok := tx.s.gangs[key]
+func (locked *Locked) Gated(key GroupKey) bool {
+	g, ok := locked.s.gangs[key]
 	return ok && g.gated
 }
 
 // Retrier is the member to re-queue alone when the cluster changes, or nil
 // when every member is to be: the gang was not refused by its check, or an
 // attempt started since.
-func (tx *Tx) Retrier(key GroupKey) *corev1.Pod {
-	if g, ok := tx.s.gangs[key]; ok && !g.Attempting() {
+func (locked *Locked) Retrier(key GroupKey) *corev1.Pod {
+	if g, ok := locked.s.gangs[key]; ok && !g.Attempting() {
 		return g.retrier
 	}
 	return nil
@@ -223,26 +227,26 @@ func (tx *Tx) Retrier(key GroupKey) *corev1.Pod {
 
 // FailAttempt ends g's attempt: g backs off for backoff and remembers
 // why. It returns the gangs refused meanwhile, to be activated.
-func (tx *Tx) FailAttempt(g *Gang, why string, backoff time.Duration) []GroupKey {
+func (locked *Locked) FailAttempt(g *Gang, why string, backoff time.Duration) []GroupKey {
 	g.lastFailure = why
-	g.backoffUntil = tx.s.now().Add(backoff)
-	return tx.FinishPlacing(g)
+	g.backoffUntil = locked.s.now().Add(backoff)
+	return locked.FinishPlacing(g)
 }
 
 // Block records that blocked was refused while g was placing.
-func (tx *Tx) Block(g *Gang, blocked GroupKey) { g.blocked[blocked] = true }
+func (locked *Locked) Block(g *Gang, blocked GroupKey) { g.blocked[blocked] = true }
 
 // FinishPlacing ends g's attempt and its hold on partial reservations. It
 // returns the gangs refused meanwhile, to be activated.
-func (tx *Tx) FinishPlacing(g *Gang) []GroupKey {
+func (locked *Locked) FinishPlacing(g *Gang) []GroupKey {
 	g.attemptStarted = time.Time{}
 	g.plan, g.domain = nil, nil
-	if tx.IsPlacing(g) {
-		delete(tx.s.placing, g.Key)
+	if locked.IsPlacing(g) {
+		delete(locked.s.placing, g.Key)
 	}
-	if len(tx.s.placing) == 0 {
+	if len(locked.s.placing) == 0 {
 		// Whoever waited is activated with the rest and competes afresh.
-		tx.s.waiter = nil
+		locked.s.waiter = nil
 	}
 	var blocked []GroupKey
 	for k := range g.blocked {
@@ -253,24 +257,24 @@ func (tx *Tx) FinishPlacing(g *Gang) []GroupKey {
 }
 
 // Now is the store's clock.
-func (tx *Tx) Now() time.Time { return tx.s.now() }
+func (locked *Locked) Now() time.Time { return locked.s.now() }
 
 // Forget drops a gang's accounting once it has no reserved member left and
 // is neither placing nor backing off, so finished gangs cost no memory.
-func (tx *Tx) Forget(g *Gang) {
-	if len(g.reserved) == 0 && g.attemptStarted.IsZero() && !tx.IsPlacing(g) && tx.s.waiter != g && !g.backoffUntil.After(tx.s.now()) && len(g.blocked) == 0 {
-		delete(tx.s.gangs, g.Key)
+func (locked *Locked) Forget(g *Gang) {
+	if len(g.reserved) == 0 && g.attemptStarted.IsZero() && !locked.IsPlacing(g) && locked.s.waiter != g && !g.backoffUntil.After(locked.s.now()) && len(g.blocked) == 0 {
+		delete(locked.s.gangs, g.Key)
 	}
 }
 
 // Placed returns the members that hold or have held a node in this attempt:
 // bound ones (from the informer) and reserved ones (assumed, waiting in
 // Permit or binding), each counted once.
-func (tx *Tx) Placed(g *Gang) int {
-	if tx.s.boundTracked == nil || !tx.s.boundTracked.HasSynced() {
+func (locked *Locked) Placed(g *Gang) int {
+	if locked.s.boundTracked == nil || !locked.s.boundTracked.HasSynced() {
 		// Until the handler has seen every pod, count from the index.
 		n := len(g.reserved)
-		for _, p := range tx.s.Members(g.Key) {
+		for _, p := range locked.s.Members(g.Key) {
 			if _, reserved := g.reserved[p.UID]; p.Spec.NodeName != "" && !reserved {
 				n++
 			}
@@ -278,7 +282,7 @@ func (tx *Tx) Placed(g *Gang) int {
 		return n
 	}
 	n := len(g.reserved)
-	for uid := range tx.s.bound[g.Key] {
+	for uid := range locked.s.bound[g.Key] {
 		if _, reserved := g.reserved[uid]; !reserved {
 			n++
 		}
@@ -322,6 +326,6 @@ func (s *Store) trackBound(obj interface{}, gone bool) {
 	}
 	if _, reserved := g.reserved[pod.UID]; reserved {
 		delete(g.reserved, pod.UID)
-		(&Tx{s: s}).Forget(g)
+		(&Locked{s: s}).Forget(g)
 	}
 }

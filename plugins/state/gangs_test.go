@@ -10,10 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 func groupMember(name string, cpu int64, node string, phase corev1.PodPhase) *corev1.Pod {
-	pod := sized(name, Resources{corev1.ResourceCPU: cpu, corev1.ResourceMemory: cpu << 20})
+	pod := sized(name, capacity.Resources{corev1.ResourceCPU: cpu, corev1.ResourceMemory: cpu << 20})
 	pod.Labels = map[string]string{schedv1alpha1.PodGroupLabel: "g"}
 	pod.Spec.NodeName = node
 	pod.Status.Phase = phase
@@ -59,12 +61,12 @@ func TestStillNeeded(t *testing.T) {
 			}
 			var got []*corev1.Pod
 			var short int
-			s.Lock(func(tx *Tx) {
-				g := tx.Gang(GroupKey{Namespace: "ns", Name: "g"})
+			s.Lock(func(locked *Locked) {
+				g := locked.Gang(GroupKey{Namespace: "ns", Name: "g"})
 				for _, name := range tt.reserved {
-					tx.ReserveMember(g, byName[name], "n2")
+					locked.ReserveMember(g, byName[name], "n2")
 				}
-				got, short = tx.StillNeeded(g, pg, byName[tt.first])
+				got, short = locked.StillNeeded(g, pg, byName[tt.first])
 			})
 			var names []string
 			for _, p := range got {

@@ -1,17 +1,10 @@
 package state
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	corev1 "k8s.io/api/core/v1"
 
-// PlanSlot is a node of a gang's placement plan: how many of the members
-// still needed it takes, and what they request there. While the attempt
-// runs, what its planned members have yet to take is held for them: other
-// gangs plan around it (see HeldByPlans), so several gangs can place at
-// once without taking each other's room.
-type PlanSlot struct {
-	Node    string
-	Members int
-	Held    Resources
-}
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+)
 
 // PlanWindow returns up to n planned nodes that still take a member, in
 // plan order; nil without a usable plan. Steering a member to these nodes
@@ -35,7 +28,7 @@ func (g *Gang) PlanWindow(n int) []string {
 
 // takePlanSlot records a member requesting request reserved on node: the
 // node now carries the member itself, so the slot no longer holds its room.
-func (g *Gang) takePlanSlot(node string, request Resources) {
+func (g *Gang) takePlanSlot(node string, request capacity.Resources) {
 	for i := range g.plan {
 		slot := &g.plan[i]
 		if slot.Node != node || slot.Members == 0 {
@@ -60,7 +53,7 @@ func (g *Gang) takePlanSlot(node string, request Resources) {
 // reports whether an attempt was under way: a member found no room among
 // the planned ones (its constraints differ from what the first-fit check
 // sees, which is resources only).
-func (tx *Tx) AbandonPlan(g *Gang) bool {
+func (locked *Locked) AbandonPlan(g *Gang) bool {
 	if !g.Attempting() {
 		return false
 	}
@@ -74,9 +67,9 @@ func (g *Gang) hasPlan() bool { return !g.planFailed && len(g.plan) > 0 }
 
 // HeldByPlans is, per node, the room the placing gangs other than g still
 // hold for their planned members.
-func (tx *Tx) HeldByPlans(g *Gang) map[string]Resources {
-	var held map[string]Resources
-	for _, other := range tx.s.placing {
+func (locked *Locked) HeldByPlans(g *Gang) map[string]capacity.Resources {
+	var held map[string]capacity.Resources
+	for _, other := range locked.s.placing {
 		if other == g || !other.hasPlan() {
 			continue
 		}
@@ -85,10 +78,10 @@ func (tx *Tx) HeldByPlans(g *Gang) map[string]Resources {
 				continue
 			}
 			if held == nil {
-				held = map[string]Resources{}
+				held = map[string]capacity.Resources{}
 			}
 			if held[slot.Node] == nil {
-				held[slot.Node] = Resources{}
+				held[slot.Node] = capacity.Resources{}
 			}
 			held[slot.Node].Add(slot.Held)
 			held[slot.Node][corev1.ResourcePods] += int64(slot.Members)

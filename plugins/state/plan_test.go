@@ -6,23 +6,25 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 func TestPlanWindowFollowsReservations(t *testing.T) {
-	NewStatic(nil, nil).Lock(func(tx *Tx) {
-		g := tx.Gang(GroupKey{Namespace: "ns", Name: "g"})
-		tx.StartPlacing(g, []PlanSlot{{Node: "a", Members: 2}, {Node: "b", Members: 1}, {Node: "c", Members: 3}})
+	NewStatic(nil, nil).Lock(func(locked *Locked) {
+		g := locked.Gang(GroupKey{Namespace: "ns", Name: "g"})
+		locked.StartPlacing(g, []capacity.PlanSlot{{Node: "a", Members: 2}, {Node: "b", Members: 1}, {Node: "c", Members: 3}})
 		assert.Equal(t, []string{"a", "b"}, g.PlanWindow(2))
-		tx.ReserveMember(g, member("m0"), "a")
-		tx.ReserveMember(g, member("m1"), "a")
+		locked.ReserveMember(g, member("m0"), "a")
+		locked.ReserveMember(g, member("m1"), "a")
 		assert.Equal(t, []string{"b", "c"}, g.PlanWindow(2), "a is full")
-		tx.ReserveMember(g, member("m2"), "z") // a member placed off the plan takes no slot
+		locked.ReserveMember(g, member("m2"), "z") // a member placed off the plan takes no slot
 		assert.Equal(t, []string{"b", "c"}, g.PlanWindow(5))
-		assert.True(t, tx.AbandonPlan(g))
+		assert.True(t, locked.AbandonPlan(g))
 		assert.Nil(t, g.PlanWindow(5), "an abandoned plan steers nothing")
-		tx.FinishPlacing(g)
-		assert.False(t, tx.AbandonPlan(g), "no attempt, no plan to abandon")
-		tx.StartPlacing(g, []PlanSlot{{Node: "a", Members: 1}})
+		locked.FinishPlacing(g)
+		assert.False(t, locked.AbandonPlan(g), "no attempt, no plan to abandon")
+		locked.StartPlacing(g, []capacity.PlanSlot{{Node: "a", Members: 1}})
 		assert.Equal(t, []string{"a"}, g.PlanWindow(5), "a new attempt plans afresh")
 	})
 }
@@ -32,26 +34,26 @@ func TestPlanWindowFollowsReservations(t *testing.T) {
 // carries its own request from then on, so its share is let go.
 func TestHeldByPlansFollowsReservations(t *testing.T) {
 	s := NewStatic(nil, nil)
-	one := Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 1 << 30}
-	two := Resources{corev1.ResourceCPU: 2000, corev1.ResourceMemory: 2 << 30}
-	s.Lock(func(tx *Tx) {
-		a, b := tx.Gang(GroupKey{Namespace: "ns", Name: "a"}), tx.Gang(GroupKey{Namespace: "ns", Name: "b"})
-		tx.StartPlacing(a, []PlanSlot{{Node: "n1", Members: 2, Held: two.Clone()}, {Node: "n2", Members: 1, Held: one.Clone()}})
-		assert.Equal(t, map[string]Resources{
+	one := capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 1 << 30}
+	two := capacity.Resources{corev1.ResourceCPU: 2000, corev1.ResourceMemory: 2 << 30}
+	s.Lock(func(locked *Locked) {
+		a, b := locked.Gang(GroupKey{Namespace: "ns", Name: "a"}), locked.Gang(GroupKey{Namespace: "ns", Name: "b"})
+		locked.StartPlacing(a, []capacity.PlanSlot{{Node: "n1", Members: 2, Held: two.Clone()}, {Node: "n2", Members: 1, Held: one.Clone()}})
+		assert.Equal(t, map[string]capacity.Resources{
 			"n1": {corev1.ResourceCPU: 2000, corev1.ResourceMemory: 2 << 30, corev1.ResourcePods: 2},
 			"n2": {corev1.ResourceCPU: 1000, corev1.ResourceMemory: 1 << 30, corev1.ResourcePods: 1},
-		}, tx.HeldByPlans(b))
-		assert.Nil(t, tx.HeldByPlans(a), "a gang does not plan around itself")
+		}, locked.HeldByPlans(b))
+		assert.Nil(t, locked.HeldByPlans(a), "a gang does not plan around itself")
 
-		tx.ReserveMember(a, sized("m0", one), "n1")
-		assert.Equal(t, Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 1 << 30, corev1.ResourcePods: 1}, tx.HeldByPlans(b)["n1"])
-		tx.ReserveMember(a, sized("m1", two), "n2") // a bigger member than planned: never less than nothing
-		_, held := tx.HeldByPlans(b)["n2"]
+		locked.ReserveMember(a, sized("m0", one), "n1")
+		assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 1 << 30, corev1.ResourcePods: 1}, locked.HeldByPlans(b)["n1"])
+		locked.ReserveMember(a, sized("m1", two), "n2") // a bigger member than planned: never less than nothing
+		_, held := locked.HeldByPlans(b)["n2"]
 		assert.False(t, held, "a slot whose members are all reserved holds nothing")
 
-		tx.AbandonPlan(a)
-		assert.Nil(t, tx.HeldByPlans(b), "off its plan a gang's needs are unknown")
-		assert.Contains(t, tx.MayStartBeside(b), "ns/a is placing off its plan")
+		locked.AbandonPlan(a)
+		assert.Nil(t, locked.HeldByPlans(b), "off its plan a gang's needs are unknown")
+		assert.Contains(t, locked.MayStartBeside(b), "ns/a is placing off its plan")
 	})
 }
 
@@ -60,24 +62,24 @@ func TestHeldByPlansFollowsReservations(t *testing.T) {
 // when no gang is placing any more.
 func TestWaiterHasTheNextTurn(t *testing.T) {
 	s := NewStatic(nil, nil)
-	s.Lock(func(tx *Tx) {
-		a, big, small := tx.Gang(GroupKey{Namespace: "ns", Name: "a"}), tx.Gang(GroupKey{Namespace: "ns", Name: "big"}), tx.Gang(GroupKey{Namespace: "ns", Name: "small"})
-		tx.StartPlacing(a, []PlanSlot{{Node: "n1", Members: 1, Held: Resources{corev1.ResourceCPU: 1000}}})
-		assert.Empty(t, tx.MayStartBeside(small))
-		tx.WaitForRoom(big)
-		tx.WaitForRoom(small) // not the first: big keeps the turn
-		assert.Contains(t, tx.MayStartBeside(small), "ns/big waits for room first")
-		assert.Empty(t, tx.MayStartBeside(big))
-		tx.Block(a, small.Key)
-		assert.Equal(t, []GroupKey{small.Key}, tx.FinishPlacing(a), "refused gangs are handed back to be activated")
-		assert.False(t, tx.IsPlacing(a))
-		assert.Empty(t, tx.MayStartBeside(small), "with nobody placing the turn lapses")
+	s.Lock(func(locked *Locked) {
+		a, big, small := locked.Gang(GroupKey{Namespace: "ns", Name: "a"}), locked.Gang(GroupKey{Namespace: "ns", Name: "big"}), locked.Gang(GroupKey{Namespace: "ns", Name: "small"})
+		locked.StartPlacing(a, []capacity.PlanSlot{{Node: "n1", Members: 1, Held: capacity.Resources{corev1.ResourceCPU: 1000}}})
+		assert.Empty(t, locked.MayStartBeside(small))
+		locked.WaitForRoom(big)
+		locked.WaitForRoom(small) // not the first: big keeps the turn
+		assert.Contains(t, locked.MayStartBeside(small), "ns/big waits for room first")
+		assert.Empty(t, locked.MayStartBeside(big))
+		locked.Block(a, small.Key)
+		assert.Equal(t, []GroupKey{small.Key}, locked.FinishPlacing(a), "refused gangs are handed back to be activated")
+		assert.False(t, locked.IsPlacing(a))
+		assert.Empty(t, locked.MayStartBeside(small), "with nobody placing the turn lapses")
 	})
 }
 
 func member(name string) *corev1.Pod { return sized(name, nil) }
 
-func sized(name string, request Resources) *corev1.Pod {
+func sized(name string, request capacity.Resources) *corev1.Pod {
 	pod := &corev1.Pod{}
 	pod.Namespace, pod.Name, pod.UID = "ns", name, types.UID(name)
 	pod.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: request.List()}}}

@@ -5,12 +5,12 @@ import (
 	"sync"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // Queues is the per-queue accounting of one scheduler: what every queue's
@@ -28,16 +28,16 @@ type Queues struct {
 	mu       sync.Mutex
 	profiles map[string]bool
 	pods     map[types.UID]*podAccount
-	nodes    map[string]Resources
+	nodes    map[string]capacity.Resources
 	// total is the sum of nodes, kept as nodes change: shares are
 	// recomputed on every pod arrival, and summing five thousand nodes each
 	// time was a tenth of a scheduling cycle.
-	total Resources
+	total capacity.Resources
 	// Per-queue sums of the accounts, kept as accounts change, so that a
 	// placement costs O(resources), not a pass over every pod.
-	allocated, pending map[string]Resources
+	allocated, pending map[string]capacity.Resources
 	// foreign is what pods of other schedulers use: not ours to share.
-	foreign Resources
+	foreign capacity.Resources
 	// demandChanged: a queue's demand (allocated + pending), a queue, or the
 	// nodes changed, so the deserved shares must be recomputed. A placement
 	// only moves a pod from pending to allocated in its queue and leaves the
@@ -51,7 +51,7 @@ type Queues struct {
 
 type podAccount struct {
 	queue    string
-	request  Resources
+	request  capacity.Resources
 	placed   bool // bound, or reserved by this scheduler
 	reserved bool
 	foreign  bool
@@ -74,11 +74,6 @@ func (q *Queues) QueueOf(pod *corev1.Pod) string {
 		return ns.Labels[flotillav1alpha1.QueueLabel]
 	}
 	return q.defaultQueue
-}
-
-// Request is what a pod counts for in its queue.
-func Request(pod *corev1.Pod) Resources {
-	return ResourcesOf(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
 }
 
 func terminal(pod *corev1.Pod) bool {
@@ -104,7 +99,7 @@ func (q *Queues) onPod(obj interface{}) {
 	} else {
 		q.charge(acc, -1)
 	}
-	request := Request(pod)
+	request := capacity.Request(pod)
 	if acc.queue != queue || !acc.request.Equal(request) || acc.foreign != !q.profiles[pod.Spec.SchedulerName] {
 		q.demandChanged = true
 	}
@@ -121,7 +116,7 @@ func (q *Queues) onPod(obj interface{}) {
 // charge adds (sign +1) or removes (-1) an account's share of the sums.
 // Called with q.mu held.
 func (q *Queues) charge(acc *podAccount, sign int64) {
-	var into Resources
+	var into capacity.Resources
 	switch {
 	case acc.foreign && !acc.placed:
 		return // another scheduler's pending pod uses nothing yet
@@ -131,13 +126,13 @@ func (q *Queues) charge(acc *podAccount, sign int64) {
 	case acc.placed:
 		into = q.allocated[acc.queue]
 		if into == nil {
-			into = Resources{}
+			into = capacity.Resources{}
 			q.allocated[acc.queue] = into
 		}
 	default:
 		into = q.pending[acc.queue]
 		if into == nil {
-			into = Resources{}
+			into = capacity.Resources{}
 			q.pending[acc.queue] = into
 		}
 	}
@@ -168,7 +163,7 @@ func (q *Queues) onNode(obj interface{}) {
 	if !ok {
 		return
 	}
-	allocatable := ResourcesOf(node.Status.Allocatable)
+	allocatable := capacity.ResourcesOf(node.Status.Allocatable)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if old, ok := q.nodes[node.Name]; ok {
@@ -202,7 +197,7 @@ func (q *Queues) Reserve(pod *corev1.Pod) {
 	defer q.mu.Unlock()
 	acc := q.pods[pod.UID]
 	if acc == nil {
-		acc = &podAccount{queue: queue, request: Request(pod), foreign: !q.profiles[pod.Spec.SchedulerName]}
+		acc = &podAccount{queue: queue, request: capacity.Request(pod), foreign: !q.profiles[pod.Spec.SchedulerName]}
 		acc.group, acc.inGroup = GroupOf(pod)
 		q.pods[pod.UID] = acc
 		q.demandChanged = true

@@ -16,11 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 func staticQueues(queues ...*flotillav1alpha1.Queue) *Queues {
 	return NewStaticQueues(NewStatic(nil, nil), "default", queues,
-		[]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: Resources{corev1.ResourceCPU: 100000}.List()}}},
+		[]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: capacity.Resources{corev1.ResourceCPU: 100000}.List()}}},
 		"flotilla-scheduler")
 }
 
@@ -73,14 +74,14 @@ func TestQueueSumsStayExactUnderConcurrency(t *testing.T) {
 	}
 	wg.Wait()
 
-	wantAllocated, wantPending := map[string]Resources{}, map[string]Resources{}
+	wantAllocated, wantPending := map[string]capacity.Resources{}, map[string]capacity.Resources{}
 	for _, acc := range q.pods {
 		into := wantPending
 		if acc.placed {
 			into = wantAllocated
 		}
 		if into[acc.queue] == nil {
-			into[acc.queue] = Resources{}
+			into[acc.queue] = capacity.Resources{}
 		}
 		into[acc.queue].Add(acc.request)
 	}

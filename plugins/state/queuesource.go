@@ -8,6 +8,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,8 +32,8 @@ func newQueues(s *Store, h fwk.Handle, defaultQueue string) (*Queues, error) {
 	q := &Queues{
 		store: s, dynamic: dyn, defaultQueue: defaultQueue,
 		namespaces: h.SharedInformerFactory().Core().V1().Namespaces().Lister(),
-		profiles:   map[string]bool{}, pods: map[types.UID]*podAccount{}, nodes: map[string]Resources{}, total: Resources{},
-		allocated: map[string]Resources{}, pending: map[string]Resources{}, foreign: Resources{}, demandChanged: true,
+		profiles:   map[string]bool{}, pods: map[types.UID]*podAccount{}, nodes: map[string]capacity.Resources{}, total: capacity.Resources{},
+		allocated: map[string]capacity.Resources{}, pending: map[string]capacity.Resources{}, foreign: capacity.Resources{}, demandChanged: true,
 	}
 	q.queues = h.SharedInformerFactory().InformerFor(&flotillav1alpha1.Queue{}, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return cache.NewSharedIndexInformer(typedQueueListWatch(dyn), &flotillav1alpha1.Queue{}, resync, cache.Indexers{})
@@ -241,8 +242,8 @@ func NewStaticQueues(store *Store, defaultQueue string, queues []*flotillav1alph
 	q := &Queues{
 		store: store, queues: informer, defaultQueue: defaultQueue,
 		namespaces: corelisters.NewNamespaceLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})),
-		profiles:   map[string]bool{}, pods: map[types.UID]*podAccount{}, nodes: map[string]Resources{}, total: Resources{},
-		allocated: map[string]Resources{}, pending: map[string]Resources{}, foreign: Resources{}, demandChanged: true,
+		profiles:   map[string]bool{}, pods: map[types.UID]*podAccount{}, nodes: map[string]capacity.Resources{}, total: capacity.Resources{},
+		allocated: map[string]capacity.Resources{}, pending: map[string]capacity.Resources{}, foreign: capacity.Resources{}, demandChanged: true,
 	}
 	for _, p := range profiles {
 		q.profiles[p] = true

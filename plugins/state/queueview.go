@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/fairshare"
 )
 
 // QueueInfo is one queue as last computed.
@@ -14,11 +16,11 @@ type QueueInfo struct {
 	Parent      string
 	Weight      int64
 	Reclaimable bool
-	Capability  Resources // nil entries: unlimited
-	Guarantee   Resources
-	Allocated   Resources
-	Pending     Resources
-	Deserved    Resources
+	Capability  capacity.Resources // nil entries: unlimited
+	Guarantee   capacity.Resources
+	Allocated   capacity.Resources
+	Pending     capacity.Resources
+	Deserved    capacity.Resources
 	// Invalid says why the queue cannot be honoured; empty when valid.
 	Invalid string
 	// Exists is false for the implicit default queue.
@@ -28,10 +30,10 @@ type QueueInfo struct {
 // QueueView is an immutable snapshot of every queue.
 type QueueView struct {
 	Queues map[string]*QueueInfo
-	Total  Resources
+	Total  capacity.Resources
 	// Available is what the queues share: Total less what other
 	// schedulers' pods use.
-	Available Resources
+	Available capacity.Resources
 }
 
 // Ancestors returns the queue and its ancestors, leaf first.
@@ -74,7 +76,7 @@ func (q *Queues) withAllocations(shares *QueueView) *QueueView {
 	view := &QueueView{Queues: make(map[string]*QueueInfo, len(shares.Queues)), Total: shares.Total, Available: shares.Available}
 	for name, info := range shares.Queues {
 		c := *info
-		c.Allocated, c.Pending = Resources{}, Resources{}
+		c.Allocated, c.Pending = capacity.Resources{}, capacity.Resources{}
 		view.Queues[name] = &c
 	}
 	for name, r := range q.allocated {
@@ -91,7 +93,7 @@ func (q *Queues) withAllocations(shares *QueueView) *QueueView {
 }
 
 func (q *Queues) computeShares() *QueueView {
-	view := &QueueView{Queues: map[string]*QueueInfo{}, Total: Resources{}}
+	view := &QueueView{Queues: map[string]*QueueInfo{}, Total: capacity.Resources{}}
 	for _, obj := range q.queues.GetIndexer().List() {
 		queue, ok := obj.(*flotillav1alpha1.Queue)
 		if !ok {
@@ -100,10 +102,10 @@ func (q *Queues) computeShares() *QueueView {
 		info := &QueueInfo{
 			Name: queue.Name, Parent: queue.Spec.Parent, Weight: int64(max(queue.Spec.Weight, 1)), Exists: true,
 			Reclaimable: queue.Spec.Reclaimable == nil || *queue.Spec.Reclaimable,
-			Guarantee:   ResourcesOf(queue.Spec.Guarantee),
+			Guarantee:   capacity.ResourcesOf(queue.Spec.Guarantee),
 		}
 		if queue.Spec.Capability != nil {
-			info.Capability = ResourcesOf(queue.Spec.Capability)
+			info.Capability = capacity.ResourcesOf(queue.Spec.Capability)
 		}
 		view.Queues[queue.Name] = info
 	}
@@ -122,19 +124,19 @@ func (q *Queues) computeShares() *QueueView {
 	}
 	view.Available = available
 
-	nodes := map[string]*ShareNode{}
+	nodes := map[string]*fairshare.Node{}
 	for name, info := range view.Queues {
 		if info.Invalid != "" {
 			continue
 		}
 		request := q.allocated[name].Clone()
 		if request == nil {
-			request = Resources{}
+			request = capacity.Resources{}
 		}
 		request.Add(q.pending[name])
-		nodes[name] = &ShareNode{Name: name, Weight: info.Weight, Guarantee: info.Guarantee, Capability: info.Capability, Request: request}
+		nodes[name] = &fairshare.Node{Name: name, Weight: info.Weight, Guarantee: info.Guarantee, Capability: info.Capability, Request: request}
 	}
-	var roots []*ShareNode
+	var roots []*fairshare.Node
 	names := make([]string, 0, len(nodes))
 	for name := range nodes {
 		names = append(names, name)
@@ -148,12 +150,12 @@ func (q *Queues) computeShares() *QueueView {
 			roots = append(roots, n)
 		}
 	}
-	for name, deserved := range Deserve(roots, available) {
+	for name, deserved := range fairshare.Deserve(roots, available) {
 		view.Queues[name].Deserved = deserved
 	}
 	for _, info := range view.Queues {
 		if info.Deserved == nil {
-			info.Deserved = Resources{}
+			info.Deserved = capacity.Resources{}
 		}
 	}
 	return view

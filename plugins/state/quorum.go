@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/quorum"
 )
 
@@ -117,14 +118,14 @@ func (s *Store) OnMemberSucceeded(f func(GroupKey)) error {
 // quorum): placed as this scheduler's accounting has them (Placed), and
 // succeeded, each once. pg nil (the PodGroup is gone) counts toward no
 // quorum.
-func (tx *Tx) Quorum(g *Gang, pg *schedv1alpha1.PodGroup) quorum.Count {
-	c := quorum.Count{Placed: tx.Placed(g)}
+func (locked *Locked) Quorum(g *Gang, pg *schedv1alpha1.PodGroup) quorum.Count {
+	c := quorum.Count{Placed: locked.Placed(g)}
 	if pg != nil {
 		c.MinMember = int(pg.Spec.MinMember)
 	}
-	c.Succeeded = tx.s.succeededBeside(g.Key, func(uid types.UID) bool {
+	c.Succeeded = locked.s.succeededBeside(g.Key, func(uid types.UID) bool {
 		_, reserved := g.reserved[uid]
-		return reserved || tx.s.bound[g.Key][uid]
+		return reserved || locked.s.bound[g.Key][uid]
 	})
 	return c
 }
@@ -183,24 +184,24 @@ func groupOfObject(obj interface{}) (GroupKey, bool) {
 // and the smallest are the likeliest to fit and the cheapest to make room
 // for. Pending means known to the scheduler, neither reserved nor bound,
 // and not being deleted.
-func (tx *Tx) StillNeeded(g *Gang, pg *schedv1alpha1.PodGroup, first *corev1.Pod) (members []*corev1.Pod, short int) {
+func (locked *Locked) StillNeeded(g *Gang, pg *schedv1alpha1.PodGroup, first *corev1.Pod) (members []*corev1.Pod, short int) {
 	if pg == nil {
 		return nil, 0
 	}
-	need := tx.Quorum(g, pg).Short()
+	need := locked.Quorum(g, pg).Short()
 	if need == 0 {
 		return nil, 0
 	}
 	type candidate struct {
 		pod     *corev1.Pod
-		request Resources
+		request capacity.Resources
 	}
 	var pending []candidate
-	for _, p := range tx.s.Members(g.Key) {
+	for _, p := range locked.s.Members(g.Key) {
 		if _, reserved := g.reserved[p.UID]; reserved || p.Spec.NodeName != "" || (first != nil && p.UID == first.UID) {
 			continue
 		}
-		pending = append(pending, candidate{p, Request(p)})
+		pending = append(pending, candidate{p, capacity.Request(p)})
 	}
 	// Ties by name: the informer's index has no order, and the same gang
 	// should be checked the same way every time.

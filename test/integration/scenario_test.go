@@ -20,6 +20,7 @@ import (
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
@@ -138,7 +139,7 @@ func (s *scenario) check(ctx context.Context) {
 	queues := s.queues(ctx)
 
 	// Nothing bound twice, no node over-committed.
-	used := map[string]state.Resources{}
+	used := map[string]capacity.Resources{}
 	type members struct {
 		bound, succeeded int
 		// pending: live members not yet bound, with their queue.
@@ -183,12 +184,12 @@ func (s *scenario) check(ctx context.Context) {
 			continue
 		}
 		if used[p.Spec.NodeName] == nil {
-			used[p.Spec.NodeName] = state.Resources{}
+			used[p.Spec.NodeName] = capacity.Resources{}
 		}
-		used[p.Spec.NodeName].Add(state.Request(p))
+		used[p.Spec.NodeName].Add(capacity.Request(p))
 	}
 	for _, n := range nodes.Items {
-		have := state.ResourcesOf(n.Status.Allocatable)
+		have := capacity.ResourcesOf(n.Status.Allocatable)
 		for res, v := range used[n.Name] {
 			if v > have[res] {
 				s.violate("node %s over-committed: %s %d > %d", n.Name, res, v, have[res])
@@ -302,19 +303,19 @@ func queueLine(queues map[string]*flotillav1alpha1.Queue) string {
 func (s *scenario) checkShare(key state.GroupKey, need int, pending []*corev1.Pod, queues map[string]*flotillav1alpha1.Queue, now time.Time) {
 	var owed bool
 	var queue string
-	request := state.Resources{}
+	request := capacity.Resources{}
 	if need > 0 && len(pending) >= need {
 		queue = pending[0].Labels[flotillav1alpha1.QueueLabel]
-		requests := make([]state.Resources, len(pending))
+		requests := make([]capacity.Resources, len(pending))
 		for i, p := range pending {
-			requests[i] = state.Request(p)
+			requests[i] = capacity.Request(p)
 		}
 		sort.Slice(requests, func(i, j int) bool { return requests[i].Less(requests[j]) })
 		for _, r := range requests[:need] {
 			request.Add(r)
 		}
 		if q := queues[queue]; q != nil && len(q.Status.Deserved) > 0 {
-			alloc, deserved := state.ResourcesOf(q.Status.Allocated), state.ResourcesOf(q.Status.Deserved)
+			alloc, deserved := capacity.ResourcesOf(q.Status.Allocated), capacity.ResourcesOf(q.Status.Deserved)
 			owed = true
 			for name, v := range request {
 				if v > 0 && alloc[name]+v > deserved[name] {

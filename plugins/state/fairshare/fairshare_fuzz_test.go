@@ -1,4 +1,4 @@
-package state
+package fairshare
 
 import (
 	"encoding/binary"
@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // FuzzDeserve builds random queue trees from the fuzzer's bytes and checks
@@ -25,16 +27,16 @@ func FuzzDeserve(f *testing.F) {
 			return v
 		}
 		n := int(next()%8) + 1
-		nodes := make([]*ShareNode, n)
-		var roots []*ShareNode
+		nodes := make([]*Node, n)
+		var roots []*Node
 		for i := range nodes {
-			nodes[i] = &ShareNode{Name: fmt.Sprintf("q%d", i), Weight: int64(next()%65535) + 1,
-				Request: Resources{corev1.ResourceCPU: int64(next()) * 10, gpu: int64(next() % 9)}}
+			nodes[i] = &Node{Name: fmt.Sprintf("q%d", i), Weight: int64(next()%65535) + 1,
+				Request: capacity.Resources{corev1.ResourceCPU: int64(next()) * 10, gpu: int64(next() % 9)}}
 			if g := next(); g%3 == 0 {
-				nodes[i].Guarantee = Resources{corev1.ResourceCPU: int64(g) * 5}
+				nodes[i].Guarantee = capacity.Resources{corev1.ResourceCPU: int64(g) * 5}
 			}
 			if c := next(); c%4 == 0 {
-				nodes[i].Capability = Resources{corev1.ResourceCPU: int64(c) * 7}
+				nodes[i].Capability = capacity.Resources{corev1.ResourceCPU: int64(c) * 7}
 			}
 			// A parent always comes earlier, so the tree has no cycle.
 			if p := int(next()); i > 0 && p%2 == 0 {
@@ -44,11 +46,11 @@ func FuzzDeserve(f *testing.F) {
 				roots = append(roots, nodes[i])
 			}
 		}
-		total := Resources{corev1.ResourceCPU: int64(next()) * 20, gpu: int64(next() % 64)}
+		total := capacity.Resources{corev1.ResourceCPU: int64(next()) * 20, gpu: int64(next() % 64)}
 		out := Deserve(roots, total)
 
-		check := func(parentName string, parentShare Resources, children []*ShareNode) {
-			sum := Resources{}
+		check := func(parentName string, parentShare capacity.Resources, children []*Node) {
+			sum := capacity.Resources{}
 			var floors int64
 			for _, c := range children {
 				d := out[c.Name]

@@ -1,4 +1,4 @@
-package state
+package capacity
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -8,6 +8,17 @@ import (
 // First fit of a gang's members over the nodes' free capacity: Gang's
 // quorum check and Preemption's test of whether evicting could make room
 // at all are one rule, kept here.
+
+// PlanSlot is a node of a gang's placement plan: how many of the members
+// still needed it takes, and what they request there. While the attempt
+// runs, what its planned members have yet to take is held for them: other
+// gangs plan around it (see state.Locked.HeldByPlans), so several gangs can place at
+// once without taking each other's room.
+type PlanSlot struct {
+	Node    string
+	Members int
+	Held    Resources
+}
 
 // FreeView is the nodes' free capacity for one check: each node's
 // allocatable less what its pods request, less what is held on it (other

@@ -1,26 +1,28 @@
-package state
+package fairshare
 
 import (
 	"math"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
-// ShareNode is one queue in the deserved-share computation.
-type ShareNode struct {
+// Node is one queue in the deserved-share computation.
+type Node struct {
 	Name   string
 	Weight int64
 	// Guarantee is a floor; Capability a cap, nil meaning unlimited per
 	// resource that is absent from it.
-	Guarantee, Capability Resources
+	Guarantee, Capability capacity.Resources
 	// Request is what the queue's own pods ask for (allocated + pending).
-	Request  Resources
-	Children []*ShareNode
+	Request  capacity.Resources
+	Children []*Node
 
 	// demand is what the subtree can use: its requests capped by
 	// capabilities, computed bottom-up.
-	demand Resources
+	demand capacity.Resources
 }
 
 // Deserve splits total among the roots, level by level: at each level a
@@ -32,18 +34,18 @@ type ShareNode struct {
 // volcano #2549), and a resource only some queues ask for goes to them.
 // A queue's own pods, if it also has children, share its deserved as one
 // more child of weight 1.
-func Deserve(roots []*ShareNode, total Resources) map[string]Resources {
-	out := map[string]Resources{}
-	top := &ShareNode{Name: "", Weight: 1, Children: roots}
+func Deserve(roots []*Node, total capacity.Resources) map[string]capacity.Resources {
+	out := map[string]capacity.Resources{}
+	top := &Node{Name: "", Weight: 1, Children: roots}
 	computeDemand(top)
 	distribute(top, total, out)
 	return out
 }
 
-func computeDemand(n *ShareNode) Resources {
+func computeDemand(n *Node) capacity.Resources {
 	d := n.Request.Clone()
 	if d == nil {
-		d = Resources{}
+		d = capacity.Resources{}
 	}
 	for _, c := range n.Children {
 		d.Add(computeDemand(c))
@@ -57,7 +59,7 @@ func computeDemand(n *ShareNode) Resources {
 	return d
 }
 
-func distribute(n *ShareNode, deserved Resources, out map[string]Resources) {
+func distribute(n *Node, deserved capacity.Resources, out map[string]capacity.Resources) {
 	if n.Name != "" {
 		out[n.Name] = deserved
 	}
@@ -66,12 +68,12 @@ func distribute(n *ShareNode, deserved Resources, out map[string]Resources) {
 	}
 	members := n.Children
 	if len(n.Request) > 0 && n.Name != "" {
-		own := &ShareNode{Name: "", Weight: 1, demand: capTo(n.Request, n.Capability)}
-		members = append(append([]*ShareNode{}, n.Children...), own)
+		own := &Node{Name: "", Weight: 1, demand: capTo(n.Request, n.Capability)}
+		members = append(append([]*Node{}, n.Children...), own)
 	}
-	shares := make([]Resources, len(members))
+	shares := make([]capacity.Resources, len(members))
 	for i := range shares {
-		shares[i] = Resources{}
+		shares[i] = capacity.Resources{}
 	}
 	names := map[corev1.ResourceName]bool{}
 	for _, m := range members {
@@ -104,7 +106,7 @@ func distribute(n *ShareNode, deserved Resources, out map[string]Resources) {
 	}
 }
 
-func capTo(r, capability Resources) Resources {
+func capTo(r, capability capacity.Resources) capacity.Resources {
 	c := r.Clone()
 	for name, v := range capability {
 		if c[name] > v {

@@ -1,8 +1,9 @@
-package state
+package capacity
 
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
@@ -98,6 +99,12 @@ func (r Resources) Equal(o Resources) bool {
 		}
 	}
 	return true
+}
+
+// Request is what a pod asks for: what it counts for in its queue and what
+// a first fit places.
+func Request(pod *corev1.Pod) Resources {
+	return ResourcesOf(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
 }
 
 // FreeOf is what a node has left: allocatable less what its pods (bound
