@@ -113,4 +113,17 @@
 // a reclaim and for which pod or gang; they are deleted asynchronously, and
 // flotilla_preemption_victims_total{kind} counts them. While an eviction is
 // in flight its preemptor evicts nothing more.
+//
+// Policy apart from its engine, as the in-tree defaultpreemption is apart
+// from framework/preemption:
+//   - policy.go: who may be a victim (mayEvict), in which order
+//     (lessImportant), at what cost (planCost); reclaim.go: the reclaim
+//     rule of a queue tree (which queues, which victims while above share).
+//     Pure functions, tested by table without a framework.
+//   - survey.go: the cluster as one attempt sees it (world) and the victim
+//     units the policy allows; search.go: the planners (a pod node by
+//     node, a gang across nodes or inside one domain), fewest victims in
+//     the policy's order; simulate.go: the simulation that confirms a
+//     plan through the profile's filters and the queues' admission.
+//   - evict.go, inflight.go: evicting, and the evictions in flight.
 package preemption

@@ -10,16 +10,10 @@ import (
 // This file is the rule of who may be evicted for whom across queues
 // (reclaim), as doc.go states it: it decides, and the planners obey.
 
-// eligible says whether the preemptor may evict pod, of the queue given,
-// at all, and whether that would be a reclaim from another queue.
+// eligible is mayEvict for a pod the survey found, with the queues this
+// preemption may reclaim from.
 func (w *world) eligible(who *preemptor, pod *corev1.Pod, queue string) (eligible, reclaim bool) {
-	if queue == who.queue {
-		return corev1helpers.PodPriority(pod) < who.priority, false
-	}
-	if !w.reclaimFrom[queue] || !w.charged(pod) {
-		return false, false
-	}
-	return true, true
+	return mayEvict(who, corev1helpers.PodPriority(pod), queue, func() bool { return w.charged(pod) }, w.reclaimFrom)
 }
 
 // reclaimableQueues returns the queues the preemptor may reclaim from, as

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -15,11 +17,12 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
-
-	"github.com/flotilla-sched/flotilla/plugins/state"
-	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
+
+// This file is the survey: the cluster as one preemption attempt sees it
+// (world), and the pods the preemptor may evict grouped into victim units
+// (a pod, a gang's surplus member, or a whole gang), by the policy's rules
+// (policy.go, reclaim.go).
 
 // world is the cluster as one preemption attempt sees it.
 type world struct {
@@ -399,24 +402,6 @@ func podOn(node fwk.NodeInfo, uid types.UID) fwk.PodInfo {
 	return nil
 }
 
-// lessImportant orders victims: unprotected before PDB-protected, single
-// pods before whole gangs, lower priority, smaller gangs, newer.
-func lessImportant(a, b *unit) bool {
-	if a.protected != b.protected {
-		return !a.protected
-	}
-	if a.whole != b.whole {
-		return !a.whole
-	}
-	if a.priority != b.priority {
-		return a.priority < b.priority
-	}
-	if len(a.members) != len(b.members) {
-		return len(a.members) < len(b.members)
-	}
-	return a.newest.After(b.newest)
-}
-
 // shortOf returns the resources the preemptor asks for and cannot get on
 // the nodes: those of which the nodes' free capacity (terminating pods
 // given back) holds less, summed, than its members ask for. A reclaim is
@@ -448,29 +433,4 @@ func (w *world) shortOf(who *preemptor, nodes []fwk.NodeInfo) []corev1.ResourceN
 	}
 	sort.Slice(short, func(i, j int) bool { return short[i] < short[j] })
 	return short
-}
-
-func startTime(pod *corev1.Pod) time.Time {
-	if pod.Status.StartTime != nil {
-		return pod.Status.StartTime.Time
-	}
-	return pod.CreationTimestamp.Time
-}
-
-// budgetViolations counts the pods whose eviction a PodDisruptionBudget
-// forbids when all of them go, each budget counted down as the pods are
-// taken in order (the framework's FilterVictimsWithPDBViolation): three
-// evictions under a budget that allows one are two violations.
-func budgetViolations(pods []member, pdbs []*policyv1.PodDisruptionBudget) int {
-	if len(pdbs) == 0 || len(pods) == 0 {
-		return 0
-	}
-	// Each pod is its own victim, so a pod is counted once however many
-	// units hold it.
-	victims := make([]preemption.Victim, len(pods))
-	for i, m := range pods {
-		victims[i] = preemption.NewPodVictim(m.info, nil, nil)
-	}
-	violating, _ := preemption.FilterVictimsWithPDBViolation(victims, pdbs)
-	return len(violating)
 }

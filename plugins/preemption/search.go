@@ -1,7 +1,6 @@
 package preemption
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -9,15 +8,17 @@ import (
 	"sort"
 	"sync/atomic"
 
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
-
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
 )
+
+// This file is the search for victims: a single pod's plans node by node
+// (planPod: by resources in parallel, then confirmed by simulation,
+// cheapest first), and a gang's plans across nodes (planGang, in one
+// topology domain: planGangInOneDomain), each the fewest victims in the
+// policy's order (policy.go) that make room.
 
 // plan is a set of victims and where the preemptor's pods go once they
 // are gone.
@@ -48,30 +49,6 @@ func eachVictimPod(victims []*unit, fn func(u *unit, i int)) {
 			}
 		}
 	}
-}
-
-// cost ranks plans: fewer evictions a PodDisruptionBudget forbids (the
-// budgets counted down over all the plan's victims), then a lower top
-// victim priority, then fewer victims.
-func (pl *plan) cost(pdbs []*policyv1.PodDisruptionBudget) [3]int64 {
-	top := int64(-1 << 31)
-	for _, u := range pl.victims {
-		top = max(top, int64(u.priority))
-	}
-	victims := pl.pods()
-	return [3]int64{int64(budgetViolations(victims, pdbs)), top, int64(len(victims))}
-}
-
-func cheaper(a, b [3]int64) bool { return compareCost(a, b) < 0 }
-
-// compareCost orders costs, cheapest first.
-func compareCost(a, b [3]int64) int {
-	for i := range a {
-		if a[i] != b[i] {
-			return cmp.Compare(a[i], b[i])
-		}
-	}
-	return 0
 }
 
 // Candidate nodes planPod compares at most, DefaultPreemption's defaults
@@ -149,7 +126,7 @@ func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *pre
 	// simulates one node, and one where filters refuse node after node
 	// still simulates on every worker.
 	var best *plan
-	var bestCost [3]int64
+	var bestCost planCost
 	for start, size := 0, 1; start < len(plans); start, size = start+size, min(2*size, maxConfirmBatch) {
 		batch := plans[start:min(start+size, len(plans))]
 		if best != nil && !cheaper(batch[0].cost, bestCost) {
@@ -202,7 +179,7 @@ type nodePlan struct {
 	node fwk.NodeInfo
 	seq  []*unit
 	plan *plan
-	cost [3]int64
+	cost planCost
 }
 
 // planByResources is the fewest victims on the node that make room for
@@ -473,186 +450,4 @@ func minimal(seq []*unit, fits func([]*unit) (map[types.UID]string, bool)) *plan
 	}
 	placement, _ := fits(chosen)
 	return &plan{victims: chosen, placement: placement}
-}
-
-// simulate removes the victims (and the terminating pods) and places the
-// preemptor's members, largest first, each on the first node with room
-// that passes every Filter plugin for the preemptor, counting nominated
-// pods. The preemptor's queue must admit it with the victims' share given
-// back.
-func (p *Preemption) simulate(ctx context.Context, base fwk.CycleState, who *preemptor, w *world, victims []*unit, nodes []fwk.NodeInfo) (map[types.UID]string, bool) {
-	if !w.admits(who, victims) {
-		return nil, false
-	}
-	sc := p.newScene(ctx, base, who, w, nodes)
-	if sc == nil || !sc.removeUnits(victims) {
-		return nil, false
-	}
-	placement := make(map[types.UID]string, len(who.members))
-	for _, m := range who.largest() {
-		placed := false
-		for _, n := range nodes {
-			if name := n.Node().Name; sc.fits(m, name) {
-				if !sc.place(m, name) {
-					return nil, false
-				}
-				placement[m.UID] = name
-				placed = true
-				break
-			}
-		}
-		if !placed {
-			return nil, false
-		}
-	}
-	return placement, true
-}
-
-// admits reports whether the preemptor's queue admits it once the victims'
-// share is given back.
-func (w *world) admits(who *preemptor, victims []*unit) bool {
-	if w.view == nil {
-		return true
-	}
-	released := w.base()
-	// A gang's pods are in its queue, so the unit's queue is each pod's.
-	eachVictimPod(victims, func(u *unit, i int) {
-		if w.charged(u.members[i].info.GetPod()) {
-			w.view.Release(released, u.queue, u.memberRequests()[i])
-		}
-	})
-	_, reason := w.view.Refuses(who.queue, who.request, released)
-	return reason == ""
-}
-
-// sized is a member with its request, computed once: a simulation asks
-// for it on every node.
-type sized struct {
-	*corev1.Pod
-	request capacity.Resources
-	info    fwk.PodInfo // nil if the pod's affinity terms do not parse
-}
-
-// largest returns the preemptor's members sized and largest first, made
-// on first use. Each one's pod info has its resources computed before it
-// is shared: plans on several nodes at once add it to their copies of the
-// nodes, which would otherwise each compute (and cache) them.
-func (who *preemptor) largest() []sized {
-	who.sizedOnce.Do(func() {
-		out := make([]sized, len(who.members))
-		for i, p := range who.members {
-			out[i] = sized{Pod: p, request: capacity.Request(p)}
-			if info, err := framework.NewPodInfo(p); err == nil {
-				info.CalculateResource()
-				out[i].info = info
-			}
-		}
-		sort.SliceStable(out, func(i, j int) bool { return out[j].request.Less(out[i].request) })
-		who.sized = out
-	})
-	return who.sized
-}
-
-// scene is the cluster being changed by a simulation: copies of the nodes
-// it touched and of the cycle state, which the PreFilter extensions keep
-// in step with every pod removed or added.
-type scene struct {
-	p       *Preemption
-	ctx     context.Context
-	who     *preemptor
-	w       *world
-	cycle   fwk.CycleState
-	clones  map[string]fwk.NodeInfo
-	removed map[types.UID]bool
-	parent  *scene // a fork reads the nodes it has not copied from here
-}
-
-// newScene starts from the snapshot less the pods terminating on the nodes
-// the preemptor may go to. (Terminating pods elsewhere still count for
-// the filters that look beyond the node, as DefaultPreemption counts them;
-// removing every one of them for each node tried would copy every node
-// they run on, for every node.)
-func (p *Preemption) newScene(ctx context.Context, base fwk.CycleState, who *preemptor, w *world, nodes []fwk.NodeInfo) *scene {
-	sc := &scene{p: p, ctx: ctx, who: who, w: w, cycle: base.Clone(), clones: map[string]fwk.NodeInfo{}, removed: map[types.UID]bool{}}
-	for _, n := range nodes {
-		name := n.Node().Name
-		for _, info := range w.terminatingOn(name) {
-			if !sc.remove(member{info: info, node: name}) {
-				return nil
-			}
-		}
-	}
-	return sc
-}
-
-// fork starts a trial on top of the scene that leaves the scene as it is.
-func (sc *scene) fork() *scene {
-	f := &scene{p: sc.p, ctx: sc.ctx, who: sc.who, w: sc.w, cycle: sc.cycle.Clone(), clones: map[string]fwk.NodeInfo{}, removed: map[types.UID]bool{}, parent: sc}
-	for uid := range sc.removed {
-		f.removed[uid] = true
-	}
-	return f
-}
-
-func (sc *scene) node(name string) fwk.NodeInfo {
-	if c, ok := sc.clones[name]; ok {
-		return c
-	}
-	if sc.parent != nil {
-		return sc.parent.node(name)
-	}
-	return sc.w.byName[name]
-}
-
-func (sc *scene) mutable(name string) fwk.NodeInfo {
-	if c, ok := sc.clones[name]; ok {
-		return c
-	}
-	c := sc.node(name).Snapshot()
-	sc.clones[name] = c
-	return c
-}
-
-func (sc *scene) remove(m member) bool {
-	if sc.removed[m.info.GetPod().UID] {
-		return true
-	}
-	sc.removed[m.info.GetPod().UID] = true
-	ni := sc.mutable(m.node)
-	if err := ni.RemovePod(klog.FromContext(sc.ctx), m.info.GetPod()); err != nil {
-		return false
-	}
-	return sc.p.handle.RunPreFilterExtensionRemovePod(sc.ctx, sc.cycle, sc.who.pod, m.info, ni).IsSuccess()
-}
-
-func (sc *scene) removeUnits(units []*unit) bool {
-	for _, u := range units {
-		for _, m := range u.members {
-			if !sc.remove(m) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// fits reports whether member m would go on the node: its own resources
-// fit, and the node passes every Filter for the preemptor, whose
-// constraints the members share.
-func (sc *scene) fits(m sized, name string) bool {
-	ni := sc.node(name)
-	if !m.request.FitsOn(ni) {
-		return false
-	}
-	return sc.p.handle.RunFilterPluginsWithNominatedPods(sc.ctx, sc.cycle, sc.who.pod, ni).IsSuccess()
-}
-
-func (sc *scene) place(m sized, name string) bool {
-	info := m.info
-	if info == nil {
-		return false
-	}
-	ni := sc.mutable(name)
-	ni.AddPodInfo(info)
-	return sc.p.handle.RunPreFilterExtensionAddPod(sc.ctx, sc.cycle, sc.who.pod, info, ni).IsSuccess()
 }

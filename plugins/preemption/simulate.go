@@ -1,0 +1,199 @@
+package preemption
+
+import (
+	"context"
+	"sort"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// This file is the simulation that confirms a plan: the preemptor's pods
+// placed on a copy of the nodes with the victims gone, through every
+// filter of the profile and the queues' admission.
+
+// simulate removes the victims (and the terminating pods) and places the
+// preemptor's members, largest first, each on the first node with room
+// that passes every Filter plugin for the preemptor, counting nominated
+// pods. The preemptor's queue must admit it with the victims' share given
+// back.
+func (p *Preemption) simulate(ctx context.Context, base fwk.CycleState, who *preemptor, w *world, victims []*unit, nodes []fwk.NodeInfo) (map[types.UID]string, bool) {
+	if !w.admits(who, victims) {
+		return nil, false
+	}
+	sc := p.newScene(ctx, base, who, w, nodes)
+	if sc == nil || !sc.removeUnits(victims) {
+		return nil, false
+	}
+	placement := make(map[types.UID]string, len(who.members))
+	for _, m := range who.largest() {
+		placed := false
+		for _, n := range nodes {
+			if name := n.Node().Name; sc.fits(m, name) {
+				if !sc.place(m, name) {
+					return nil, false
+				}
+				placement[m.UID] = name
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			return nil, false
+		}
+	}
+	return placement, true
+}
+
+// admits reports whether the preemptor's queue admits it once the victims'
+// share is given back.
+func (w *world) admits(who *preemptor, victims []*unit) bool {
+	if w.view == nil {
+		return true
+	}
+	released := w.base()
+	// A gang's pods are in its queue, so the unit's queue is each pod's.
+	eachVictimPod(victims, func(u *unit, i int) {
+		if w.charged(u.members[i].info.GetPod()) {
+			w.view.Release(released, u.queue, u.memberRequests()[i])
+		}
+	})
+	_, reason := w.view.Refuses(who.queue, who.request, released)
+	return reason == ""
+}
+
+// sized is a member with its request, computed once: a simulation asks
+// for it on every node.
+type sized struct {
+	*corev1.Pod
+	request capacity.Resources
+	info    fwk.PodInfo // nil if the pod's affinity terms do not parse
+}
+
+// largest returns the preemptor's members sized and largest first, made
+// on first use. Each one's pod info has its resources computed before it
+// is shared: plans on several nodes at once add it to their copies of the
+// nodes, which would otherwise each compute (and cache) them.
+func (who *preemptor) largest() []sized {
+	who.sizedOnce.Do(func() {
+		out := make([]sized, len(who.members))
+		for i, p := range who.members {
+			out[i] = sized{Pod: p, request: capacity.Request(p)}
+			if info, err := framework.NewPodInfo(p); err == nil {
+				info.CalculateResource()
+				out[i].info = info
+			}
+		}
+		sort.SliceStable(out, func(i, j int) bool { return out[j].request.Less(out[i].request) })
+		who.sized = out
+	})
+	return who.sized
+}
+
+// scene is the cluster being changed by a simulation: copies of the nodes
+// it touched and of the cycle state, which the PreFilter extensions keep
+// in step with every pod removed or added.
+type scene struct {
+	p       *Preemption
+	ctx     context.Context
+	who     *preemptor
+	w       *world
+	cycle   fwk.CycleState
+	clones  map[string]fwk.NodeInfo
+	removed map[types.UID]bool
+	parent  *scene // a fork reads the nodes it has not copied from here
+}
+
+// newScene starts from the snapshot less the pods terminating on the nodes
+// the preemptor may go to. (Terminating pods elsewhere still count for
+// the filters that look beyond the node, as DefaultPreemption counts them;
+// removing every one of them for each node tried would copy every node
+// they run on, for every node.)
+func (p *Preemption) newScene(ctx context.Context, base fwk.CycleState, who *preemptor, w *world, nodes []fwk.NodeInfo) *scene {
+	sc := &scene{p: p, ctx: ctx, who: who, w: w, cycle: base.Clone(), clones: map[string]fwk.NodeInfo{}, removed: map[types.UID]bool{}}
+	for _, n := range nodes {
+		name := n.Node().Name
+		for _, info := range w.terminatingOn(name) {
+			if !sc.remove(member{info: info, node: name}) {
+				return nil
+			}
+		}
+	}
+	return sc
+}
+
+// fork starts a trial on top of the scene that leaves the scene as it is.
+func (sc *scene) fork() *scene {
+	f := &scene{p: sc.p, ctx: sc.ctx, who: sc.who, w: sc.w, cycle: sc.cycle.Clone(), clones: map[string]fwk.NodeInfo{}, removed: map[types.UID]bool{}, parent: sc}
+	for uid := range sc.removed {
+		f.removed[uid] = true
+	}
+	return f
+}
+
+func (sc *scene) node(name string) fwk.NodeInfo {
+	if c, ok := sc.clones[name]; ok {
+		return c
+	}
+	if sc.parent != nil {
+		return sc.parent.node(name)
+	}
+	return sc.w.byName[name]
+}
+
+func (sc *scene) mutable(name string) fwk.NodeInfo {
+	if c, ok := sc.clones[name]; ok {
+		return c
+	}
+	c := sc.node(name).Snapshot()
+	sc.clones[name] = c
+	return c
+}
+
+func (sc *scene) remove(m member) bool {
+	if sc.removed[m.info.GetPod().UID] {
+		return true
+	}
+	sc.removed[m.info.GetPod().UID] = true
+	ni := sc.mutable(m.node)
+	if err := ni.RemovePod(klog.FromContext(sc.ctx), m.info.GetPod()); err != nil {
+		return false
+	}
+	return sc.p.handle.RunPreFilterExtensionRemovePod(sc.ctx, sc.cycle, sc.who.pod, m.info, ni).IsSuccess()
+}
+
+func (sc *scene) removeUnits(units []*unit) bool {
+	for _, u := range units {
+		for _, m := range u.members {
+			if !sc.remove(m) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// fits reports whether member m would go on the node: its own resources
+// fit, and the node passes every Filter for the preemptor, whose
+// constraints the members share.
+func (sc *scene) fits(m sized, name string) bool {
+	ni := sc.node(name)
+	if !m.request.FitsOn(ni) {
+		return false
+	}
+	return sc.p.handle.RunFilterPluginsWithNominatedPods(sc.ctx, sc.cycle, sc.who.pod, ni).IsSuccess()
+}
+
+func (sc *scene) place(m sized, name string) bool {
+	info := m.info
+	if info == nil {
+		return false
+	}
+	ni := sc.mutable(name)
+	ni.AddPodInfo(info)
+	return sc.p.handle.RunPreFilterExtensionAddPod(sc.ctx, sc.cycle, sc.who.pod, info, ni).IsSuccess()
+}
