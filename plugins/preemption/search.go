@@ -89,37 +89,37 @@ func candidateBudget(n int) int {
 // set; such a node may be passed over for a plan as cheap as its plan by
 // resources, as any node beyond the budget is.
 func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, statuses fwk.NodeToStatusReader) (*plan, string) {
-	candidates, err := statuses.NodesForStatusCode(p.handle.SnapshotSharedLister().NodeInfos(), fwk.Unschedulable)
+	failedNodes, err := statuses.NodesForStatusCode(p.handle.SnapshotSharedLister().NodeInfos(), fwk.Unschedulable)
 	if err != nil {
 		return nil, err.Error()
 	}
-	budget := candidateBudget(len(candidates))
+	budget := candidateBudget(len(failedNodes))
 	offset := 0
-	if budget < len(candidates) {
-		offset = rand.IntN(len(candidates))
+	if budget < len(failedNodes) {
+		offset = rand.IntN(len(failedNodes))
 	}
 	// byResources[i] is the plan by resources on the i-th node tried (from
 	// offset), nil where no eviction makes room; enough stops handing out
-	// nodes once budget plans are found, and the plans under way finish
+	// nodes once budget plans are planned, and the plans under way finish
 	// with ctx, so none is cut short.
-	byResources := make([]*nodePlan, len(candidates))
+	byResources := make([]*candidate, len(failedNodes))
 	enough, stop := context.WithCancel(ctx)
 	defer stop()
-	var found atomic.Int32
-	p.handle.Parallelizer().Until(enough, len(candidates), func(i int) {
-		if np := w.planByResources(who, candidates[(offset+i)%len(candidates)]); np != nil {
+	var planned atomic.Int32
+	p.handle.Parallelizer().Until(enough, len(failedNodes), func(i int) {
+		if np := w.planByResources(who, failedNodes[(offset+i)%len(failedNodes)]); np != nil {
 			byResources[i] = np
-			if int(found.Add(1)) >= budget {
+			if int(planned.Add(1)) >= budget {
 				stop()
 			}
 		}
 	}, Name)
-	plans := slices.DeleteFunc(byResources, func(np *nodePlan) bool { return np == nil })
+	plans := slices.DeleteFunc(byResources, func(np *candidate) bool { return np == nil })
 	for _, np := range plans {
 		np.cost = np.plan.cost(w.pdbs)
 	}
 	// Ties keep the order tried, so the random start spreads them.
-	slices.SortStableFunc(plans, func(a, b *nodePlan) int { return compareCost(a.cost, b.cost) })
+	slices.SortStableFunc(plans, func(a, b *candidate) int { return compareCost(a.cost, b.cost) })
 
 	// Confirm in batches, cheapest first, each batch in parallel: one plan,
 	// then two, four and so on, so a preemption whose cheapest plan passes
@@ -132,7 +132,7 @@ func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *pre
 		if best != nil && !cheaper(batch[0].cost, bestCost) {
 			break // no plan left can beat it
 		}
-		confirmed := make([]*nodePlan, len(batch))
+		confirmed := make([]*candidate, len(batch))
 		p.handle.Parallelizer().Until(ctx, len(batch), func(i int) {
 			confirmed[i] = p.confirm(ctx, cycle, who, w, batch[i])
 		}, Name)
@@ -157,25 +157,26 @@ const maxConfirmBatch = 16
 // refuses it, the node's fewest victims are searched again simulating
 // every step. It returns the node's confirmed plan with its cost, nil if
 // no eviction there passes the simulation.
-func (p *Preemption) confirm(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, np *nodePlan) *nodePlan {
+func (p *Preemption) confirm(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, np *candidate) *candidate {
 	only := []fwk.NodeInfo{np.node}
 	simulated := func(victims []*unit) (map[types.UID]string, bool) {
 		return p.simulate(ctx, cycle, who, w, victims, only)
 	}
 	if placement, ok := simulated(np.plan.victims); ok {
 		// The same victims, so the same cost.
-		return &nodePlan{node: np.node, seq: np.seq, plan: &plan{victims: np.plan.victims, placement: placement}, cost: np.cost}
+		return &candidate{node: np.node, seq: np.seq, plan: &plan{victims: np.plan.victims, placement: placement}, cost: np.cost}
 	}
 	pl := minimal(np.seq, simulated)
 	if pl == nil {
 		return nil
 	}
-	return &nodePlan{node: np.node, seq: np.seq, plan: pl, cost: pl.cost(w.pdbs)}
+	return &candidate{node: np.node, seq: np.seq, plan: pl, cost: pl.cost(w.pdbs)}
 }
 
-// nodePlan is a single pod's plan on one node by resources: the victims
-// it may take there, in order, and the fewest of them that make room.
-type nodePlan struct {
+// candidate is a single pod's plan on one node (upstream's name for a node
+// and its victims), first by resources: the victims it may take there, in
+// order, and the fewest of them that make room.
+type candidate struct {
 	node fwk.NodeInfo
 	seq  []*unit
 	plan *plan
@@ -184,7 +185,7 @@ type nodePlan struct {
 
 // planByResources is the fewest victims on the node that make room for
 // the pod by resources; nil if no eviction does.
-func (w *world) planByResources(who *preemptor, node fwk.NodeInfo) *nodePlan {
+func (w *world) planByResources(who *preemptor, node fwk.NodeInfo) *candidate {
 	name := node.Node().Name
 	here := w.unitsAt(name)
 	if len(here) == 0 && len(w.terminatingOn(name)) == 0 {
@@ -196,7 +197,7 @@ func (w *world) planByResources(who *preemptor, node fwk.NodeInfo) *nodePlan {
 	if pl == nil {
 		return nil
 	}
-	return &nodePlan{node: node, seq: seq, plan: pl}
+	return &candidate{node: node, seq: seq, plan: pl}
 }
 
 // planGang finds the fewest victims that make room for all the members the

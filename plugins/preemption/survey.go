@@ -41,8 +41,8 @@ type world struct {
 	onDemand bool
 	// leavingPods are the victims of other evictions in flight.
 	leavingPods map[types.UID]podRef
-	// candidate decides a pod's queue and eligibility.
-	candidate func(info fwk.PodInfo, node string) candidate
+	// classify decides a pod's queue and eligibility.
+	classify func(info fwk.PodInfo, node string) found
 	// inFlight reports whether a pod is this scheduler's attempt in flight:
 	// waiting in Permit or binding.
 	inFlight func(uid types.UID) bool
@@ -177,9 +177,9 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 		return nil, err
 	}
 	w.pdbs = pdbs
-	w.candidate = func(info fwk.PodInfo, node string) candidate {
+	w.classify = func(info fwk.PodInfo, node string) found {
 		pod := info.GetPod()
-		c := candidate{member: member{info: info, node: node}}
+		c := found{member: member{info: info, node: node}}
 		if w.queues != nil {
 			c.queue = w.queues.QueueOf(pod)
 		}
@@ -206,8 +206,8 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 		w.byName[n.Node().Name] = n
 	}
 
-	groups := map[state.GroupKey][]candidate{}
-	var singles []candidate
+	groups := map[state.GroupKey][]found{}
+	var singles []found
 	if onDemand {
 		for uid, ref := range leaving {
 			if info := podOn(w.byName[ref.node], uid); info != nil && info.GetPod().DeletionTimestamp == nil {
@@ -238,20 +238,20 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 				if who.inGroup && key == who.group {
 					continue
 				}
-				groups[key] = append(groups[key], w.candidate(info, name))
+				groups[key] = append(groups[key], w.classify(info, name))
 				continue
 			}
-			if c := w.candidate(info, name); c.eligible {
+			if c := w.classify(info, name); c.eligible {
 				singles = append(singles, c)
 			}
 		}
 	}
 
 	for _, c := range singles {
-		w.units = append(w.units, w.newUnit([]candidate{c}, false))
+		w.units = append(w.units, w.newUnit([]found{c}, false))
 	}
 	for key, running := range groups {
-		var eligible []candidate
+		var eligible []found
 		placed := make([]types.UID, 0, len(running))
 		for _, c := range running {
 			placed = append(placed, c.info.GetPod().UID)
@@ -291,15 +291,15 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 // but not yet in the informer: it is found as in flight, never a victim,
 // and its gang is not whole without it. Each gang's members are in name
 // order, so that ties between them fall the same way every time.
-func (w *world) gangsByMembers(store *state.Store, who *preemptor) map[state.GroupKey][]candidate {
-	groups := map[state.GroupKey][]candidate{}
+func (w *world) gangsByMembers(store *state.Store, who *preemptor) map[state.GroupKey][]found {
+	groups := map[state.GroupKey][]found{}
 	store.EachGangMember(func(key state.GroupKey, pod *corev1.Pod) {
 		if who.inGroup && key == who.group {
 			return
 		}
 		if pod.Spec.NodeName == "" {
 			if w.inFlight(pod.UID) {
-				groups[key] = append(groups[key], w.candidate(&framework.PodInfo{Pod: pod}, ""))
+				groups[key] = append(groups[key], w.classify(&framework.PodInfo{Pod: pod}, ""))
 			}
 			return
 		}
@@ -310,26 +310,26 @@ func (w *world) gangsByMembers(store *state.Store, who *preemptor) map[state.Gro
 		if _, leaving := w.leavingPods[pod.UID]; leaving || info.GetPod().DeletionTimestamp != nil {
 			return
 		}
-		groups[key] = append(groups[key], w.candidate(info, pod.Spec.NodeName))
+		groups[key] = append(groups[key], w.classify(info, pod.Spec.NodeName))
 	})
 	for _, members := range groups {
-		slices.SortFunc(members, func(a, b candidate) int {
+		slices.SortFunc(members, func(a, b found) int {
 			return strings.Compare(a.info.GetPod().Name, b.info.GetPod().Name)
 		})
 	}
 	return groups
 }
 
-// candidate is a pod the survey found, with its queue and whether the
+// found is a pod the survey found, with its queue and whether the
 // preemptor may evict it.
-type candidate struct {
+type found struct {
 	member
 	queue             string
 	eligible, reclaim bool
 }
 
 // newUnit makes the candidates one unit (a pod, or a whole gang).
-func (w *world) newUnit(cs []candidate, whole bool) *unit {
+func (w *world) newUnit(cs []found, whole bool) *unit {
 	u := &unit{whole: whole, priority: corev1helpers.PodPriority(cs[0].info.GetPod()), queue: cs[0].queue}
 	for _, c := range cs {
 		pod := c.info.GetPod()
@@ -361,8 +361,8 @@ func (w *world) unitsAt(node string) []*unit {
 		if _, ok := w.inGang(pod); ok {
 			continue // in the gang units
 		}
-		if c := w.candidate(info, node); c.eligible {
-			out = append(out, w.newUnit([]candidate{c}, false))
+		if c := w.classify(info, node); c.eligible {
+			out = append(out, w.newUnit([]found{c}, false))
 		}
 	}
 	if len(out) == 0 {
