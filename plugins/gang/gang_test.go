@@ -20,9 +20,11 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/flotilla-sched/flotilla/internal/handletest"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
@@ -207,7 +209,7 @@ func TestStoreLearningOfPodGroupWakesItsPendingMembers(t *testing.T) {
 	bound.Spec.NodeName = "node-a"
 	leaving := member("leaving", "g1", 0)
 	leaving.DeletionTimestamp = &metav1.Time{Time: t0}
-	handle := &activations{}
+	handle := &activations{Handle: handletest.New(t, "flotilla-scheduler")}
 	g := testShared(t, state.NewStatic(nil, []*corev1.Pod{
 		member("a", "g1", 0), member("b", "g1", 0), bound, leaving, member("other", "g2", 0),
 	}), handle)
@@ -296,18 +298,6 @@ func TestQuorumCountsSucceededMembers(t *testing.T) {
 	}
 }
 
-// profileOf is a framework handle of one profile of a scheduler whose
-// profiles share factory, as kube-scheduler's do.
-type profileOf struct {
-	fwk.Handle
-	profile string
-	factory informers.SharedInformerFactory
-}
-
-func (h profileOf) ProfileName() string                                    { return h.profile }
-func (h profileOf) SharedInformerFactory() informers.SharedInformerFactory { return h.factory }
-func (h profileOf) KubeConfig() *rest.Config                               { return &rest.Config{Host: "https://127.0.0.1:1"} }
-
 // kube-scheduler builds Gang once per profile that runs it; the informer
 // handlers and the PodGroup status writer exist once per scheduler, so no
 // change is handled or written twice.
@@ -317,7 +307,7 @@ func TestProfilesOfOneSchedulerShareOneStatusWriter(t *testing.T) {
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 	var built []*Gang
 	for _, profile := range []string{"default-scheduler", "flotilla-scheduler"} {
-		p, err := New(ctx, &config.GangArgs{PermitWaitingTimeSeconds: 60, BackoffSeconds: 10}, profileOf{profile: profile, factory: factory})
+		p, err := New(ctx, &config.GangArgs{PermitWaitingTimeSeconds: 60, BackoffSeconds: 10}, profileOf(t, profile, factory))
 		require.NoError(t, err)
 		built = append(built, p.(*Gang))
 	}
@@ -325,7 +315,14 @@ func TestProfilesOfOneSchedulerShareOneStatusWriter(t *testing.T) {
 	assert.Same(t, built[0].store, built[1].store)
 
 	other, err := New(ctx, &config.GangArgs{PermitWaitingTimeSeconds: 60, BackoffSeconds: 10},
-		profileOf{profile: "flotilla-scheduler", factory: informers.NewSharedInformerFactory(fake.NewClientset(), 0)})
+		profileOf(t, "flotilla-scheduler", informers.NewSharedInformerFactory(fake.NewClientset(), 0)))
 	require.NoError(t, err)
 	assert.NotSame(t, built[0].shared, other.(*Gang).shared, "another scheduler has its own")
+}
+
+// profileOf is the framework handle of one profile of a scheduler whose
+// profiles share factory, as kube-scheduler's do.
+func profileOf(t testing.TB, profile string, factory informers.SharedInformerFactory) fwk.Handle {
+	return handletest.New(t, profile, frameworkruntime.WithInformerFactory(factory),
+		frameworkruntime.WithKubeConfig(&rest.Config{Host: "https://127.0.0.1:1"}))
 }

@@ -15,14 +15,17 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/flotilla-sched/flotilla/internal/handletest"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 )
 
-// fakeHandle is the part of the framework handle the plugin uses: the
-// queue's Activate, the pods waiting in Permit, the event recorder.
+// fakeHandle is the framework's handle of the profile, with the event
+// recorder the test reads, and the queue's Activate and the pods waiting
+// in Permit as the test observes and sets them.
 type fakeHandle struct {
 	fwk.Handle
 	activated map[string]bool
@@ -30,8 +33,6 @@ type fakeHandle struct {
 	recorder  *events.FakeRecorder
 }
 
-func (h *fakeHandle) ProfileName() string                       { return "flotilla-scheduler" }
-func (h *fakeHandle) EventRecorder() events.EventRecorderLogger { return h.recorder }
 func (h *fakeHandle) IterateOverWaitingPods(f func(fwk.WaitingPod)) {
 	for _, wp := range h.waiting {
 		f(wp)
@@ -62,7 +63,8 @@ func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
 // status writer queues writes but never sends them.
 func testGang(t *testing.T, groups []*schedv1alpha1.PodGroup, pods []*corev1.Pod) (*Gang, *fakeHandle) {
 	t.Helper()
-	h := &fakeHandle{activated: map[string]bool{}, waiting: map[types.UID]*fakeWaitingPod{}, recorder: events.NewFakeRecorder(100)}
+	recorder := events.NewFakeRecorder(100)
+	h := &fakeHandle{Handle: handletest.New(t, "flotilla-scheduler", frameworkruntime.WithEventRecorder(recorder)), activated: map[string]bool{}, waiting: map[types.UID]*fakeWaitingPod{}, recorder: recorder}
 	g := &Gang{handle: h, store: state.NewStatic(groups, pods), permitWait: time.Minute, backoff: 10 * time.Second}
 	g.shared = testShared(t, g.store, h)
 	return g, h

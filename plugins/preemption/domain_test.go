@@ -56,7 +56,7 @@ func slottedNode(name, slots string, pods ...*corev1.Pod) fwk.NodeInfo {
 
 // onNodes is the plugin over the pods running on the nodes, every other
 // plugin passing every node.
-func onNodes(nodes []fwk.NodeInfo) *Preemption {
+func onNodes(t testing.TB, nodes []fwk.NodeInfo) *Preemption {
 	var pods []*corev1.Pod
 	for _, n := range nodes {
 		for _, info := range n.GetPods() {
@@ -64,7 +64,7 @@ func onNodes(nodes []fwk.NodeInfo) *Preemption {
 		}
 	}
 	return &Preemption{
-		handle: passingHandle{surveyHandle{waiting: map[types.UID]bool{}}}, store: state.NewStatic(nil, pods),
+		handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: state.NewStatic(nil, pods),
 		pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 		inFlight: map[string]*eviction{},
 	}
@@ -157,7 +157,7 @@ func TestPlanGangInOneDomain(t *testing.T) {
 				members = append(members, m)
 			}
 			p := &Preemption{
-				handle: passingHandle{surveyHandle{waiting: map[types.UID]bool{}}}, store: state.NewStatic(nil, pods),
+				handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: state.NewStatic(nil, pods),
 				pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 				inFlight: map[string]*eviction{},
 			}
@@ -211,7 +211,7 @@ func TestRoomWithout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := onNodes(tt.nodes)
+			p := onNodes(t, tt.nodes)
 			who := &preemptor{pod: members[0], members: members, priority: 1000, what: "gang ns/g"}
 			w, err := p.survey(context.Background(), who, tt.nodes, false)
 			require.NoError(t, err)
@@ -304,7 +304,7 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 				nodes = append(nodes, ni)
 			}
 			h := countingHandle{
-				passingHandle: passingHandle{surveyHandle{waiting: map[types.UID]bool{}}},
+				passingHandle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})},
 				snapshot:      schedcache.NewSnapshot(pods, nodeObjs),
 				refuse:        map[string]bool{},
 				mu:            &sync.Mutex{}, simulatedOn: map[string]bool{}, askedWhoWaits: map[types.UID]bool{},
@@ -376,7 +376,7 @@ func TestRoomOnNode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := onNodes(tt.nodes)
+			p := onNodes(t, tt.nodes)
 			high := wholeNodePod("high", 1000, "")
 			who := &preemptor{pod: high, members: []*corev1.Pod{high}, priority: 1000, what: "pod ns/high"}
 			w, err := p.survey(context.Background(), who, tt.nodes, false)

@@ -82,7 +82,7 @@ func TestOneQuorumRuleForGangQueuesAndPreemption(t *testing.T) {
 			info := framework.NewNodeInfo(onNode...)
 			info.SetNode(node)
 			p := &Preemption{
-				handle: surveyHandle{}, store: store,
+				handle: newSurveyHandle(t, nil), store: store,
 				pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 				inFlight: map[string]*eviction{},
 			}

@@ -18,15 +18,20 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/flotilla-sched/flotilla/internal/handletest"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
-// surveyHandle is the part of the framework handle survey reads: which
-// pods wait in Permit.
+// surveyHandle is the framework's handle with the pods waiting in Permit
+// as the test says, which is what survey reads.
 type surveyHandle struct {
 	fwk.Handle
 	waiting map[types.UID]bool
+}
+
+func newSurveyHandle(t testing.TB, waiting map[types.UID]bool) surveyHandle {
+	return surveyHandle{Handle: handletest.New(t, "flotilla-scheduler"), waiting: waiting}
 }
 
 func (h surveyHandle) GetWaitingPod(uid types.UID) fwk.WaitingPod {
@@ -37,8 +42,6 @@ func (h surveyHandle) GetWaitingPod(uid types.UID) fwk.WaitingPod {
 }
 
 type waitingPod struct{ fwk.WaitingPod }
-
-func (h surveyHandle) GetPodInPreBind(types.UID) fwk.PodInPreBind { return nil }
 
 func running(name string, priority int32, group string) *corev1.Pod {
 	w := st.MakePod().Namespace("ns").Name(name).UID(name).Priority(priority).Node("n").
@@ -97,7 +100,7 @@ func TestSurvey(t *testing.T) {
 				waiting[types.UID(name)] = true
 			}
 			p := &Preemption{
-				handle: surveyHandle{waiting: waiting}, store: state.NewStatic(groups, tt.pods),
+				handle: newSurveyHandle(t, waiting), store: state.NewStatic(groups, tt.pods),
 				pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 				inFlight: map[string]*eviction{},
 			}
@@ -162,7 +165,7 @@ func TestSurveyOnDemandFindsGangsThroughTheirMembers(t *testing.T) {
 		newNode("n2", spread1, on(placing1, "n2"), low), // the scheduler's assumed view
 	}
 	p := &Preemption{
-		handle:   surveyHandle{waiting: map[types.UID]bool{"p-1": true}},
+		handle:   newSurveyHandle(t, map[types.UID]bool{"p-1": true}),
 		store:    state.NewStatic(groups, []*corev1.Pod{spread0, spread1, placing0, placing1, orphan, low}),
 		pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 		inFlight: map[string]*eviction{},

@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	fwk "k8s.io/kube-scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/flotilla-sched/flotilla/internal/handletest"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
@@ -78,25 +78,18 @@ func TestStillNeeded(t *testing.T) {
 	}
 }
 
-type profileHandle struct {
-	fwk.Handle
-	profile string
-}
-
-func (h profileHandle) ProfileName() string { return h.profile }
-
 // The profiles of one scheduler share one queue accounting: a second
 // profile that names another default queue is refused, with both profiles
 // and both queues named, instead of its pods landing in the first's.
 func TestProfilesMustShareTheDefaultQueue(t *testing.T) {
 	s := NewStatic(nil, nil)
 	s.parts.queues, s.parts.queuesProfile = staticQueues(), "flotilla-scheduler"
-	_, err := s.EnableQueues(profileHandle{profile: "default-scheduler"}, "other")
+	_, err := s.EnableQueues(handletest.New(t, "default-scheduler"), "other")
 	require.Error(t, err)
 	for _, want := range []string{`"other"`, `"default-scheduler"`, `"default"`, `"flotilla-scheduler"`} {
 		assert.True(t, strings.Contains(err.Error(), want), "%q in %q", want, err)
 	}
-	q, err := s.EnableQueues(profileHandle{profile: "default-scheduler"}, "default")
+	q, err := s.EnableQueues(handletest.New(t, "default-scheduler"), "default")
 	require.NoError(t, err)
 	assert.Same(t, s.Queues(), q)
 }

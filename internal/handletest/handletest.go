@@ -1,0 +1,45 @@
+// Package handletest builds the framework handle that flotilla's unit tests
+// give a plugin: the scheduler framework's own (tf.NewFramework, as the
+// in-tree plugins' tests use), with a profile name and the options a test
+// needs (an informer factory, an event recorder, a pod activator). A test's
+// fake embeds it and overrides only what it observes, so a call the test
+// did not prepare for behaves as in kube-scheduler instead of panicking on
+// a nil handle.
+package handletest
+
+import (
+	"context"
+	"testing"
+
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
+	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
+)
+
+// New returns a framework of the profile with no plugins of ours (only the
+// queue sort and binder every profile has), closed when the test ends.
+func New(t testing.TB, profile string, opts ...frameworkruntime.Option) fwk.Handle {
+	t.Helper()
+	// The framework records plugin metrics; registering them is idempotent.
+	schedmetrics.Register()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	// The maps of pods waiting in Permit and in PreBind, which
+	// kube-scheduler gives every profile; a test's options come after and
+	// may replace anything.
+	opts = append([]frameworkruntime.Option{
+		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
+	}, opts...)
+	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
+		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
+		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
+	}, profile, opts...)
+	if err != nil {
+		t.Fatalf("building the framework of profile %q: %v", profile, err)
+	}
+	return fw
+}
