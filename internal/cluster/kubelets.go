@@ -6,9 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubernetes/test/utils/ktesting"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/kwok/kustomize/stage/node/fast"
 	nodelease "sigs.k8s.io/kwok/kustomize/stage/node/heartbeat-with-lease"
@@ -234,4 +241,146 @@ func startKubelets(ctx context.Context, kubeconfigPath string, opts KubeletOptio
 		return fmt.Errorf("kubelet simulator: %w", err)
 	}
 	return ctr.Start(ctx)
+}
+
+// KubeletOptions tune the kubelet simulator.
+type KubeletOptions struct {
+	// NoHeartbeats: nodes renew no Lease. A node then stays as it was
+	// made (Ready) for as long as no node lifecycle controller runs; the
+	// benchmarks use it on 1000 nodes, whose renewals (one write per node
+	// every 2 s) would take a share of this machine's apiserver that no
+	// real cluster's scheduler competes with.
+	NoHeartbeats bool
+}
+
+// StartKubelets runs the kubelet simulator (see kubelets.go) over every
+// node made with CreateNodes until tb's clean-up.
+func (cp *ControlPlane) StartKubelets(ctx context.Context, tb ktesting.TB, opts KubeletOptions) error {
+	kubeletCtx, stop := context.WithCancel(ctx)
+	tb.Cleanup(func() {
+		stop()
+		// Its watches end with the context; give them a moment before the
+		// apiserver goes, which otherwise waits for them.
+		time.Sleep(100 * time.Millisecond)
+	})
+	return startKubelets(kubeletCtx, cp.KubeconfigPath, opts)
+}
+
+// FinishTerminatingPods plays the kubelets' part in deletion until ctx
+// ends, for a cluster started without the kubelet simulator
+// (StartKubelets): a bound pod deleted with a grace period stays
+// terminating until its kubelet reports its containers stopped, and
+// without kubelets every terminating pod is removed at once.
+func (cp *ControlPlane) FinishTerminatingPods(ctx context.Context) error {
+	return FinishTerminatingPods(ctx, cp.tb, cp.Client)
+}
+
+// FinishTerminatingPods does the same against any cluster the client
+// reaches.
+func FinishTerminatingPods(ctx context.Context, tb ktesting.TB, client kubernetes.Interface) error {
+	// Stopped before the apiserver, which otherwise waits a minute for the
+	// watch to drain.
+	ctx, cancel := context.WithCancel(ctx)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	tb.Cleanup(func() {
+		cancel()
+		factory.Shutdown()
+	})
+	finish := func(obj interface{}) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok || pod.DeletionTimestamp == nil {
+			return
+		}
+		err := client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: new(int64), Preconditions: metav1.NewUIDPreconditions(string(pod.UID)),
+		})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
+			tb.Logf("finishing terminating pod %s/%s: %v", pod.Namespace, pod.Name, err)
+		}
+	}
+	_, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    finish,
+		UpdateFunc: func(_, obj interface{}) { finish(obj) },
+	})
+	if err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return nil
+}
+
+// EndPod plays a kubelet reporting that the pod's container exited: with
+// exit code 0 it Succeeded, else Failed. It injects failures (and early
+// finishes) into running workloads at a time the test chooses.
+func (cp *ControlPlane) EndPod(ctx context.Context, namespace, name string, exitCode int32) error {
+	pod, err := cp.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	now := metav1.Now()
+	phase, reason := corev1.PodSucceeded, "Completed"
+	if exitCode != 0 {
+		phase, reason = corev1.PodFailed, "Error"
+	}
+	pod.Status.Phase = phase
+	var statuses []corev1.ContainerStatus
+	for _, c := range pod.Spec.Containers {
+		statuses = append(statuses, corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exitCode, Reason: reason, FinishedAt: now}},
+		})
+	}
+	pod.Status.ContainerStatuses = statuses
+	for i := range pod.Status.Conditions {
+		if t := pod.Status.Conditions[i].Type; t == corev1.PodReady || t == corev1.ContainersReady {
+			pod.Status.Conditions[i].Status, pod.Status.Conditions[i].LastTransitionTime = corev1.ConditionFalse, now
+		}
+	}
+	_, err = cp.Client.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	return err
+}
+
+// StopKubelet plays a node's kubelet dying: the simulator lets go of the
+// node, its Lease is no longer renewed, the node lifecycle controller
+// marks it unreachable and taint eviction deletes its pods, which stay
+// Terminating (nobody is left to confirm they stopped) until the node is
+// deleted or tainted out-of-service.
+func (cp *ControlPlane) StopKubelet(ctx context.Context, node string) error {
+	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, ManagedNodeLabel))
+	_, err := cp.Client.CoreV1().Nodes().Patch(ctx, node, "application/merge-patch+json", patch, metav1.PatchOptions{})
+	return err
+}
+
+// SetPodPhase plays the kubelet for a bound pod: it moves the pod to Running
+// (Ready) or to a terminal phase, so status logic can be tested.
+func (cp *ControlPlane) SetPodPhase(ctx context.Context, namespace, name string, phase corev1.PodPhase) error {
+	pod, err := cp.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if pod.Spec.NodeName == "" {
+		return fmt.Errorf("pod %s/%s is not bound; a kubelet would not run it", namespace, name)
+	}
+	now := metav1.Now()
+	pod.Status.Phase = phase
+	ready := corev1.ConditionFalse
+	if phase == corev1.PodRunning {
+		ready = corev1.ConditionTrue
+		pod.Status.StartTime = &now
+	}
+	setCondition(pod, corev1.PodCondition{Type: corev1.PodReady, Status: ready, LastTransitionTime: now})
+	setCondition(pod, corev1.PodCondition{Type: corev1.ContainersReady, Status: ready, LastTransitionTime: now})
+	_, err = cp.Client.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	return err
+}
+
+func setCondition(pod *corev1.Pod, cond corev1.PodCondition) {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == cond.Type {
+			pod.Status.Conditions[i] = cond
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, cond)
 }

@@ -1,9 +1,16 @@
 package cluster
 
 import (
+	"context"
+	"fmt"
+
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
@@ -163,5 +170,89 @@ func PodGroup(namespace, name string, minMember int32) *schedv1alpha1.PodGroup {
 	return &schedv1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec:       schedv1alpha1.PodGroupSpec{MinMember: minMember},
+	}
+}
+
+// CreatePriorityClass creates a PriorityClass; never makes its pods
+// preemptionPolicy: Never.
+func (cp *ControlPlane) CreatePriorityClass(ctx context.Context, name string, value int32, never bool) error {
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+	if never {
+		policy := corev1.PreemptNever
+		pc.PreemptionPolicy = &policy
+	}
+	_, err := cp.Client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{})
+	return err
+}
+
+// CreateNodes creates the nodes.
+func (cp *ControlPlane) CreateNodes(ctx context.Context, specs ...NodeSpec) error {
+	for _, s := range specs {
+		if _, err := cp.Client.CoreV1().Nodes().Create(ctx, Node(s), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating node %s: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+// CreatePods creates the pods.
+func (cp *ControlPlane) CreatePods(ctx context.Context, specs ...PodSpec) error {
+	for _, s := range specs {
+		p := Pod(s)
+		if _, err := cp.Client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+	}
+	return nil
+}
+
+// CreateNamespace creates a namespace.
+func (cp *ControlPlane) CreateNamespace(ctx context.Context, name string) error {
+	_, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	return err
+}
+
+// CreatePodGroup creates a scheduler-plugins PodGroup.
+func (cp *ControlPlane) CreatePodGroup(ctx context.Context, namespace, name string, minMember int32) error {
+	_, err := cp.PodGroups.SchedulingV1alpha1().PodGroups(namespace).Create(ctx, PodGroup(namespace, name, minMember), metav1.CreateOptions{})
+	return err
+}
+
+// GangPods returns n member specs of a gang, named <group>-<i>, each
+// requesting cpu.
+func GangPods(namespace, group string, n int, cpu string) []PodSpec {
+	specs := make([]PodSpec, n)
+	for i := range specs {
+		specs[i] = PodSpec{Namespace: namespace, Name: fmt.Sprintf("%s-%d", group, i), PodGroup: group, CPU: cpu}
+	}
+	return specs
+}
+
+// CreateQueue creates a flotilla Queue.
+func (cp *ControlPlane) CreateQueue(ctx context.Context, q *flotillav1alpha1.Queue) error {
+	q.APIVersion, q.Kind = flotillav1alpha1.SchemeGroupVersion.String(), "Queue"
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(q)
+	if err != nil {
+		return err
+	}
+	_, err = cp.Dynamic.Resource(flotillav1alpha1.QueueResource).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+	return err
+}
+
+// GetQueue reads a flotilla Queue.
+func (cp *ControlPlane) GetQueue(ctx context.Context, name string) (*flotillav1alpha1.Queue, error) {
+	u, err := cp.Dynamic.Resource(flotillav1alpha1.QueueResource).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	q := &flotillav1alpha1.Queue{}
+	return q, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, q)
+}
+
+// Queue builds a Queue with a weight and an optional parent.
+func Queue(name string, weight int32, parent string) *flotillav1alpha1.Queue {
+	return &flotillav1alpha1.Queue{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       flotillav1alpha1.QueueSpec{Weight: weight, Parent: parent},
 	}
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -133,82 +134,6 @@ func (cp *ControlPlane) WaitForEvent(ctx context.Context, namespace, objectName,
 	return found, nil
 }
 
-// SetPodPhase plays the kubelet for a bound pod: it moves the pod to Running
-// (Ready) or to a terminal phase, so status logic can be tested.
-func (cp *ControlPlane) SetPodPhase(ctx context.Context, namespace, name string, phase corev1.PodPhase) error {
-	pod, err := cp.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	if pod.Spec.NodeName == "" {
-		return fmt.Errorf("pod %s/%s is not bound; a kubelet would not run it", namespace, name)
-	}
-	now := metav1.Now()
-	pod.Status.Phase = phase
-	ready := corev1.ConditionFalse
-	if phase == corev1.PodRunning {
-		ready = corev1.ConditionTrue
-		pod.Status.StartTime = &now
-	}
-	setCondition(pod, corev1.PodCondition{Type: corev1.PodReady, Status: ready, LastTransitionTime: now})
-	setCondition(pod, corev1.PodCondition{Type: corev1.ContainersReady, Status: ready, LastTransitionTime: now})
-	_, err = cp.Client.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-	return err
-}
-
-func setCondition(pod *corev1.Pod, cond corev1.PodCondition) {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == cond.Type {
-			pod.Status.Conditions[i] = cond
-			return
-		}
-	}
-	pod.Status.Conditions = append(pod.Status.Conditions, cond)
-}
-
-// CreateNodes creates the nodes.
-func (cp *ControlPlane) CreateNodes(ctx context.Context, specs ...NodeSpec) error {
-	for _, s := range specs {
-		if _, err := cp.Client.CoreV1().Nodes().Create(ctx, Node(s), metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating node %s: %w", s.Name, err)
-		}
-	}
-	return nil
-}
-
-// CreatePods creates the pods.
-func (cp *ControlPlane) CreatePods(ctx context.Context, specs ...PodSpec) error {
-	for _, s := range specs {
-		p := Pod(s)
-		if _, err := cp.Client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating pod %s/%s: %w", p.Namespace, p.Name, err)
-		}
-	}
-	return nil
-}
-
-// CreateNamespace creates a namespace.
-func (cp *ControlPlane) CreateNamespace(ctx context.Context, name string) error {
-	_, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	return err
-}
-
-// CreatePodGroup creates a scheduler-plugins PodGroup.
-func (cp *ControlPlane) CreatePodGroup(ctx context.Context, namespace, name string, minMember int32) error {
-	_, err := cp.PodGroups.SchedulingV1alpha1().PodGroups(namespace).Create(ctx, PodGroup(namespace, name, minMember), metav1.CreateOptions{})
-	return err
-}
-
-// GangPods returns n member specs of a gang, named <group>-<i>, each
-// requesting cpu.
-func GangPods(namespace, group string, n int, cpu string) []PodSpec {
-	specs := make([]PodSpec, n)
-	for i := range specs {
-		specs[i] = PodSpec{Namespace: namespace, Name: fmt.Sprintf("%s-%d", group, i), PodGroup: group, CPU: cpu}
-	}
-	return specs
-}
-
 // BoundMembers counts the group's pods that have a node.
 func (cp *ControlPlane) BoundMembers(ctx context.Context, namespace, group string) (bound, total int, err error) {
 	pods, err := cp.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "scheduling.x-k8s.io/pod-group=" + group})
@@ -221,4 +146,47 @@ func (cp *ControlPlane) BoundMembers(ctx context.Context, namespace, group strin
 		}
 	}
 	return bound, len(pods.Items), nil
+}
+
+// WaitForSettled waits until every pod for the named scheduler is either
+// bound or marked unschedulable and nothing has changed for quiet, then
+// returns the pods. A pod the scheduler has not yet looked at keeps the
+// cluster unsettled.
+func (cp *ControlPlane) WaitForSettled(ctx context.Context, schedulerName string, quiet, timeout time.Duration) ([]corev1.Pod, error) {
+	var pods []corev1.Pod
+	var lastVersion string
+	var stableSince time.Time
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		list, err := cp.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		pods = pods[:0]
+		decided := true
+		// The pods' own versions, not the list's: node heartbeats (Lease
+		// renewals) move the list's version every few seconds.
+		var version strings.Builder
+		for _, p := range list.Items {
+			if p.Spec.SchedulerName != schedulerName {
+				continue
+			}
+			pods = append(pods, p)
+			version.WriteString(string(p.UID) + "@" + p.ResourceVersion + ",")
+			if p.Spec.NodeName != "" {
+				continue
+			}
+			if c := PodScheduledCondition(&p); c == nil || c.Status != corev1.ConditionFalse {
+				decided = false
+			}
+		}
+		if !decided || version.String() != lastVersion {
+			lastVersion, stableSince = version.String(), time.Now()
+			return false, nil
+		}
+		return time.Since(stableSince) >= quiet, nil
+	})
+	if err != nil {
+		return pods, fmt.Errorf("scheduling did not settle: %w", err)
+	}
+	return pods, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,8 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
-
-	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 )
 
 // WorkloadSpec is the pod template of a Job or Deployment, built the way
@@ -187,47 +186,5 @@ func (cp *ControlPlane) WaitForJob(ctx context.Context, namespace, name string, 
 	if err != nil && last != nil {
 		return fmt.Errorf("%w (active %d, succeeded %d, failed %d)", err, last.Status.Active, last.Status.Succeeded, last.Status.Failed)
 	}
-	return err
-}
-
-// EndPod plays a kubelet reporting that the pod's container exited: with
-// exit code 0 it Succeeded, else Failed. It injects failures (and early
-// finishes) into running workloads at a time the test chooses.
-func (cp *ControlPlane) EndPod(ctx context.Context, namespace, name string, exitCode int32) error {
-	pod, err := cp.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	now := metav1.Now()
-	phase, reason := corev1.PodSucceeded, "Completed"
-	if exitCode != 0 {
-		phase, reason = corev1.PodFailed, "Error"
-	}
-	pod.Status.Phase = phase
-	var statuses []corev1.ContainerStatus
-	for _, c := range pod.Spec.Containers {
-		statuses = append(statuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image,
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exitCode, Reason: reason, FinishedAt: now}},
-		})
-	}
-	pod.Status.ContainerStatuses = statuses
-	for i := range pod.Status.Conditions {
-		if t := pod.Status.Conditions[i].Type; t == corev1.PodReady || t == corev1.ContainersReady {
-			pod.Status.Conditions[i].Status, pod.Status.Conditions[i].LastTransitionTime = corev1.ConditionFalse, now
-		}
-	}
-	_, err = cp.Client.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-	return err
-}
-
-// StopKubelet plays a node's kubelet dying: the simulator lets go of the
-// node, its Lease is no longer renewed, the node lifecycle controller
-// marks it unreachable and taint eviction deletes its pods, which stay
-// Terminating (nobody is left to confirm they stopped) until the node is
-// deleted or tainted out-of-service.
-func (cp *ControlPlane) StopKubelet(ctx context.Context, node string) error {
-	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, ManagedNodeLabel))
-	_, err := cp.Client.CoreV1().Nodes().Patch(ctx, node, "application/merge-patch+json", patch, metav1.PatchOptions{})
 	return err
 }

@@ -3,31 +3,22 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
-	batchv1 "k8s.io/api/batch/v1"
+	"github.com/flotilla-sched/flotilla/internal/cluster"
+	"github.com/flotilla-sched/flotilla/manifests"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/kubernetes/test/utils/ktesting"
 	podgroupclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
-
-	"github.com/flotilla-sched/flotilla/internal/cluster"
-	"github.com/flotilla-sched/flotilla/manifests"
+	"sigs.k8s.io/yaml"
 )
 
 // Options say where a run happens.
@@ -61,7 +52,7 @@ type env struct {
 	// allocations (-bench.cpuprofile).
 	profileDir string
 	workload   string
-	pods       *podLog
+	pods       *cluster.PodRecorder
 	nodes      []string
 	// topologyLevels, if set, replace the Gang plugin's in the scheduler's
 	// configuration (T1 uses a rack label the shipped levels lack).
@@ -121,8 +112,8 @@ func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run in
 			}
 		}
 	})
-	e.pods = newPodLog()
-	return e, e.pods.start(ctx, tb, e.client, e.namespace)
+	e.pods = cluster.NewPodRecorder()
+	return e, e.pods.Start(ctx, tb, e.client, e.namespace)
 }
 
 // startScheduler runs the flotilla-scheduler binary with both profiles
@@ -231,10 +222,10 @@ func (e *env) createPods(specs []cluster.PodSpec) error {
 	return parallel(e.ctx, len(specs), func(ctx context.Context, i int) error {
 		s := specs[i]
 		s.Namespace, s.SchedulerName = e.namespace, e.scheduler
-		e.pods.creating(s.Name)
+		e.pods.Creating(s.Name)
 		_, err := e.client.CoreV1().Pods(e.namespace).Create(ctx, cluster.Pod(s), metav1.CreateOptions{})
 		if err == nil {
-			e.pods.created(s.Name)
+			e.pods.Created(s.Name)
 		}
 		return err
 	})
@@ -265,319 +256,4 @@ func parallel(ctx context.Context, n int, f func(context.Context, int) error) er
 	close(next)
 	wg.Wait()
 	return first
-}
-
-// peakRSS reads the scheduler process's peak resident set (VmHWM), bytes.
-func (e *env) peakRSS() float64 {
-	if e.proc == nil {
-		return 0
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.proc.Pid()))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			fields := strings.Fields(line)
-			if len(fields) >= 2 {
-				kb, _ := strconv.ParseFloat(fields[1], 64)
-				return kb * 1024
-			}
-		}
-	}
-	return 0
-}
-
-// podLog records, per pod, when the workload started creating it, when it
-// existed, when it was first seen bound and when it was deleted.
-type podLog struct {
-	mu                              sync.Mutex
-	createStart, createdAt, boundAt map[string]time.Time
-	firstCreate                     time.Time
-	// attemptedAt: when a pod was first reported unschedulable.
-	attemptedAt map[string]time.Time
-	// finishedAt: when a pod was first seen Succeeded or Failed.
-	finishedAt map[string]time.Time
-	// nodeOf: where a pod was bound.
-	nodeOf map[string]string
-	// jobOf: the Job a pod belongs to; members: a Job's pods.
-	jobOf   map[string]string
-	members map[string][]string
-	boundCh chan struct{}
-	bound   int
-}
-
-func newPodLog() *podLog {
-	return &podLog{attemptedAt: map[string]time.Time{}, createStart: map[string]time.Time{}, createdAt: map[string]time.Time{},
-		boundAt: map[string]time.Time{}, finishedAt: map[string]time.Time{}, nodeOf: map[string]string{}, jobOf: map[string]string{}, members: map[string][]string{},
-		boundCh: make(chan struct{}, 1)}
-}
-
-func (l *podLog) start(ctx context.Context, tb ktesting.TB, client kubernetes.Interface, namespace string) error {
-	ctx, cancel := context.WithCancel(ctx)
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
-	tb.Cleanup(func() {
-		cancel()
-		factory.Shutdown()
-	})
-	seen := func(obj interface{}) {
-		pod, ok := obj.(*corev1.Pod)
-		if !ok {
-			return
-		}
-		l.mu.Lock()
-		now := time.Now()
-		// A Job's pods are created by its controller: they exist when the
-		// watch first shows them.
-		if _, ok := l.createdAt[pod.Name]; !ok {
-			l.createdAt[pod.Name] = now
-			if job := pod.Labels[batchv1.JobNameLabel]; job != "" {
-				l.jobOf[pod.Name] = job
-				l.members[job] = append(l.members[job], pod.Name)
-			}
-		}
-		if _, ok := l.finishedAt[pod.Name]; !ok && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) {
-			l.finishedAt[pod.Name] = now
-		}
-		l.mu.Unlock()
-		if pod.Spec.NodeName == "" {
-			for _, c := range pod.Status.Conditions {
-				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-					l.mu.Lock()
-					if _, ok := l.attemptedAt[pod.Name]; !ok {
-						l.attemptedAt[pod.Name] = time.Now()
-					}
-					l.mu.Unlock()
-				}
-			}
-			return
-		}
-		l.mu.Lock()
-		if _, ok := l.boundAt[pod.Name]; !ok {
-			l.boundAt[pod.Name] = time.Now()
-			l.nodeOf[pod.Name] = pod.Spec.NodeName
-			l.bound++
-			select {
-			case l.boundCh <- struct{}{}:
-			default:
-			}
-		}
-		l.mu.Unlock()
-	}
-	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: seen, UpdateFunc: func(_, obj interface{}) { seen(obj) },
-	}); err != nil {
-		return err
-	}
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	return nil
-}
-
-func (l *podLog) creating(name string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	if l.firstCreate.IsZero() {
-		l.firstCreate = now
-	}
-	l.createStart[name] = now
-}
-
-func (l *podLog) created(name string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, seen := l.createdAt[name]; !seen {
-		l.createdAt[name] = time.Now()
-	}
-}
-
-// started marks the start of a workload whose pods a controller creates.
-func (l *podLog) started() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.firstCreate.IsZero() {
-		l.firstCreate = time.Now()
-	}
-}
-
-// jobs returns each Job's pods seen so far.
-func (l *podLog) jobs() map[string][]string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make(map[string][]string, len(l.members))
-	for job, pods := range l.members {
-		out[job] = append([]string(nil), pods...)
-	}
-	return out
-}
-
-// running counts the names bound and not yet finished.
-func (l *podLog) running(names []string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, name := range names {
-		_, bound := l.boundAt[name]
-		_, finished := l.finishedAt[name]
-		if bound && !finished {
-			n++
-		}
-	}
-	return n
-}
-
-// waitBound waits until n pods have been seen bound.
-func (l *podLog) waitBound(ctx context.Context, n int, timeout time.Duration) error {
-	deadline := time.After(timeout)
-	for {
-		l.mu.Lock()
-		got := l.bound
-		l.mu.Unlock()
-		if got >= n {
-			return nil
-		}
-		select {
-		case <-l.boundCh:
-		case <-time.After(100 * time.Millisecond):
-		case <-deadline:
-			return fmt.Errorf("%d of %d pods bound after %s", got, n, timeout)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// span is from the first pod created to the last pod bound of the names.
-func (l *podLog) span(names []string) (firstCreate, lastCreated, lastBound time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	firstCreate = l.firstCreate
-	for _, n := range names {
-		if t, ok := l.createStart[n]; ok && t.Before(firstCreate) {
-			firstCreate = t
-		}
-		if t := l.createdAt[n]; t.After(lastCreated) {
-			lastCreated = t
-		}
-		if t := l.boundAt[n]; t.After(lastBound) {
-			lastBound = t
-		}
-	}
-	return firstCreate, lastCreated, lastBound
-}
-
-// waitAttempted waits until n pods have been reported unschedulable.
-func (l *podLog) waitAttempted(ctx context.Context, n int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		l.mu.Lock()
-		got := len(l.attemptedAt)
-		l.mu.Unlock()
-		if got >= n {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d pods tried after %s", got, n, timeout)
-		}
-		select {
-		case <-time.After(100 * time.Millisecond):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-func (l *podLog) lastAttempt() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var last time.Time
-	for _, t := range l.attemptedAt {
-		if t.After(last) {
-			last = t
-		}
-	}
-	return last
-}
-
-// countBound counts the names seen bound.
-func (l *podLog) countBound(names []string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, name := range names {
-		if _, ok := l.boundAt[name]; ok {
-			n++
-		}
-	}
-	return n
-}
-
-// firstBound is when the first of the names was seen bound.
-func (l *podLog) firstBound(names []string) time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var first time.Time
-	for _, n := range names {
-		if t, ok := l.boundAt[n]; ok && (first.IsZero() || t.Before(first)) {
-			first = t
-		}
-	}
-	return first
-}
-
-// profileRun starts a 15 s CPU profile of the run when -bench.cpuprofile
-// is set; the returned func waits until it is written.
-func (e *env) profileRun(v variant) func() {
-	if e.profileDir == "" {
-		return func() {}
-	}
-	done := e.profileCPU(e.profilePath(v, ""), 15)
-	return func() { <-done }
-}
-
-// profilePath is where the run's profile of the kind goes.
-func (e *env) profilePath(v variant, kind string) string {
-	return filepath.Join(e.profileDir, fmt.Sprintf("%s-%s%s.pprof", e.workload, strings.ReplaceAll(v.name, " ", ""), kind))
-}
-
-// profileCPU saves a CPU profile of the scheduler over the next seconds to
-// path, in the background; the returned channel closes when it is written.
-func (e *env) profileCPU(path string, seconds int) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.saveProfile(path, fmt.Sprintf("profile?seconds=%d", seconds), time.Duration(seconds+30)*time.Second)
-	}()
-	return done
-}
-
-// profileAllocs saves the scheduler's allocations since it started (the
-// allocs profile, with -sample_index=alloc_space for bytes) to path: what
-// drives its peak RSS is mostly garbage made faster than it is collected.
-func (e *env) profileAllocs(path string) {
-	e.saveProfile(path, "allocs", 60*time.Second)
-}
-
-// saveProfile fetches one of the scheduler's /debug/pprof/ profiles.
-func (e *env) saveProfile(path, profile string, timeout time.Duration) {
-	if e.pprof == "" {
-		return
-	}
-	client := &http.Client{Timeout: timeout, Transport: cluster.Insecure.Transport}
-	resp, err := client.Get(strings.TrimSuffix(e.pprof, "profile") + profile)
-	if err != nil {
-		e.tb.Logf("%s profile: %v", profile, err)
-		return
-	}
-	defer resp.Body.Close()
-	f, err := os.Create(path)
-	if err != nil {
-		e.tb.Logf("%s profile: %v", profile, err)
-		return
-	}
-	defer f.Close()
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		e.tb.Logf("%s profile: %v", profile, err)
-	}
 }

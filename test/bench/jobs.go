@@ -53,7 +53,7 @@ func (e *env) createJobs(v variant, jobs []cluster.WorkloadSpec, annotations map
 	if err := e.startScheduler(); err != nil {
 		return nil, err
 	}
-	e.pods.started()
+	e.pods.Started()
 	err := parallel(e.ctx, len(jobs), func(ctx context.Context, j int) error {
 		spec := jobs[j]
 		spec.Namespace, spec.SchedulerName = e.namespace, e.scheduler
@@ -111,7 +111,7 @@ func runJobs(e *env, v variant, nodes int, node cluster.NodeSpec, s jobStream) (
 	}
 	defer e.profileRun(v)()
 	pods := s.jobs * s.size
-	if err := e.pods.waitBound(e.ctx, pods, time.Duration(60+pods/20)*time.Second); err != nil {
+	if err := e.pods.WaitBound(e.ctx, pods, time.Duration(60+pods/20)*time.Second); err != nil {
 		return nil, err
 	}
 	if err := e.waitJobsComplete(len(names), time.Duration(60+pods/20)*time.Second+time.Duration(s.runSeconds)*time.Second); err != nil {
@@ -123,7 +123,7 @@ func runJobs(e *env, v variant, nodes int, node cluster.NodeSpec, s jobStream) (
 	// pods waited on, both variants would show its rate.
 	r.Extra["lastPodCreatedSeconds"] = r.Extra["lastCreatedSeconds"]
 	delete(r.Extra, "lastCreatedSeconds")
-	first, _, _ := e.pods.span(nil)
+	first, _, _ := e.pods.Span(nil)
 	r.Extra["jobsCompleteSeconds"] = complete.Sub(first).Seconds()
 	return r, e.measureScheduler(r, v)
 }
@@ -133,12 +133,12 @@ func runJobs(e *env, v variant, nodes int, node cluster.NodeSpec, s jobStream) (
 // created, and the slowest gang. It returns each Job's pods too.
 func (e *env) jobsResult(pods int) (*result, map[string][]string) {
 	r := &result{Pods: pods, Extra: map[string]float64{}}
-	members := e.pods.jobs()
+	members := e.pods.Jobs()
 	var all []string
 	for _, g := range members {
 		all = append(all, g...)
 	}
-	first, lastCreated, last := e.pods.span(all)
+	first, lastCreated, last := e.pods.Span(all)
 	r.Seconds = last.Sub(first).Seconds()
 	r.PodsPerS = float64(pods) / r.Seconds
 	r.Extra["lastCreatedSeconds"] = lastCreated.Sub(first).Seconds()
@@ -150,12 +150,12 @@ func (e *env) jobsResult(pods int) (*result, map[string][]string) {
 // last member bound; extra gets how that splits into placing (until the
 // first member bound: a gang's members bind once its quorum is placed) and
 // binding the rest.
-func slowestGang(pods *podLog, members map[string][]string, extra map[string]float64) float64 {
+func slowestGang(pods *cluster.PodRecorder, members map[string][]string, extra map[string]float64) float64 {
 	var slowest float64
 	for _, g := range members {
-		_, lastCreated, lastBound := pods.span(g)
+		_, lastCreated, lastBound := pods.Span(g)
 		if secs := lastBound.Sub(lastCreated).Seconds(); secs >= slowest {
-			firstBound := pods.firstBound(g)
+			firstBound := pods.FirstBound(g)
 			slowest = secs
 			extra["gangPlaceSeconds"] = firstBound.Sub(lastCreated).Seconds()
 			extra["gangBindSeconds"] = lastBound.Sub(firstBound).Seconds()
@@ -202,15 +202,15 @@ func runWaves(e *env, v variant, nodes, gangs int, hold time.Duration) (*result,
 		now := time.Now()
 		dt := now.Sub(last).Seconds()
 		last = now
-		for job, pods := range e.pods.jobs() {
-			running := e.pods.running(pods)
+		for job, pods := range e.pods.Jobs() {
+			running := e.pods.Running(pods)
 			total += float64(running) * dt
 			if _, full := fullAt[job]; full {
 				continue
 			}
 			// Until all its members have been bound, what a gang's bound
 			// members hold is held by an incomplete gang.
-			if e.pods.countBound(pods) == size {
+			if e.pods.CountBound(pods) == size {
 				fullAt[job] = now
 				continue
 			}

@@ -75,7 +75,7 @@ func runRacks(e *env, v variant, s rackStream) (*result, error) {
 		pods += n
 	}
 	timeout := time.Duration(120+pods/10)*time.Second + time.Duration(float64(len(sizes))*s.runSeconds)*time.Second
-	if err := e.pods.waitBound(e.ctx, pods, timeout); err != nil {
+	if err := e.pods.WaitBound(e.ctx, pods, timeout); err != nil {
 		return nil, err
 	}
 	if err := e.waitJobsComplete(len(names), timeout); err != nil {
@@ -83,8 +83,6 @@ func runRacks(e *env, v variant, s rackStream) (*result, error) {
 	}
 	r, members := e.jobsResult(pods)
 
-	e.pods.mu.Lock()
-	defer e.pods.mu.Unlock()
 	var oneRack, fitsRack, oneRackOfFitting int
 	var waits float64
 	var busy float64
@@ -93,9 +91,10 @@ func runRacks(e *env, v variant, s rackStream) (*result, error) {
 		racks := map[string]bool{}
 		var lastCreated, lastBound time.Time
 		for _, p := range pods {
-			racks[rackOf[e.pods.nodeOf[p]]] = true
-			bound, end := e.pods.boundAt[p], e.pods.finishedAt[p]
-			if c := e.pods.createdAt[p]; c.After(lastCreated) {
+			life := e.pods.Life(p)
+			racks[rackOf[life.Node]] = true
+			bound, end := life.Bound, life.Finished
+			if c := life.Created; c.After(lastCreated) {
 				lastCreated = c
 			}
 			if bound.After(lastBound) {

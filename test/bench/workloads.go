@@ -231,9 +231,9 @@ func runPods(e *env, v variant, stream podStream) (*result, error) {
 	timeout := time.Duration(60+pods/20) * time.Second
 	var err error
 	if pending {
-		err = e.pods.waitAttempted(e.ctx, pods, timeout)
+		err = e.pods.WaitAttempted(e.ctx, pods, timeout)
 	} else {
-		err = e.pods.waitBound(e.ctx, pods, timeout)
+		err = e.pods.WaitBound(e.ctx, pods, timeout)
 	}
 	if err != nil {
 		return nil, err
@@ -243,9 +243,9 @@ func runPods(e *env, v variant, stream podStream) (*result, error) {
 		names = append(names, s.Name)
 	}
 	r := &result{Pods: pods}
-	first, _, last := e.pods.span(names)
+	first, _, last := e.pods.Span(names)
 	if pending {
-		last = e.pods.lastAttempt()
+		last = e.pods.LastAttempt()
 	}
 	r.Seconds = last.Sub(first).Seconds()
 	r.PodsPerS = float64(pods) / r.Seconds

@@ -22,12 +22,13 @@ import (
 // The scenario suite: realistic workloads (Jobs with PodGroups, a
 // Deployment) on simulated kubelets under the real controllers, with
 // arrivals, completions and failures interleaved; startScenario checks the
-// invariants the whole time.
+// invariants each test lists (placementInvariants, and more where the
+// scenario promises more) the whole time. The checker is invariants_test.go.
 
-func startScenarioCluster(t *testing.T, nodes ...cluster.NodeSpec) (*harness.Harness, *scenario) {
+func startScenarioCluster(t *testing.T, checks []invariant, nodes ...cluster.NodeSpec) (*harness.Harness, *scenario) {
 	t.Helper()
 	h := startRealisticCluster(t, nodes...)
-	return h, startScenario(t, h)
+	return h, startScenario(t, h, checks...)
 }
 
 // startRealisticCluster starts the realistic substrate with the nodes and
@@ -79,7 +80,7 @@ func runningMembers(t *testing.T, h *harness.Harness, job *batchv1.Job) []corev1
 // their siblings are doing by then. Every Job completes within its
 // backoffLimit and every PodGroup reaches Finished.
 func TestScenarioMemberFailures(t *testing.T) {
-	h, s := startScenarioCluster(t, nodeSpecs("node", 12, cluster.NodeSpec{CPU: "8", Memory: "32Gi"})...)
+	h, s := startScenarioCluster(t, placementInvariants, nodeSpecs("node", 12, cluster.NodeSpec{CPU: "8", Memory: "32Gi"})...)
 	rng := rand.New(rand.NewSource(1))
 	var jobs []*batchv1.Job
 	for i := 0; i < 6; i++ {
@@ -119,7 +120,7 @@ func TestScenarioMemberFailures(t *testing.T) {
 // replaces them; the replacements are placed on the nodes left, all or
 // nothing, and the Job completes.
 func TestScenarioNodeFailure(t *testing.T) {
-	h, s := startScenarioCluster(t, nodeSpecs("node", 10, cluster.NodeSpec{CPU: "4", Memory: "16Gi"})...)
+	h, s := startScenarioCluster(t, placementInvariants, nodeSpecs("node", 10, cluster.NodeSpec{CPU: "4", Memory: "16Gi"})...)
 	job := s.gangJob(cluster.WorkloadSpec{Name: "train", Replicas: 8, CPU: "3", Memory: "4Gi", RunSeconds: 20}, 8)
 	running := s.waitRunning(job, 8, "the gang runs")
 	dead := running[0].Spec.NodeName
@@ -147,7 +148,7 @@ func TestScenarioNodeFailure(t *testing.T) {
 // member's failure disturbs nobody: no other member is evicted or
 // rejected, its replacement runs as surplus, the Job completes.
 func TestScenarioElasticGang(t *testing.T) {
-	h, s := startScenarioCluster(t, nodeSpecs("node", 6, cluster.NodeSpec{CPU: "4", Memory: "16Gi"})...)
+	h, s := startScenarioCluster(t, placementInvariants, nodeSpecs("node", 6, cluster.NodeSpec{CPU: "4", Memory: "16Gi"})...)
 	deleted := watchDeletedPods(t, h, metav1.NamespaceDefault)
 	job := s.gangJob(cluster.WorkloadSpec{Name: "elastic", Replicas: 8, CPU: "3", Memory: "4Gi", RunSeconds: 8}, 4)
 	running := s.waitRunning(job, 6, "quorum and surplus run on the room there is")
@@ -180,11 +181,10 @@ func TestScenarioElasticGang(t *testing.T) {
 func TestScenarioMixedBatchDay(t *testing.T) {
 	nodes := append(nodeSpecs("cpu", 8, cluster.NodeSpec{CPU: "16", Memory: "64Gi"}),
 		nodeSpecs("gpu", 2, cluster.NodeSpec{CPU: "64", Memory: "512Gi", Extended: map[corev1.ResourceName]string{cluster.GPU: "8"}})...)
-	h, s := startScenarioCluster(t, nodes...)
 	// Each queue reaches its deserved share, to within its smallest
 	// waiting gang, within 10 s of a change of demand (the Queue status
 	// it is read from is written every few hundred ms).
-	s.shareWithin = 10 * time.Second
+	h, s := startScenarioCluster(t, append(placementInvariants, invariant{kind: placedWithinShare, within: 10 * time.Second}), nodes...)
 	team := cluster.Queue("team", 1, "")
 	research := cluster.Queue("research", 1, "")
 	research.Spec.Guarantee = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16")}
@@ -292,7 +292,7 @@ func TestScenarioRestart(t *testing.T) {
 		return p
 	}
 	scheduler := start()
-	s := startScenario(t, h)
+	s := startScenario(t, h, placementInvariants...)
 	rng := rand.New(rand.NewSource(3))
 	var jobs []*batchv1.Job
 	submit := func(wave int) {
@@ -330,8 +330,10 @@ func TestScenarioRestart(t *testing.T) {
 // minMember. Evicted pods do not count against their Jobs' backoffLimit
 // (pod failure policy), their Jobs re-create them, and every Job finishes.
 func TestScenarioPreemptionUnderLoad(t *testing.T) {
-	h, s := startScenarioCluster(t, nodeSpecs("node", 8, cluster.NodeSpec{CPU: "8", Memory: "32Gi"})...)
-	s.keepWholeAfterQuorum = 3 * time.Second
+	// Members leave only by preemption here, which takes surplus members
+	// or whole gangs: a gang is never left short of its quorum.
+	h, s := startScenarioCluster(t, append(placementInvariants, invariant{kind: gangsStayWhole, within: 3 * time.Second}),
+		nodeSpecs("node", 8, cluster.NodeSpec{CPU: "8", Memory: "32Gi"})...)
 	require.NoError(t, h.CreatePriorityClass(h.Ctx, "low", 10, false))
 	require.NoError(t, h.CreatePriorityClass(h.Ctx, "high", 1000, false))
 	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("batch", 1, "")))

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
@@ -24,20 +23,23 @@ import (
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
-// scenario runs a realistic workload and checks its invariants the whole
-// time, not only at the end: no node holds more than it has, no pod
-// changes node, no gang sits partially bound past its timeout before it
-// first reached its quorum, and (shareWithin) no gang that its queue's
-// deserved share has room for waits long. It keeps a timeline (gangs running, pending,
-// finished; jobs) that every failure message carries.
+// scenario runs a realistic workload and checks the invariants its test
+// lists (invariant) the whole time, not only at the end. It keeps a
+// timeline (gangs running, pending, finished; jobs; queues; why pods wait)
+// that every failure message carries.
 type scenario struct {
 	t  *testing.T
 	h  *harness.Harness
 	tl *timeline
 
+	// checks are the invariants this scenario holds, as its test listed
+	// them: nothing is checked that was not listed.
+	checks []invariant
+	// pods records every pod's life from a watch: a pod bound to one node
+	// and then another is seen even between two checks.
+	pods *cluster.PodRecorder
+
 	mu sync.Mutex
-	// nodeOf is the node each pod was first seen bound to.
-	nodeOf map[types.UID]string
 	// partialSince: when a gang that never reached its quorum was first
 	// seen with some but not all of its quorum bound.
 	partialSince map[state.GroupKey]time.Time
@@ -45,16 +47,8 @@ type scenario struct {
 	// members they lose later (failures, evictions) are replaced, not a
 	// scheduling fault.
 	reachedQuorum map[state.GroupKey]bool
-	// keepWholeAfterQuorum: a gang that reached its quorum is never left
-	// with 0 < placed < minMember for longer than this (0: not checked).
-	// For scenarios where members leave only by preemption, which takes
-	// surplus members or whole gangs; a failure legitimately shrinks one.
-	keepWholeAfterQuorum time.Duration
-	shrunkSince          map[state.GroupKey]time.Time
-	// shareWithin: a gang whose quorum its queue's deserved share has room
-	// for is placed within this long (0: not checked). See checkShares.
-	shareWithin time.Duration
-	owedSince   map[state.GroupKey]time.Time
+	shrunkSince   map[state.GroupKey]time.Time
+	owedSince     map[state.GroupKey]time.Time
 	// owedGangs, longestOwed: how many gangs were seen owed room by their
 	// share, and the longest such wait (logged at the end).
 	owedGangs   map[state.GroupKey]bool
@@ -69,10 +63,79 @@ type scenario struct {
 // nodes are released a moment later.
 const partialGangSlack = 5 * time.Second
 
-func startScenario(t *testing.T, h *harness.Harness) *scenario {
+// invariant is one property a scenario checks the whole time; a scenario
+// holds exactly the invariants its test lists (startScenario).
+type invariant struct {
+	kind invariantKind
+	// within: how long the property may be broken for (for the kinds that
+	// allow a delay).
+	within time.Duration
+}
+
+type invariantKind int
+
+const (
+	// nothingBoundTwice: no pod is seen bound to one node and then another.
+	nothingBoundTwice invariantKind = iota
+	// noNodeOverCommitted: what the live pods bound to a node request never
+	// exceeds its allocatable.
+	noNodeOverCommitted
+	// noPartialGangPastTimeout: a gang that never reached its quorum is not
+	// partially bound for longer than its timeout (plus partialGangSlack).
+	noPartialGangPastTimeout
+	// gangsStayWhole: a gang that reached its quorum is never left with
+	// 0 < placed < minMember for longer than within. For scenarios where
+	// members leave only by preemption, which takes surplus members or
+	// whole gangs; a failure legitimately shrinks a gang.
+	gangsStayWhole
+	// placedWithinShare: a gang whose quorum its queue's deserved share has
+	// room for is placed within within (see checkShare).
+	placedWithinShare
+)
+
+func (i invariant) String() string {
+	switch i.kind {
+	case nothingBoundTwice:
+		return "nothing bound twice"
+	case noNodeOverCommitted:
+		return "no node over-committed"
+	case noPartialGangPastTimeout:
+		return "no gang partially bound past its timeout before its quorum"
+	case gangsStayWhole:
+		return fmt.Sprintf("a gang that had its quorum is whole again within %s", i.within)
+	case placedWithinShare:
+		return fmt.Sprintf("a gang its queue's share has room for is placed within %s", i.within)
+	}
+	return fmt.Sprintf("invariant %d", i.kind)
+}
+
+// placementInvariants are what every scenario of this suite holds.
+var placementInvariants = []invariant{{kind: nothingBoundTwice}, {kind: noNodeOverCommitted}, {kind: noPartialGangPastTimeout}}
+
+// listed returns the scenario's invariant of the kind, if its test listed it.
+func (s *scenario) listed(kind invariantKind) (invariant, bool) {
+	for _, i := range s.checks {
+		if i.kind == kind {
+			return i, true
+		}
+	}
+	return invariant{}, false
+}
+
+// startScenario checks the listed invariants every 300 ms until the test
+// ends, and fails it then with every violation seen and the timeline.
+func startScenario(t *testing.T, h *harness.Harness, checks ...invariant) *scenario {
 	t.Helper()
+	require.NotEmpty(t, checks, "a scenario lists the invariants it checks")
+	var names []string
+	for _, c := range checks {
+		names = append(names, c.String())
+	}
+	t.Logf("scenario invariants: %s", strings.Join(names, "; "))
+	recorder := cluster.NewPodRecorder()
+	require.NoError(t, recorder.Start(h.Ctx, t, h.Client, metav1.NamespaceAll))
 	ctx, cancel := context.WithCancel(h.Ctx)
-	s := &scenario{t: t, h: h, tl: newTimeline(t), nodeOf: map[types.UID]string{}, partialSince: map[state.GroupKey]time.Time{},
+	s := &scenario{t: t, h: h, tl: newTimeline(t), checks: checks, pods: recorder, partialSince: map[state.GroupKey]time.Time{},
 		reachedQuorum: map[state.GroupKey]bool{}, shrunkSince: map[state.GroupKey]time.Time{}, owedSince: map[state.GroupKey]time.Time{}, owedGangs: map[state.GroupKey]bool{}, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
@@ -94,7 +157,7 @@ func (s *scenario) finish() {
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.shareWithin > 0 {
+	if _, ok := s.listed(placedWithinShare); ok {
 		s.t.Logf("gangs seen waiting with room in their queue's share: %d; longest wait %s", len(s.owedGangs), s.longestOwed.Round(100*time.Millisecond))
 	}
 	if len(s.violations) > 0 {
@@ -138,7 +201,13 @@ func (s *scenario) check(ctx context.Context) {
 
 	queues := s.queues(ctx)
 
-	// Nothing bound twice, no node over-committed.
+	if _, ok := s.listed(nothingBoundTwice); ok {
+		for _, v := range s.pods.Rebound() {
+			s.violate("%s", v)
+		}
+	}
+
+	// What the live pods on each node request.
 	used := map[string]capacity.Resources{}
 	type members struct {
 		bound, succeeded int
@@ -170,15 +239,6 @@ func (s *scenario) check(ctx context.Context) {
 		if p.Spec.NodeName == "" {
 			continue
 		}
-		s.mu.Lock()
-		first, seen := s.nodeOf[p.UID]
-		if !seen {
-			s.nodeOf[p.UID] = p.Spec.NodeName
-		}
-		s.mu.Unlock()
-		if seen && first != p.Spec.NodeName {
-			s.violate("pod %s/%s bound twice: %s, then %s", p.Namespace, p.Name, first, p.Spec.NodeName)
-		}
 		// A terminating pod still holds its node until it is gone.
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
@@ -189,6 +249,9 @@ func (s *scenario) check(ctx context.Context) {
 		used[p.Spec.NodeName].Add(capacity.Request(p))
 	}
 	for _, n := range nodes.Items {
+		if _, ok := s.listed(noNodeOverCommitted); !ok {
+			break
+		}
 		have := capacity.ResourcesOf(n.Status.Allocatable)
 		for res, v := range used[n.Name] {
 			if v > have[res] {
@@ -223,20 +286,19 @@ func (s *scenario) check(ctx context.Context) {
 		since, was := holds(s.partialSince, key, partial, now)
 		shrunk := s.reachedQuorum[key] && m.bound > 0 && int32(m.bound+m.succeeded) < pg.Spec.MinMember && m.succeeded == 0
 		shrunkAt, wasShrunk := holds(s.shrunkSince, key, shrunk, now)
-		keepWhole := s.keepWholeAfterQuorum
 		s.mu.Unlock()
-		if keepWhole > 0 && shrunk && wasShrunk && now.Sub(shrunkAt) > keepWhole {
+		if whole, ok := s.listed(gangsStayWhole); ok && shrunk && wasShrunk && now.Sub(shrunkAt) > whole.within {
 			s.violate("gang %s left with %d of minMember %d running for %s after it had its quorum", key, m.bound, pg.Spec.MinMember, now.Sub(shrunkAt).Round(time.Second))
 		}
 		timeout := 60 * time.Second
 		if pg.Spec.ScheduleTimeoutSeconds != nil {
 			timeout = time.Duration(*pg.Spec.ScheduleTimeoutSeconds) * time.Second
 		}
-		if partial && was && now.Sub(since) > timeout+partialGangSlack {
+		if _, ok := s.listed(noPartialGangPastTimeout); ok && partial && was && now.Sub(since) > timeout+partialGangSlack {
 			s.violate("gang %s partially bound (%d of minMember %d) for %s, past its %s timeout", key, m.bound+m.succeeded, pg.Spec.MinMember, now.Sub(since).Round(time.Second), timeout)
 		}
-		if s.shareWithin > 0 {
-			s.checkShare(key, int(pg.Spec.MinMember)-m.bound-m.succeeded, m.pending, queues, now)
+		if share, ok := s.listed(placedWithinShare); ok {
+			s.checkShare(share.within, key, int(pg.Spec.MinMember)-m.bound-m.succeeded, m.pending, queues, now)
 		}
 	}
 	var complete, failed, active int
@@ -297,10 +359,10 @@ func queueLine(queues map[string]*flotillav1alpha1.Queue) string {
 // whose pending members complete its quorum (need of them), and whose
 // queue's deserved share has room for them on every resource they request
 // (the rule the proportion plugin admits by), is placed within
-// shareWithin, from free room or by reclaim. A queue's allocation thus
+// within, from free room or by reclaim. A queue's allocation thus
 // reaches its deserved share to within its smallest waiting gang — one
-// pod for plain pods — within shareWithin of a change of demand.
-func (s *scenario) checkShare(key state.GroupKey, need int, pending []*corev1.Pod, queues map[string]*flotillav1alpha1.Queue, now time.Time) {
+// pod for plain pods — within that long of a change of demand.
+func (s *scenario) checkShare(within time.Duration, key state.GroupKey, need int, pending []*corev1.Pod, queues map[string]*flotillav1alpha1.Queue, now time.Time) {
 	var owed bool
 	var queue string
 	request := capacity.Resources{}
@@ -333,7 +395,7 @@ func (s *scenario) checkShare(key state.GroupKey, need int, pending []*corev1.Po
 		}
 	}
 	s.mu.Unlock()
-	if owed && was && now.Sub(since) > s.shareWithin {
+	if owed && was && now.Sub(since) > within {
 		q := queues[queue]
 		s.violate("gang %s (queue %s, %d members for its quorum) waited %s although its queue's share had room: allocated %v, deserved %v, needs %v",
 			key, queue, need, now.Sub(since).Round(time.Second), quantities(q.Status.Allocated), quantities(q.Status.Deserved), quantities(request.List()))

@@ -108,26 +108,3 @@ func (cp *ControlPlane) StartControllers(ctx context.Context, tb ktesting.TB, co
 		return nil
 	}
 }
-
-// KubeletOptions tune the kubelet simulator.
-type KubeletOptions struct {
-	// NoHeartbeats: nodes renew no Lease. A node then stays as it was
-	// made (Ready) for as long as no node lifecycle controller runs; the
-	// benchmarks use it on 1000 nodes, whose renewals (one write per node
-	// every 2 s) would take a share of this machine's apiserver that no
-	// real cluster's scheduler competes with.
-	NoHeartbeats bool
-}
-
-// StartKubelets runs the kubelet simulator (see kubelets.go) over every
-// node made with CreateNodes until tb's clean-up.
-func (cp *ControlPlane) StartKubelets(ctx context.Context, tb ktesting.TB, opts KubeletOptions) error {
-	kubeletCtx, stop := context.WithCancel(ctx)
-	tb.Cleanup(func() {
-		stop()
-		// Its watches end with the context; give them a moment before the
-		// apiserver goes, which otherwise waits for them.
-		time.Sleep(100 * time.Millisecond)
-	})
-	return startKubelets(kubeletCtx, cp.KubeconfigPath, opts)
-}
