@@ -13,7 +13,7 @@ import (
 // eligible is mayEvict for a pod the survey found, with the queues this
 // preemption may reclaim from.
 func (w *world) eligible(who *preemptor, pod *corev1.Pod, queue string) (eligible, reclaim bool) {
-	return mayEvict(who, corev1helpers.PodPriority(pod), queue, func() bool { return w.charged(pod) }, w.reclaimFrom)
+	return mayEvict(who, corev1helpers.PodPriority(pod), queue, func() bool { return w.charged.Charged(pod) }, w.reclaimFrom)
 }
 
 // reclaimableQueues returns the queues the preemptor may reclaim from, as

@@ -179,9 +179,9 @@ func (t *reclaimTree) reclaimsReference(view *state.QueueView, v, x string) bool
 // single pod of v, with the cluster short of cpu?
 func reclaims(t *testing.T, view *state.QueueView, v, x string) bool {
 	who := &preemptor{queue: x, request: oneCPUOneGi()}
-	w := &world{view: view, leaving: state.Released{}, charged: func(*corev1.Pod) bool { return true }}
+	w := &world{view: view, leaving: state.Released{}, charged: state.ChargedProfiles{"flotilla-scheduler": true}}
 	w.reclaimFrom = reclaimableQueues(view, who, state.Released{})
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "victim", UID: "victim"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "victim", UID: "victim"}, Spec: corev1.PodSpec{SchedulerName: "flotilla-scheduler"}}
 	pod.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: oneCPUOneGi().List()}}}
 	eligible, reclaim := w.eligible(who, pod, v)
 	if !eligible {

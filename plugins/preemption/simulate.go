@@ -58,7 +58,7 @@ func (w *world) admits(who *preemptor, victims []*unit) bool {
 	released := w.base()
 	// A gang's pods are in its queue, so the unit's queue is each pod's.
 	eachVictimPod(victims, func(u *unit, i int) {
-		if w.charged(u.members[i].info.GetPod()) {
+		if w.charged.Charged(u.members[i].info.GetPod()) {
 			w.view.Release(released, u.queue, u.memberRequests()[i])
 		}
 	})

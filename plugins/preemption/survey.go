@@ -41,15 +41,15 @@ type world struct {
 	onDemand bool
 	// leavingPods are the victims of other evictions in flight.
 	leavingPods map[types.UID]podRef
-	// classify decides a pod's queue and eligibility.
-	classify func(info fwk.PodInfo, node string) found
-	// inFlight reports whether a pod is this scheduler's attempt in flight:
-	// waiting in Permit or binding.
-	inFlight func(uid types.UID) bool
-	// charged is the queues' Charged, without their lock.
-	charged func(pod *corev1.Pod) bool
-	// inGang reports whether a pod is a member of a gang with a PodGroup.
-	inGang func(pod *corev1.Pod) (state.GroupKey, bool)
+	// who is the preemptor the world is surveyed for; handle and store what
+	// it reads of the scheduler: the pods waiting in Permit or binding, the
+	// PodGroups.
+	who    *preemptor
+	handle fwk.Handle
+	store  *state.Store
+	// charged are the profiles whose pods count in their queues (nil
+	// without queues).
+	charged state.ChargedProfiles
 	// leaving is what the victims of other evictions in flight give back to
 	// their queues; claimed what those evictions' preemptors will take.
 	leaving, claimed state.Released
@@ -158,7 +158,7 @@ func unitsByNode(units []*unit) map[string][]*unit {
 // PreemptionAsync benchmark.
 func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.NodeInfo, onDemand bool) (*world, error) {
 	w := &world{nodes: nodes, byName: make(map[string]fwk.NodeInfo, len(nodes)), terminating: map[string][]fwk.PodInfo{},
-		leaving: state.Released{}, claimed: state.Released{}, onDemand: onDemand}
+		leaving: state.Released{}, claimed: state.Released{}, onDemand: onDemand, who: who, handle: p.handle, store: p.store}
 	leaving, claims := p.pending(who.id)
 	w.leavingPods = leaving
 	if w.queues = p.store.Queues(); w.queues != nil {
@@ -177,28 +177,10 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 		return nil, err
 	}
 	w.pdbs = pdbs
-	w.classify = func(info fwk.PodInfo, node string) found {
-		pod := info.GetPod()
-		c := found{member: member{info: info, node: node}}
-		if w.queues != nil {
-			c.queue = w.queues.QueueOf(pod)
-		}
-		c.eligible, c.reclaim = w.eligible(who, pod, c.queue)
-		c.eligible = c.eligible && !w.inFlight(pod.UID)
-		return c
-	}
-	// Waiting or binding pods belong to an attempt in flight.
-	w.inFlight = func(uid types.UID) bool {
-		return p.handle.GetWaitingPod(uid) != nil || p.handle.GetPodInPreBind(uid) != nil
-	}
-	w.inGang = func(pod *corev1.Pod) (state.GroupKey, bool) {
-		key, ok := state.GroupOf(pod)
-		return key, ok && p.store.PodGroup(key) != nil
-	}
 	// A victim of another eviction, not deleted yet, is as good as gone:
 	// its share is its queue's no more.
 	release := func(pod *corev1.Pod) {
-		if w.queues != nil && w.charged(pod) {
+		if w.queues != nil && w.charged.Charged(pod) {
 			w.view.Release(w.leaving, w.queues.QueueOf(pod), capacity.Request(pod))
 		}
 	}
@@ -318,6 +300,31 @@ func (w *world) gangsByMembers(store *state.Store, who *preemptor) map[state.Gro
 		})
 	}
 	return groups
+}
+
+// classify decides a pod's queue and whether the preemptor may evict it:
+// by the policy (eligible), and never a pod of an attempt in flight.
+func (w *world) classify(info fwk.PodInfo, node string) found {
+	pod := info.GetPod()
+	c := found{member: member{info: info, node: node}}
+	if w.queues != nil {
+		c.queue = w.queues.QueueOf(pod)
+	}
+	c.eligible, c.reclaim = w.eligible(w.who, pod, c.queue)
+	c.eligible = c.eligible && !w.inFlight(pod.UID)
+	return c
+}
+
+// inFlight reports whether a pod is this scheduler's attempt in flight:
+// waiting in Permit or binding.
+func (w *world) inFlight(uid types.UID) bool {
+	return w.handle.GetWaitingPod(uid) != nil || w.handle.GetPodInPreBind(uid) != nil
+}
+
+// inGang reports whether a pod is a member of a gang with a PodGroup.
+func (w *world) inGang(pod *corev1.Pod) (state.GroupKey, bool) {
+	key, ok := state.GroupOf(pod)
+	return key, ok && w.store.PodGroup(key) != nil
 }
 
 // found is a pod the survey found, with its queue and whether the

@@ -241,14 +241,20 @@ func (q *Queues) Charged(pod *corev1.Pod) bool {
 	return q.profiles[pod.Spec.SchedulerName]
 }
 
-// ChargedBy returns Charged as of now, reading no lock per call: for a
-// preemption, which asks it of hundreds of pods from parallel planners.
-// (The profiles are set when the scheduler starts, so a copy stays true.)
-func (q *Queues) ChargedBy() func(pod *corev1.Pod) bool {
+// ChargedProfiles are the profiles whose pods count in their queues'
+// allocation, as of when they were read (ChargedBy).
+type ChargedProfiles map[string]bool
+
+// Charged is Queues.Charged without a lock: for preemption, which asks it
+// of hundreds of pods from parallel planners.
+func (c ChargedProfiles) Charged(pod *corev1.Pod) bool { return c[pod.Spec.SchedulerName] }
+
+// ChargedBy returns the profiles Charged reads, as of now. (The profiles
+// are set when the scheduler starts, so a copy stays true.)
+func (q *Queues) ChargedBy() ChargedProfiles {
 	q.mu.Lock()
-	profiles := maps.Clone(q.profiles)
-	q.mu.Unlock()
-	return func(pod *corev1.Pod) bool { return profiles[pod.Spec.SchedulerName] }
+	defer q.mu.Unlock()
+	return maps.Clone(q.profiles)
 }
 
 // GangCounts returns, per queue, how many gangs have reached their quorum
