@@ -20,6 +20,12 @@
 // instead (for example `make playground ARGS=--no-scheduler`) and a
 // scheduler of your choice, named by -bench.scheduler-name.
 //
+// Files: env.go (one run's set-up: control plane, scheduler, nodes, pods),
+// profile.go (CPU and allocation profiles, peak RSS), workloads.go,
+// jobs.go and topology.go (the workloads), metrics.go (the scheduler's own
+// metrics), report.go (the tables). Pod timings come from
+// cluster.PodRecorder, the recorder the scenario tests use too.
+//
 // `make bench` runs the full sizes and rewrites the table in
 // docs/benchmarks.md; the smoke size runs in `make test` and checks only
 // that every workload completes and every number is measured.
