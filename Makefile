@@ -8,7 +8,7 @@ LDFLAGS        := -s -w -X main.version=$(VERSION)
 IMAGE          ?= flotilla-scheduler:$(VERSION)
 CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 # The integration suite starts a real apiserver per scenario.
-INTEGRATION_TIMEOUT ?= 40m
+INTEGRATION_TIMEOUT ?= 60m
 ARGS ?=
 
 UNIT_PKGS        = $(shell $(GO) list ./... | grep -v /test/integration)

@@ -23,6 +23,8 @@ type eviction struct {
 	members []podRef
 	queue   string
 	started time.Time
+	// victimsGone is when the eviction was first seen with no victim left.
+	victimsGone time.Time
 }
 
 type podRef struct {
@@ -33,6 +35,15 @@ type podRef struct {
 // forgetAfter bounds how long an eviction whose preemptor never got placed
 // is counted.
 const forgetAfter = 2 * time.Minute
+
+// claimAfterVictimsGone bounds how long a preemptor not placed yet is still
+// counted as placed once its victims are gone. Its room is then in the
+// snapshot and its queue's allocation: the preemptor normally binds within
+// a cycle (its victims' deletion re-queues it at once). If it does not —
+// another pod of its queue took the share the victims gave back, which
+// the queue's admission allows — its claim would count that share twice
+// and, until forgetAfter, keep its queue from reclaiming what it is owed.
+const claimAfterVictimsGone = 2 * time.Second
 
 func (p *Preemption) track(who *preemptor, victims []podRef) {
 	e := &eviction{victims: victims, queue: who.queue, started: time.Now()}
@@ -112,10 +123,12 @@ func (p *Preemption) pending(id string) (leaving map[types.UID]podRef, claims []
 }
 
 // pruneLocked forgets evictions that are over: no victim left and every
-// preemptor pod placed or gone.
+// preemptor pod placed or gone, or no victim left for
+// claimAfterVictimsGone.
 func (p *Preemption) pruneLocked() {
+	now := time.Now()
 	for id, e := range p.inFlight {
-		if time.Since(e.started) > forgetAfter {
+		if now.Sub(e.started) > forgetAfter {
 			delete(p.inFlight, id)
 			continue
 		}
@@ -125,6 +138,13 @@ func (p *Preemption) pruneLocked() {
 				over = false
 				break
 			}
+		}
+		if over && e.victimsGone.IsZero() {
+			e.victimsGone = now
+		}
+		if over && now.Sub(e.victimsGone) > claimAfterVictimsGone {
+			delete(p.inFlight, id)
+			continue
 		}
 		for _, m := range e.members {
 			if !over {

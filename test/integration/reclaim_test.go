@@ -186,8 +186,10 @@ func reclaimInOrder(t *testing.T, h *harness.Harness, tc reclaimCase, order []st
 		if i == len(order)-1 {
 			break
 		}
-		// The next leaf arrives once this one is placed as far as it goes.
-		var stable int
+		// The next leaf arrives once this one is placed as far as it goes:
+		// all its pods, or the cluster full, or (a capability on its path)
+		// no more of its pods placed for 2 s.
+		var stable, unchanged, before int
 		require.Eventually(t, func() bool {
 			placed, _ := observe()
 			total := 0
@@ -197,7 +199,13 @@ func reclaimInOrder(t *testing.T, h *harness.Harness, tc reclaimCase, order []st
 			if placed[leaf] >= int(min(tc.pods[leaf], 100)) || total >= 100 {
 				stable++
 			}
-			return stable >= 2
+			if placed[leaf] > 0 && placed[leaf] == before {
+				unchanged++
+			} else {
+				unchanged = 0
+			}
+			before = placed[leaf]
+			return stable >= 2 || unchanged >= 4
 		}, 60*time.Second, 500*time.Millisecond, "queue %s placed\n%s", leaf, tl)
 	}
 	// The last leaf's demand is complete once all its pods exist.
