@@ -19,10 +19,13 @@ import (
 // ReplicaSet owned, node lifecycle and taint eviction evict the pods of a
 // node that stopped heartbeating, podgc removes pods of deleted nodes, and
 // the disruption controller keeps PodDisruptionBudgets' allowed disruptions
-// (preemption reads them).
+// (preemption reads them), and the resourceclaim controller makes pods'
+// ResourceClaims from their templates and releases a claim once its pods
+// are done (DRA).
 var workloadControllers = []string{
 	"job-controller", "garbage-collector-controller", "replicaset-controller", "deployment-controller",
 	"node-lifecycle-controller", "taint-eviction-controller", "pod-garbage-collector-controller", "disruption-controller",
+	"resourceclaim-controller",
 }
 
 // JobControllers are what a cluster of Jobs whose nodes never fail needs:

@@ -26,7 +26,14 @@ type WorkloadSpec struct {
 	Replicas int32
 	CPU      string // e.g. "1"
 	Memory   string // e.g. "1Gi"; required with CPU
-	GPU      string // optional nvidia.com/gpu request
+	GPU      string // optional GPU request, of GPUResource
+	// GPUResource is the extended resource GPU asks for: nvidia.com/gpu
+	// (a device plugin's allocatable) unless set, e.g. to the
+	// extendedResourceName of a DeviceClass (DRA-backed).
+	GPUResource corev1.ResourceName
+	// ClaimTemplate, when set, gives each pod a ResourceClaim generated
+	// from that ResourceClaimTemplate (DRA devices), used by its container.
+	ClaimTemplate string
 	// Queue labels the pods with their flotilla queue ("" for the default).
 	Queue string
 	// PodGroup labels the pods as members of that scheduler-plugins
@@ -60,7 +67,11 @@ func (s WorkloadSpec) template(ownerLabel string) corev1.PodTemplateSpec {
 		corev1.ResourceMemory: resource.MustParse(s.Memory),
 	}
 	if s.GPU != "" {
-		requests[GPU] = resource.MustParse(s.GPU)
+		name := s.GPUResource
+		if name == "" {
+			name = GPU
+		}
+		requests[name] = resource.MustParse(s.GPU)
 	}
 	labels := map[string]string{"app": ownerLabel}
 	if s.Queue != "" {
@@ -82,7 +93,7 @@ func (s WorkloadSpec) template(ownerLabel string) corev1.PodTemplateSpec {
 		one := int64(1)
 		grace = &one
 	}
-	return corev1.PodTemplateSpec{
+	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
 		Spec: corev1.PodSpec{
 			SchedulerName:                 scheduler,
@@ -94,6 +105,11 @@ func (s WorkloadSpec) template(ownerLabel string) corev1.PodTemplateSpec {
 			}},
 		},
 	}
+	if s.ClaimTemplate != "" {
+		tmpl.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "devices", ResourceClaimTemplateName: &s.ClaimTemplate}}
+		tmpl.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "devices"}}
+	}
+	return tmpl
 }
 
 func (s WorkloadSpec) namespace() string {

@@ -18,7 +18,16 @@
 //   - PreFilter: the first member of an attempt checks, by first-fit
 //     decreasing over each node's free capacity, that the members still
 //     needed for the quorum fit; if not the gang is refused before anything
-//     is reserved. A gang backing off after a failed attempt is refused until
+//     is reserved. Devices allocated through DRA count as one more
+//     resource per node (package state/devices): a member needs what its
+//     claims (or the claims its templates will make) take, counted once per
+//     shared claim, and a node offers its free devices of the class —
+//     matching the class, unallocated (members waiting at Permit included),
+//     no taint the claims do not tolerate. A gang short of devices says
+//     which class and how many ("needs 16 devices of class gpu.example.com:
+//     7 free, at most 3 on one node"); a missing claim, template or
+//     DeviceClass is named in the wait message. The count is the cheap
+//     check; DynamicResources' Filter runs the allocator for each member. A gang backing off after a failed attempt is refused until
 //     its back-off (args backoffSeconds) ends. When the attempt starts, the
 //     other pending members are activated so they follow at once. The check
 //     is the whole gang's: when it refuses, freed or added room re-queues

@@ -11,11 +11,17 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/utils/ptr"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -27,6 +33,8 @@ import (
 	"github.com/flotilla-sched/flotilla/internal/handletest"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
 )
 
 var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
@@ -138,7 +146,7 @@ func TestQuorumCheckIsPlacementAware(t *testing.T) {
 	var plan []capacity.PlanSlot
 	check := func(nodes []fwk.NodeInfo) (reason string) {
 		g.store.Lock(func(locked *state.Locked) {
-			reason, plan, _ = g.quorumDoesNotFit(pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, nil)
+			reason, plan, _ = g.quorumDoesNotFit(context.Background(), pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, nil)
 		})
 		return reason
 	}
@@ -280,7 +288,7 @@ func TestQuorumCountsSucceededMembers(t *testing.T) {
 				gang := locked.Gang(key)
 				count := locked.Quorum(gang, pg)
 				quorum, surplus = count.Counted(), count.Reached()
-				reason, plan, _ = g.quorumDoesNotFit(pg, gang, roomy, locked, nil, nil)
+				reason, plan, _ = g.quorumDoesNotFit(context.Background(), pg, gang, roomy, locked, nil, nil)
 			})
 			planned := 0
 			for _, slot := range plan {
@@ -325,4 +333,85 @@ func TestProfilesOfOneSchedulerShareOneStatusWriter(t *testing.T) {
 func profileOf(t testing.TB, profile string, factory informers.SharedInformerFactory) fwk.Handle {
 	return handletest.New(t, profile, frameworkruntime.WithInformerFactory(factory),
 		frameworkruntime.WithKubeConfig(&rest.Config{Host: "https://127.0.0.1:1"}))
+}
+
+// The quorum check counts devices allocated through DRA where nodes have
+// none in allocatable: by extended resource a DeviceClass serves, or by
+// claim template; per node, less what is allocated; and says which class
+// is short and by how much.
+func TestQuorumCheckCountsDRADevices(t *testing.T) {
+	gpu := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"}, Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To("example.com/gpu")}}
+	slice := func(node string, n int) *resourceapi.ResourceSlice {
+		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", Pool: resourceapi.ResourcePool{Name: node, ResourceSliceCount: 1}, NodeName: ptr.To(node)}}
+		for i := 0; i < n; i++ {
+			s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("d%d", i)})
+		}
+		return s
+	}
+	byExtended := func(name string, n string) *corev1.Pod {
+		return st.MakePod().Namespace("ns").Name(name).UID(name).Label(schedv1alpha1.PodGroupLabel, "g").
+			Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi", "example.com/gpu": n}).Obj()
+	}
+	byTemplate := func(name string) *corev1.Pod {
+		p := st.MakePod().Namespace("ns").Name(name).UID(name).Label(schedv1alpha1.PodGroupLabel, "g").
+			Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}).Obj()
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: ptr.To("four")}}
+		return p
+	}
+	template := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "four"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "gpus", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu.example.com", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 4}}}}}}}
+	templates := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	require.NoError(t, templates.Add(template))
+	nodes := []fwk.NodeInfo{nodeInfo("a", "64"), nodeInfo("b", "64")}
+	var allocatedOnA []structured.DeviceID
+	for i := 0; i < 6; i++ {
+		allocatedOnA = append(allocatedOnA, structured.MakeDeviceID("gpu.example.com", "a", fmt.Sprintf("d%d", i)))
+	}
+
+	tests := []struct {
+		name      string
+		members   []*corev1.Pod
+		allocated []structured.DeviceID
+		// wantReason: "" when the quorum fits.
+		wantReason string
+		wantPlan   map[string]int
+	}{
+		{name: "extended resource: 4 × 2 devices fit on the node with 8",
+			members:  []*corev1.Pod{byExtended("m0", "2"), byExtended("m1", "2"), byExtended("m2", "2"), byExtended("m3", "2")},
+			wantPlan: map[string]int{"a": 4}},
+		{name: "extended resource: 4 × 3 devices, 11 free, 3 fit",
+			members:    []*corev1.Pod{byExtended("m0", "3"), byExtended("m1", "3"), byExtended("m2", "3"), byExtended("m3", "3")},
+			wantReason: "needs 12 devices of class gpu.example.com: 11 free, at most 8 on one node"},
+		{name: "claim template: 2 × 4 devices fit on a",
+			members:  []*corev1.Pod{byTemplate("m0"), byTemplate("m1")},
+			wantPlan: map[string]int{"a": 2}},
+		{name: "claim template: allocated devices are not free",
+			members: []*corev1.Pod{byTemplate("m0"), byTemplate("m1")}, allocated: allocatedOnA,
+			wantReason: "needs 8 devices of class gpu.example.com: 5 free, at most 3 on one node"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pg := podGroup("g", t0, int32(len(tc.members)))
+			dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Slices: []*resourceapi.ResourceSlice{slice("a", 8), slice("b", 3)}, Allocated: sets.New(tc.allocated...)}
+			store := state.NewStatic([]*schedv1alpha1.PodGroup{pg}, tc.members).
+				WithDevices(devices.NewReader(dra, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
+			g := &Gang{store: store}
+			var reason string
+			var plan []capacity.PlanSlot
+			store.Lock(func(locked *state.Locked) {
+				reason, plan, _ = g.quorumDoesNotFit(context.Background(), pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, nil)
+			})
+			if tc.wantReason != "" {
+				assert.Contains(t, reason, tc.wantReason)
+				return
+			}
+			require.Empty(t, reason)
+			got := map[string]int{}
+			for _, slot := range plan {
+				got[slot.Node] = slot.Members
+			}
+			assert.Equal(t, tc.wantPlan, got)
+		})
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 )
 
 // PreFilter admits a member when its gang may place now: the gang is not
@@ -65,7 +66,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 				if besidePlacing {
 					held = locked.HeldByPlans(gang)
 				}
-				reason, plan, domain := g.quorumDoesNotFit(pg, gang, nodes, locked, held, topo)
+				reason, plan, domain := g.quorumDoesNotFit(ctx, pg, gang, nodes, locked, held, topo)
 				return fitOutcome{reason: reason, plan: plan, domain: domain}
 			}
 		}
@@ -205,7 +206,7 @@ func (g *Gang) activateSiblings(ctx context.Context, pod *corev1.Pod, key state.
 // A gang with a topology is fitted level by level (topology.levels) into
 // one domain of the level, the best fit among those it fits (see
 // topology.go); the domain's nodes are returned to confine the attempt.
-func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, locked *state.Locked, held map[string]capacity.Resources, topo *topology) (reason string, plan []capacity.PlanSlot, confine []string) {
+func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, locked *state.Locked, held map[string]capacity.Resources, topo *topology) (reason string, plan []capacity.PlanSlot, confine []string) {
 	members, short := locked.StillNeeded(gang, pg, nil)
 	if short > 0 {
 		return fmt.Sprintf("gang %s needs %d more members but only %d are pending", gang.Key, len(members)+short, len(members)), nil, nil
@@ -214,16 +215,41 @@ func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, no
 		return "", nil, nil
 	}
 	need := len(members)
+	// Devices a member's claims take count beside its requests, under
+	// their class's key (see package devices).
+	catalog := g.store.Devices().Catalog()
 	pending := make([]capacity.Resources, need)
 	for i, m := range members {
 		pending[i] = capacity.Request(m)
+		demand, err := catalog.Demand(m)
+		if err != nil {
+			return fmt.Sprintf("gang %s waits: %v", gang.Key, err), nil, nil
+		}
+		pending[i].Add(demand)
 	}
 	sort.SliceStable(pending, func(i, j int) bool { return pending[j].Less(pending[i]) }) // largest first
 
 	view := capacity.NewFreeView(nodes, held)
+	keys := catalog.Keys(pending...)
+	var deviceErr error
+	if len(keys) > 0 {
+		view.CountDevices(func(n fwk.NodeInfo) capacity.Resources {
+			free, err := catalog.FreeOn(ctx, n.Node(), keys)
+			if err != nil && deviceErr == nil {
+				deviceErr = err
+			}
+			return free
+		})
+	}
 	anywhereFit := func() (string, []capacity.PlanSlot, []string) {
 		f := capacity.FirstFit(pending, view.All(), view)
+		if deviceErr != nil {
+			return fmt.Sprintf("gang %s waits: reading devices: %v", gang.Key, deviceErr), nil, nil
+		}
 		if f.Placed < need {
+			if short := devicesShort(catalog, keys, pending, view); short != "" {
+				return fmt.Sprintf("gang %s does not fit: %s", gang.Key, short), nil, nil
+			}
 			return fmt.Sprintf("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity", gang.Key, f.Placed, need, pg.Spec.MinMember), nil, nil
 		}
 		if minResourcesExceed(pg, pending, view, &f) {
@@ -252,6 +278,29 @@ func (g *Gang) quorumDoesNotFit(pg *schedv1alpha1.PodGroup, gang *state.Gang, no
 		why = append(why, fmt.Sprintf("no %s domain has room for %d members (largest free: %s, %d)", level, need, largest.value, most))
 	}
 	return fmt.Sprintf("gang %s does not fit: %s", gang.Key, strings.Join(why, "; ")), nil, nil
+}
+
+// devicesShort says which device class the quorum lacks, or "": the
+// first class whose devices, summed over the members still needed, are
+// more than the nodes have free, or of which one member needs more than
+// any node has.
+func devicesShort(catalog *devices.Catalog, keys []corev1.ResourceName, pending []capacity.Resources, v *capacity.FreeView) string {
+	for _, key := range keys {
+		var need, each, free, most int64
+		for _, req := range pending {
+			need += req[key]
+			each = max(each, req[key])
+		}
+		for _, i := range v.All() {
+			n := max(v.Amount(i, key), 0)
+			free += n
+			most = max(most, n)
+		}
+		if need > free || each > most {
+			return devices.Describe(catalog.ClassOf(key), need, free, most)
+		}
+	}
+	return ""
 }
 
 // minResourcesExceed reports whether the PodGroup's minResources exceed

@@ -139,7 +139,7 @@ func TestDomainChoice(t *testing.T) {
 			var plan []capacity.PlanSlot
 			var confine []string
 			g.store.Lock(func(locked *state.Locked) {
-				reason, plan, confine = g.quorumDoesNotFit(pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, topo)
+				reason, plan, confine = g.quorumDoesNotFit(context.Background(), pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, topo)
 			})
 			if tt.wantReason != "" {
 				assert.Contains(t, reason, tt.wantReason)

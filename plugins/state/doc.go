@@ -15,7 +15,15 @@
 //     over the nodes' free capacity, less what plans hold and plus what
 //     evictions would free (FreeView, FirstFit, PlanSlot): the rule Gang's
 //     quorum and topology checks and Preemption's test of whether evicting
-//     can make room at all share. The device model belongs here too.
+//     can make room at all share. A view can count devices (CountDevices):
+//     where a node's allocatable lacks a resource a DeviceClass serves,
+//     its free devices are the amount.
+//   - devices/ (package devices): devices allocated through DRA, read from
+//     the scheduler's own DRA manager — how many devices of each class a
+//     pod's claims will take (Demand) and a node has free (FreeOn), each
+//     class counted under one resource name (its extendedResourceName or
+//     deviceclass.resource.kubernetes.io/<class>). Store.Devices is the
+//     scheduler's reader; a check takes a Catalog of it.
 //   - fairshare/ (package fairshare): the queues' deserved shares, weighted
 //     water-filling with guarantee, capability and hierarchy (Deserve).
 //   - quorum/ (package quorum): the one quorum rule — placed and succeeded

@@ -39,6 +39,13 @@ func (g *Gang) takePlanSlot(node string, request capacity.Resources) {
 			slot.Held = nil
 			return
 		}
+		// A device a member's claim takes is not in its request; the
+		// slot's members are alike, so each held an equal share of it.
+		for name, v := range slot.Held {
+			if _, ok := request[name]; !ok && name != corev1.ResourcePods {
+				slot.Held[name] = v - v/int64(slot.Members+1)
+			}
+		}
 		slot.Held.Sub(request)
 		for name, v := range slot.Held {
 			if v < 0 { // members of one slot may differ: never hold less than nothing

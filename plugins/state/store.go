@@ -11,14 +11,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	podgroupclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 )
 
 // podGroupIndex indexes pods by the PodGroup they name.
@@ -53,6 +59,8 @@ type Store struct {
 	succeeded cache.SharedIndexInformer
 	clients   podgroupclient.Interface
 	now       func() time.Time
+	// devices reads the scheduler's DRA state (see package devices).
+	devices *devices.Reader
 
 	mu    sync.Mutex
 	gangs map[GroupKey]*Gang
@@ -113,6 +121,7 @@ func newStore(h fwk.Handle) (*Store, error) {
 	if _, err := s.podGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: s.forgetGroupTime}); err != nil {
 		return nil, err
 	}
+	s.devices = newDeviceReader(h)
 	s.pods = h.SharedInformerFactory().Core().V1().Pods().Informer()
 	if err := s.pods.AddIndexers(cache.Indexers{podGroupIndex: indexByGroup}); err != nil {
 		return nil, fmt.Errorf("indexing pods by PodGroup: %w", err)
@@ -141,6 +150,23 @@ func indexByGroup(obj interface{}) ([]string, error) {
 	}
 	return nil, nil
 }
+
+// newDeviceReader reads devices through the scheduler's own DRA manager,
+// with the allocator features its feature gates select, and claim
+// templates through its informer factory (a member's claim is generated
+// from its template only once the pod exists; the gang counts members
+// whose claims the controller has not made yet).
+func newDeviceReader(h fwk.Handle) *devices.Reader {
+	dra := h.SharedDRAManager()
+	if dra == nil {
+		return devices.NewReader(nil, nil, structured.Features{})
+	}
+	features := dynamicresources.AllocatorFeatures(feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
+	return devices.NewReader(dra, h.SharedInformerFactory().Resource().V1().ResourceClaimTemplates().Lister(), features)
+}
+
+// Devices is the scheduler's device reader: a check takes a Catalog of it.
+func (s *Store) Devices() *devices.Reader { return s.devices }
 
 // Clients returns the PodGroup clientset, for status writers.
 func (s *Store) Clients() podgroupclient.Interface { return s.clients }
@@ -286,6 +312,13 @@ func NewStatic(groups []*schedv1alpha1.PodGroup, pods []*corev1.Pod) *Store {
 		}
 		_ = s.pods.GetIndexer().Add(p)
 	}
+	return s
+}
+
+// WithDevices makes a static Store read devices through r: for unit tests
+// of the checks that count them.
+func (s *Store) WithDevices(r *devices.Reader) *Store {
+	s.devices = r
 	return s
 }
 

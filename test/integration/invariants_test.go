@@ -91,6 +91,9 @@ const (
 	// placedWithinShare: a gang whose quorum its queue's deserved share has
 	// room for is placed within within (see checkShare).
 	placedWithinShare
+	// devicesAllocatedOnce: no DRA device is in two claims' allocations,
+	// and no pool has more devices allocated than its slices publish.
+	devicesAllocatedOnce
 )
 
 func (i invariant) String() string {
@@ -105,6 +108,8 @@ func (i invariant) String() string {
 		return fmt.Sprintf("a gang that had its quorum is whole again within %s", i.within)
 	case placedWithinShare:
 		return fmt.Sprintf("a gang its queue's share has room for is placed within %s", i.within)
+	case devicesAllocatedOnce:
+		return "no device in two claims, no pool over-allocated"
 	}
 	return fmt.Sprintf("invariant %d", i.kind)
 }
@@ -248,12 +253,21 @@ func (s *scenario) check(ctx context.Context) {
 		}
 		used[p.Spec.NodeName].Add(capacity.Request(p))
 	}
+	// Extended resources a DeviceClass serves are not in allocatable: the
+	// devices invariant counts them.
+	draBacked := map[corev1.ResourceName]bool{}
+	if _, ok := s.listed(devicesAllocatedOnce); ok {
+		draBacked = s.checkDevices(ctx)
+	}
 	for _, n := range nodes.Items {
 		if _, ok := s.listed(noNodeOverCommitted); !ok {
 			break
 		}
 		have := capacity.ResourcesOf(n.Status.Allocatable)
 		for res, v := range used[n.Name] {
+			if _, served := have[res]; !served && draBacked[res] {
+				continue
+			}
 			if v > have[res] {
 				s.violate("node %s over-committed: %s %d > %d", n.Name, res, v, have[res])
 			}
@@ -322,6 +336,54 @@ func (s *scenario) check(ctx context.Context) {
 	}
 	s.tl.add("gangs %d running, %d pending, %d finished; jobs %d active, %d complete, %d failed%s%s",
 		running, pending, finished, active, complete, failed, queueLine(queues), strings.Join(why, " | "))
+}
+
+// checkDevices checks devicesAllocatedOnce and returns the extended
+// resources DeviceClasses serve.
+func (s *scenario) checkDevices(ctx context.Context) map[corev1.ResourceName]bool {
+	served := map[corev1.ResourceName]bool{}
+	classes, err := s.h.Client.ResourceV1().DeviceClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return served
+	}
+	for _, c := range classes.Items {
+		if c.Spec.ExtendedResourceName != nil {
+			served[corev1.ResourceName(*c.Spec.ExtendedResourceName)] = true
+		}
+	}
+	claims, err := s.h.Client.ResourceV1().ResourceClaims(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return served
+	}
+	slices, err := s.h.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return served
+	}
+	published := map[string]int{}
+	for _, sl := range slices.Items {
+		published[sl.Spec.Driver+"/"+sl.Spec.Pool.Name] += len(sl.Spec.Devices)
+	}
+	owner := map[string]string{}
+	allocated := map[string]int{}
+	for _, c := range claims.Items {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			id := r.Driver + "/" + r.Pool + "/" + r.Device
+			if other, ok := owner[id]; ok {
+				s.violate("device %s allocated to claims %s and %s/%s", id, other, c.Namespace, c.Name)
+			}
+			owner[id] = c.Namespace + "/" + c.Name
+			allocated[r.Driver+"/"+r.Pool]++
+		}
+	}
+	for pool, n := range allocated {
+		if have, ok := published[pool]; ok && n > have {
+			s.violate("pool %s: %d devices allocated, %d published", pool, n, have)
+		}
+	}
+	return served
 }
 
 // queues lists the scenario's Queues by name (none when it has none).

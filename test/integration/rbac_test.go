@@ -74,6 +74,7 @@ var neededBy = map[string]string{
 	"ClusterRole flotilla-scheduler: namespaces [get list watch]":                                                      stepCachesSync,
 	"ClusterRole flotilla-scheduler: deviceclasses,resourceslices,devicetaintrules [get list watch]":                   stepCachesSync,
 	"ClusterRole flotilla-scheduler: resourceclaims [get list watch update]":                                           stepCachesSync,
+	"ClusterRole flotilla-scheduler: resourceclaimtemplates [get list watch]":                                          stepCachesSync,
 	"ClusterRole flotilla-scheduler: resourceclaims/status [update patch]":                                             stepClaimAllocated,
 	"ClusterRole flotilla-scheduler: resourceclaims/binding [update patch]":                                            stepClaimAllocated,
 	"ClusterRole flotilla-scheduler: resourceclaims [create delete]":                                                   stepExtendedClaim,

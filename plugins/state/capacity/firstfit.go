@@ -32,6 +32,10 @@ type FreeView struct {
 	held  map[string]Resources
 	freed map[string]Resources
 	free  []Resources
+	// devices, when set, counts a node's free devices per class key (see
+	// CountDevices); deviceFree caches what it returned per node.
+	devices    func(fwk.NodeInfo) Resources
+	deviceFree []Resources
 }
 
 // NewFreeView is the nodes' free capacity less held (nil: nothing held).
@@ -51,6 +55,43 @@ func (v *FreeView) Free(node string, r Resources) {
 	v.freed[node].Add(r)
 }
 
+// CountDevices makes the view count devices allocated through DRA: free
+// returns a node's free devices per class key. On a node whose
+// allocatable does not have that resource, the count replaces
+// allocatable less requested: DRA devices are not in allocatable, and a
+// pod asking for them by extended resource is in the node's requested
+// although its devices are counted as allocated already. A node that does
+// have it in allocatable serves it by device plugin, as the scheduler's
+// NodeResourcesFit decides. Call it before any fit reads the view.
+func (v *FreeView) CountDevices(free func(fwk.NodeInfo) Resources) {
+	v.devices = free
+	v.deviceFree = make([]Resources, len(v.nodes))
+}
+
+// devicesAt is node i's free devices per class key, read once.
+func (v *FreeView) devicesAt(i int) Resources {
+	if v.deviceFree[i] == nil {
+		v.deviceFree[i] = v.devices(v.nodes[i])
+		if v.deviceFree[i] == nil {
+			v.deviceFree[i] = Resources{}
+		}
+	}
+	return v.deviceFree[i]
+}
+
+// deviceAmount is node i's free devices under name, and whether the
+// view counts name there as devices.
+func (v *FreeView) deviceAmount(i int, name corev1.ResourceName) (int64, bool) {
+	if v.devices == nil {
+		return 0, false
+	}
+	n, ok := v.devicesAt(i)[name]
+	if !ok || AllocatableAmount(v.nodes[i], name) > 0 {
+		return 0, false
+	}
+	return n, true
+}
+
 // All is every node of the view, as indexes, in order.
 func (v *FreeView) All() []int {
 	all := make([]int, len(v.nodes))
@@ -68,6 +109,13 @@ func (v *FreeView) At(i int) Resources {
 	if v.free[i] == nil {
 		name := v.nodes[i].Node().Name
 		v.free[i] = FreeOf(v.nodes[i])
+		if v.devices != nil {
+			for key := range v.devicesAt(i) {
+				if n, ok := v.deviceAmount(i, key); ok {
+					v.free[i][key] = n
+				}
+			}
+		}
 		v.free[i].Sub(v.held[name])
 		v.free[i].Add(v.freed[name])
 	}
@@ -81,7 +129,11 @@ func (v *FreeView) Amount(i int, name corev1.ResourceName) int64 {
 		return v.free[i][name]
 	}
 	node := v.nodes[i].Node().Name
-	return FreeAmount(v.nodes[i], name) - v.held[node][name] + v.freed[node][name]
+	base, ok := v.deviceAmount(i, name)
+	if !ok {
+		base = FreeAmount(v.nodes[i], name)
+	}
+	return base - v.held[node][name] + v.freed[node][name]
 }
 
 // Fit is where first fit put members over some nodes of a view.

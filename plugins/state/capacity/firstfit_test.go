@@ -81,3 +81,47 @@ func TestFirstFit(t *testing.T) {
 		})
 	}
 }
+
+// A view counting devices: on a node without the resource in allocatable
+// the device count is its free amount (the node's requested, which counts
+// pods asking by extended resource, is ignored); a node serving it from
+// allocatable (a device plugin) keeps allocatable less requested.
+func TestFreeViewCountsDevices(t *testing.T) {
+	gpu := corev1.ResourceName("example.com/gpu")
+	member := Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 1 << 30, gpu: 2}
+	tests := []struct {
+		name        string
+		allocatable string // the node's allocatable example.com/gpu; "" for none
+		running     string // example.com/gpu requested by a pod running there
+		devices     int64  // free devices the DRA count gives
+		held        int64  // held by other gangs' plans
+		wantFree    int64
+		wantPlaced  int
+	}{
+		{name: "DRA devices only", devices: 5, wantFree: 5, wantPlaced: 2},
+		{name: "a pod asking by extended resource is not subtracted again", running: "3", devices: 5, wantFree: 5, wantPlaced: 2},
+		{name: "what other gangs' plans hold is not free", devices: 5, held: 2, wantFree: 3, wantPlaced: 1},
+		{name: "no devices free", devices: 0, wantFree: 0, wantPlaced: 0},
+		{name: "a device plugin's allocatable wins", allocatable: "2", devices: 8, wantFree: 2, wantPlaced: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			capacity := map[corev1.ResourceName]string{corev1.ResourceCPU: "64", corev1.ResourceMemory: "64Gi", corev1.ResourcePods: "110"}
+			if tt.allocatable != "" {
+				capacity[gpu] = tt.allocatable
+			}
+			ni := framework.NewNodeInfo()
+			if tt.running != "" {
+				ni = framework.NewNodeInfo(st.MakePod().Name("running").Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", gpu: tt.running}).Obj())
+			}
+			ni.SetNode(st.MakeNode().Name("n0").Capacity(capacity).Obj())
+			view := NewFreeView([]fwk.NodeInfo{ni}, map[string]Resources{"n0": {gpu: tt.held}})
+			view.CountDevices(func(fwk.NodeInfo) Resources { return Resources{gpu: tt.devices} })
+
+			assert.Equal(t, tt.wantFree, view.Amount(0, gpu), "Amount")
+			assert.Equal(t, tt.wantFree, view.At(0)[gpu], "At")
+			f := FirstFit([]Resources{member, member, member}, view.All(), view)
+			assert.Equal(t, tt.wantPlaced, f.Placed)
+		})
+	}
+}

@@ -1,0 +1,396 @@
+package devices
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	"k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
+	"k8s.io/dynamic-resource-allocation/structured"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+)
+
+// Key is the resource name a device class is counted under: its
+// extendedResourceName, else the implicit deviceclass.resource.kubernetes.io/<class>.
+func Key(class *resourceapi.DeviceClass) corev1.ResourceName {
+	if name := ptr.Deref(class.Spec.ExtendedResourceName, ""); name != "" {
+		return corev1.ResourceName(name)
+	}
+	return corev1.ResourceName(resourceapi.ResourceDeviceClassPrefix + class.Name)
+}
+
+// Reader reads the scheduler's DRA state. One per scheduler: it holds the
+// CEL cache the classes' selectors compile into.
+type Reader struct {
+	dra       fwk.SharedDRAManager
+	templates resourcelisters.ResourceClaimTemplateLister
+	features  structured.Features
+	cel       *cel.Cache
+}
+
+// NewReader reads through the scheduler's DRA manager (nil: the scheduler
+// has no DRA; every count is zero) and a claim template lister, with the
+// scheduler's allocator features.
+func NewReader(dra fwk.SharedDRAManager, templates resourcelisters.ResourceClaimTemplateLister, features structured.Features) *Reader {
+	return &Reader{
+		dra: dra, templates: templates, features: features,
+		cel: cel.NewCache(32, cel.Features{EnableConsumableCapacity: features.ConsumableCapacity, EnableListTypeAttributes: features.ListTypeAttributes}),
+	}
+}
+
+// Catalog is one check's view of devices: what pods demand and what nodes
+// have free, read once and shared by every fit the check tries. Not safe
+// for concurrent use.
+type Catalog struct {
+	r *Reader
+	// classes by name, and by the key they count under.
+	classes map[string]*resourceapi.DeviceClass
+	byKey   map[corev1.ResourceName]*resourceapi.DeviceClass
+	// seen: claims already counted, by namespace/name.
+	seen map[string]bool
+	// tolerations per key: what the demanding requests tolerate.
+	tolerations map[corev1.ResourceName][]resourceapi.DeviceToleration
+
+	loaded    bool
+	loadErr   error
+	slices    []*resourceapi.ResourceSlice
+	allocated *structured.AllocatedState
+	// matchMemo caches class selector results per class and device.
+	matchMemo map[string]bool
+	free      map[string]capacity.Resources
+}
+
+// Catalog starts a check's view; nothing is read until asked.
+func (r *Reader) Catalog() *Catalog {
+	return &Catalog{r: r, seen: map[string]bool{}, tolerations: map[corev1.ResourceName][]resourceapi.DeviceToleration{}, matchMemo: map[string]bool{}, free: map[string]capacity.Resources{}}
+}
+
+func (c *Catalog) loadClasses() error {
+	if c.classes != nil {
+		return nil
+	}
+	c.classes, c.byKey = map[string]*resourceapi.DeviceClass{}, map[corev1.ResourceName]*resourceapi.DeviceClass{}
+	if c.r == nil || c.r.dra == nil {
+		return nil
+	}
+	list, err := c.r.dra.DeviceClasses().List()
+	if err != nil {
+		return err
+	}
+	for _, class := range list {
+		c.classes[class.Name] = class
+		key := Key(class)
+		// Two classes naming one extended resource: the scheduler picks
+		// one too; keep the older, as its resolver does.
+		if old, ok := c.byKey[key]; !ok || class.CreationTimestamp.Before(&old.CreationTimestamp) {
+			c.byKey[key] = class
+		}
+		c.byKey[corev1.ResourceName(resourceapi.ResourceDeviceClassPrefix+class.Name)] = class
+	}
+	return nil
+}
+
+// IsDeviceKey reports whether name counts devices of a class.
+func (c *Catalog) IsDeviceKey(name corev1.ResourceName) bool {
+	if err := c.loadClasses(); err != nil {
+		return false
+	}
+	_, ok := c.byKey[name]
+	return ok
+}
+
+// ClassOf names the class counted under key, for messages.
+func (c *Catalog) ClassOf(key corev1.ResourceName) string {
+	if err := c.loadClasses(); err != nil {
+		return string(key)
+	}
+	if class, ok := c.byKey[key]; ok {
+		return class.Name
+	}
+	return string(key)
+}
+
+// Demand is what the pod's claims not allocated yet will take, per class
+// key, counting a claim only for the first pod of the check that
+// references it. An error names what is missing: a claim template or a
+// device class that does not exist.
+func (c *Catalog) Demand(pod *corev1.Pod) (capacity.Resources, error) {
+	if len(pod.Spec.ResourceClaims) == 0 || c.r == nil || c.r.dra == nil {
+		return nil, nil
+	}
+	if err := c.loadClasses(); err != nil {
+		return nil, err
+	}
+	demand := capacity.Resources{}
+	for _, ref := range pod.Spec.ResourceClaims {
+		spec, err := c.claimSpec(pod, ref)
+		if err != nil {
+			return nil, err
+		}
+		if spec == nil {
+			continue
+		}
+		for _, req := range spec.Devices.Requests {
+			if err := c.addRequest(demand, req); err != nil {
+				return nil, fmt.Errorf("pod %s/%s, claim %s: %w", pod.Namespace, pod.Name, ref.Name, err)
+			}
+		}
+	}
+	return demand, nil
+}
+
+// claimSpec is the spec of the claim the pod's reference resolves to, or
+// nil when it takes nothing more: allocated already, or counted for
+// another pod of this check.
+func (c *Catalog) claimSpec(pod *corev1.Pod, ref corev1.PodResourceClaim) (*resourceapi.ResourceClaimSpec, error) {
+	name := ptr.Deref(ref.ResourceClaimName, "")
+	if name == "" {
+		for _, st := range pod.Status.ResourceClaimStatuses {
+			if st.Name == ref.Name {
+				name = ptr.Deref(st.ResourceClaimName, "")
+			}
+		}
+	}
+	if name != "" {
+		id := pod.Namespace + "/" + name
+		if c.seen[id] {
+			return nil, nil
+		}
+		c.seen[id] = true
+		claim, err := c.r.dra.ResourceClaims().Get(pod.Namespace, name)
+		if err == nil {
+			if claim.Status.Allocation != nil {
+				return nil, nil
+			}
+			return &claim.Spec, nil
+		}
+		if !apierrors.IsNotFound(err) || ref.ResourceClaimTemplateName == nil {
+			return nil, fmt.Errorf("pod %s/%s: ResourceClaim %s: %w", pod.Namespace, pod.Name, name, err)
+		}
+	}
+	template := ptr.Deref(ref.ResourceClaimTemplateName, "")
+	if template == "" {
+		return nil, fmt.Errorf("pod %s/%s: resourceClaims[%s] names neither a claim nor a template", pod.Namespace, pod.Name, ref.Name)
+	}
+	if c.r.templates == nil {
+		return nil, fmt.Errorf("pod %s/%s: ResourceClaimTemplate %s: no template lister", pod.Namespace, pod.Name, template)
+	}
+	// Each pod gets its own claim from a template: never shared.
+	t, err := c.r.templates.ResourceClaimTemplates(pod.Namespace).Get(template)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: ResourceClaimTemplate %s/%s: %w", pod.Namespace, pod.Name, pod.Namespace, template, err)
+	}
+	return &t.Spec.Spec, nil
+}
+
+// addRequest charges one device request of a claim.
+func (c *Catalog) addRequest(demand capacity.Resources, req resourceapi.DeviceRequest) error {
+	exact := req.Exactly
+	if exact == nil && len(req.FirstAvailable) > 0 {
+		// The first alternative is the one preferred; the allocator falls
+		// back to the others per node.
+		sub := req.FirstAvailable[0]
+		exact = &resourceapi.ExactDeviceRequest{DeviceClassName: sub.DeviceClassName, AllocationMode: sub.AllocationMode, Count: sub.Count, Tolerations: sub.Tolerations}
+	}
+	if exact == nil {
+		return nil
+	}
+	class, ok := c.classes[exact.DeviceClassName]
+	if !ok {
+		return fmt.Errorf("DeviceClass %s not found", exact.DeviceClassName)
+	}
+	if ptr.Deref(exact.AdminAccess, false) {
+		return nil
+	}
+	key := Key(class)
+	count := int64(1)
+	if exact.AllocationMode == resourceapi.DeviceAllocationModeExactCount || exact.AllocationMode == "" {
+		count = max(exact.Count, 1)
+	}
+	demand[key] += count
+	c.tolerations[key] = append(c.tolerations[key], exact.Tolerations...)
+	return nil
+}
+
+func (c *Catalog) load() error {
+	if c.loaded {
+		return c.loadErr
+	}
+	c.loaded = true
+	if c.loadErr = c.loadClasses(); c.loadErr != nil {
+		return c.loadErr
+	}
+	if c.r == nil || c.r.dra == nil {
+		return nil
+	}
+	if c.slices, c.loadErr = c.r.dra.ResourceSlices().ListWithDeviceTaintRules(); c.loadErr != nil {
+		return c.loadErr
+	}
+	// Gathering can fail on a concurrent change: try again once.
+	if c.allocated, c.loadErr = c.r.dra.ResourceClaims().GatherAllocatedState(); c.loadErr != nil {
+		c.allocated, c.loadErr = c.r.dra.ResourceClaims().GatherAllocatedState()
+	}
+	return c.loadErr
+}
+
+// FreeOn is, per device key in keys, how many devices of that class the
+// node has free: on its slices, matching the class, not allocated, with
+// no taint the demanding requests do not tolerate.
+func (c *Catalog) FreeOn(ctx context.Context, node *corev1.Node, keys []corev1.ResourceName) (capacity.Resources, error) {
+	if free, ok := c.free[node.Name]; ok {
+		return free, nil
+	}
+	if err := c.load(); err != nil {
+		return nil, err
+	}
+	free := capacity.Resources{}
+	for _, key := range keys {
+		if _, ok := c.byKey[key]; ok {
+			free[key] = 0
+		}
+	}
+	for _, slice := range c.slices {
+		sliceWide := !ptr.Deref(slice.Spec.PerDeviceNodeSelection, false)
+		if sliceWide {
+			ok, err := c.onNode(node, slice.Spec.NodeName, slice.Spec.AllNodes, slice.Spec.NodeSelector)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+		}
+		for i := range slice.Spec.Devices {
+			device := &slice.Spec.Devices[i]
+			if !sliceWide {
+				ok, err := c.onNode(node, device.NodeName, device.AllNodes, device.NodeSelector)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					continue
+				}
+			}
+			id := structured.MakeDeviceID(slice.Spec.Driver, slice.Spec.Pool.Name, device.Name)
+			if structured.IsDeviceAllocated(id, c.allocated) {
+				continue
+			}
+			for key := range free {
+				class := c.byKey[key]
+				if !c.tolerated(key, device.Taints) {
+					continue
+				}
+				match, err := c.matches(ctx, class, slice.Spec.Driver, id.String(), device)
+				if err != nil {
+					return nil, err
+				}
+				if match {
+					free[key]++
+				}
+			}
+		}
+	}
+	c.free[node.Name] = free
+	return free, nil
+}
+
+func (c *Catalog) onNode(node *corev1.Node, name *string, all *bool, selector *corev1.NodeSelector) (bool, error) {
+	if ptr.Deref(all, false) {
+		return true, nil
+	}
+	if n := ptr.Deref(name, ""); n != "" {
+		return n == node.Name, nil
+	}
+	if selector == nil {
+		return false, nil
+	}
+	return structured.NodeMatches(c.r.features, node, "", false, selector)
+}
+
+// tolerated reports whether the requests demanding key tolerate every
+// NoSchedule and NoExecute taint of the device.
+func (c *Catalog) tolerated(key corev1.ResourceName, taints []resourceapi.DeviceTaint) bool {
+	for _, taint := range taints {
+		if taint.Effect != resourceapi.DeviceTaintEffectNoSchedule && taint.Effect != resourceapi.DeviceTaintEffectNoExecute {
+			continue
+		}
+		ok := false
+		for _, tol := range c.tolerations[key] {
+			if resourceclaim.ToleratesTaint(tol, taint) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// matches evaluates the class's selectors on a device, once per check.
+func (c *Catalog) matches(ctx context.Context, class *resourceapi.DeviceClass, driver, id string, device *resourceapi.Device) (bool, error) {
+	if len(class.Spec.Selectors) == 0 {
+		return true, nil
+	}
+	memo := class.Name + "\x00" + id
+	if m, ok := c.matchMemo[memo]; ok {
+		return m, nil
+	}
+	in := cel.Device{Driver: driver, AllowMultipleAllocations: device.AllowMultipleAllocations, Attributes: device.Attributes, Capacity: device.Capacity}
+	match := true
+	for _, sel := range class.Spec.Selectors {
+		if sel.CEL == nil {
+			continue
+		}
+		compiled := c.r.cel.GetOrCompile(sel.CEL.Expression)
+		if compiled.Error != nil {
+			return false, fmt.Errorf("DeviceClass %s: selector %q: %w", class.Name, sel.CEL.Expression, compiled.Error)
+		}
+		ok, _, err := compiled.DeviceMatches(ctx, in)
+		if err != nil {
+			// A device the selector cannot evaluate is not of the class, as
+			// the allocator treats it.
+			ok = false
+		}
+		if !ok {
+			match = false
+			break
+		}
+	}
+	c.matchMemo[memo] = match
+	return match, nil
+}
+
+// Keys are the device keys among a demand's resources, in order.
+func (c *Catalog) Keys(demand ...capacity.Resources) []corev1.ResourceName {
+	set := map[corev1.ResourceName]bool{}
+	for _, d := range demand {
+		for name, v := range d {
+			if v > 0 && !set[name] && c.IsDeviceKey(name) {
+				set[name] = true
+			}
+		}
+	}
+	keys := make([]corev1.ResourceName, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	return keys
+}
+
+// Describe says how short of devices of key a demand of need is over the
+// nodes' free counts: "needs 16 devices of class gpu.example.com: 7 free,
+// at most 3 on one node".
+func Describe(class string, need, free, most int64) string {
+	return fmt.Sprintf("needs %d devices of class %s: %d free, at most %d on one node", need, class, free, most)
+}

@@ -1,0 +1,192 @@
+package devices
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
+)
+
+const driver = "gpu.example.com"
+
+func class(name, extended, selector string) *resourceapi.DeviceClass {
+	c := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if extended != "" {
+		c.Spec.ExtendedResourceName = ptr.To(extended)
+	}
+	if selector != "" {
+		c.Spec.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: selector}}}
+	}
+	return c
+}
+
+// slice is a node's slice of n devices gpu-0…; model names the devices'
+// "model" attribute.
+func slice(node string, n int, model string, taint *resourceapi.DeviceTaint) *resourceapi.ResourceSlice {
+	s := &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + model},
+		Spec:       resourceapi.ResourceSliceSpec{Driver: driver, Pool: resourceapi.ResourcePool{Name: node + "-" + model, ResourceSliceCount: 1}, NodeName: ptr.To(node)},
+	}
+	for i := 0; i < n; i++ {
+		d := resourceapi.Device{Name: fmt.Sprintf("%s-%d", model, i), Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"model": {StringValue: ptr.To(model)}}}
+		if taint != nil {
+			d.Taints = []resourceapi.DeviceTaint{*taint}
+		}
+		s.Spec.Devices = append(s.Spec.Devices, d)
+	}
+	return s
+}
+
+func claimOf(name string, allocated bool, reqs ...resourceapi.DeviceRequest) *resourceapi.ResourceClaim {
+	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: reqs}}}
+	if allocated {
+		c.Status.Allocation = &resourceapi.AllocationResult{}
+	}
+	return c
+}
+
+func exactly(class string, count int64) resourceapi.DeviceRequest {
+	return resourceapi.DeviceRequest{Name: "r", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count}}
+}
+
+func podWithClaims(name string, refs ...corev1.PodResourceClaim) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: corev1.PodSpec{ResourceClaims: refs}}
+}
+
+func byClaim(ref, claim string) corev1.PodResourceClaim {
+	return corev1.PodResourceClaim{Name: ref, ResourceClaimName: ptr.To(claim)}
+}
+
+func byTemplate(ref, template string) corev1.PodResourceClaim {
+	return corev1.PodResourceClaim{Name: ref, ResourceClaimTemplateName: ptr.To(template)}
+}
+
+func templates(ts ...*resourceapi.ResourceClaimTemplate) resourcelisters.ResourceClaimTemplateLister {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, t := range ts {
+		_ = idx.Add(t)
+	}
+	return resourcelisters.NewResourceClaimTemplateLister(idx)
+}
+
+func TestDemand(t *testing.T) {
+	gpu, plain := class("gpu", "example.com/gpu", ""), class("plain", "", "")
+	template := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "two-gpus"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{exactly("gpu", 2)}}}}}
+	generated := podWithClaims("generated", byTemplate("g", "two-gpus"))
+	generated.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "g", ResourceClaimName: ptr.To("generated-g")}}
+	all := exactly("gpu", 0)
+	all.Exactly.AllocationMode = resourceapi.DeviceAllocationModeAll
+	admin := exactly("gpu", 4)
+	admin.Exactly.AdminAccess = ptr.To(true)
+	prioritized := resourceapi.DeviceRequest{Name: "r", FirstAvailable: []resourceapi.DeviceSubRequest{
+		{Name: "big", DeviceClassName: "plain", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 3},
+		{Name: "small", DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1},
+	}}
+	dra := &devicestest.DRA{
+		Classes: []*resourceapi.DeviceClass{gpu, plain},
+		Claims: []*resourceapi.ResourceClaim{
+			claimOf("one", false, exactly("gpu", 1)),
+			claimOf("held", true, exactly("gpu", 1)),
+			claimOf("generated-g", false, exactly("gpu", 5)),
+			claimOf("all", false, all),
+			claimOf("admin", false, admin),
+			claimOf("prioritized", false, prioritized),
+			claimOf("unknown-class", false, exactly("nope", 1)),
+		},
+	}
+
+	tests := []struct {
+		name    string
+		pods    []*corev1.Pod
+		want    []capacity.Resources
+		wantErr string
+	}{
+		{name: "no claims: nothing", pods: []*corev1.Pod{podWithClaims("p")}, want: []capacity.Resources{nil}},
+		{name: "a claim of a class with an extended resource counts under it", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "one"))}, want: []capacity.Resources{{"example.com/gpu": 1}}},
+		{name: "an allocated claim takes nothing more", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "held"))}, want: []capacity.Resources{{}}},
+		{name: "a claim shared by two pods counts once", pods: []*corev1.Pod{podWithClaims("a", byClaim("c", "one")), podWithClaims("b", byClaim("c", "one"))}, want: []capacity.Resources{{"example.com/gpu": 1}, {}}},
+		{name: "a template not generated yet counts its spec", pods: []*corev1.Pod{podWithClaims("p", byTemplate("g", "two-gpus"))}, want: []capacity.Resources{{"example.com/gpu": 2}}},
+		{name: "two pods of one template each count theirs", pods: []*corev1.Pod{podWithClaims("a", byTemplate("g", "two-gpus")), podWithClaims("b", byTemplate("g", "two-gpus"))}, want: []capacity.Resources{{"example.com/gpu": 2}, {"example.com/gpu": 2}}},
+		{name: "a generated claim is read, not its template", pods: []*corev1.Pod{generated}, want: []capacity.Resources{{"example.com/gpu": 5}}},
+		{name: "allocationMode All takes at least one", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "all"))}, want: []capacity.Resources{{"example.com/gpu": 1}}},
+		{name: "adminAccess takes nothing", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "admin"))}, want: []capacity.Resources{{}}},
+		{name: "a prioritized list counts its first alternative under its class's implicit name", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "prioritized"))}, want: []capacity.Resources{{"deviceclass.resource.kubernetes.io/plain": 3}}},
+		{name: "a missing template is named", pods: []*corev1.Pod{podWithClaims("p", byTemplate("g", "missing"))}, wantErr: "ResourceClaimTemplate ns/missing"},
+		{name: "a missing claim is named", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "missing"))}, wantErr: "ResourceClaim missing"},
+		{name: "a missing class is named", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "unknown-class"))}, wantErr: "DeviceClass nope not found"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			catalog := NewReader(dra, templates(template), structured.Features{}).Catalog()
+			for i, pod := range tc.pods {
+				got, err := catalog.Demand(pod)
+				if tc.wantErr != "" {
+					require.ErrorContains(t, err, tc.wantErr)
+					return
+				}
+				require.NoError(t, err)
+				assert.Equal(t, tc.want[i], got, "pod %s", pod.Name)
+			}
+		})
+	}
+}
+
+func TestFreeOn(t *testing.T) {
+	node := func(name string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+	noSchedule := &resourceapi.DeviceTaint{Key: "maintenance", Effect: resourceapi.DeviceTaintEffectNoSchedule}
+	tolerating := claimOf("tolerating", false, exactly("gpu", 1))
+	tolerating.Spec.Devices.Requests[0].Exactly.Tolerations = []resourceapi.DeviceToleration{{Key: "maintenance", Operator: resourceapi.DeviceTolerationOpExists}}
+	gpuKey, a100Key := corev1.ResourceName("example.com/gpu"), corev1.ResourceName("deviceclass.resource.kubernetes.io/a100")
+
+	tests := []struct {
+		name   string
+		slices []*resourceapi.ResourceSlice
+		// allocated devices, as driver/pool/device
+		allocated []structured.DeviceID
+		// tolerate: the demand read before counting tolerates the taint.
+		tolerate bool
+		node     string
+		keys     []corev1.ResourceName
+		want     capacity.Resources
+	}{
+		{name: "a node's devices of the class", slices: []*resourceapi.ResourceSlice{slice("n1", 8, "h100", nil)}, node: "n1", keys: []corev1.ResourceName{gpuKey}, want: capacity.Resources{gpuKey: 8}},
+		{name: "another node's slice does not count", slices: []*resourceapi.ResourceSlice{slice("n2", 8, "h100", nil)}, node: "n1", keys: []corev1.ResourceName{gpuKey}, want: capacity.Resources{gpuKey: 0}},
+		{name: "allocated devices are not free", slices: []*resourceapi.ResourceSlice{slice("n1", 8, "h100", nil)}, allocated: []structured.DeviceID{structured.MakeDeviceID(driver, "n1-h100", "h100-0"), structured.MakeDeviceID(driver, "n1-h100", "h100-5")}, node: "n1", keys: []corev1.ResourceName{gpuKey}, want: capacity.Resources{gpuKey: 6}},
+		{name: "a class's selector picks its devices", slices: []*resourceapi.ResourceSlice{slice("n1", 8, "h100", nil), slice("n1", 2, "a100", nil)}, node: "n1", keys: []corev1.ResourceName{gpuKey, a100Key}, want: capacity.Resources{gpuKey: 10, a100Key: 2}},
+		{name: "a NoSchedule-tainted device is not free", slices: []*resourceapi.ResourceSlice{slice("n1", 4, "h100", noSchedule), slice("n1", 2, "a100", nil)}, node: "n1", keys: []corev1.ResourceName{gpuKey}, want: capacity.Resources{gpuKey: 2}},
+		{name: "unless the demand tolerates it", slices: []*resourceapi.ResourceSlice{slice("n1", 4, "h100", noSchedule), slice("n1", 2, "a100", nil)}, tolerate: true, node: "n1", keys: []corev1.ResourceName{gpuKey}, want: capacity.Resources{gpuKey: 6}},
+		{name: "a name no class counts is left out", slices: []*resourceapi.ResourceSlice{slice("n1", 8, "h100", nil)}, node: "n1", keys: []corev1.ResourceName{"nvidia.com/gpu"}, want: capacity.Resources{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dra := &devicestest.DRA{
+				Classes:   []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", ""), class("a100", "", `device.attributes["gpu.example.com"].model == "a100"`)},
+				Claims:    []*resourceapi.ResourceClaim{tolerating},
+				Slices:    tc.slices,
+				Allocated: sets.New(tc.allocated...),
+			}
+			catalog := NewReader(dra, nil, structured.Features{}).Catalog()
+			if tc.tolerate {
+				_, err := catalog.Demand(podWithClaims("p", byClaim("c", "tolerating")))
+				require.NoError(t, err)
+			}
+			got, err := catalog.FreeOn(context.Background(), node(tc.node), tc.keys)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

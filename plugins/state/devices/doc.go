@@ -1,0 +1,46 @@
+// Package devices is flotilla's view of devices allocated through Dynamic
+// Resource Allocation (resource.k8s.io/v1): how many devices of each class
+// a pod's claims will take, and how many of each class a node has free.
+// On a cluster whose accelerators come through DRA, nodes have no GPU in
+// allocatable; counting devices here is what lets the gang's quorum check
+// and plans see them.
+//
+// A device class is counted under one resource name, its Key: the
+// class's extendedResourceName when it has one (so `example.com/gpu: 1`
+// in a container and a claim of that class count alike), else
+// deviceclass.resource.kubernetes.io/<class>, the implicit extended
+// resource 1.37 gives every class. The counts are amounts in a
+// capacity.Resources, beside cpu and memory, so first fit, plans and
+// held room treat them as one more resource per node.
+//
+// Everything is read from the scheduler's own DRA state
+// (fwk.SharedDRAManager): the claims it has allocated in flight for
+// members waiting at Permit count as allocated here too, which informers
+// of our own would miss. Device selectors are the classes' CEL, evaluated
+// by k8s.io/dynamic-resource-allocation/cel; node selection of slices is
+// structured.NodeMatches with the scheduler's features.
+//
+// What a pod demands (Catalog.Demand):
+//   - a claim already allocated: nothing (its devices are out of every
+//     node's free count already);
+//   - a claim or a claim template's spec not allocated yet: per request,
+//     an exact count charges its count (default 1), allocationMode All
+//     one device (at least one; the allocator decides how many), an
+//     adminAccess request nothing (it consumes no device), a prioritized
+//     list (firstAvailable) its first alternative;
+//   - a claim referenced by several pods counts once: for the first pod of
+//     a check that reaches it;
+//   - an extended resource a class serves is in the pod's requests
+//     already (capacity.Request) under the class's Key: nothing more.
+//
+// What a node has free (Catalog.FreeOn): devices of its slices (by node
+// name, all nodes, or node selector, slice-wide or per device) that match
+// the class's selectors, are not allocated and carry no NoSchedule or
+// NoExecute taint. It is a count, the cheap first check; the scheduler's
+// DynamicResources Filter runs the structured allocator for every member,
+// so a count that passes where the allocator would not (constraints
+// between devices, consumable capacity, tolerated taints) ends in a
+// member not placing, never in a wrong allocation.
+//
+// It is pure of informers and locks: package state composes it.
+package devices

@@ -1,0 +1,143 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-sched/flotilla/internal/cluster"
+)
+
+// Devices from Dynamic Resource Allocation: the nodes have no GPU in
+// allocatable; a driver publishes each node's devices in a ResourceSlice,
+// and pods ask for them by an extended resource a DeviceClass serves or
+// by a claim made from a ResourceClaimTemplate. The gang's quorum check
+// and plans must count those devices (see plugins/state/devices).
+
+const (
+	draClassName   = "gpu.example.com"
+	draExtendedGPU = corev1.ResourceName("example.com/gpu")
+)
+
+// startDRACluster starts the realistic substrate (with the resourceclaim
+// controller) with nodes of 64 cpu whose devices the harness driver
+// publishes, a DeviceClass serving example.com/gpu, and a claim template
+// of one device.
+func startDRACluster(t *testing.T, nodes, devicesPerNode int) (*scenario, []cluster.NodeSpec) {
+	t.Helper()
+	specs := nodeSpecs("gpu", nodes, cluster.NodeSpec{CPU: "64", Memory: "256Gi"})
+	h, s := startScenarioCluster(t, append(append([]invariant{}, placementInvariants...), invariant{kind: devicesAllocatedOnce}), specs...)
+	require.NoError(t, h.CreateDeviceClass(h.Ctx, draClassName, string(draExtendedGPU)))
+	for _, n := range specs {
+		require.NoError(t, h.PublishDevices(h.Ctx, n.Name, devicesPerNode))
+	}
+	require.NoError(t, h.CreateClaimTemplate(h.Ctx, "default", "one-gpu", draClassName, 1))
+	return s, specs
+}
+
+// draGPU makes spec's pods ask for one DRA device, by extended resource
+// or by claim template.
+func draGPU(spec cluster.WorkloadSpec, byTemplate bool) cluster.WorkloadSpec {
+	if byTemplate {
+		spec.ClaimTemplate = "one-gpu"
+	} else {
+		spec.GPU, spec.GPUResource = "1", draExtendedGPU
+	}
+	return spec
+}
+
+// The repro of the devices issue: 8 nodes × 8 devices, 10 Jobs × 16
+// pods (1 cpu, 1Gi, one device each), one PodGroup of minMember 16 per
+// Job, all created at once, each pod running 5 s. Four gangs fit at a
+// time: three rounds, 15 s ideal. Every Job completes within twice that,
+// both ways of asking, with no device in two claims and nothing bound
+// twice.
+func TestDRAGangJobsComplete(t *testing.T) {
+	for _, how := range []struct {
+		name       string
+		byTemplate bool
+	}{{"extended resource", false}, {"claim template", true}} {
+		t.Run(how.name, func(t *testing.T) {
+			const nodes, devices, jobs, members, runSeconds = 8, 8, 10, 16, 5
+			s, _ := startDRACluster(t, nodes, devices)
+			rounds := (jobs + nodes*devices/members - 1) / (nodes * devices / members)
+			ideal := time.Duration(rounds*runSeconds) * time.Second
+			start := time.Now()
+			var all []*batchv1.Job
+			for j := 0; j < jobs; j++ {
+				spec := draGPU(cluster.WorkloadSpec{Name: fmt.Sprintf("j%d", j), Replicas: members, CPU: "1", Memory: "1Gi", RunSeconds: runSeconds}, how.byTemplate)
+				all = append(all, s.gangJob(spec, members))
+			}
+			deadline := start.Add(2 * ideal)
+			for _, j := range all {
+				s.waitJobs(max(time.Until(deadline), time.Second), j)
+			}
+			t.Logf("%d Jobs of %d DRA-device pods complete in %s (ideal %s)", jobs, members, time.Since(start).Round(100*time.Millisecond), ideal)
+		})
+	}
+}
+
+// Per-node fit: 4 nodes × 8 devices; fillers (one device each, by claim)
+// leave 3, 3, 3 and 8 free, 17 in all. A gang of 4 pods × 4 devices has
+// room for 2 members only (two on the node with 8): it waits with nothing
+// bound and no device allocated to it. Once one device frees on two of the
+// 3-free nodes, it places 4/4.
+func TestDRAGangFitsDevicesPerNode(t *testing.T) {
+	s, specs := startDRACluster(t, 4, 8)
+	h := s.h
+	require.NoError(t, h.CreateClaimTemplate(h.Ctx, "default", "four-gpus", draClassName, 4))
+	fillers := map[string][]string{}
+	for _, n := range specs[:3] {
+		for i := 0; i < 5; i++ {
+			pod := cluster.Pod(cluster.PodSpec{Name: fmt.Sprintf("filler-%s-%d", n.Name, i), CPU: "1", Memory: "1Gi"})
+			pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: n.Name}
+			pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "devices", ResourceClaimTemplateName: ptr.To("one-gpu")}}
+			pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "devices"}}
+			_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, pod, metav1.CreateOptions{})
+			require.NoError(t, err)
+			fillers[n.Name] = append(fillers[n.Name], pod.Name)
+		}
+	}
+	_, err := h.WaitForPodsBound(h.Ctx, "default", "", 15, bindTimeout)
+	require.NoError(t, err, "fillers placed\n%s", s.tl)
+
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "wide", 4))
+	for i := 0; i < 4; i++ {
+		pod := cluster.Pod(cluster.PodSpec{Name: fmt.Sprintf("wide-%d", i), CPU: "1", Memory: "1Gi", PodGroup: "wide"})
+		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "devices", ResourceClaimTemplateName: ptr.To("four-gpus")}}
+		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "devices"}}
+		_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, pod, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	deadline := time.Now().Add(8 * time.Second)
+	for time.Now().Before(deadline) {
+		bound, _, err := h.BoundMembers(h.Ctx, "default", "wide")
+		require.NoError(t, err)
+		require.Zero(t, bound, "gang wide has bound members with room for 2 of 4\n%s", s.tl)
+		claims, err := h.Client.ResourceV1().ResourceClaims("default").List(h.Ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		for _, c := range claims.Items {
+			if strings.HasPrefix(c.Name, "wide-") && c.Status.Allocation != nil {
+				t.Fatalf("claim %s of the waiting gang holds devices\n%s", c.Name, s.tl)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	pg, err := h.PodGroups.SchedulingV1alpha1().PodGroups("default").Get(h.Ctx, "wide", metav1.GetOptions{})
+	require.NoError(t, err)
+	t.Logf("waiting gang: %+v", pg.Status)
+
+	for _, n := range specs[:2] {
+		require.NoError(t, h.Client.CoreV1().Pods("default").Delete(h.Ctx, fillers[n.Name][0], metav1.DeleteOptions{}))
+		s.tl.add("deleted filler %s", fillers[n.Name][0])
+	}
+	_, err = h.WaitForPodsBound(h.Ctx, "default", gangSelector+"wide", 4, 60*time.Second)
+	require.NoError(t, err, "gang placed once a device freed on two nodes\n%s", s.tl)
+}
