@@ -11,7 +11,9 @@ import (
 
 	"github.com/flotilla-sched/flotilla/apis/config"
 	"github.com/flotilla-sched/flotilla/apis/config/validation"
+	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration; its args are
@@ -24,6 +26,8 @@ const preScoreStateKey fwk.StateKey = Name + "/request"
 type Binpack struct {
 	resources []config.ResourceWeight
 	scarce    []corev1.ResourceName
+	// devices reads DRA devices (nil without a handle: none are counted).
+	devices *devices.Reader
 }
 
 var (
@@ -34,12 +38,16 @@ var (
 )
 
 // New builds the plugin from validated args.
-func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error) {
+func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	args, err := validation.Args(Name, obj, validation.ValidateBinpackArgs)
 	if err != nil {
 		return nil, err
 	}
-	return &Binpack{resources: args.Resources, scarce: args.ScarceResources}, nil
+	b := &Binpack{resources: args.Resources, scarce: args.ScarceResources}
+	if h != nil {
+		b.devices = state.NewDeviceReader(h)
+	}
+	return b, nil
 }
 
 // Name returns the plugin's name.
@@ -59,40 +67,96 @@ type podScoreInput struct {
 	terms       []weightedRequest
 	weightSum   int64
 	unrequested []corev1.ResourceName // scarce resources the pod does not ask for
+	// devices are, per node, its DRA devices of the classes counted under
+	// the names of terms and unrequested (see package state/devices):
+	// counted in PreScore, read by Score from many goroutines.
+	devices map[string]devices.Counts
 }
 
 func (p *podScoreInput) Clone() fwk.StateData { return p }
 
 // PreScore turns the pod's requests into the weighted terms Score uses.
-func (b *Binpack) PreScore(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
-	state.Write(preScoreStateKey, b.scoreInput(pod))
+func (b *Binpack) PreScore(ctx context.Context, cycle fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	var catalog *devices.Catalog
+	if b.devices != nil {
+		catalog = b.devices.Catalog()
+	}
+	in, err := b.scoreInput(pod, catalog)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if err := in.countDevices(ctx, catalog, nodes); err != nil {
+		return fwk.AsStatus(err)
+	}
+	cycle.Write(preScoreStateKey, in)
 	return nil
 }
 
-func (b *Binpack) scoreInput(pod *corev1.Pod) *podScoreInput {
-	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+// scoreInput turns the pod's requests, and the devices its claims take
+// (with a catalog), into the score's terms.
+func (b *Binpack) scoreInput(pod *corev1.Pod, catalog *devices.Catalog) (*podScoreInput, error) {
+	requests := capacity.Request(pod)
+	if catalog != nil {
+		demand, err := catalog.Demand(pod)
+		if err != nil {
+			return nil, err
+		}
+		requests.Add(demand)
+	}
 	in := &podScoreInput{}
 	for _, r := range b.resources {
-		if r.Weight <= 0 {
+		if r.Weight <= 0 || requests[r.Name] <= 0 {
 			continue
 		}
-		q, ok := requests[r.Name]
-		if !ok || q.IsZero() {
-			continue
-		}
-		amount := q.Value()
-		if r.Name == corev1.ResourceCPU {
-			amount = q.MilliValue()
-		}
-		in.terms = append(in.terms, weightedRequest{name: r.Name, weight: r.Weight, request: amount})
+		in.terms = append(in.terms, weightedRequest{name: r.Name, weight: r.Weight, request: requests[r.Name]})
 		in.weightSum += r.Weight
 	}
 	for _, s := range b.scarce {
-		if q, ok := requests[s]; !ok || q.IsZero() {
+		if requests[s] <= 0 {
 			in.unrequested = append(in.unrequested, s)
 		}
 	}
-	return in
+	return in, nil
+}
+
+// countDevices counts, on every node, the devices of the classes counted
+// under the input's names, if any name is a class's.
+func (in *podScoreInput) countDevices(ctx context.Context, catalog *devices.Catalog, nodes []fwk.NodeInfo) error {
+	if catalog == nil {
+		return nil
+	}
+	var names []capacity.Resources
+	for _, t := range in.terms {
+		names = append(names, capacity.Resources{t.name: 1})
+	}
+	for _, s := range in.unrequested {
+		names = append(names, capacity.Resources{s: 1})
+	}
+	keys := catalog.Keys(names...)
+	if len(keys) == 0 {
+		return nil
+	}
+	in.devices = make(map[string]devices.Counts, len(nodes))
+	for _, n := range nodes {
+		counts, err := catalog.CountOn(ctx, n.Node(), keys)
+		if err != nil {
+			return err
+		}
+		in.devices[n.Node().Name] = counts
+	}
+	return nil
+}
+
+// amounts are a node's total and used amount of a resource: from its
+// allocatable and requested, or, for a resource it has none of in
+// allocatable, from its DRA devices of the class counted under that name.
+func (in *podScoreInput) amounts(nodeInfo fwk.NodeInfo, name corev1.ResourceName) (total, used int64) {
+	total = capacity.Amount(nodeInfo.GetAllocatable(), name)
+	if total > 0 || in.devices == nil {
+		return total, capacity.Amount(nodeInfo.GetRequested(), name)
+	}
+	counts := in.devices[nodeInfo.Node().Name]
+	return counts.Total[name], counts.Total[name] - counts.Free[name]
 }
 
 // Score returns the packing score in [0, MaxNodeScore], negated minus one
@@ -114,8 +178,8 @@ func (b *Binpack) readInput(state fwk.CycleState, pod *corev1.Pod) (*podScoreInp
 	data, err := state.Read(preScoreStateKey)
 	if err != nil {
 		// PreScore is skipped by nothing in the framework today, but a
-		// missing state must not fail scheduling.
-		return b.scoreInput(pod), nil
+		// missing state must not fail scheduling: score without devices.
+		return b.scoreInput(pod, nil)
 	}
 	in, ok := data.(*podScoreInput)
 	if !ok {
@@ -128,21 +192,18 @@ func packingScore(in *podScoreInput, nodeInfo fwk.NodeInfo) int64 {
 	if in.weightSum == 0 {
 		return 0
 	}
-	used, alloc := nodeInfo.GetRequested(), nodeInfo.GetAllocatable()
 	var weighted float64
 	weightSum := in.weightSum
 	for _, t := range in.terms {
-		total := capacity.Amount(alloc, t.name)
+		total, used := in.amounts(nodeInfo, t.name)
 		if total <= 0 {
-			// Not in the node's allocatable although the node passed the
-			// filters: a DRA-backed extended resource (its devices are in
-			// ResourceSlices, not allocatable). How full they are is not
-			// seen here, so the node is scored on the pod's other
-			// resources (see doc.go).
+			// Neither in the node's allocatable nor counted as devices
+			// although the node passed the filters: the node is scored on
+			// the pod's other resources (see doc.go).
 			weightSum -= t.weight
 			continue
 		}
-		after := capacity.Amount(used, t.name) + t.request
+		after := used + t.request
 		if after > total {
 			return 0
 		}
@@ -158,16 +219,15 @@ func packingScore(in *podScoreInput, nodeInfo fwk.NodeInfo) int64 {
 // resource the pod requests than the node's free units of an unrequested
 // scarce resource proportionally need (see doc.go).
 func intrudes(in *podScoreInput, nodeInfo fwk.NodeInfo) bool {
-	used, alloc := nodeInfo.GetRequested(), nodeInfo.GetAllocatable()
 	for _, scarce := range in.unrequested {
-		total := capacity.Amount(alloc, scarce)
-		free := total - capacity.Amount(used, scarce)
+		total, used := in.amounts(nodeInfo, scarce)
+		free := total - used
 		if total <= 0 || free <= 0 {
 			continue
 		}
 		for _, t := range in.terms {
-			allocatable := capacity.Amount(alloc, t.name)
-			left := allocatable - capacity.Amount(used, t.name) - t.request
+			allocatable, usedOfT := in.amounts(nodeInfo, t.name)
+			left := allocatable - usedOfT - t.request
 			// left < free/total * allocatable, without float rounding.
 			if float64(left)*float64(total) < float64(free)*float64(allocatable) {
 				return true

@@ -2,16 +2,26 @@ package binpack
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-sched/flotilla/apis/config"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
 )
 
 const gpu corev1.ResourceName = "nvidia.com/gpu"
@@ -244,4 +254,54 @@ func TestExtendedResources(t *testing.T) {
 			assert.Equal(t, tt.want, scoreOn(t, b, trainer, tt.node))
 		})
 	}
+}
+
+// DRA devices where nodes have none in allocatable: a DeviceClass serving
+// nvidia.com/gpu makes the node's free devices of the class count as its
+// GPUs, for a pod asking by extended resource or by claim, in the packing
+// score and in the scarce-resource protection.
+func TestDRADevicesAreScoredAndProtected(t *testing.T) {
+	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"}, Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To(string(gpu))}}
+	slice := func(node string) *resourceapi.ResourceSlice {
+		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", Pool: resourceapi.ResourcePool{Name: node, ResourceSliceCount: 1}, NodeName: ptr.To(node)}}
+		for i := 0; i < 8; i++ {
+			s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("d%d", i)})
+		}
+		return s
+	}
+	allocated := sets.New[structured.DeviceID]()
+	for i := 0; i < 6; i++ {
+		allocated.Insert(structured.MakeDeviceID("gpu.example.com", "dra-busy", fmt.Sprintf("d%d", i)))
+	}
+	template := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "two"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "gpus", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu.example.com", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2}}}}}}}
+	templates := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	require.NoError(t, templates.Add(template))
+	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class}, Slices: []*resourceapi.ResourceSlice{slice("dra-busy"), slice("dra-empty")}, Allocated: allocated}
+	withDevices := func(args *config.BinpackArgs) *Binpack {
+		b := newPlugin(t, args)
+		b.devices = devices.NewReader(dra, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{})
+		return b
+	}
+	cpuMem := map[corev1.ResourceName]string{corev1.ResourceCPU: "32", corev1.ResourceMemory: "128Gi"}
+	busy, empty, cpuOnly := nodeWith("dra-busy", cpuMem), nodeWith("dra-empty", cpuMem), nodeWith("cpu", cpuMem)
+
+	packing := withDevices(&config.BinpackArgs{Resources: []config.ResourceWeight{{Name: corev1.ResourceCPU, Weight: 1}, {Name: gpu, Weight: 4}}})
+	byExtended := pod("t", map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "16Gi", gpu: "2"})
+	byClaim := pod("c", map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "16Gi"})
+	byClaim.Namespace = "default"
+	byClaim.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: ptr.To("two")}}
+	for _, p := range []*corev1.Pod{byExtended, byClaim} {
+		assert.Equal(t, int64(85), scoreOn(t, packing, p, busy), "%s: (1*8/32 + 4*(6+2)/8) / 5", p.Name)
+		assert.Equal(t, int64(25), scoreOn(t, packing, p, empty), "%s: (1*8/32 + 4*2/8) / 5", p.Name)
+	}
+
+	// A CPU-only pod keeps off the node with free DRA GPUs, though it is
+	// the fuller one.
+	protecting := cpuMemArgs(1, 0)
+	protecting.ScarceResources = []corev1.ResourceName{gpu}
+	fullerWithGPUs := nodeWith("dra-empty", cpuMem, pod("u", map[corev1.ResourceName]string{corev1.ResourceCPU: "28"}))
+	got := normalized(t, withDevices(protecting), pod("cpu", map[corev1.ResourceName]string{corev1.ResourceCPU: "2"}), cpuOnly, fullerWithGPUs)
+	assert.Greater(t, got["cpu"], got["dra-empty"], "scores %v", got)
 }

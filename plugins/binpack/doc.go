@@ -33,16 +33,18 @@
 //
 // Extended resources come two ways. Device-plugin resources (nvidia.com/gpu
 // from the NVIDIA device plugin) are in the node's allocatable and are
-// scored and protected as above. A DRA-backed extended resource
-// (DRAExtendedResource: a DeviceClass names the extended resource, the
-// node publishes ResourceSlices instead of allocatable) is not in the
-// node's allocatable: binpack cannot see how many of its devices are free,
-// so on such a node that resource is left out of the score — the node is
-// ranked on the pod's other weighted resources with their weights — and
-// it gives no scarce-resource protection there. Whether the devices fit is
-// NodeResourcesFit's and DynamicResources' to decide. Counting DRA devices
-// per node (as NodeResourcesFit's scorer does from ResourceSlices) is not
-// done yet.
+// scored and protected as above. Devices allocated through DRA are not in
+// allocatable: a DeviceClass counts them under a resource name (its
+// extendedResourceName, e.g. nvidia.com/gpu, or
+// deviceclass.resource.kubernetes.io/<class>; package state/devices). For a
+// weighted or scarce resource a node has none of in allocatable, the node's
+// devices of that class are its total and the allocated ones its used,
+// counted once per pod in PreScore from the scheduler's own DRA state. A
+// pod asking for them by extended resource or by claim (template) requests
+// what its claims take. So a CPU-only pod keeps off a node with free DRA
+// GPUs as it does off one with free device-plugin GPUs. A resource neither
+// in allocatable nor served by a class is left out of the score: the node
+// is ranked on the pod's other weighted resources.
 //
 // The plugin's weight in the profile is its weight among the scores; the
 // shipped profile disables the in-tree scores that spread pods out.

@@ -121,7 +121,7 @@ func newStore(h fwk.Handle) (*Store, error) {
 	if _, err := s.podGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: s.forgetGroupTime}); err != nil {
 		return nil, err
 	}
-	s.devices = newDeviceReader(h)
+	s.devices = NewDeviceReader(h)
 	s.pods = h.SharedInformerFactory().Core().V1().Pods().Informer()
 	if err := s.pods.AddIndexers(cache.Indexers{podGroupIndex: indexByGroup}); err != nil {
 		return nil, fmt.Errorf("indexing pods by PodGroup: %w", err)
@@ -151,12 +151,12 @@ func indexByGroup(obj interface{}) ([]string, error) {
 	return nil, nil
 }
 
-// newDeviceReader reads devices through the scheduler's own DRA manager,
+// NewDeviceReader reads devices through the scheduler's own DRA manager,
 // with the allocator features its feature gates select, and claim
 // templates through its informer factory (a member's claim is generated
 // from its template only once the pod exists; the gang counts members
 // whose claims the controller has not made yet).
-func newDeviceReader(h fwk.Handle) *devices.Reader {
+func NewDeviceReader(h fwk.Handle) *devices.Reader {
 	dra := h.SharedDRAManager()
 	if dra == nil {
 		return devices.NewReader(nil, nil, structured.Features{})

@@ -59,18 +59,23 @@ type Catalog struct {
 	// tolerations per key: what the demanding requests tolerate.
 	tolerations map[corev1.ResourceName][]resourceapi.DeviceToleration
 
-	loaded    bool
-	loadErr   error
-	slices    []*resourceapi.ResourceSlice
+	loaded  bool
+	loadErr error
+	// sliceOf are the slices published for one node by name; anyNode the
+	// others (all nodes, a node selector, or per-device node selection),
+	// which every node must look at.
+	sliceOf   map[string][]*resourceapi.ResourceSlice
+	anyNode   []*resourceapi.ResourceSlice
 	allocated *structured.AllocatedState
 	// matchMemo caches class selector results per class and device.
 	matchMemo map[string]bool
-	free      map[string]capacity.Resources
+	// counts per node name, once counted.
+	counts map[string]Counts
 }
 
 // Catalog starts a check's view; nothing is read until asked.
 func (r *Reader) Catalog() *Catalog {
-	return &Catalog{r: r, seen: map[string]bool{}, tolerations: map[corev1.ResourceName][]resourceapi.DeviceToleration{}, matchMemo: map[string]bool{}, free: map[string]capacity.Resources{}}
+	return &Catalog{r: r, seen: map[string]bool{}, tolerations: map[corev1.ResourceName][]resourceapi.DeviceToleration{}, matchMemo: map[string]bool{}, counts: map[string]Counts{}}
 }
 
 func (c *Catalog) loadClasses() error {
@@ -231,8 +236,18 @@ func (c *Catalog) load() error {
 	if c.r == nil || c.r.dra == nil {
 		return nil
 	}
-	if c.slices, c.loadErr = c.r.dra.ResourceSlices().ListWithDeviceTaintRules(); c.loadErr != nil {
-		return c.loadErr
+	slices, err := c.r.dra.ResourceSlices().ListWithDeviceTaintRules()
+	if err != nil {
+		c.loadErr = err
+		return err
+	}
+	c.sliceOf = map[string][]*resourceapi.ResourceSlice{}
+	for _, slice := range slices {
+		if name := ptr.Deref(slice.Spec.NodeName, ""); name != "" && !ptr.Deref(slice.Spec.PerDeviceNodeSelection, false) {
+			c.sliceOf[name] = append(c.sliceOf[name], slice)
+		} else {
+			c.anyNode = append(c.anyNode, slice)
+		}
 	}
 	// Gathering can fail on a concurrent change: try again once.
 	if c.allocated, c.loadErr = c.r.dra.ResourceClaims().GatherAllocatedState(); c.loadErr != nil {
@@ -241,31 +256,42 @@ func (c *Catalog) load() error {
 	return c.loadErr
 }
 
+// Counts are a node's devices per class key: Total match the class;
+// Free of those are not allocated and carry no taint the demanding
+// requests do not tolerate.
+type Counts struct {
+	Free, Total capacity.Resources
+}
+
 // FreeOn is, per device key in keys, how many devices of that class the
-// node has free: on its slices, matching the class, not allocated, with
-// no taint the demanding requests do not tolerate.
+// node has free (see Counts).
 func (c *Catalog) FreeOn(ctx context.Context, node *corev1.Node, keys []corev1.ResourceName) (capacity.Resources, error) {
-	if free, ok := c.free[node.Name]; ok {
-		return free, nil
+	counts, err := c.CountOn(ctx, node, keys)
+	return counts.Free, err
+}
+
+// CountOn counts the node's devices of the classes counted under keys
+// (names no class is counted under are left out). A Catalog counts each
+// node once: every call of one Catalog must ask for the same keys, as one
+// check does.
+func (c *Catalog) CountOn(ctx context.Context, node *corev1.Node, keys []corev1.ResourceName) (Counts, error) {
+	if counts, ok := c.counts[node.Name]; ok {
+		return counts, nil
 	}
 	if err := c.load(); err != nil {
-		return nil, err
+		return Counts{}, err
 	}
-	free := capacity.Resources{}
+	counts := Counts{Free: capacity.Resources{}, Total: capacity.Resources{}}
 	for _, key := range keys {
 		if _, ok := c.byKey[key]; ok {
-			free[key] = 0
+			counts.Free[key], counts.Total[key] = 0, 0
 		}
 	}
-	for _, slice := range c.slices {
+	count := func(slice *resourceapi.ResourceSlice) error {
 		sliceWide := !ptr.Deref(slice.Spec.PerDeviceNodeSelection, false)
 		if sliceWide {
-			ok, err := c.onNode(node, slice.Spec.NodeName, slice.Spec.AllNodes, slice.Spec.NodeSelector)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				continue
+			if ok, err := c.onNode(node, slice.Spec.NodeName, slice.Spec.AllNodes, slice.Spec.NodeSelector); err != nil || !ok {
+				return err
 			}
 		}
 		for i := range slice.Spec.Devices {
@@ -273,33 +299,42 @@ func (c *Catalog) FreeOn(ctx context.Context, node *corev1.Node, keys []corev1.R
 			if !sliceWide {
 				ok, err := c.onNode(node, device.NodeName, device.AllNodes, device.NodeSelector)
 				if err != nil {
-					return nil, err
+					return err
 				}
 				if !ok {
 					continue
 				}
 			}
 			id := structured.MakeDeviceID(slice.Spec.Driver, slice.Spec.Pool.Name, device.Name)
-			if structured.IsDeviceAllocated(id, c.allocated) {
-				continue
-			}
-			for key := range free {
-				class := c.byKey[key]
-				if !c.tolerated(key, device.Taints) {
+			allocated := structured.IsDeviceAllocated(id, c.allocated)
+			for key := range counts.Total {
+				match, err := c.matches(ctx, c.byKey[key], slice.Spec.Driver, id.String(), device)
+				if err != nil {
+					return err
+				}
+				if !match {
 					continue
 				}
-				match, err := c.matches(ctx, class, slice.Spec.Driver, id.String(), device)
-				if err != nil {
-					return nil, err
-				}
-				if match {
-					free[key]++
+				counts.Total[key]++
+				if !allocated && c.tolerated(key, device.Taints) {
+					counts.Free[key]++
 				}
 			}
 		}
+		return nil
 	}
-	c.free[node.Name] = free
-	return free, nil
+	for _, slice := range c.sliceOf[node.Name] {
+		if err := count(slice); err != nil {
+			return Counts{}, err
+		}
+	}
+	for _, slice := range c.anyNode {
+		if err := count(slice); err != nil {
+			return Counts{}, err
+		}
+	}
+	c.counts[node.Name] = counts
+	return counts, nil
 }
 
 func (c *Catalog) onNode(node *corev1.Node, name *string, all *bool, selector *corev1.NodeSelector) (bool, error) {
