@@ -94,7 +94,7 @@ func (p *Proportion) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev
 // for a gang's first member the members whose demand the queue's share
 // must already count.
 func (p *Proportion) admissionRequest(pod *corev1.Pod) (capacity.Resources, string, []*corev1.Pod) {
-	own := capacity.Request(pod)
+	own := p.store.Charge(pod)
 	key, ok := state.GroupOf(pod)
 	if !ok {
 		return own, "the pod", nil
@@ -120,7 +120,7 @@ func (p *Proportion) admissionRequest(pod *corev1.Pod) (capacity.Resources, stri
 	// included.
 	total := capacity.Resources{}
 	for _, m := range needed {
-		total.Add(capacity.Request(m))
+		total.Add(p.store.Charge(m))
 	}
 	members := p.store.Members(key)
 	return total, fmt.Sprintf("gang %s (%d members for its quorum)", key, pg.Spec.MinMember), members

@@ -99,7 +99,7 @@ func (q *Queues) onPod(obj interface{}) {
 	} else {
 		q.charge(acc, -1)
 	}
-	request := capacity.Request(pod)
+	request := q.store.Charge(pod)
 	if acc.queue != queue || !acc.request.Equal(request) || acc.foreign != !q.profiles[pod.Spec.SchedulerName] {
 		q.demandChanged = true
 	}
@@ -197,7 +197,7 @@ func (q *Queues) Reserve(pod *corev1.Pod) {
 	defer q.mu.Unlock()
 	acc := q.pods[pod.UID]
 	if acc == nil {
-		acc = &podAccount{queue: queue, request: capacity.Request(pod), foreign: !q.profiles[pod.Spec.SchedulerName]}
+		acc = &podAccount{queue: queue, request: q.store.Charge(pod), foreign: !q.profiles[pod.Spec.SchedulerName]}
 		acc.group, acc.inGroup = GroupOf(pod)
 		q.pods[pod.UID] = acc
 		q.demandChanged = true

@@ -115,6 +115,13 @@ func (q *Queues) computeShares() *QueueView {
 	validate(view)
 
 	view.Total = q.total.Clone()
+	// Devices allocated through DRA are in no node's allocatable: the
+	// cluster's devices of each class are shared under the class's key.
+	for key, n := range q.store.devices.Totals() {
+		if view.Total[key] == 0 {
+			view.Total[key] = n
+		}
+	}
 	available := view.Total.Clone()
 	available.Sub(q.foreign)
 	for name, v := range available {

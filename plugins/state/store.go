@@ -24,6 +24,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	podgroupclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 )
 
@@ -163,6 +164,16 @@ func NewDeviceReader(h fwk.Handle) *devices.Reader {
 	}
 	features := dynamicresources.AllocatorFeatures(feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
 	return devices.NewReader(dra, h.SharedInformerFactory().Resource().V1().ResourceClaimTemplates().Lister(), features)
+}
+
+// Charge is what a pod counts for in its queue: its requests and the
+// devices its claims hold or will hold (devices.Reader.Charge), each
+// class under its key, so that a Queue's capability of nvidia.com/gpu
+// caps GPUs however they are asked for.
+func (s *Store) Charge(pod *corev1.Pod) capacity.Resources {
+	charge := capacity.Request(pod)
+	charge.Add(s.devices.Charge(pod))
+	return charge
 }
 
 // Devices is the scheduler's device reader: a check takes a Catalog of it.

@@ -3,7 +3,11 @@ package devices
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"sort"
+	"strconv"
+	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -34,6 +38,12 @@ type Reader struct {
 	templates resourcelisters.ResourceClaimTemplateLister
 	features  structured.Features
 	cel       *cel.Cache
+
+	// totals of the last Totals, valid while the slices and classes it
+	// counted are unchanged (totalsOf says which).
+	totalsMu sync.Mutex
+	totalsOf uint64
+	totals   capacity.Resources
 }
 
 // NewReader reads through the scheduler's DRA manager (nil: the scheduler
@@ -156,14 +166,7 @@ func (c *Catalog) Demand(pod *corev1.Pod) (capacity.Resources, error) {
 // nil when it takes nothing more: allocated already, or counted for
 // another pod of this check.
 func (c *Catalog) claimSpec(pod *corev1.Pod, ref corev1.PodResourceClaim) (*resourceapi.ResourceClaimSpec, error) {
-	name := ptr.Deref(ref.ResourceClaimName, "")
-	if name == "" {
-		for _, st := range pod.Status.ResourceClaimStatuses {
-			if st.Name == ref.Name {
-				name = ptr.Deref(st.ResourceClaimName, "")
-			}
-		}
-	}
+	name := claimName(pod, ref)
 	if name != "" {
 		id := pod.Namespace + "/" + name
 		if c.seen[id] {
@@ -194,6 +197,21 @@ func (c *Catalog) claimSpec(pod *corev1.Pod, ref corev1.PodResourceClaim) (*reso
 		return nil, fmt.Errorf("pod %s/%s: ResourceClaimTemplate %s/%s: %w", pod.Namespace, pod.Name, pod.Namespace, template, err)
 	}
 	return &t.Spec.Spec, nil
+}
+
+// claimName is the name of the claim a pod's reference resolves to: the
+// claim it names, or the one generated from its template (as the pod's
+// status records it); "" before that claim exists.
+func claimName(pod *corev1.Pod, ref corev1.PodResourceClaim) string {
+	if name := ptr.Deref(ref.ResourceClaimName, ""); name != "" {
+		return name
+	}
+	for _, st := range pod.Status.ResourceClaimStatuses {
+		if st.Name == ref.Name {
+			return ptr.Deref(st.ResourceClaimName, "")
+		}
+	}
+	return ""
 }
 
 // addRequest charges one device request of a claim.
@@ -428,4 +446,161 @@ func (c *Catalog) Keys(demand ...capacity.Resources) []corev1.ResourceName {
 // at most 3 on one node".
 func Describe(class string, need, free, most int64) string {
 	return fmt.Sprintf("needs %d devices of class %s: %d free, at most %d on one node", need, class, free, most)
+}
+
+// Charge is what the pod's claims count for in its queue, per class key:
+// an allocated claim the devices it was allocated (adminAccess ones
+// excepted), a claim not allocated yet (or a template's, before the claim
+// exists) an exact request its count, allocationMode All one device, a
+// prioritized list its largest alternative, an adminAccess request
+// nothing. Claims a class serves by extended resource are in the pod's
+// requests, not its claims. Unlike Demand, a claim is charged to every
+// pod that references it and whether or not it is allocated: it is what
+// the pod holds, not what placing it takes. Errors (a claim, template or
+// class missing) charge nothing for that claim.
+func (r *Reader) Charge(pod *corev1.Pod) capacity.Resources {
+	if len(pod.Spec.ResourceClaims) == 0 || r == nil || r.dra == nil {
+		return nil
+	}
+	c := r.Catalog()
+	if err := c.loadClasses(); err != nil {
+		return nil
+	}
+	charge := capacity.Resources{}
+	for _, ref := range pod.Spec.ResourceClaims {
+		claim, spec := c.claimOf(pod, ref)
+		if spec == nil {
+			continue
+		}
+		if claim != nil && claim.Status.Allocation != nil {
+			for _, result := range claim.Status.Allocation.Devices.Results {
+				if ptr.Deref(result.AdminAccess, false) {
+					continue
+				}
+				if class, ok := c.classes[requestClass(spec, result.Request)]; ok {
+					charge[Key(class)]++
+				}
+			}
+			continue
+		}
+		for _, req := range spec.Devices.Requests {
+			c.chargeRequest(charge, req)
+		}
+	}
+	return charge
+}
+
+// claimOf resolves a pod's claim reference to its claim (nil before it is
+// generated from its template) and spec (nil when neither exists).
+func (c *Catalog) claimOf(pod *corev1.Pod, ref corev1.PodResourceClaim) (*resourceapi.ResourceClaim, *resourceapi.ResourceClaimSpec) {
+	name := claimName(pod, ref)
+	if name != "" {
+		if claim, err := c.r.dra.ResourceClaims().Get(pod.Namespace, name); err == nil {
+			return claim, &claim.Spec
+		}
+	}
+	template := ptr.Deref(ref.ResourceClaimTemplateName, "")
+	if template == "" || c.r.templates == nil {
+		return nil, nil
+	}
+	t, err := c.r.templates.ResourceClaimTemplates(pod.Namespace).Get(template)
+	if err != nil {
+		return nil, nil
+	}
+	return nil, &t.Spec.Spec
+}
+
+// requestClass is the class of a claim's request by the name an
+// allocation result gives it: "req", or "req/sub" for an alternative of a
+// prioritized list.
+func requestClass(spec *resourceapi.ResourceClaimSpec, name string) string {
+	main, sub, _ := strings.Cut(name, "/")
+	for _, req := range spec.Devices.Requests {
+		if req.Name != main {
+			continue
+		}
+		if req.Exactly != nil {
+			return req.Exactly.DeviceClassName
+		}
+		for _, alt := range req.FirstAvailable {
+			if alt.Name == sub {
+				return alt.DeviceClassName
+			}
+		}
+	}
+	return ""
+}
+
+// chargeRequest charges a request of a claim not allocated yet.
+func (c *Catalog) chargeRequest(charge capacity.Resources, req resourceapi.DeviceRequest) {
+	count := func(mode resourceapi.DeviceAllocationMode, n int64) int64 {
+		if mode == resourceapi.DeviceAllocationModeAll {
+			return 1
+		}
+		return max(n, 1)
+	}
+	if exact := req.Exactly; exact != nil {
+		if class, ok := c.classes[exact.DeviceClassName]; ok && !ptr.Deref(exact.AdminAccess, false) {
+			charge[Key(class)] += count(exact.AllocationMode, exact.Count)
+		}
+		return
+	}
+	var largest int64
+	var key corev1.ResourceName
+	for _, alt := range req.FirstAvailable {
+		class, ok := c.classes[alt.DeviceClassName]
+		if n := count(alt.AllocationMode, alt.Count); ok && n > largest {
+			largest, key = n, Key(class)
+		}
+	}
+	if largest > 0 {
+		charge[key] += largest
+	}
+}
+
+// Totals are the cluster's devices per class, each class counted under its
+// Key (devices matching several classes count in each), for the queues'
+// shares; the caller must not change them. Recounted only when a ResourceSlice or DeviceClass changed: the
+// queues ask on every change of demand.
+func (r *Reader) Totals() capacity.Resources {
+	if r == nil || r.dra == nil {
+		return nil
+	}
+	classes, err := r.dra.DeviceClasses().List()
+	if err != nil || len(classes) == 0 {
+		return nil
+	}
+	slices, err := r.dra.ResourceSlices().ListWithDeviceTaintRules()
+	if err != nil {
+		return nil
+	}
+	h := fnv.New64a()
+	for _, s := range slices {
+		_, _ = h.Write([]byte(s.Name + "@" + s.ResourceVersion + "," + strconv.Itoa(len(s.Spec.Devices)) + ";"))
+	}
+	for _, c := range classes {
+		_, _ = h.Write([]byte(c.Name + "@" + c.ResourceVersion + ";"))
+	}
+	version := h.Sum64()
+	r.totalsMu.Lock()
+	defer r.totalsMu.Unlock()
+	if r.totals != nil && version == r.totalsOf {
+		return r.totals
+	}
+	c := r.Catalog()
+	totals := capacity.Resources{}
+	for _, class := range classes {
+		key := Key(class)
+		for _, s := range slices {
+			for i := range s.Spec.Devices {
+				device := &s.Spec.Devices[i]
+				id := structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, device.Name)
+				if match, err := c.matches(context.Background(), class, s.Spec.Driver, id.String(), device); err == nil && match {
+					totals[key]++
+				}
+			}
+		}
+	}
+	r.totalsOf, r.totals = version, totals
+	return totals
 }

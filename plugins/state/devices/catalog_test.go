@@ -190,3 +190,57 @@ func TestFreeOn(t *testing.T) {
 		})
 	}
 }
+
+// Charge: what a pod's claims count for in its queue, allocated or not.
+func TestCharge(t *testing.T) {
+	gpu, plain := class("gpu", "example.com/gpu", ""), class("plain", "", "")
+	allocated := claimOf("allocated", true, exactly("gpu", 2))
+	allocated.Status.Allocation.Devices.Results = []resourceapi.DeviceRequestAllocationResult{{Request: "r", Driver: driver, Pool: "p", Device: "a"}, {Request: "r", Driver: driver, Pool: "p", Device: "b"}}
+	prioritized := resourceapi.DeviceRequest{Name: "r", FirstAvailable: []resourceapi.DeviceSubRequest{
+		{Name: "small", DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1},
+		{Name: "big", DeviceClassName: "plain", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 3},
+	}}
+	chosen := claimOf("chosen", true, prioritized)
+	chosen.Status.Allocation.Devices.Results = []resourceapi.DeviceRequestAllocationResult{{Request: "r/small", Driver: driver, Pool: "p", Device: "c"}}
+	admin := exactly("gpu", 4)
+	admin.Exactly.AdminAccess = ptr.To(true)
+	template := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "two-gpus"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{exactly("gpu", 2)}}}}}
+	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu, plain}, Claims: []*resourceapi.ResourceClaim{
+		allocated, chosen, claimOf("pending", false, exactly("gpu", 3)), claimOf("prioritized", false, prioritized), claimOf("admin", false, admin),
+	}}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want capacity.Resources
+	}{
+		{name: "no claims", pod: podWithClaims("p"), want: nil},
+		{name: "an allocated claim: its devices", pod: podWithClaims("p", byClaim("c", "allocated")), want: capacity.Resources{"example.com/gpu": 2}},
+		{name: "a claim not allocated: its count", pod: podWithClaims("p", byClaim("c", "pending")), want: capacity.Resources{"example.com/gpu": 3}},
+		{name: "a template before its claim exists: the template's count", pod: podWithClaims("p", byTemplate("g", "two-gpus")), want: capacity.Resources{"example.com/gpu": 2}},
+		{name: "a prioritized list not allocated: its largest alternative", pod: podWithClaims("p", byClaim("c", "prioritized")), want: capacity.Resources{"deviceclass.resource.kubernetes.io/plain": 3}},
+		{name: "a prioritized list allocated: the alternative chosen", pod: podWithClaims("p", byClaim("c", "chosen")), want: capacity.Resources{"example.com/gpu": 1}},
+		{name: "adminAccess: nothing", pod: podWithClaims("p", byClaim("c", "admin")), want: capacity.Resources{}},
+		{name: "a missing claim: nothing", pod: podWithClaims("p", byClaim("c", "missing")), want: capacity.Resources{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, NewReader(dra, templates(template), structured.Features{}).Charge(tc.pod))
+		})
+	}
+}
+
+// Totals: the cluster's devices per class key, recounted when a slice
+// changes.
+func TestTotals(t *testing.T) {
+	dra := &devicestest.DRA{
+		Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", ""), class("a100", "", `device.attributes["gpu.example.com"].model == "a100"`)},
+		Slices:  []*resourceapi.ResourceSlice{slice("n1", 8, "h100", nil), slice("n2", 2, "a100", nil)},
+	}
+	r := NewReader(dra, nil, structured.Features{})
+	assert.Equal(t, capacity.Resources{"example.com/gpu": 10, "deviceclass.resource.kubernetes.io/a100": 2}, r.Totals())
+	more := slice("n3", 4, "a100", nil)
+	more.ResourceVersion = "2"
+	dra.Slices = append(dra.Slices, more)
+	assert.Equal(t, capacity.Resources{"example.com/gpu": 14, "deviceclass.resource.kubernetes.io/a100": 6}, r.Totals())
+}
