@@ -2,11 +2,13 @@ package state
 
 import (
 	"maps"
+	"strings"
 	"sync"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -47,9 +49,15 @@ type Queues struct {
 	allocationChanged bool
 	view              *QueueView
 	shares            *QueueView
+	// holding: the accounts of done pods whose claims still hold devices,
+	// by claim (namespace/name). Such an account is charged only those
+	// devices, until the claim is deallocated or deleted.
+	holding map[string]map[types.UID]bool
 }
 
 type podAccount struct {
+	// holds: for a done pod, the claims still allocated (see holding).
+	holds    map[string]bool
 	queue    string
 	request  capacity.Resources
 	placed   bool // bound, or reserved by this scheduler
@@ -86,7 +94,7 @@ func (q *Queues) onPod(obj interface{}) {
 		return
 	}
 	if terminal(pod) {
-		q.onPodDelete(obj)
+		q.onPodDone(pod)
 		return
 	}
 	queue := q.QueueOf(pod)
@@ -96,6 +104,8 @@ func (q *Queues) onPod(obj interface{}) {
 	if acc == nil {
 		acc = &podAccount{}
 		q.pods[pod.UID] = acc
+	} else if acc.holds != nil {
+		return // done already: only its claims' devices are charged
 	} else {
 		q.charge(acc, -1)
 	}
@@ -145,17 +155,83 @@ func (q *Queues) charge(acc *podAccount, sign int64) {
 }
 
 func (q *Queues) onPodDelete(obj interface{}) {
-	pod, ok := unwrap(obj).(*corev1.Pod)
-	if !ok {
+	if pod, ok := unwrap(obj).(*corev1.Pod); ok {
+		q.onPodDone(pod)
+	}
+}
+
+// onPodDone releases a pod that finished or is gone, but for the devices
+// its claims still hold: those stay charged to its queue until the claims
+// are deallocated (onClaim), as the devices are not free before.
+func (q *Queues) onPodDone(pod *corev1.Pod) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	acc, ok := q.pods[pod.UID]
+	if !ok || acc.holds != nil {
+		return
+	}
+	q.charge(acc, -1)
+	q.demandChanged = true
+	var claims []string
+	var held capacity.Resources
+	if acc.placed {
+		claims, held = q.store.devices.Held(pod)
+	}
+	if len(claims) == 0 {
+		delete(q.pods, pod.UID)
+		return
+	}
+	acc.request, acc.holds = held, map[string]bool{}
+	for _, claim := range claims {
+		acc.holds[claim] = true
+		if q.holding[claim] == nil {
+			q.holding[claim] = map[types.UID]bool{}
+		}
+		q.holding[claim][pod.UID] = true
+	}
+	q.charge(acc, +1)
+}
+
+// onClaim releases what done pods' accounts hold of a claim once it is
+// deallocated or deleted.
+func (q *Queues) onClaim(obj interface{}, gone bool) {
+	claim, ok := unwrap(obj).(*resourceapi.ResourceClaim)
+	if !ok || (!gone && claim.Status.Allocation != nil) {
 		return
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if acc, ok := q.pods[pod.UID]; ok {
-		q.charge(acc, -1)
-		delete(q.pods, pod.UID)
-		q.demandChanged = true
+	q.releaseClaimLocked(claim.Namespace + "/" + claim.Name)
+}
+
+// releaseDeallocatedLocked releases the claims held by done pods that the
+// scheduler's DRA state no longer shows allocated: their event may have
+// reached this handler before the DRA state that onPodDone read.
+func (q *Queues) releaseDeallocatedLocked() {
+	for key := range q.holding {
+		namespace, name, _ := strings.Cut(key, "/")
+		if !q.store.devices.StillAllocated(namespace, name) {
+			q.releaseClaimLocked(key)
+		}
 	}
+}
+
+// releaseClaimLocked releases what done pods' accounts hold of a claim.
+// Called with q.mu held.
+func (q *Queues) releaseClaimLocked(key string) {
+	for uid := range q.holding[key] {
+		acc := q.pods[uid]
+		if acc == nil {
+			continue
+		}
+		delete(acc.holds, key)
+		if len(acc.holds) == 0 {
+			q.charge(acc, -1)
+			delete(q.pods, uid)
+			q.demandChanged = true
+		}
+	}
+	delete(q.holding, key)
 }
 
 func (q *Queues) onNode(obj interface{}) {

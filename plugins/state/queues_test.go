@@ -10,13 +10,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/utils/ptr"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
 )
 
 func staticQueues(queues ...*flotillav1alpha1.Queue) *Queues {
@@ -140,4 +145,38 @@ func TestConvertingWatchStopsWithAnEventInFlight(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the converting watch's goroutine did not end after Stop")
 	}
+}
+
+// A done pod's queue keeps being charged the devices its claims hold
+// until the claims are deallocated, and nothing else of it: devices are
+// free when the resourceclaim controller deallocates, not at pod exit.
+func TestDonePodsClaimsStayChargedUntilDeallocated(t *testing.T) {
+	gpu := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To("example.com/gpu")}}
+	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p1-gpus"},
+		Spec:   resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "r", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2}}}}},
+		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{Request: "r", Device: "a"}, {Request: "r", Device: "b"}}}}}}
+	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Claims: []*resourceapi.ResourceClaim{claim}}
+	pod := queuePod(1, "default", true)
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To("p1-gpus")}}
+	q := NewStaticQueues(NewStatic(nil, nil).WithDevices(devices.NewReader(dra, nil, structured.Features{})), "default", nil,
+		[]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: capacity.Resources{corev1.ResourceCPU: 100000}.List()}}},
+		"flotilla-scheduler")
+	allocated := func() capacity.Resources { return q.View().Queues["default"].Allocated }
+
+	q.onPod(pod)
+	assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 200, "example.com/gpu": 2}, allocated(), "running: its requests and its claim's devices")
+
+	done := pod.DeepCopy()
+	done.Status.Phase = corev1.PodSucceeded
+	q.onPod(done)
+	assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 0, "example.com/gpu": 2}, allocated(), "done, claim allocated: its devices only")
+	q.onPodDelete(done)
+	assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 0, "example.com/gpu": 2}, allocated(), "deleted, claim allocated: its devices only")
+
+	deallocated := claim.DeepCopy()
+	deallocated.Status.Allocation = nil
+	dra.Claims = []*resourceapi.ResourceClaim{deallocated}
+	q.onClaim(deallocated, false)
+	assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 0, "example.com/gpu": 0}, allocated(), "claim deallocated: nothing")
+	assert.Empty(t, q.holding)
 }

@@ -34,6 +34,7 @@ func newQueues(s *Store, h fwk.Handle, defaultQueue string) (*Queues, error) {
 		namespaces: h.SharedInformerFactory().Core().V1().Namespaces().Lister(),
 		profiles:   map[string]bool{}, pods: map[types.UID]*podAccount{}, nodes: map[string]capacity.Resources{}, total: capacity.Resources{},
 		allocated: map[string]capacity.Resources{}, pending: map[string]capacity.Resources{}, foreign: capacity.Resources{}, demandChanged: true,
+		holding: map[string]map[types.UID]bool{},
 	}
 	q.queues = h.SharedInformerFactory().InformerFor(&flotillav1alpha1.Queue{}, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return cache.NewSharedIndexInformer(typedQueueListWatch(dyn), &flotillav1alpha1.Queue{}, resync, cache.Indexers{})
@@ -60,6 +61,15 @@ func newQueues(s *Store, h fwk.Handle, defaultQueue string) (*Queues, error) {
 		h.SharedInformerFactory().Core().V1().Nodes().Informer(): latestOrGone(q.onNode, q.onNodeDelete),
 	} {
 		if _, err := informer.AddEventHandler(on); err != nil {
+			return nil, err
+		}
+	}
+	if h.SharedDRAManager() != nil {
+		// The informer the scheduler's DRA manager reads claims from.
+		if _, err := h.SharedInformerFactory().Resource().V1().ResourceClaims().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(_, cur interface{}) { q.onClaim(cur, false) },
+			DeleteFunc: func(obj interface{}) { q.onClaim(obj, true) },
+		}); err != nil {
 			return nil, err
 		}
 	}
@@ -244,6 +254,7 @@ func NewStaticQueues(store *Store, defaultQueue string, queues []*flotillav1alph
 		namespaces: corelisters.NewNamespaceLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})),
 		profiles:   map[string]bool{}, pods: map[types.UID]*podAccount{}, nodes: map[string]capacity.Resources{}, total: capacity.Resources{},
 		allocated: map[string]capacity.Resources{}, pending: map[string]capacity.Resources{}, foreign: capacity.Resources{}, demandChanged: true,
+		holding: map[string]map[types.UID]bool{},
 	}
 	for _, p := range profiles {
 		q.profiles[p] = true

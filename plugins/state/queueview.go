@@ -55,6 +55,7 @@ func (v *QueueView) Ancestors(name string) []*QueueInfo {
 func (q *Queues) View() *QueueView {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.releaseDeallocatedLocked()
 	if q.demandChanged || q.shares == nil {
 		q.shares = q.computeShares()
 		q.demandChanged = false

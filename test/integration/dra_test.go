@@ -1,14 +1,17 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -140,4 +143,50 @@ func TestDRAGangFitsDevicesPerNode(t *testing.T) {
 	}
 	_, err = h.WaitForPodsBound(h.Ctx, "default", gangSelector+"wide", 4, 60*time.Second)
 	require.NoError(t, err, "gang placed once a device freed on two nodes\n%s", s.tl)
+}
+
+// A Queue's capability caps devices asked for by claim: capability
+// example.com/gpu 16 (the class's extended resource name), 3 gangs of 8
+// pods of one device each (claim template) on 32 devices: never more than
+// 16 of the queue's devices allocated; two gangs run, then the third.
+func TestDRAQueueCapabilityCapsClaimedDevices(t *testing.T) {
+	s, _ := startDRACluster(t, 4, 8)
+	h := s.h
+	capped := cluster.Queue("capped", 1, "")
+	capped.Spec.Capability = corev1.ResourceList{draExtendedGPU: resource.MustParse("16")}
+	require.NoError(t, h.CreateQueue(h.Ctx, capped))
+
+	var most atomic.Int64
+	ctx, stop := context.WithCancel(h.Ctx)
+	defer stop()
+	go func() {
+		for ctx.Err() == nil {
+			claims, err := h.Client.ResourceV1().ResourceClaims("default").List(ctx, metav1.ListOptions{})
+			if err == nil {
+				var held int64
+				for _, c := range claims.Items {
+					if c.Status.Allocation != nil {
+						held += int64(len(c.Status.Allocation.Devices.Results))
+					}
+				}
+				if held > most.Load() {
+					most.Store(held)
+					s.tl.add("queue capped holds %d devices", held)
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	var jobs []*batchv1.Job
+	for j := 0; j < 3; j++ {
+		spec := draGPU(cluster.WorkloadSpec{Name: fmt.Sprintf("capped-%d", j), Replicas: 8, CPU: "1", Memory: "1Gi", RunSeconds: 5, Queue: "capped"}, true)
+		jobs = append(jobs, s.gangJob(spec, 8))
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for _, j := range jobs {
+		s.waitJobs(max(time.Until(deadline), time.Second), j)
+	}
+	stop()
+	require.LessOrEqual(t, most.Load(), int64(16), "devices held by the capped queue\n%s", s.tl)
+	require.Equal(t, int64(16), most.Load(), "two gangs ran side by side\n%s", s.tl)
 }

@@ -473,14 +473,7 @@ func (r *Reader) Charge(pod *corev1.Pod) capacity.Resources {
 			continue
 		}
 		if claim != nil && claim.Status.Allocation != nil {
-			for _, result := range claim.Status.Allocation.Devices.Results {
-				if ptr.Deref(result.AdminAccess, false) {
-					continue
-				}
-				if class, ok := c.classes[requestClass(spec, result.Request)]; ok {
-					charge[Key(class)]++
-				}
-			}
+			c.chargeAllocation(charge, claim)
 			continue
 		}
 		for _, req := range spec.Devices.Requests {
@@ -603,4 +596,63 @@ func (r *Reader) Totals() capacity.Resources {
 	}
 	r.totalsOf, r.totals = version, totals
 	return totals
+}
+
+// Held is what the pod's claims still hold once the pod is done: the
+// claims still allocated (as namespace/name), including the one the
+// scheduler made for its DRA-backed extended resources, and their
+// devices per class key. Devices are free when the resourceclaim
+// controller deallocates a claim, not when its pod exits.
+func (r *Reader) Held(pod *corev1.Pod) (claims []string, held capacity.Resources) {
+	if r == nil || r.dra == nil {
+		return nil, nil
+	}
+	var names []string
+	for _, ref := range pod.Spec.ResourceClaims {
+		if name := claimName(pod, ref); name != "" {
+			names = append(names, name)
+		}
+	}
+	if st := pod.Status.ExtendedResourceClaimStatus; st != nil && st.ResourceClaimName != "" {
+		names = append(names, st.ResourceClaimName)
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	c := r.Catalog()
+	if err := c.loadClasses(); err != nil {
+		return nil, nil
+	}
+	for _, name := range names {
+		claim, err := r.dra.ResourceClaims().Get(pod.Namespace, name)
+		if err != nil || claim.Status.Allocation == nil {
+			continue
+		}
+		claims = append(claims, pod.Namespace+"/"+name)
+		if held == nil {
+			held = capacity.Resources{}
+		}
+		c.chargeAllocation(held, claim)
+	}
+	return claims, held
+}
+
+// chargeAllocation charges the devices an allocated claim holds, but
+// those of adminAccess requests.
+func (c *Catalog) chargeAllocation(charge capacity.Resources, claim *resourceapi.ResourceClaim) {
+	for _, result := range claim.Status.Allocation.Devices.Results {
+		if class, ok := c.classes[requestClass(&claim.Spec, result.Request)]; ok && !ptr.Deref(result.AdminAccess, false) {
+			charge[Key(class)]++
+		}
+	}
+}
+
+// StillAllocated reports whether the scheduler's DRA state shows the claim
+// allocated.
+func (r *Reader) StillAllocated(namespace, name string) bool {
+	if r == nil || r.dra == nil {
+		return false
+	}
+	claim, err := r.dra.ResourceClaims().Get(namespace, name)
+	return err == nil && claim.Status.Allocation != nil
 }
