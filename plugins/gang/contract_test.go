@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -61,6 +63,34 @@ func TestQueueingHints(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := tt.hint(logger, tt.pod, nil, tt.obj)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+
+	// Claims: only freed devices (or a new claim) wake a refused gang.
+	claim := func(allocated bool) *resourceapi.ResourceClaim {
+		c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
+		if allocated {
+			c.Status.Allocation = &resourceapi.AllocationResult{}
+		}
+		return c
+	}
+	claims := []struct {
+		name     string
+		old, new interface{}
+		want     fwk.QueueingHint
+	}{
+		{"claim created", nil, claim(false), fwk.Queue},
+		{"claim allocated", claim(false), claim(true), fwk.QueueSkip},
+		{"claim reserved again, still allocated", claim(true), claim(true), fwk.QueueSkip},
+		{"claim deallocated", claim(true), claim(false), fwk.Queue},
+		{"allocated claim deleted", claim(true), nil, fwk.Queue},
+		{"unallocated claim deleted", claim(false), nil, fwk.QueueSkip},
+	}
+	for _, tt := range claims {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := g.isSchedulableAfterClaimChange(logger, refused[0], tt.old, tt.new)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla/apis/config/validation"
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration; its args are
@@ -228,7 +229,24 @@ func (g *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, 
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}, QueueingHintFn: g.isSchedulableAfterRoomChange},
 		// A node labelled into a topology domain can give a gang its domain.
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.UpdateNodeLabel}, QueueingHintFn: g.isSchedulableAfterRoomChange},
+		// DRA devices: a claim deallocated or deleted frees devices (after
+		// its pod is gone, not with it); a published slice or a class adds
+		// them; a claim created can be one a member named.
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: g.isSchedulableAfterClaimChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: g.isSchedulableAfterRoomChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.DeviceClass, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: g.isSchedulableAfterRoomChange},
 	}, nil
+}
+
+// isSchedulableAfterClaimChange re-queues a refused gang when a claim's
+// devices are freed (deallocated, or deleted while allocated) or a claim
+// appears; a claim being allocated or reserved changes nothing for it.
+func (g *Gang) isSchedulableAfterClaimChange(logger klog.Logger, pod *corev1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
+	created := oldObj == nil && newObj != nil
+	if !created && !devices.ClaimFreed(oldObj, newObj) {
+		return fwk.QueueSkip, nil
+	}
+	return g.isSchedulableAfterRoomChange(logger, pod, oldObj, newObj)
 }
 
 func (g *Gang) isSchedulableAfterMemberAdded(logger klog.Logger, pod *corev1.Pod, _, newObj interface{}) (fwk.QueueingHint, error) {

@@ -129,6 +129,13 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 	if who == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, reason)
 	}
+	if class := p.store.Devices().Asks(who.members); class != "" {
+		// Victims' devices are freed only when the resourceclaim
+		// controller deallocates their claims, and neither this plan nor
+		// DynamicResources' Filter in its simulation can count them free
+		// before: evicting would be blind.
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("not preempting: %s asks for devices of DeviceClass %s, and preemption does not free DRA devices yet", who.what, class))
+	}
 	if waiting := p.victimsPending(who.id); waiting > 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("not preempting again: %d victims evicted for %s are still terminating", waiting, who.what))
 	}

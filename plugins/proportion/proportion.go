@@ -12,6 +12,7 @@ import (
 	"github.com/flotilla-sched/flotilla/apis/config/validation"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration; its args are
@@ -153,5 +154,17 @@ func (p *Proportion) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWith
 		{Event: fwk.ClusterEvent{Resource: queueResource, ActionType: fwk.Add | fwk.Update | fwk.Delete}},
 		// More nodes, more to share.
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}},
+		// A claim deallocated lowers the allocation of the queue whose done
+		// pod it was charged to (devices free at deallocation, not at pod
+		// exit); published devices are more to share.
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Update | fwk.Delete}, QueueingHintFn: isSchedulableAfterClaimFreed},
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update}},
 	}, nil
+}
+
+func isSchedulableAfterClaimFreed(_ klog.Logger, _ *corev1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
+	if devices.ClaimFreed(oldObj, newObj) {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
 }

@@ -656,3 +656,44 @@ func (r *Reader) StillAllocated(namespace, name string) bool {
 	claim, err := r.dra.ResourceClaims().Get(namespace, name)
 	return err == nil && claim.Status.Allocation != nil
 }
+
+// ClaimFreed reports whether a claim event (old and new objects as the
+// informer gives them, nil where there is none) frees devices: an
+// allocated claim deallocated or deleted.
+func ClaimFreed(oldObj, newObj interface{}) bool {
+	oldClaim, _ := oldObj.(*resourceapi.ResourceClaim)
+	if oldClaim == nil || oldClaim.Status.Allocation == nil {
+		return false
+	}
+	newClaim, _ := newObj.(*resourceapi.ResourceClaim)
+	return newClaim == nil || newClaim.Status.Allocation == nil
+}
+
+// Asks names a DeviceClass whose devices the pods ask for (by claim, or
+// by an extended resource the class serves), or "".
+func (r *Reader) Asks(pods []*corev1.Pod) string {
+	if r == nil || r.dra == nil {
+		return ""
+	}
+	c := r.Catalog()
+	for _, pod := range pods {
+		for _, ref := range pod.Spec.ResourceClaims {
+			_, spec := c.claimOf(pod, ref)
+			if spec == nil {
+				continue
+			}
+			for _, req := range spec.Devices.Requests {
+				if req.Exactly != nil {
+					return req.Exactly.DeviceClassName
+				}
+				if len(req.FirstAvailable) > 0 {
+					return req.FirstAvailable[0].DeviceClassName
+				}
+			}
+		}
+		if keys := c.Keys(capacity.Request(pod)); len(keys) > 0 {
+			return c.ClassOf(keys[0])
+		}
+	}
+	return ""
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
@@ -243,4 +244,17 @@ func TestTotals(t *testing.T) {
 	more.ResourceVersion = "2"
 	dra.Slices = append(dra.Slices, more)
 	assert.Equal(t, capacity.Resources{"example.com/gpu": 14, "deviceclass.resource.kubernetes.io/a100": 6}, r.Totals())
+}
+
+func TestAsks(t *testing.T) {
+	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", "")}, Claims: []*resourceapi.ResourceClaim{claimOf("held", true, exactly("gpu", 1))}}
+	extended := podWithClaims("e")
+	extended.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"example.com/gpu": resource.MustParse("1")}}}}
+	plainGPU := podWithClaims("n")
+	plainGPU.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}}
+	r := NewReader(dra, nil, structured.Features{})
+	assert.Equal(t, "", r.Asks([]*corev1.Pod{podWithClaims("p")}), "no claims, no device resource")
+	assert.Equal(t, "", r.Asks([]*corev1.Pod{plainGPU}), "a device plugin's resource no class serves")
+	assert.Equal(t, "gpu", r.Asks([]*corev1.Pod{extended}), "an extended resource a class serves")
+	assert.Equal(t, "gpu", r.Asks([]*corev1.Pod{podWithClaims("p"), podWithClaims("q", byClaim("c", "held"))}), "an allocated claim still asks")
 }
