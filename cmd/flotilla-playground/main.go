@@ -73,6 +73,9 @@ func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settl
 	if err := cp.CreateNodes(ctx, demoNodes()...); err != nil {
 		return err
 	}
+	if err := cp.PublishDevices(ctx, draNode, draNodeDevices); err != nil {
+		return err
+	}
 	fmt.Printf("Control plane up with %d demo nodes.\n  kubectl --kubeconfig %s get nodes,pods -A\n", len(demoNodes()), kubeconfig)
 
 	if noScheduler {
@@ -154,7 +157,8 @@ func schedulerConfig(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-// demoNodes is a small heterogeneous cluster: CPU-only nodes and 8-GPU nodes.
+// demoNodes is a small heterogeneous cluster: CPU-only nodes, 8-GPU nodes
+// (device plugin) and an 8-GPU node whose GPUs come through DRA.
 func demoNodes() []cluster.NodeSpec {
 	gpu := map[corev1.ResourceName]string{cluster.GPU: "8"}
 	return []cluster.NodeSpec{
@@ -163,5 +167,12 @@ func demoNodes() []cluster.NodeSpec {
 		{Name: "cpu-3", CPU: "16", Memory: "64Gi", Labels: cluster.TopologyLabels("zone-a", "rack-2", "")},
 		{Name: "gpu-1", CPU: "32", Memory: "256Gi", Extended: gpu, Labels: cluster.TopologyLabels("zone-a", "rack-3", "fabric-1.1")},
 		{Name: "gpu-2", CPU: "32", Memory: "256Gi", Extended: gpu, Labels: cluster.TopologyLabels("zone-a", "rack-3", "fabric-1.2")},
+		// GPUs through DRA: none in allocatable, 8 devices in a
+		// ResourceSlice (draNodeDevices).
+		{Name: draNode, CPU: "32", Memory: "256Gi", Labels: cluster.TopologyLabels("zone-a", "rack-4", "")},
 	}
 }
+
+// draNode publishes its GPUs through DRA, as a driver's kubelet plugin
+// would: manifests/examples/dra-training.yaml asks for them.
+const draNode, draNodeDevices = "dra-gpu-1", 8

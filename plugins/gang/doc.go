@@ -28,7 +28,8 @@
 //     7 free, at most 3 on one node"); a missing claim, template or
 //     DeviceClass is named in the wait message. The count is the cheap
 //     check; DynamicResources' Filter runs the allocator for each member. A gang backing off after a failed attempt is refused until
-//     its back-off (args backoffSeconds) ends. When the attempt starts, the
+//     its back-off (args backoffSeconds) ends, and its members are then
+//     activated (room freed meanwhile re-queued them only to be refused). When the attempt starts, the
 //     other pending members are activated so they follow at once. The check
 //     is the whole gang's: when it refuses, freed or added room re-queues
 //     only the member that ran it (every member once that one is gone), so

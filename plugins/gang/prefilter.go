@@ -49,6 +49,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	preempts := g.store.GangPreemption(g.handle.ProfileName())
 	var started, doesNotFitNow bool
 	var window, confine []string
+	var backoff time.Duration
 	var unblocked []state.GroupKey
 	defer func() { g.activateGangs(ctx, unblocked) }()
 	g.store.Lock(func(locked *state.Locked) {
@@ -89,6 +90,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 			status = fwk.NewStatus(fwk.Unschedulable, v.message)
 		case backOff:
 			status = fwk.NewStatus(fwk.Unschedulable, v.message)
+			backoff = view.backoff
 		case doesNotFit:
 			locked.NoLongerWaiting(gang)
 			locked.Refuse(gang, v.message, pod)
@@ -114,6 +116,9 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 		}
 	})
 	if status != nil {
+		if backoff > 0 {
+			g.shared.activateAfterBackoff(logger, key, backoff)
+		}
 		if doesNotFitNow {
 			gangRejections.WithLabelValues(reasonDoesNotFit).Inc()
 			g.recordGangEvent(pg, corev1.EventTypeWarning, "GangDoesNotFit", status.Message())

@@ -177,3 +177,18 @@ func sortedNames(res *fwk.PreFilterResult) []string {
 	sort.Strings(names)
 	return names
 }
+
+// A gang refused while it backs off is activated when its back-off ends:
+// room freed meanwhile re-queued it only to be refused again.
+func TestBackingOffGangIsActivatedWhenItsBackoffEnds(t *testing.T) {
+	pods := members("a", 2, "1")
+	g, h := testGang(t, []*schedv1alpha1.PodGroup{podGroup("a", t0, 2)}, pods)
+	g.store.Lock(func(locked *state.Locked) {
+		locked.FailAttempt(locked.Gang(state.GroupKey{Namespace: "ns", Name: "a"}), "a member could not be placed", 300*time.Millisecond)
+	})
+	_, status := g.PreFilter(context.Background(), framework.NewCycleState(), pods[0], []fwk.NodeInfo{nodeInfo("n", "8")})
+	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
+	assert.Contains(t, status.Message(), "backs off")
+	assert.Empty(t, h.activated, "not before the back-off ends")
+	require.Eventually(t, func() bool { return h.activated["ns/a-0"] && h.activated["ns/a-1"] }, 5*time.Second, 50*time.Millisecond)
+}

@@ -3,6 +3,7 @@ package gang
 import (
 	"context"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +33,35 @@ type perScheduler struct {
 	// pending: one timer per member, however often PreEnqueue runs for it.
 	sayingMu  sync.Mutex
 	sayingWhy map[types.UID]bool
+
+	// backingOff are the gangs with an activation due when their back-off
+	// ends: one timer per gang, however many members its back-off refuses.
+	backingOffMu sync.Mutex
+	backingOff   map[state.GroupKey]bool
+}
+
+// activateAfterBackoff activates the gang's pending members once its
+// back-off of d ends. Room freed while a gang backs off re-queues it only
+// to be refused again; without this it would then wait for the next
+// event, which may never come.
+func (s *perScheduler) activateAfterBackoff(logger klog.Logger, key state.GroupKey, d time.Duration) {
+	s.backingOffMu.Lock()
+	defer s.backingOffMu.Unlock()
+	if s.backingOff[key] {
+		return
+	}
+	if s.backingOff == nil {
+		s.backingOff = map[state.GroupKey]bool{}
+	}
+	s.backingOff[key] = true
+	time.AfterFunc(d, func() {
+		s.backingOffMu.Lock()
+		delete(s.backingOff, key)
+		s.backingOffMu.Unlock()
+		if s.ctx.Err() == nil {
+			s.activatePending(logger, "", key)
+		}
+	})
 }
 
 // sharedFor returns the scheduler's perScheduler, building it and its

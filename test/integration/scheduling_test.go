@@ -84,7 +84,10 @@ func TestExamplesSchedule(t *testing.T) {
 	h := startRealisticCluster(t, rack(cpuNode("cpu-1")), rack(cpuNode("cpu-2")),
 		cluster.NodeSpec{Name: "gpu-1", CPU: "32", Memory: "128Gi", Extended: map[corev1.ResourceName]string{cluster.GPU: "8"},
 			Labels: cluster.TopologyLabels("zone-a", "rack-2", "fabric-1.1")},
+		// GPUs through DRA, for the example that asks by claim template.
+		cluster.NodeSpec{Name: "dra-gpu-1", CPU: "32", Memory: "128Gi"},
 	)
+	require.NoError(t, h.PublishDevices(h.Ctx, "dra-gpu-1", 8))
 	created, err := cluster.ApplyExamples(h.Ctx, h.ControlPlane)
 	require.NoError(t, err)
 	var jobs, deployments int
