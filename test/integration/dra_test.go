@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -133,9 +134,12 @@ func TestDRAGangFitsDevicesPerNode(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	pg, err := h.PodGroups.SchedulingV1alpha1().PodGroups("default").Get(h.Ctx, "wide", metav1.GetOptions{})
+	// Why it waits, on the pod: the devices per node, and that preemption
+	// does not evict blind.
+	cond, err := h.WaitForPodUnschedulable(h.Ctx, "default", "wide-0", 10*time.Second)
 	require.NoError(t, err)
-	t.Logf("waiting gang: %+v", pg.Status)
+	assert.Contains(t, cond.Message, "2 of the 4 members needed for minMember 4 fit")
+	assert.Contains(t, cond.Message, "asks for devices of DeviceClass "+draClassName+", and preemption does not free DRA devices yet")
 
 	for _, n := range specs[:2] {
 		require.NoError(t, h.Client.CoreV1().Pods("default").Delete(h.Ctx, fillers[n.Name][0], metav1.DeleteOptions{}))
