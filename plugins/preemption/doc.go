@@ -2,6 +2,15 @@
 // in the flotilla-scheduler profile and decides which running pods to evict
 // when a pending pod — or a pending gang's quorum — finds no room.
 //
+// Devices allocated through DRA: a pod or gang that asks for them (by
+// claim, or by an extended resource a DeviceClass serves) does not preempt
+// yet, and says so ("not preempting: gang default/wide asks for devices of
+// DeviceClass gpu.example.com, and preemption does not free DRA devices
+// yet"). A victim's devices are free only once the resourceclaim
+// controller deallocates its claims, and neither this plan nor the
+// DynamicResources Filter in its simulation can count them free before:
+// evicting would be blind. Pods that ask for no devices preempt as below.
+//
 // Who may be evicted for whom:
 //   - Within a queue, a pod may evict pods of its own queue with a lower
 //     priority. preemptionPolicy: Never evicts nothing.

@@ -26,11 +26,26 @@
 // that resource; see plugins/preemption). The first member of a gang
 // asks for all the members still needed for its quorum at once, so half a
 // gang is never admitted. Pods refused for queue reasons are re-queued when
-// a placed pod goes away or a queue changes (queueing hints).
+// a placed pod goes away, a claim is deallocated, devices are published or
+// a queue changes (queueing hints).
 //
 // Accounting (Reserve/Unreserve) charges a pod to its queue the moment it is
 // placed, before the apiserver shows it bound, and releases it if it is not
 // bound; after a restart it is rebuilt from the informers.
+//
+// Devices allocated through DRA are resources like any other here, each
+// DeviceClass counted under one name (its extendedResourceName, else
+// deviceclass.resource.kubernetes.io/<class>; package state/devices), so
+// guarantee, capability, deserved, allocated and status cover them, and
+// `capability: {example.com/gpu: 16}` caps GPUs whether pods ask by extended
+// resource or by claim. A pod is charged what its claims hold or will hold
+// (Store.Charge: an exact request its count, allocationMode All what it was
+// allocated, one before; adminAccess nothing; a prioritized list its largest
+// alternative until allocated). A pod that finished stays charged the
+// devices its claims still hold until the resourceclaim controller
+// deallocates them (not its cpu or memory): devices are free then, not at
+// pod exit. The root's deserved of a class is the cluster's devices of it.
+// A claim shared by several pods is charged to each (not yet once).
 //
 // Queue status (deserved, allocated, requested, running and pending gangs,
 // a Valid condition saying why a queue cannot be honoured: unknown parent,
