@@ -74,16 +74,28 @@ func (cp *ControlPlane) PublishDevices(ctx context.Context, node string, n int) 
 	return err
 }
 
-// CreateClaimTemplate creates a ResourceClaimTemplate asking for count
-// devices of the class.
-func (cp *ControlPlane) CreateClaimTemplate(ctx context.Context, namespace, name, class string, count int64) error {
-	_, err := cp.Client.ResourceV1().ResourceClaimTemplates(namespace).Create(ctx, &resourcev1.ResourceClaimTemplate{
+// ClaimTemplate is a ResourceClaimTemplate asking for count devices of
+// the class.
+func ClaimTemplate(namespace, name, class string, count int64) *resourcev1.ResourceClaimTemplate {
+	return &resourcev1.ResourceClaimTemplate{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
 			Requests: []resourcev1.DeviceRequest{{Name: "gpus", Exactly: &resourcev1.ExactDeviceRequest{
 				DeviceClassName: class, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: count,
 			}}},
 		}}},
-	}, metav1.CreateOptions{})
+	}
+}
+
+// CreateClaimTemplate creates a ResourceClaimTemplate asking for count
+// devices of the class.
+func (cp *ControlPlane) CreateClaimTemplate(ctx context.Context, namespace, name, class string, count int64) error {
+	_, err := cp.Client.ResourceV1().ResourceClaimTemplates(namespace).Create(ctx, ClaimTemplate(namespace, name, class, count), metav1.CreateOptions{})
 	return err
+}
+
+// UnpublishDevices deletes the node's slice, as a driver does when its
+// kubelet plugin is removed.
+func (cp *ControlPlane) UnpublishDevices(ctx context.Context, node string) error {
+	return cp.Client.ResourceV1().ResourceSlices().Delete(ctx, DeviceSliceName(node), metav1.DeleteOptions{})
 }

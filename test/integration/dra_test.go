@@ -12,11 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-sched/flotilla/internal/cluster"
+	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
 // Devices from Dynamic Resource Allocation: the nodes have no GPU in
@@ -193,4 +195,74 @@ func TestDRAQueueCapabilityCapsClaimedDevices(t *testing.T) {
 	stop()
 	require.LessOrEqual(t, most.Load(), int64(16), "devices held by the capped queue\n%s", s.tl)
 	require.Equal(t, int64(16), most.Load(), "two gangs ran side by side\n%s", s.tl)
+}
+
+// Device taints: a NoSchedule DeviceTaintRule on the devices of 2 of 8
+// nodes (8 devices each). A gang of 6 members of 8 devices (48) runs; one
+// of 7 (56) waits with nothing bound; the same 7 with a toleration run.
+func TestDRADeviceTaintsLimitWhatAGangCounts(t *testing.T) {
+	s, specs := startDRACluster(t, 8, 8)
+	h := s.h
+	for _, n := range specs[6:] {
+		_, err := h.Client.ResourceV1().DeviceTaintRules().Create(h.Ctx, &resourcev1.DeviceTaintRule{
+			ObjectMeta: metav1.ObjectMeta{Name: "maintenance-" + n.Name},
+			Spec: resourcev1.DeviceTaintRuleSpec{
+				DeviceSelector: &resourcev1.DeviceTaintSelector{Driver: ptr.To(cluster.DRADriver), Pool: ptr.To(n.Name)},
+				Taint:          resourcev1.DeviceTaint{Key: "example.com/maintenance", Effect: resourcev1.DeviceTaintEffectNoSchedule},
+			},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	require.NoError(t, h.CreateClaimTemplate(h.Ctx, "default", "eight-gpus", draClassName, 8))
+	tolerating := cluster.ClaimTemplate("default", "eight-gpus-tolerating", draClassName, 8)
+	tolerating.Spec.Spec.Devices.Requests[0].Exactly.Tolerations = []resourcev1.DeviceToleration{{Key: "example.com/maintenance", Operator: resourcev1.DeviceTolerationOpExists, Effect: resourcev1.DeviceTaintEffectNoSchedule}}
+	_, err := h.Client.ResourceV1().ResourceClaimTemplates("default").Create(h.Ctx, tolerating, metav1.CreateOptions{})
+	require.NoError(t, err)
+	whole := func(name string, members int32, template string) *batchv1.Job {
+		spec := cluster.WorkloadSpec{Name: name, Replicas: members, CPU: "1", Memory: "1Gi", RunSeconds: 3, ClaimTemplate: template}
+		return s.gangJob(spec, members)
+	}
+
+	s.waitJobs(60*time.Second, whole("six", 6, "eight-gpus"))
+	s.tl.add("gang of 48 devices done")
+	seven := whole("seven", 7, "eight-gpus")
+	assertNoneBoundFor(t, h, "seven", 8*time.Second)
+	cond, err := h.WaitForPodUnschedulable(h.Ctx, "default", podOf(t, h, seven), 10*time.Second)
+	require.NoError(t, err)
+	assert.Contains(t, cond.Message, "needs 56 devices of class "+draClassName+": 48 free")
+	s.waitJobs(60*time.Second, whole("seven-tolerating", 7, "eight-gpus-tolerating"))
+	bound, _, err := h.BoundMembers(h.Ctx, "default", "seven")
+	require.NoError(t, err)
+	assert.Zero(t, bound, "the gang that does not tolerate the taint never partly placed\n%s", s.tl)
+}
+
+// A node's ResourceSlice deleted while a gang waits: 2 nodes of 8
+// devices, one unpublished; a gang of 2 members of 8 devices waits with
+// nothing bound; once the slice is published again it completes.
+func TestDRAGangWaitsForUnpublishedDevices(t *testing.T) {
+	s, specs := startDRACluster(t, 2, 8)
+	h := s.h
+	require.NoError(t, h.CreateClaimTemplate(h.Ctx, "default", "eight-gpus", draClassName, 8))
+	require.NoError(t, h.UnpublishDevices(h.Ctx, specs[1].Name))
+	s.tl.add("slice of %s deleted", specs[1].Name)
+	job := s.gangJob(cluster.WorkloadSpec{Name: "pair", Replicas: 2, CPU: "1", Memory: "1Gi", RunSeconds: 3, ClaimTemplate: "eight-gpus"}, 2)
+	assertNoneBoundFor(t, h, "pair", 6*time.Second)
+	require.NoError(t, h.PublishDevices(h.Ctx, specs[1].Name, 8))
+	s.tl.add("slice of %s published again", specs[1].Name)
+	s.waitJobs(60*time.Second, job)
+}
+
+// podOf names one pod of the Job.
+func podOf(t *testing.T, h *harness.Harness, job *batchv1.Job) string {
+	t.Helper()
+	var name string
+	require.Eventually(t, func() bool {
+		list, err := h.Client.CoreV1().Pods(job.Namespace).List(h.Ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + job.Name})
+		if err != nil || len(list.Items) == 0 {
+			return false
+		}
+		name = list.Items[0].Name
+		return true
+	}, 30*time.Second, 200*time.Millisecond)
+	return name
 }
