@@ -25,19 +25,23 @@
 //     matching the class, unallocated (members waiting at Permit included),
 //     no taint the claims do not tolerate. A gang short of devices says
 //     which class and how many ("needs 16 devices of class gpu.example.com:
-//     7 free, at most 3 on one node"); a missing claim, template or
-//     DeviceClass is named in the wait message. The count is the cheap
-//     check; DynamicResources' Filter runs the allocator for each member. A gang backing off after a failed attempt is refused until
-//     its back-off (args backoffSeconds) ends, and its members are then
-//     activated (room freed meanwhile re-queued them only to be refused). When the attempt starts, the
-//     other pending members are activated so they follow at once. The check
-//     is the whole gang's: when it refuses, freed or added room re-queues
-//     only the member that ran it (every member once that one is gone), so
-//     a refused gang of n members costs one check per cluster change, not
-//     n. Members held at PreEnqueue are not re-queued by room at all.
-//     The rule itself is decide (decide.go), a pure function of what the
-//     store shows (gangView) to a verdict, tested by table; PreFilter
-//     gathers the view and applies the verdict under the store's lock.
+//     7 free, at most 3 on one node"), and when the nodes do not have that
+//     many devices of the class at all, says that too: only a driver
+//     publishing more can help ("...; the nodes have 8 in all, at most 8
+//     on one node: it waits until more are published"). A missing claim,
+//     template or DeviceClass is named in the wait message. The count is the
+//     cheap check; DynamicResources' Filter runs the allocator for each
+//     member. A gang backing off after a failed attempt is refused until its
+//     back-off (args backoffSeconds) ends, and its members are then activated
+//     (room freed meanwhile re-queued them only to be refused). When the
+//     attempt starts, the other pending members are activated so they follow
+//     at once. The check is the whole gang's: when it refuses, freed or added
+//     room re-queues only the member that ran it (every member once that one
+//     is gone), so a refused gang of n members costs one check per cluster
+//     change, not n. Members held at PreEnqueue are not re-queued by room at
+//     all. The rule itself is decide (decide.go), a pure function of what the
+//     store shows (gangView) to a verdict, tested by table; PreFilter gathers
+//     the view and applies the verdict under the store's lock.
 //   - Reserve/Permit: placed members wait in Permit (scheduleTimeoutSeconds,
 //     else args permitWaitingTimeSeconds) until minMember members are placed
 //     (reserved or bound), then all are allowed at once. Members beyond

@@ -373,8 +373,9 @@ func TestQuorumCheckCountsDRADevices(t *testing.T) {
 		name      string
 		members   []*corev1.Pod
 		allocated []structured.DeviceID
-		// wantReason: "" when the quorum fits.
+		// wantReason: "" when the quorum fits; wantNot is not in it.
 		wantReason string
+		wantNot    string
 		wantPlan   map[string]int
 	}{
 		{name: "extended resource: 4 × 2 devices fit on the node with 8",
@@ -389,6 +390,15 @@ func TestQuorumCheckCountsDRADevices(t *testing.T) {
 		{name: "claim template: allocated devices are not free",
 			members: []*corev1.Pod{byTemplate("m0"), byTemplate("m1")}, allocated: allocatedOnA,
 			wantReason: "needs 8 devices of class gpu.example.com: 5 free, at most 3 on one node"},
+		{name: "claim template: allocated devices still exist, so more may free",
+			members: []*corev1.Pod{byTemplate("m0"), byTemplate("m1")}, allocated: allocatedOnA,
+			wantReason: "at most 3 on one node", wantNot: "in all"},
+		{name: "extended resource: more devices than the nodes have at all",
+			members:    []*corev1.Pod{byExtended("m0", "4"), byExtended("m1", "4"), byExtended("m2", "4")},
+			wantReason: "needs 12 devices of class gpu.example.com: 11 free, at most 8 on one node; the nodes have 11 in all, at most 8 on one node: it waits until more are published"},
+		{name: "extended resource: one member needs more than any node has",
+			members:    []*corev1.Pod{byExtended("m0", "9")},
+			wantReason: "needs 9 devices of class gpu.example.com: 11 free, at most 8 on one node; the nodes have 11 in all, at most 8 on one node"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -404,6 +414,9 @@ func TestQuorumCheckCountsDRADevices(t *testing.T) {
 			})
 			if tc.wantReason != "" {
 				assert.Contains(t, reason, tc.wantReason)
+				if tc.wantNot != "" {
+					assert.NotContains(t, reason, tc.wantNot)
+				}
 				return
 			}
 			require.Empty(t, reason)

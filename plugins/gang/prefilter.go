@@ -252,7 +252,7 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 			return fmt.Sprintf("gang %s waits: reading devices: %v", gang.Key, deviceErr), nil, nil
 		}
 		if f.Placed < need {
-			if short := devicesShort(catalog, keys, pending, view); short != "" {
+			if short := devicesShort(ctx, catalog, keys, pending, view); short != "" {
 				return fmt.Sprintf("gang %s does not fit: %s", gang.Key, short), nil, nil
 			}
 			return fmt.Sprintf("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity", gang.Key, f.Placed, need, pg.Spec.MinMember), nil, nil
@@ -288,22 +288,38 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 // devicesShort says which device class the quorum lacks, or "": the
 // first class whose devices, summed over the members still needed, are
 // more than the nodes have free, or of which one member needs more than
-// any node has.
-func devicesShort(catalog *devices.Catalog, keys []corev1.ResourceName, pending []capacity.Resources, v *capacity.FreeView) string {
+// any node has, with the nodes' totals of the class when even those are
+// too few.
+func devicesShort(ctx context.Context, catalog *devices.Catalog, keys []corev1.ResourceName, pending []capacity.Resources, v *capacity.FreeView) string {
 	for _, key := range keys {
-		var need, each, free, most int64
+		short := devices.Shortage{Class: catalog.ClassOf(key)}
 		for _, req := range pending {
-			need += req[key]
-			each = max(each, req[key])
+			short.Need += req[key]
+			short.Each = max(short.Each, req[key])
 		}
 		for _, i := range v.All() {
 			n := max(v.Amount(i, key), 0)
-			free += n
-			most = max(most, n)
+			short.Free += n
+			short.MostFree = max(short.MostFree, n)
 		}
-		if need > free || each > most {
-			return devices.Describe(catalog.ClassOf(key), need, free, most)
+		if short.Need <= short.Free && short.Each <= short.MostFree {
+			continue
 		}
+		for _, i := range v.All() {
+			// A node with the resource in allocatable serves it by device
+			// plugin (see FreeView.CountDevices), not by its slices.
+			total := capacity.AllocatableAmount(v.Node(i), key)
+			if total == 0 {
+				counts, err := catalog.CountOn(ctx, v.Node(i).Node(), keys)
+				if err != nil {
+					continue
+				}
+				total = counts.Total[key]
+			}
+			short.Total += total
+			short.MostTotal = max(short.MostTotal, total)
+		}
+		return short.String()
 	}
 	return ""
 }

@@ -441,11 +441,29 @@ func (c *Catalog) Keys(demand ...capacity.Resources) []corev1.ResourceName {
 	return keys
 }
 
-// Describe says how short of devices of key a demand of need is over the
-// nodes' free counts: "needs 16 devices of class gpu.example.com: 7 free,
-// at most 3 on one node".
-func Describe(class string, need, free, most int64) string {
-	return fmt.Sprintf("needs %d devices of class %s: %d free, at most %d on one node", need, class, free, most)
+// Shortage is how short of one class's devices a demand is: Need summed
+// over the members, Each the most one member needs; Free and MostFree
+// the nodes' free devices in sum and on the emptiest node; Total and
+// MostTotal the same for every device of the class, allocated or not.
+type Shortage struct {
+	Class            string
+	Need, Each       int64
+	Free, MostFree   int64
+	Total, MostTotal int64
+}
+
+// String says how short: "needs 16 devices of class gpu.example.com: 7
+// free, at most 3 on one node". When the nodes do not have that many
+// devices of the class at all — in sum, or on one node for the member
+// needing most — it says so: no pod finishing or evicted frees them, only
+// a driver publishing more ("...; the nodes have 8 in all, at most 8 on
+// one node: it waits until more are published").
+func (s Shortage) String() string {
+	msg := fmt.Sprintf("needs %d devices of class %s: %d free, at most %d on one node", s.Need, s.Class, s.Free, s.MostFree)
+	if s.Need > s.Total || s.Each > s.MostTotal {
+		msg += fmt.Sprintf("; the nodes have %d in all, at most %d on one node: it waits until more are published", s.Total, s.MostTotal)
+	}
+	return msg
 }
 
 // Charge is what the pod's claims count for in its queue, per class key:
