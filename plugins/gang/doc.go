@@ -29,7 +29,11 @@
 //     many devices of the class at all, says that too: only a driver
 //     publishing more can help ("...; the nodes have 8 in all, at most 8
 //     on one node: it waits until more are published"). A missing claim,
-//     template or DeviceClass is named in the wait message. The count is the
+//     template or DeviceClass is named in the wait message, and so is a
+//     ResourceClaim two members still needed reference while it is not
+//     allocated: the scheduler allocates a claim for one pod at a time and
+//     refuses the claim's other pods until that pod binds, which a gang's
+//     first member, waiting in Permit for the others, never does. The count is the
 //     cheap check; DynamicResources' Filter runs the allocator for each
 //     member. A gang backing off after a failed attempt is refused until its
 //     back-off (args backoffSeconds) ends, and its members are then activated

@@ -358,6 +358,18 @@ func TestQuorumCheckCountsDRADevices(t *testing.T) {
 		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: ptr.To("four")}}
 		return p
 	}
+	byClaim := func(name, claim string) *corev1.Pod {
+		p := st.MakePod().Namespace("ns").Name(name).UID(name).Label(schedv1alpha1.PodGroupLabel, "g").
+			Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}).Obj()
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To(claim)}}
+		return p
+	}
+	oneGPU := resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+		Name: "gpus", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu.example.com", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}}
+	sharedClaim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "shared"}, Spec: resourceapi.ResourceClaimSpec{Devices: oneGPU}}
+	allocatedClaim := sharedClaim.DeepCopy()
+	allocatedClaim.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+		Request: "gpus", Driver: "gpu.example.com", Pool: "a", Device: "d0"}}}}
 	template := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "four"},
 		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
 			Name: "gpus", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu.example.com", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 4}}}}}}}
@@ -372,6 +384,7 @@ func TestQuorumCheckCountsDRADevices(t *testing.T) {
 	tests := []struct {
 		name      string
 		members   []*corev1.Pod
+		claims    []*resourceapi.ResourceClaim
 		allocated []structured.DeviceID
 		// wantReason: "" when the quorum fits; wantNot is not in it.
 		wantReason string
@@ -393,6 +406,15 @@ func TestQuorumCheckCountsDRADevices(t *testing.T) {
 		{name: "claim template: allocated devices still exist, so more may free",
 			members: []*corev1.Pod{byTemplate("m0"), byTemplate("m1")}, allocated: allocatedOnA,
 			wantReason: "at most 3 on one node", wantNot: "in all"},
+		{name: "claim shared by two members, not allocated: never placeable together",
+			members: []*corev1.Pod{byClaim("m0", "shared"), byClaim("m1", "shared"), byTemplate("m2")}, claims: []*resourceapi.ResourceClaim{sharedClaim},
+			wantReason: "gang ns/g waits: ResourceClaim ns/shared is shared by members m0, m1 and not allocated"},
+		{name: "claim shared by two members, allocated already: they join it",
+			members: []*corev1.Pod{byClaim("m0", "shared"), byClaim("m1", "shared")}, claims: []*resourceapi.ResourceClaim{allocatedClaim},
+			wantPlan: map[string]int{"a": 2}},
+		{name: "claim of one member only: allocated with it",
+			members: []*corev1.Pod{byClaim("m0", "shared"), byTemplate("m1")}, claims: []*resourceapi.ResourceClaim{sharedClaim},
+			wantPlan: map[string]int{"a": 2}},
 		{name: "extended resource: more devices than the nodes have at all",
 			members:    []*corev1.Pod{byExtended("m0", "4"), byExtended("m1", "4"), byExtended("m2", "4")},
 			wantReason: "needs 12 devices of class gpu.example.com: 11 free, at most 8 on one node; the nodes have 11 in all, at most 8 on one node: it waits until more are published"},
@@ -403,7 +425,7 @@ func TestQuorumCheckCountsDRADevices(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pg := podGroup("g", t0, int32(len(tc.members)))
-			dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Slices: []*resourceapi.ResourceSlice{slice("a", 8), slice("b", 3)}, Allocated: sets.New(tc.allocated...)}
+			dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Slices: []*resourceapi.ResourceSlice{slice("a", 8), slice("b", 3)}, Claims: tc.claims, Allocated: sets.New(tc.allocated...)}
 			store := state.NewStatic([]*schedv1alpha1.PodGroup{pg}, tc.members).
 				WithDevices(devices.NewReader(dra, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
 			g := &Gang{store: store}

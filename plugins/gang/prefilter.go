@@ -232,6 +232,9 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 		}
 		pending[i].Add(demand)
 	}
+	if claim, users := catalog.SharedUnallocated(); claim != "" {
+		return fmt.Sprintf("gang %s waits: ResourceClaim %s is shared by members %s and not allocated: the scheduler allocates a claim for one pod at a time, so members placed together cannot share it before it is allocated (give each member its own claim from a ResourceClaimTemplate, or run one pod of the claim first)", gang.Key, claim, strings.Join(users, ", ")), nil, nil
+	}
 	sort.SliceStable(pending, func(i, j int) bool { return pending[j].Less(pending[i]) }) // largest first
 
 	view := capacity.NewFreeView(nodes, held)

@@ -66,6 +66,9 @@ type Catalog struct {
 	byKey   map[corev1.ResourceName]*resourceapi.DeviceClass
 	// seen: claims already counted, by namespace/name.
 	seen map[string]bool
+	// unallocatedUsers: the pods of the check referencing each claim that
+	// exists and is not allocated, by namespace/name (see SharedUnallocated).
+	unallocatedUsers map[string][]string
 	// tolerations per key: what the demanding requests tolerate.
 	tolerations map[corev1.ResourceName][]resourceapi.DeviceToleration
 
@@ -85,7 +88,7 @@ type Catalog struct {
 
 // Catalog starts a check's view; nothing is read until asked.
 func (r *Reader) Catalog() *Catalog {
-	return &Catalog{r: r, seen: map[string]bool{}, tolerations: map[corev1.ResourceName][]resourceapi.DeviceToleration{}, matchMemo: map[string]bool{}, counts: map[string]Counts{}}
+	return &Catalog{r: r, seen: map[string]bool{}, unallocatedUsers: map[string][]string{}, tolerations: map[corev1.ResourceName][]resourceapi.DeviceToleration{}, matchMemo: map[string]bool{}, counts: map[string]Counts{}}
 }
 
 func (c *Catalog) loadClasses() error {
@@ -170,6 +173,9 @@ func (c *Catalog) claimSpec(pod *corev1.Pod, ref corev1.PodResourceClaim) (*reso
 	if name != "" {
 		id := pod.Namespace + "/" + name
 		if c.seen[id] {
+			if users, ok := c.unallocatedUsers[id]; ok {
+				c.unallocatedUsers[id] = append(users, pod.Name)
+			}
 			return nil, nil
 		}
 		c.seen[id] = true
@@ -178,6 +184,7 @@ func (c *Catalog) claimSpec(pod *corev1.Pod, ref corev1.PodResourceClaim) (*reso
 			if claim.Status.Allocation != nil {
 				return nil, nil
 			}
+			c.unallocatedUsers[id] = []string{pod.Name}
 			return &claim.Spec, nil
 		}
 		if !apierrors.IsNotFound(err) || ref.ResourceClaimTemplateName == nil {
@@ -197,6 +204,23 @@ func (c *Catalog) claimSpec(pod *corev1.Pod, ref corev1.PodResourceClaim) (*reso
 		return nil, fmt.Errorf("pod %s/%s: ResourceClaimTemplate %s/%s: %w", pod.Namespace, pod.Name, pod.Namespace, template, err)
 	}
 	return &t.Spec.Spec, nil
+}
+
+// SharedUnallocated names a claim (namespace/name) that two or more pods
+// of the check reference while it is not allocated, and those pods; ""
+// if none. The scheduler allocates a claim for one pod at a time and
+// refuses every other pod of the claim while that allocation is in
+// flight, which lasts until the first pod binds: when the pods are
+// members of one gang that must be placed together, the first waits in
+// Permit for the others and the others wait for it, until the gang times
+// out, again and again.
+func (c *Catalog) SharedUnallocated() (claim string, pods []string) {
+	for id, users := range c.unallocatedUsers {
+		if len(users) > 1 && (claim == "" || id < claim) {
+			claim, pods = id, users
+		}
+	}
+	return claim, pods
 }
 
 // claimName is the name of the claim a pod's reference resolves to: the
