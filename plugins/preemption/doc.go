@@ -2,14 +2,25 @@
 // in the flotilla-scheduler profile and decides which running pods to evict
 // when a pending pod — or a pending gang's quorum — finds no room.
 //
-// Devices allocated through DRA: a pod or gang that asks for them (by
-// claim, or by an extended resource a DeviceClass serves) does not preempt
-// yet, and says so ("not preempting: gang default/wide asks for devices of
-// DeviceClass gpu.example.com, and preemption does not free DRA devices
-// yet"). A victim's devices are free only once the resourceclaim
-// controller deallocates its claims, and neither this plan nor the
-// DynamicResources Filter in its simulation can count them free before:
-// evicting would be blind. Pods that ask for no devices preempt as below.
+// Devices allocated through DRA (a claim, a claim template, or an
+// extended resource a DeviceClass serves): a gang placed anywhere that
+// asks for them preempts for them as for any resource. Its members' device
+// demand (package state/devices) joins their requests under the class
+// keys; a node offers its free devices as the scheduler's DRA state shows
+// them, and a victim gives back the devices of its allocated claims that
+// no pod outside its victim unit uses (a claim another pod keeps stays
+// allocated). The simulation counts devices that way instead of running
+// DynamicResources' Filter, which sees the victims' claims allocated until
+// the resourceclaim controller deallocates them, after the victims are
+// gone (and which has no AddPod/RemovePod to keep in step). An eviction
+// is over only once its victims are gone and their claims deallocated:
+// until then the preemptor evicts nothing more ("not preempting again: 0
+// victims evicted for gang default/high are still terminating, 8 of their
+// ResourceClaims still allocated"). A single pod, and a gang confined to
+// one topology domain, that ask for devices do not preempt yet, and say
+// so: their plans, node by node and domain by domain, do not count
+// devices. The count is per class, as the gang's check is: the allocator
+// (DynamicResources' Filter) confirms when the preemptor is placed.
 //
 // Who may be evicted for whom:
 //   - Within a queue, a pod may evict pods of its own queue with a lower

@@ -39,7 +39,15 @@ func (p *Preemption) evict(ctx context.Context, who *preemptor, pl *plan, w *wor
 			nReclaimed++
 		}
 	}
-	p.track(who, refs)
+	var claims []string
+	if who.catalog != nil {
+		leaving := func(uid types.UID) bool { _, ok := reclaimed[uid]; return ok }
+		for _, m := range victims {
+			freed, _ := p.store.Devices().Released(m.info.GetPod(), leaving)
+			claims = append(claims, freed...)
+		}
+	}
+	p.track(who, refs, claims)
 
 	nodeNames := make([]string, 0, len(nodes))
 	for n := range nodes {

@@ -1,6 +1,7 @@
 package preemption
 
 import (
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +26,10 @@ type eviction struct {
 	started time.Time
 	// victimsGone is when the eviction was first seen with no victim left.
 	victimsGone time.Time
+	// claims are the victims' ResourceClaims (namespace/name) the eviction
+	// frees: their devices are free only once the resourceclaim
+	// controller deallocates them, after the victims are gone.
+	claims []string
 }
 
 type podRef struct {
@@ -45,8 +50,8 @@ const forgetAfter = 2 * time.Minute
 // and, until forgetAfter, keep its queue from reclaiming what it is owed.
 const claimAfterVictimsGone = 2 * time.Second
 
-func (p *Preemption) track(who *preemptor, victims []podRef) {
-	e := &eviction{victims: victims, queue: who.queue, started: time.Now()}
+func (p *Preemption) track(who *preemptor, victims []podRef, claims []string) {
+	e := &eviction{victims: victims, queue: who.queue, started: time.Now(), claims: claims}
 	for _, m := range who.members {
 		e.members = append(e.members, podRef{namespace: m.Namespace, name: m.Name, uid: m.UID})
 	}
@@ -65,15 +70,23 @@ func (p *Preemption) exists(ref podRef) (*corev1.Pod, bool) {
 }
 
 // victimsPending counts the victims of the eviction for id that still
-// exist, in the informer or in this cycle's snapshot.
-func (p *Preemption) victimsPending(id string) int {
+// exist, in the informer or in this cycle's snapshot, and the claims it
+// frees that are still allocated.
+func (p *Preemption) victimsPending(id string) (victims, claims int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pruneLocked()
-	if e := p.inFlight[id]; e != nil {
-		return p.liveVictims(e, true)
+	e := p.inFlight[id]
+	if e == nil {
+		return 0, 0
 	}
-	return 0
+	for _, c := range e.claims {
+		namespace, name, _ := strings.Cut(c, "/")
+		if p.store.Devices().StillAllocated(namespace, name) {
+			claims++
+		}
+	}
+	return p.liveVictims(e, true), claims
 }
 
 // liveVictims counts an eviction's victims that still exist. Outside a
@@ -138,6 +151,15 @@ func (p *Preemption) pruneLocked() {
 				over = false
 				break
 			}
+		}
+		// A victim is gone with its devices: once its claims are
+		// deallocated.
+		for _, c := range e.claims {
+			if !over {
+				break
+			}
+			namespace, name, _ := strings.Cut(c, "/")
+			over = !p.store.Devices().StillAllocated(namespace, name)
 		}
 		if over && e.victimsGone.IsZero() {
 			e.victimsGone = now

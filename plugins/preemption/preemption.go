@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration. It takes no
@@ -113,6 +115,17 @@ type preemptor struct {
 	// members hold (nil: any).
 	level  string
 	pinned []string
+	// For a preemptor asking for DRA devices: catalog is the attempt's
+	// device view, deviceKeys the class keys its members ask under, and
+	// demand each member's devices by claim (a DRA-backed extended
+	// resource is in its request already); request includes them.
+	catalog    *devices.Catalog
+	deviceKeys []corev1.ResourceName
+	demand     map[types.UID]capacity.Resources
+	// freeDevices is a node's free devices under deviceKeys as the
+	// scheduler's DRA state shows them (allocated ones, in-flight ones
+	// of pods waiting in Permit included, are not free).
+	freeDevices func(*corev1.Node) capacity.Resources
 }
 
 // PostFilter chooses victims for the pod (or its gang), starts evicting
@@ -129,21 +142,24 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 	if who == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, reason)
 	}
+	onePod := who.level == "" && !(who.inGroup && len(who.members) > 1)
 	if class := p.store.Devices().Asks(who.members); class != "" {
-		// Victims' devices are freed only when the resourceclaim
-		// controller deallocates their claims, and neither this plan nor
-		// DynamicResources' Filter in its simulation can count them free
-		// before: evicting would be blind.
-		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("not preempting: %s asks for devices of DeviceClass %s, and preemption does not free DRA devices yet", who.what, class))
+		if onePod || who.level != "" {
+			// The per-node plan of one pod and the per-domain plan do not
+			// count devices (see doc.go).
+			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("not preempting: %s asks for devices of DeviceClass %s, and preemption frees DRA devices only for a gang placed anywhere", who.what, class))
+		}
+		if reason := p.countDevices(ctx, who); reason != "" {
+			return nil, fwk.NewStatus(fwk.Unschedulable, reason)
+		}
 	}
-	if waiting := p.victimsPending(who.id); waiting > 0 {
-		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("not preempting again: %d victims evicted for %s are still terminating", waiting, who.what))
+	if waiting, held := p.victimsPending(who.id); waiting > 0 || held > 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("not preempting again: %d victims evicted for %s are still terminating, %d of their ResourceClaims still allocated", waiting, who.what, held))
 	}
 	nodes, err := p.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	onePod := who.level == "" && !(who.inGroup && len(who.members) > 1)
 	world, err := p.survey(ctx, who, nodes, onePod)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
@@ -169,6 +185,32 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 	node := best.placement[pod.UID]
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}},
 		fwk.NewStatus(fwk.Success, fmt.Sprintf("preempting %d pods for %s", len(best.pods()), who.what))
+}
+
+// countDevices adds the members' DRA devices to what the preemptor asks
+// for, or says why it cannot: a claim, template or class missing.
+func (p *Preemption) countDevices(ctx context.Context, who *preemptor) string {
+	catalog := p.store.Devices().Catalog()
+	who.demand = make(map[types.UID]capacity.Resources, len(who.members))
+	asked := make([]capacity.Resources, 0, len(who.members))
+	for _, m := range who.members {
+		demand, err := catalog.Demand(m)
+		if err != nil {
+			return fmt.Sprintf("not preempting: %s waits: %v", who.what, err)
+		}
+		who.demand[m.UID] = demand
+		who.request.Add(demand)
+		asked = append(asked, capacity.Request(m), demand)
+	}
+	who.catalog, who.deviceKeys = catalog, catalog.Keys(asked...)
+	who.freeDevices = func(node *corev1.Node) capacity.Resources {
+		free, err := catalog.FreeOn(ctx, node, who.deviceKeys)
+		if err != nil {
+			klog.FromContext(ctx).V(4).Info("Counting devices", "node", node.Name, "err", err)
+		}
+		return free
+	}
+	return ""
 }
 
 // preemptorFor returns what the pod preempts for, or why it does not.

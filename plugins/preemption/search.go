@@ -285,11 +285,14 @@ func (w *world) roomOnNode(who *preemptor, node fwk.NodeInfo) func(victims []*un
 // nodes, where no eviction could make room.
 func (w *world) roomWithout(who *preemptor, victims []*unit, nodes []fwk.NodeInfo) bool {
 	v := capacity.NewFreeView(nodes, nil)
+	if who.freeDevices != nil {
+		v.CountDevices(func(n fwk.NodeInfo) capacity.Resources { return who.freeDevices(n.Node()) })
+	}
 	slot := capacity.Resources{corev1.ResourcePods: 1}
 	for _, n := range nodes {
 		name := n.Node().Name
 		for _, info := range w.terminatingOn(name) {
-			v.Free(name, capacity.Occupied(info))
+			v.Free(name, w.terminatingGives(info, n))
 			v.Free(name, slot)
 		}
 	}

@@ -7,9 +7,11 @@ import (
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	pluginnames "k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 )
 
 // This file is the simulation that confirms a plan: the preemptor's pods
@@ -83,6 +85,7 @@ func (who *preemptor) largest() []sized {
 		out := make([]sized, len(who.members))
 		for i, p := range who.members {
 			out[i] = sized{Pod: p, request: capacity.Request(p)}
+			out[i].request.Add(who.demand[p.UID])
 			if info, err := framework.NewPodInfo(p); err == nil {
 				info.CalculateResource()
 				out[i].info = info
@@ -105,6 +108,9 @@ type scene struct {
 	cycle   fwk.CycleState
 	clones  map[string]fwk.NodeInfo
 	removed map[types.UID]bool
+	// devices are the copies of nodes' free DRA devices the scene changed,
+	// for a preemptor that asks for them (see freeDevicesOn).
+	devices map[string]capacity.Resources
 	parent  *scene // a fork reads the nodes it has not copied from here
 }
 
@@ -114,7 +120,15 @@ type scene struct {
 // removing every one of them for each node tried would copy every node
 // they run on, for every node.)
 func (p *Preemption) newScene(ctx context.Context, base fwk.CycleState, who *preemptor, w *world, nodes []fwk.NodeInfo) *scene {
-	sc := &scene{p: p, ctx: ctx, who: who, w: w, cycle: base.Clone(), clones: map[string]fwk.NodeInfo{}, removed: map[types.UID]bool{}}
+	sc := &scene{p: p, ctx: ctx, who: who, w: w, cycle: base.Clone(), clones: map[string]fwk.NodeInfo{}, removed: map[types.UID]bool{}, devices: map[string]capacity.Resources{}}
+	if who.freeDevices != nil {
+		// DynamicResources' Filter sees the victims' claims allocated
+		// until the resourceclaim controller deallocates them, after the
+		// victims are gone: the scene counts the members' devices against
+		// each node's free devices plus those the victims give back
+		// instead. (Its Filter has no AddPod/RemovePod to keep in step.)
+		sc.cycle.SetSkipFilterPlugins(sets.New(pluginnames.DynamicResources).Union(sc.cycle.GetSkipFilterPlugins()))
+	}
 	for _, n := range nodes {
 		name := n.Node().Name
 		for _, info := range w.terminatingOn(name) {
@@ -128,7 +142,7 @@ func (p *Preemption) newScene(ctx context.Context, base fwk.CycleState, who *pre
 
 // fork starts a trial on top of the scene that leaves the scene as it is.
 func (sc *scene) fork() *scene {
-	f := &scene{p: sc.p, ctx: sc.ctx, who: sc.who, w: sc.w, cycle: sc.cycle.Clone(), clones: map[string]fwk.NodeInfo{}, removed: map[types.UID]bool{}, parent: sc}
+	f := &scene{p: sc.p, ctx: sc.ctx, who: sc.who, w: sc.w, cycle: sc.cycle.Clone(), clones: map[string]fwk.NodeInfo{}, removed: map[types.UID]bool{}, devices: map[string]capacity.Resources{}, parent: sc}
 	for uid := range sc.removed {
 		f.removed[uid] = true
 	}
@@ -168,21 +182,74 @@ func (sc *scene) remove(m member) bool {
 
 func (sc *scene) removeUnits(units []*unit) bool {
 	for _, u := range units {
-		for _, m := range u.members {
+		for i, m := range u.members {
+			gone := sc.removed[m.info.GetPod().UID]
 			if !sc.remove(m) {
 				return false
+			}
+			if !gone {
+				sc.addDevices(m.node, u.memberRequests()[i], 1)
 			}
 		}
 	}
 	return true
 }
 
+// freeDevicesOn is the node's free DRA devices in the scene, per key the
+// preemptor asks under; the caller must not change it.
+func (sc *scene) freeDevicesOn(name string) capacity.Resources {
+	if c, ok := sc.devices[name]; ok {
+		return c
+	}
+	if sc.parent != nil {
+		return sc.parent.freeDevicesOn(name)
+	}
+	return sc.who.freeDevices(sc.w.byName[name].Node())
+}
+
+// addDevices adds sign × the devices r holds to the node's free devices
+// in the scene: a victim's given back (+1), a member's taken (-1). Keys a
+// node has in allocatable are its NodeInfo's, not devices.
+func (sc *scene) addDevices(name string, r capacity.Resources, sign int64) {
+	if sc.who.freeDevices == nil {
+		return
+	}
+	ni := sc.node(name)
+	var own capacity.Resources
+	for _, key := range sc.who.deviceKeys {
+		if r[key] == 0 || capacity.AllocatableAmount(ni, key) > 0 {
+			continue
+		}
+		if own == nil {
+			if own = sc.devices[name]; own == nil {
+				own = sc.freeDevicesOn(name).Clone()
+				sc.devices[name] = own
+			}
+		}
+		own[key] += sign * r[key]
+	}
+}
+
 // fits reports whether member m would go on the node: its own resources
-// fit, and the node passes every Filter for the preemptor, whose
-// constraints the members share.
+// (and DRA devices) fit, and the node passes every Filter for the
+// preemptor, whose constraints the members share.
 func (sc *scene) fits(m sized, name string) bool {
 	ni := sc.node(name)
-	if !m.request.FitsOn(ni) {
+	req := m.request
+	if sc.who.freeDevices != nil {
+		req = req.Clone()
+		free := sc.freeDevicesOn(name)
+		for _, key := range sc.who.deviceKeys {
+			if capacity.AllocatableAmount(ni, key) > 0 {
+				continue
+			}
+			if req[key] > free[key] {
+				return false
+			}
+			delete(req, key)
+		}
+	}
+	if !req.FitsOn(ni) {
 		return false
 	}
 	return sc.p.handle.RunFilterPluginsWithNominatedPods(sc.ctx, sc.cycle, sc.who.pod, ni).IsSuccess()
@@ -195,5 +262,6 @@ func (sc *scene) place(m sized, name string) bool {
 	}
 	ni := sc.mutable(name)
 	ni.AddPodInfo(info)
+	sc.addDevices(name, m.request, -1)
 	return sc.p.handle.RunPreFilterExtensionAddPod(sc.ctx, sc.cycle, sc.who.pod, info, ni).IsSuccess()
 }

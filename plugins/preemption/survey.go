@@ -92,12 +92,15 @@ type unit struct {
 	requests    []capacity.Resources
 	gives       capacity.Resources
 	requestOnce sync.Once
-	queue       string
-	priority    int32 // the highest of its members
-	whole       bool  // a whole gang
-	protected   bool  // evicting it alone overruns a PodDisruptionBudget
-	reclaim     bool  // from another queue
-	newest      time.Time
+	// w is the world the unit was surveyed in (nil in unit tests that build
+	// units by hand): it knows which devices the preemptor counts.
+	w         *world
+	queue     string
+	priority  int32 // the highest of its members
+	whole     bool  // a whole gang
+	protected bool  // evicting it alone overruns a PodDisruptionBudget
+	reclaim   bool  // from another queue
+	newest    time.Time
 }
 
 // request is what the unit's members request together; memberRequests
@@ -117,10 +120,58 @@ func (u *unit) computeRequests() {
 		u.gives = capacity.Resources{}
 		for _, m := range u.members {
 			r := capacity.Occupied(m.info)
+			if u.w != nil && u.w.who != nil && u.w.who.catalog != nil {
+				u.w.devicesGivenBack(u, m, r)
+			}
 			u.requests = append(u.requests, r)
 			u.gives.Add(r)
 		}
 	})
+}
+
+// devicesGivenBack makes r, a victim member's requests, count the DRA
+// devices the preemptor asks for as evicting it gives them back: those of
+// its allocated claims no pod outside its unit uses, not the extended
+// resources it requests (a DRA-backed one is its claim's devices, counted
+// from the claim). A node with the resource in allocatable serves it by
+// device plugin: there the request is what it gives back.
+func (w *world) devicesGivenBack(u *unit, m member, r capacity.Resources) {
+	inUnit := func(uid types.UID) bool {
+		for _, other := range u.members {
+			if other.info.GetPod().UID == uid {
+				return true
+			}
+		}
+		return false
+	}
+	_, released := w.store.Devices().Released(m.info.GetPod(), inUnit)
+	node := w.byName[m.node]
+	for _, key := range w.who.deviceKeys {
+		if node != nil && capacity.AllocatableAmount(node, key) > 0 {
+			continue
+		}
+		delete(r, key)
+		if n := released[key]; n > 0 {
+			r[key] = n
+		}
+	}
+}
+
+// terminatingGives is what a terminating pod gives back once it is gone:
+// its requests, but the DRA devices the preemptor asks for, which its
+// claims hold until they are deallocated (the devices' free count shows
+// them then).
+func (w *world) terminatingGives(info fwk.PodInfo, node fwk.NodeInfo) capacity.Resources {
+	r := capacity.Occupied(info)
+	if w.who == nil || w.who.catalog == nil {
+		return r
+	}
+	for _, key := range w.who.deviceKeys {
+		if capacity.AllocatableAmount(node, key) == 0 {
+			delete(r, key)
+		}
+	}
+	return r
 }
 
 // touchesAny reports whether a member of the unit runs on one of the nodes.
@@ -337,7 +388,7 @@ type found struct {
 
 // newUnit makes the candidates one unit (a pod, or a whole gang).
 func (w *world) newUnit(cs []found, whole bool) *unit {
-	u := &unit{whole: whole, priority: corev1helpers.PodPriority(cs[0].info.GetPod()), queue: cs[0].queue}
+	u := &unit{w: w, whole: whole, priority: corev1helpers.PodPriority(cs[0].info.GetPod()), queue: cs[0].queue}
 	for _, c := range cs {
 		pod := c.info.GetPod()
 		u.members = append(u.members, c.member)

@@ -136,12 +136,12 @@ func TestDRAGangFitsDevicesPerNode(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	// Why it waits, on the pod: the devices per node, and that preemption
-	// does not evict blind.
+	// Why it waits, on the pod: the devices per node, and that evicting
+	// the fillers (of its own priority) is not allowed.
 	cond, err := h.WaitForPodUnschedulable(h.Ctx, "default", "wide-0", 10*time.Second)
 	require.NoError(t, err)
 	assert.Contains(t, cond.Message, "2 of the 4 members needed for minMember 4 fit")
-	assert.Contains(t, cond.Message, "asks for devices of DeviceClass "+draClassName+", and preemption does not free DRA devices yet")
+	assert.Contains(t, cond.Message, "preemption cannot help")
 
 	for _, n := range specs[:2] {
 		require.NoError(t, h.Client.CoreV1().Pods("default").Delete(h.Ctx, fillers[n.Name][0], metav1.DeleteOptions{}))
@@ -265,4 +265,60 @@ func podOf(t *testing.T, h *harness.Harness, job *batchv1.Job) string {
 		return true
 	}, 30*time.Second, 200*time.Millisecond)
 	return name
+}
+
+// Preemption frees DRA devices: 2 nodes × 8 devices full with two
+// low-priority Jobs of 8 pods (one device each, by claim template), one
+// PodGroup each. A high-priority Job of 8 such pods evicts exactly one of
+// the two gangs, whole, and binds 8/8 once that gang's claims are
+// deallocated; the other gang's pods keep running, untouched. The
+// scheduler's DRA state shows the victims' devices allocated until the
+// resourceclaim controller deallocates their claims after the pods are
+// gone: the plan counts them given back, and no second eviction starts
+// meanwhile.
+func TestDRAPreemptionEvictsOneGangForItsDevices(t *testing.T) {
+	s, _ := startDRACluster(t, 2, 8)
+	h := s.h
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "low", 10, false))
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "high", 1000, false))
+	deleted := watchDeletions(t, h)
+	var low []*batchv1.Job
+	for _, name := range []string{"low-a", "low-b"} {
+		job := s.gangJob(draGPU(cluster.WorkloadSpec{Name: name, Replicas: 8, CPU: "1", Memory: "1Gi", PriorityClassName: "low", IgnoreDisruptions: true}, true), 8)
+		s.waitRunning(job, 8, name+" running")
+		low = append(low, job)
+	}
+	before := map[string]map[string]bool{}
+	for _, job := range low {
+		before[job.Name] = map[string]bool{}
+		for _, p := range runningMembers(t, h, job) {
+			before[job.Name][p.Name] = true
+		}
+	}
+
+	high := s.gangJob(draGPU(cluster.WorkloadSpec{Name: "high", Replicas: 8, CPU: "1", Memory: "1Gi", PriorityClassName: "high", RunSeconds: 5}, true), 8)
+	s.waitRunning(high, 8, "the high-priority gang runs 8/8 on the devices of one evicted gang")
+
+	evicted := map[string]int{}
+	for _, name := range deleted.names("low-") {
+		for job := range before {
+			if before[job][name] {
+				evicted[job]++
+			}
+		}
+	}
+	require.Len(t, evicted, 1, "exactly one low gang is evicted: %v\n%s", evicted, s.tl)
+	for job, n := range evicted {
+		assert.Equal(t, 8, n, "gang %s is evicted whole\n%s", job, s.tl)
+	}
+	for _, job := range low {
+		if evicted[job.Name] > 0 {
+			continue
+		}
+		for _, p := range runningMembers(t, h, job) {
+			assert.True(t, before[job.Name][p.Name], "gang %s untouched: %s is not one of its original pods\n%s", job.Name, p.Name, s.tl)
+		}
+		assert.Len(t, runningMembers(t, h, job), 8, "gang %s untouched\n%s", job.Name, s.tl)
+	}
+	s.waitJobs(60*time.Second, high)
 }

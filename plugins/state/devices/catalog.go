@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
@@ -646,6 +647,26 @@ func (r *Reader) Totals() capacity.Resources {
 // devices per class key. Devices are free when the resourceclaim
 // controller deallocates a claim, not when its pod exits.
 func (r *Reader) Held(pod *corev1.Pod) (claims []string, held capacity.Resources) {
+	return r.heldIf(pod, func(*resourceapi.ResourceClaim) bool { return true })
+}
+
+// Released is what evicting the pod gives back once its claims are
+// deallocated: the devices of its allocated claims whose every consumer
+// (status.reservedFor) leaves too, and those claims (as namespace/name).
+// A claim another pod keeps using stays allocated.
+func (r *Reader) Released(pod *corev1.Pod, leaving func(types.UID) bool) (claims []string, released capacity.Resources) {
+	return r.heldIf(pod, func(claim *resourceapi.ResourceClaim) bool {
+		for _, consumer := range claim.Status.ReservedFor {
+			if consumer.UID != pod.UID && !leaving(consumer.UID) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// heldIf is Held for the pod's allocated claims that keep says count.
+func (r *Reader) heldIf(pod *corev1.Pod, keep func(*resourceapi.ResourceClaim) bool) (claims []string, held capacity.Resources) {
 	if r == nil || r.dra == nil {
 		return nil, nil
 	}
@@ -667,7 +688,7 @@ func (r *Reader) Held(pod *corev1.Pod) (claims []string, held capacity.Resources
 	}
 	for _, name := range names {
 		claim, err := r.dra.ResourceClaims().Get(pod.Namespace, name)
-		if err != nil || claim.Status.Allocation == nil {
+		if err != nil || claim.Status.Allocation == nil || !keep(claim) {
 			continue
 		}
 		claims = append(claims, pod.Namespace+"/"+name)

@@ -11,6 +11,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
@@ -257,4 +258,53 @@ func TestAsks(t *testing.T) {
 	assert.Equal(t, "", r.Asks([]*corev1.Pod{plainGPU}), "a device plugin's resource no class serves")
 	assert.Equal(t, "gpu", r.Asks([]*corev1.Pod{extended}), "an extended resource a class serves")
 	assert.Equal(t, "gpu", r.Asks([]*corev1.Pod{podWithClaims("p"), podWithClaims("q", byClaim("c", "held"))}), "an allocated claim still asks")
+}
+
+// Released: evicting a pod gives back the devices of its allocated claims
+// whose every consumer leaves too; a claim another pod keeps using stays
+// allocated, and a claim not allocated holds nothing.
+func TestReleased(t *testing.T) {
+	gpu := class("gpu", "example.com/gpu", "")
+	reservedFor := func(c *resourceapi.ResourceClaim, uids ...types.UID) *resourceapi.ResourceClaim {
+		c.Status.Allocation.Devices.Results = []resourceapi.DeviceRequestAllocationResult{{Request: "r", Driver: driver, Pool: "p", Device: string(c.Name)}}
+		for _, uid := range uids {
+			c.Status.ReservedFor = append(c.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: string(uid), UID: uid})
+		}
+		return c
+	}
+	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Claims: []*resourceapi.ResourceClaim{
+		reservedFor(claimOf("own", true, exactly("gpu", 1)), "p"),
+		reservedFor(claimOf("shared", true, exactly("gpu", 1)), "p", "q"),
+		reservedFor(claimOf("extended", true, exactly("gpu", 1)), "p"),
+		claimOf("pending", false, exactly("gpu", 1)),
+	}}
+	pod := func(refs ...corev1.PodResourceClaim) *corev1.Pod {
+		p := podWithClaims("p", refs...)
+		p.UID = "p"
+		return p
+	}
+	withExtended := pod()
+	withExtended.Status.ExtendedResourceClaimStatus = &corev1.PodExtendedResourceClaimStatus{ResourceClaimName: "extended"}
+	onlyP := func(types.UID) bool { return false }
+	alsoQ := func(uid types.UID) bool { return uid == "q" }
+	tests := []struct {
+		name       string
+		pod        *corev1.Pod
+		leaving    func(types.UID) bool
+		wantClaims []string
+		want       capacity.Resources
+	}{
+		{name: "its own claim", pod: pod(byClaim("c", "own")), leaving: onlyP, wantClaims: []string{"ns/own"}, want: capacity.Resources{"example.com/gpu": 1}},
+		{name: "a claim another pod keeps", pod: pod(byClaim("c", "shared")), leaving: onlyP},
+		{name: "a shared claim whose consumers all leave", pod: pod(byClaim("c", "shared")), leaving: alsoQ, wantClaims: []string{"ns/shared"}, want: capacity.Resources{"example.com/gpu": 1}},
+		{name: "a claim not allocated holds nothing", pod: pod(byClaim("c", "pending")), leaving: onlyP},
+		{name: "the claim the scheduler made for its extended resource", pod: withExtended, leaving: onlyP, wantClaims: []string{"ns/extended"}, want: capacity.Resources{"example.com/gpu": 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			claims, released := NewReader(dra, nil, structured.Features{}).Released(tc.pod, tc.leaving)
+			assert.Equal(t, tc.wantClaims, claims)
+			assert.Equal(t, tc.want, released)
+		})
+	}
 }
