@@ -36,11 +36,17 @@
 // What a node has free (Catalog.FreeOn): devices of its slices (by node
 // name, all nodes, or node selector, slice-wide or per device) that match
 // the class's selectors, are not allocated and carry no NoSchedule or
-// NoExecute taint. It is a count, the cheap first check; the scheduler's
-// DynamicResources Filter runs the structured allocator for every member,
-// so a count that passes where the allocator would not (constraints
-// between devices, consumable capacity, tolerated taints) ends in a
-// member not placing, never in a wrong allocation.
+// NoExecute taint (from the slice or a DeviceTaintRule) that the
+// demanding requests do not tolerate. It is a count, the cheap first
+// check; the scheduler's DynamicResources Filter runs the structured
+// allocator for every member, so a count that passes where the allocator
+// would not ends in a member not placing, never in a wrong allocation.
+//
+// Not counted yet, and so left to the allocator at Filter: partitionable
+// devices (shared counters) and consumable capacity, counted as whole
+// devices; constraints between the devices of one claim (matchAttribute);
+// the allocator itself confirming a gang's plan. A claim shared by several
+// pods is charged to each of them in queue accounting (Reader.Charge).
 //
 // It is pure of informers and locks: package state composes it.
 package devices
