@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -74,7 +75,7 @@ func (p *Proportion) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev
 	p.status.start()
 	name := p.queues.QueueOf(pod)
 	request, what, members := p.admissionRequest(pod)
-	p.queues.Observe(pod)
+	p.queues.Refresh(pod)
 	p.queues.Observe(members...)
 	view := p.queues.View()
 	queue := view.Queues[name]
@@ -157,13 +158,18 @@ func (p *Proportion) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWith
 		// A claim deallocated lowers the allocation of the queue whose done
 		// pod it was charged to (devices free at deallocation, not at pod
 		// exit); published devices are more to share.
-		{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Update | fwk.Delete}, QueueingHintFn: isSchedulableAfterClaimFreed},
+		// A pod's own claim appearing: the pod may have been refused while
+		// its queue's demand lacked the claim's devices (Queues.Refresh).
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: isSchedulableAfterClaimChange},
 		{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update}},
 	}, nil
 }
 
-func isSchedulableAfterClaimFreed(_ klog.Logger, _ *corev1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
+func isSchedulableAfterClaimChange(_ klog.Logger, pod *corev1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
 	if devices.ClaimFreed(oldObj, newObj) {
+		return fwk.Queue, nil
+	}
+	if claim, ok := newObj.(*resourceapi.ResourceClaim); ok && oldObj == nil && devices.Uses(pod, claim) {
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil

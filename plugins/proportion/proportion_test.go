@@ -11,16 +11,22 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"k8s.io/utils/ptr"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
 )
 
 const profile = "flotilla-scheduler"
@@ -175,4 +181,83 @@ func TestParentCountsItsSubtree(t *testing.T) {
 	view := p.queues.View()
 	assert.Equal(t, int64(5000), view.Queues["team"].Allocated[corev1.ResourceCPU])
 	assert.Equal(t, int64(6000), view.Queues["team"].Pending[corev1.ResourceCPU]+view.Queues["team"].Allocated[corev1.ResourceCPU], "requested: placed and pending of the subtree")
+}
+
+// A pod first seen before its ResourceClaim (the pod and claim informers
+// deliver in either order) was charged nothing for the claim's devices, so
+// its queue's demand, hence its deserved share, lacked them and the pod was
+// refused for asking more than a share of 0. Admission charges the pod
+// again; the claim's arrival re-queues it.
+func TestPreFilterChargesAClaimThatArrivedAfterItsPod(t *testing.T) {
+	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"}}
+	var slice []resourceapi.Device
+	for i := range 4 {
+		slice = append(slice, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i)})
+	}
+	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class}, Slices: []*resourceapi.ResourceSlice{{
+		ObjectMeta: metav1.ObjectMeta{Name: "n-gpus"},
+		Spec:       resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", Pool: resourceapi.ResourcePool{Name: "n", ResourceSliceCount: 1}, NodeName: ptr.To("n"), Devices: slice},
+	}}}
+	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class.Name}}}}}}
+	p := pod("p", "default", "1", "")
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("c")}}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	store := state.NewStatic(nil, nil).WithDevices(devices.NewReader(dra, nil, structured.Features{}))
+	node := st.MakeNode().Name("n").Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "10", corev1.ResourceMemory: "64Gi", corev1.ResourcePods: "110"}).Obj()
+	q := state.NewStaticQueues(store, "default", nil, []*corev1.Node{node}, profile)
+	w := &statusWriter{queues: q, gauged: map[[2]string]bool{}}
+	w.writer = state.NewStatusWriter(ctx, "test", time.Hour, func(context.Context, allQueues) error { return nil }, nil)
+	plugin := &Proportion{store: store, queues: q, status: w}
+
+	q.Observe(p) // the pod informer's event, before the claim's
+	dra.Claims = []*resourceapi.ResourceClaim{claim}
+	hint, err := isSchedulableAfterClaimChange(klog.Background(), p, nil, claim)
+	require.NoError(t, err)
+	assert.Equal(t, fwk.Queue, hint, "the pod's own claim appearing re-queues it")
+	_, status := plugin.PreFilter(ctx, framework.NewCycleState(), p, nil)
+	require.True(t, status.IsSuccess(), "admitted once its claim is charged: %v", status)
+	assert.Equal(t, int64(1), q.View().Queues["default"].Pending[devices.Key(class)], "the queue's demand counts the claim's device")
+}
+
+// The claim events that re-queue a pod Proportion refused: its own claim
+// appearing (by name, or generated from its template and controlled by
+// it), and any claim deallocated or deleted while allocated.
+func TestClaimChangeHint(t *testing.T) {
+	p := pod("p", "default", "1", "")
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("mine")}, {Name: "tpl", ResourceClaimTemplateName: ptr.To("t")}}
+	claim := func(name string, allocated bool, owner *corev1.Pod) *resourceapi.ResourceClaim {
+		c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+		if allocated {
+			c.Status.Allocation = &resourceapi.AllocationResult{}
+		}
+		if owner != nil {
+			c.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, corev1.SchemeGroupVersion.WithKind("Pod"))}
+		}
+		return c
+	}
+	other := pod("other", "default", "1", "")
+	otherNamespace := claim("mine", false, nil)
+	otherNamespace.Namespace = "elsewhere"
+	for _, tc := range []struct {
+		name     string
+		old, new interface{}
+		want     fwk.QueueingHint
+	}{
+		{"its named claim appears", nil, claim("mine", false, nil), fwk.Queue},
+		{"its generated claim appears", nil, claim("p-tpl-x1", false, p), fwk.Queue},
+		{"another pod's claim appears", nil, claim("p-tpl-x1", false, other), fwk.QueueSkip},
+		{"a claim of that name in another namespace", nil, otherNamespace, fwk.QueueSkip},
+		{"a claim is deallocated", claim("any", true, nil), claim("any", false, nil), fwk.Queue},
+		{"an allocated claim is deleted", claim("any", true, nil), nil, fwk.Queue},
+		{"its claim is allocated", claim("mine", false, nil), claim("mine", true, nil), fwk.QueueSkip},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := isSchedulableAfterClaimChange(klog.Background(), p, tc.old, tc.new)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
 }

@@ -309,6 +309,19 @@ func (q *Queues) Observe(pods ...*corev1.Pod) {
 	}
 }
 
+// Refresh accounts the pod being admitted as Observe does and, if it has
+// ResourceClaims, charges it again: its devices are read from claims and
+// templates that other informers deliver, possibly after the pod, and a pod
+// first charged without its claim would leave its queue's demand, hence its
+// deserved share, short of the very devices it asks for.
+func (q *Queues) Refresh(pod *corev1.Pod) {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		q.Observe(pod)
+		return
+	}
+	q.onPod(pod)
+}
+
 // Charged reports whether pods like pod count in their queue's
 // allocation: pods of other schedulers do not.
 func (q *Queues) Charged(pod *corev1.Pod) bool {

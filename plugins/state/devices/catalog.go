@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/dynamic-resource-allocation/cel"
@@ -222,6 +223,23 @@ func (c *Catalog) SharedUnallocated() (claim string, pods []string) {
 		}
 	}
 	return claim, pods
+}
+
+// Uses reports whether one of the pod's claim references resolves to
+// claim: by name, by the pod's status for a claim generated from a
+// template, or, before the status records it, by the claim's controller
+// being the pod.
+func Uses(pod *corev1.Pod, claim *resourceapi.ResourceClaim) bool {
+	if claim.Namespace != pod.Namespace {
+		return false
+	}
+	for _, ref := range pod.Spec.ResourceClaims {
+		if claimName(pod, ref) == claim.Name {
+			return true
+		}
+	}
+	owner := metav1.GetControllerOf(claim)
+	return len(pod.Spec.ResourceClaims) > 0 && owner != nil && owner.UID == pod.UID
 }
 
 // claimName is the name of the claim a pod's reference resolves to: the
