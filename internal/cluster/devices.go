@@ -45,8 +45,8 @@ func (cp *ControlPlane) CreateDeviceClass(ctx context.Context, name, extendedRes
 func DeviceSliceName(node string) string { return node + "-" + DRADriver }
 
 // PublishDevices publishes, as the driver does for its node, a
-// ResourceSlice of n devices gpu-0…gpu-(n-1), in a pool named after the
-// node; publishing again replaces the slice (a new pool generation).
+// ResourceSlice of n devices (DeviceSlice); publishing again replaces the
+// slice (a new pool generation).
 func (cp *ControlPlane) PublishDevices(ctx context.Context, node string, n int) error {
 	slices := cp.Client.ResourceV1().ResourceSlices()
 	generation := int64(1)
@@ -56,6 +56,13 @@ func (cp *ControlPlane) PublishDevices(ctx context.Context, node string, n int) 
 			return err
 		}
 	}
+	_, err := slices.Create(ctx, DeviceSlice(node, n, generation), metav1.CreateOptions{})
+	return err
+}
+
+// DeviceSlice is the harness driver's ResourceSlice for node: n devices
+// gpu-0…gpu-(n-1) in a pool named after the node, at that pool generation.
+func DeviceSlice(node string, n int, generation int64) *resourcev1.ResourceSlice {
 	slice := &resourcev1.ResourceSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: DeviceSliceName(node)},
 		Spec: resourcev1.ResourceSliceSpec{
@@ -70,8 +77,7 @@ func (cp *ControlPlane) PublishDevices(ctx context.Context, node string, n int) 
 			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{"model": {StringValue: ptr.To("example-gpu")}},
 		})
 	}
-	_, err := slices.Create(ctx, slice, metav1.CreateOptions{})
-	return err
+	return slice
 }
 
 // ClaimTemplate is a ResourceClaimTemplate asking for count devices of

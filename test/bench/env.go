@@ -84,7 +84,13 @@ func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run in
 		}
 		e.cp, cfg = cp, cp.Config
 		if jobs {
-			if err := cp.StartControllers(ctx, tb, cluster.JobControllers...); err != nil {
+			controllers := cluster.JobControllers
+			if v.gpus == draGPUs {
+				// It makes each pod's claim from its template and
+				// deallocates it once the pod is done.
+				controllers = append(append([]string{}, controllers...), "resourceclaim-controller")
+			}
+			if err := cp.StartControllers(ctx, tb, controllers...); err != nil {
 				return nil, err
 			}
 			if err := cp.StartKubelets(ctx, tb, cluster.KubeletOptions{NoHeartbeats: true}); err != nil {

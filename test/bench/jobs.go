@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-sched/flotilla/internal/cluster"
@@ -20,15 +22,59 @@ type jobStream struct {
 	jobs, size  int
 	cpu, memory string
 	runSeconds  float64
+	// podGPUs, if set, is each pod's GPUs and nodeGPUs each node's, from
+	// where the variant says (gpuSource).
+	podGPUs, nodeGPUs int
 }
 
-// specs are the stream's Jobs, named groupName(j).
-func (s jobStream) specs() []cluster.WorkloadSpec {
+// gpuTemplate is the ResourceClaimTemplate of a DRA GPU stream.
+const gpuTemplate = "gpus"
+
+// specs are the stream's Jobs, named groupName(j), asking for GPUs from
+// src.
+func (s jobStream) specs(src gpuSource) []cluster.WorkloadSpec {
 	specs := make([]cluster.WorkloadSpec, s.jobs)
 	for j := range specs {
 		specs[j] = cluster.WorkloadSpec{Name: groupName(j), Replicas: int32(s.size), CPU: s.cpu, Memory: s.memory, RunSeconds: s.runSeconds}
+		switch {
+		case s.podGPUs == 0:
+		case src == draGPUs:
+			specs[j].ClaimTemplate = gpuTemplate
+		default:
+			specs[j].GPU = strconv.Itoa(s.podGPUs)
+		}
 	}
 	return specs
+}
+
+// gpuNode is node with the stream's GPUs in its allocatable, if the
+// variant takes them from there.
+func gpuNode(v variant, node cluster.NodeSpec, s jobStream) cluster.NodeSpec {
+	if s.nodeGPUs > 0 && v.gpus == allocatableGPUs {
+		node.Extended = map[corev1.ResourceName]string{cluster.GPU: strconv.Itoa(s.nodeGPUs)}
+	}
+	return node
+}
+
+// publishGPUs, if the variant's GPUs come from DRA, creates a DeviceClass,
+// the namespace's ResourceClaimTemplate and each node's ResourceSlice, as
+// a driver and a user would.
+func (e *env) publishGPUs(v variant, s jobStream) error {
+	if s.nodeGPUs == 0 || v.gpus != draGPUs {
+		return nil
+	}
+	_, err := e.client.ResourceV1().DeviceClasses().Create(e.ctx, cluster.DeviceClass(cluster.DRADriver, ""), metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	tmpl := cluster.ClaimTemplate(e.namespace, gpuTemplate, cluster.DRADriver, int64(s.podGPUs))
+	if _, err := e.client.ResourceV1().ResourceClaimTemplates(e.namespace).Create(e.ctx, tmpl, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	return parallel(e.ctx, len(e.nodes), func(ctx context.Context, i int) error {
+		_, err := e.client.ResourceV1().ResourceSlices().Create(ctx, cluster.DeviceSlice(e.nodes[i], s.nodeGPUs, 1), metav1.CreateOptions{})
+		return err
+	})
 }
 
 // createJobs creates the Jobs — for gangs, each with a PodGroup of its
@@ -102,10 +148,13 @@ func (e *env) waitJobsComplete(want int, timeout time.Duration) error {
 // holds them all; their pods run runSeconds and succeed. Measured: from the
 // first Job created to the last pod bound (and to the last Job complete).
 func runJobs(e *env, v variant, nodes int, node cluster.NodeSpec, s jobStream) (*result, error) {
-	if err := e.createNodes(nodes, node); err != nil {
+	if err := e.createNodes(nodes, gpuNode(v, node, s)); err != nil {
 		return nil, err
 	}
-	names, err := e.createJobs(v, s.specs(), nil)
+	if err := e.publishGPUs(v, s); err != nil {
+		return nil, err
+	}
+	names, err := e.createJobs(v, s.specs(v.gpus), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +222,7 @@ func runWaves(e *env, v variant, nodes, gangs int, hold time.Duration) (*result,
 	}
 	size := int(math.Round(0.4 * float64(nodes)))
 	start := time.Now()
-	names, err := e.createJobs(v, jobStream{jobs: gangs, size: size, cpu: "8", memory: "16Gi", runSeconds: hold.Seconds()}.specs(), nil)
+	names, err := e.createJobs(v, jobStream{jobs: gangs, size: size, cpu: "8", memory: "16Gi", runSeconds: hold.Seconds()}.specs(allocatableGPUs), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -26,14 +26,30 @@ const (
 type variant struct {
 	name      string
 	scheduler string
-	gangs     bool // pods join PodGroups
-	topology  bool // their PodGroups prefer one rack (T1)
+	gangs     bool      // pods join PodGroups
+	topology  bool      // their PodGroups prefer one rack (T1)
+	gpus      gpuSource // where a GPU workload's devices come from
 }
+
+// gpuSource is where the GPUs of a workload that asks for them come from.
+type gpuSource int
+
+const (
+	// allocatableGPUs: a device plugin's nvidia.com/gpu in each node's
+	// allocatable, asked for as an extended resource.
+	allocatableGPUs gpuSource = iota
+	// draGPUs: each node's ResourceSlice, and each pod a ResourceClaim
+	// made from a ResourceClaimTemplate by the resourceclaim controller.
+	draGPUs
+)
 
 var (
 	defaultPlain  = variant{name: "default profile", scheduler: defaultScheduler}
 	flotillaPlain = variant{name: "flotilla", scheduler: flotillaScheduler}
 	flotillaGangs = variant{name: "flotilla, gangs", scheduler: flotillaScheduler, gangs: true}
+	defaultDRA    = variant{name: "default profile, DRA GPUs", scheduler: defaultScheduler, gpus: draGPUs}
+	flotillaDRA   = variant{name: "flotilla, gangs, DRA GPUs", scheduler: flotillaScheduler, gangs: true, gpus: draGPUs}
+	flotillaGPUs  = variant{name: "flotilla, gangs, allocatable GPUs", scheduler: flotillaScheduler, gangs: true, gpus: allocatableGPUs}
 )
 
 // result is one measured run.
@@ -81,6 +97,7 @@ func workloads(full bool) []workload {
 	cpuNode := cluster.NodeSpec{Name: "n", CPU: "8", Memory: "32Gi"}
 	p1Nodes, p1Pods := pick(50, 5000), pick(200, 10000)
 	p2Nodes, p2Gangs := pick(20, 1000), pick(20, 1000)
+	d1Nodes, d1Gangs := pick(20, 1000), pick(20, 1000)
 	p3Nodes, p3Size := pick(50, 1000), pick(50, 1000)
 	p4Nodes, p4Pods := pick(50, 5000), pick(200, 10000)
 	q1Nodes, q1Gangs := pick(10, 50), pick(4, 20)
@@ -106,6 +123,16 @@ func workloads(full bool) []workload {
 					jobStream{jobs: p2Gangs, size: 8, cpu: "1", memory: "1Gi", runSeconds: 5})
 			},
 			verdict: ratioVerdict("pods/s", flotillaGangs, 0.9, func(r *result) float64 { return r.PodsPerS }),
+		},
+		{
+			id: "D1", what: fmt.Sprintf("P2 with a GPU per pod: %d Jobs x 8 pods (1 cpu + 1Gi + 1 GPU, run 5 s) on %d nodes x 8 GPUs", d1Gangs, d1Nodes),
+			target:   "flotilla with DRA GPUs: pods/s >= 0.9 x the default profile on the same pods (no gang semantics) and >= 0.9 x flotilla with allocatable GPUs; peak RSS <= 1.2 x both",
+			variants: []variant{defaultDRA, flotillaDRA, flotillaGPUs}, jobs: true,
+			run: func(e *env, v variant) (*result, error) {
+				return runJobs(e, v, d1Nodes, cluster.NodeSpec{Name: "n", CPU: "16", Memory: "64Gi"},
+					jobStream{jobs: d1Gangs, size: 8, cpu: "1", memory: "1Gi", runSeconds: 5, podGPUs: 1, nodeGPUs: 8})
+			},
+			verdict: draVerdict,
 		},
 		{
 			id: "P3", what: fmt.Sprintf("one %d-pod gang on %d nodes", p3Size, p3Nodes),
@@ -178,6 +205,17 @@ func ratioVerdict(what string, v variant, min float64, of func(*result) float64)
 		ratio := of(m[v.name]) / of(m[defaultPlain.name])
 		return fmt.Sprintf("%s %.0f vs %.0f = %.2f x", what, of(m[v.name]), of(m[defaultPlain.name]), ratio), ratio >= min
 	}
+}
+
+// draVerdict compares flotilla with DRA GPUs with the default profile on
+// the same pods and with flotilla on allocatable GPUs.
+func draVerdict(m map[string]*result) (string, bool) {
+	f, d, a := m[flotillaDRA.name], m[defaultDRA.name], m[flotillaGPUs.name]
+	vsDefault, vsAllocatable := f.PodsPerS/d.PodsPerS, f.PodsPerS/a.PodsPerS
+	rssDefault, rssAllocatable := f.PeakRSS/d.PeakRSS, f.PeakRSS/a.PeakRSS
+	return fmt.Sprintf("pods/s %.0f vs %.0f (default profile) = %.2f x, vs %.0f (allocatable GPUs) = %.2f x; peak RSS %.0f vs %.0f MiB = %.2f x, vs %.0f MiB = %.2f x",
+			f.PodsPerS, d.PodsPerS, vsDefault, a.PodsPerS, vsAllocatable, f.PeakRSS/mib, d.PeakRSS/mib, rssDefault, a.PeakRSS/mib, rssAllocatable),
+		vsDefault >= 0.9 && vsAllocatable >= 0.9 && rssDefault <= 1.2 && rssAllocatable <= 1.2
 }
 
 // podStream is a workload of bare pods: nodes copies of node, then pods
