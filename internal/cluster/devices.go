@@ -62,6 +62,8 @@ func (cp *ControlPlane) PublishDevices(ctx context.Context, node string, n int) 
 
 // DeviceSlice is the harness driver's ResourceSlice for node: n devices
 // gpu-0…gpu-(n-1) in a pool named after the node, at that pool generation.
+// The first half are in interconnect domain "a", the rest in "b"
+// (attribute gpu.example.com/domain), as GPUs of one NVLink island are.
 func DeviceSlice(node string, n int, generation int64) *resourcev1.ResourceSlice {
 	slice := &resourcev1.ResourceSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: DeviceSliceName(node)},
@@ -73,8 +75,11 @@ func DeviceSlice(node string, n int, generation int64) *resourcev1.ResourceSlice
 	}
 	for i := 0; i < n; i++ {
 		slice.Spec.Devices = append(slice.Spec.Devices, resourcev1.Device{
-			Name:       fmt.Sprintf("gpu-%d", i),
-			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{"model": {StringValue: ptr.To("example-gpu")}},
+			Name: fmt.Sprintf("gpu-%d", i),
+			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+				"model":  {StringValue: ptr.To("example-gpu")},
+				"domain": {StringValue: ptr.To(deviceDomain(i, n))},
+			},
 		})
 	}
 	return slice
@@ -104,4 +109,12 @@ func (cp *ControlPlane) CreateClaimTemplate(ctx context.Context, namespace, name
 // kubelet plugin is removed.
 func (cp *ControlPlane) UnpublishDevices(ctx context.Context, node string) error {
 	return cp.Client.ResourceV1().ResourceSlices().Delete(ctx, DeviceSliceName(node), metav1.DeleteOptions{})
+}
+
+// deviceDomain is the interconnect domain of device i of n.
+func deviceDomain(i, n int) string {
+	if i < n/2 {
+		return "a"
+	}
+	return "b"
 }

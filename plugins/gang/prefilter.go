@@ -235,14 +235,26 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 	if claim, users := catalog.SharedUnallocated(); claim != "" {
 		return fmt.Sprintf("gang %s waits: ResourceClaim %s is shared by members %s and not allocated: the scheduler allocates a claim for one pod at a time, so members placed together cannot share it before it is allocated (give each member its own claim from a ResourceClaimTemplate, or run one pod of the claim first)", gang.Key, claim, strings.Join(users, ", ")), nil, nil
 	}
-	sort.SliceStable(pending, func(i, j int) bool { return pending[j].Less(pending[i]) }) // largest first
+	// Largest first, the members in the same order: where a count of
+	// devices cannot judge their claims, the allocator confirms how many
+	// of them a node takes, in the order first fit places them.
+	order := make([]int, need)
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return pending[order[j]].Less(pending[order[i]]) })
+	sortedPending, sortedMembers := make([]capacity.Resources, need), make([]*corev1.Pod, need)
+	for i, at := range order {
+		sortedPending[i], sortedMembers[i] = pending[at], members[at]
+	}
+	pending = sortedPending
 
 	view := capacity.NewFreeView(nodes, held)
 	keys := catalog.Keys(pending...)
 	var deviceErr error
 	if len(keys) > 0 {
 		view.CountDevices(func(n fwk.NodeInfo) capacity.Resources {
-			free, err := catalog.FreeOn(ctx, n.Node(), keys)
+			free, err := catalog.FreeFor(ctx, n.Node(), keys, sortedMembers)
 			if err != nil && deviceErr == nil {
 				deviceErr = err
 			}
@@ -256,6 +268,9 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 		}
 		if f.Placed < need {
 			if short := devicesShort(ctx, catalog, keys, pending, view); short != "" {
+				if catalog.Capped() {
+					short += " (free: what the allocator can allocate to these claims together, fewer than the devices not allocated: their selectors or constraints, or devices that share counters)"
+				}
 				return fmt.Sprintf("gang %s does not fit: %s", gang.Key, short), nil, nil
 			}
 			return fmt.Sprintf("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity", gang.Key, f.Placed, need, pg.Spec.MinMember), nil, nil

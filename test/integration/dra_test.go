@@ -151,6 +151,79 @@ func TestDRAGangFitsDevicesPerNode(t *testing.T) {
 	require.NoError(t, err, "gang placed once a device freed on two nodes\n%s", s.tl)
 }
 
+// The allocator confirms what a count cannot judge: 2 nodes × 8 devices in
+// two interconnect domains of 4 (a, b); fillers take one device of each
+// domain on each node, leaving 6 free per node, 3 in each domain. A gang
+// of 2 pods each asking for 4 devices of one domain (matchAttribute) fits
+// by count (a member per node) but not by the allocator: it waits with
+// nothing bound and says the free devices cannot serve its claims
+// together, rather than planning members onto nodes whose Filter refuses
+// them. Once one filler per node leaves, a domain of 4 frees on each node
+// and the gang places 2/2.
+func TestDRAGangWaitsUntilTheAllocatorCanSatisfyItsConstraints(t *testing.T) {
+	s, specs := startDRACluster(t, 2, 8)
+	h := s.h
+	inDomain := func(domain string) string {
+		tmpl := cluster.ClaimTemplate("default", "in-"+domain, draClassName, 1)
+		tmpl.Spec.Spec.Devices.Requests[0].Exactly.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+			Expression: fmt.Sprintf(`device.attributes[%q].domain == %q`, cluster.DRADriver, domain),
+		}}}
+		_, err := h.Client.ResourceV1().ResourceClaimTemplates("default").Create(h.Ctx, tmpl, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return tmpl.Name
+	}
+	templates := map[string]string{"a": inDomain("a"), "b": inDomain("b")}
+	sameDomain := cluster.ClaimTemplate("default", "four-in-one-domain", draClassName, 4)
+	sameDomain.Spec.Spec.Devices.Constraints = []resourcev1.DeviceConstraint{{
+		MatchAttribute: ptr.To(resourcev1.FullyQualifiedName(cluster.DRADriver + "/domain")),
+	}}
+	_, err := h.Client.ResourceV1().ResourceClaimTemplates("default").Create(h.Ctx, sameDomain, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	withClaim := func(pod *corev1.Pod, template string) *corev1.Pod {
+		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "devices", ResourceClaimTemplateName: ptr.To(template)}}
+		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "devices"}}
+		return pod
+	}
+	var leaving []string
+	for _, n := range specs {
+		for _, domain := range []string{"a", "b"} {
+			pod := withClaim(cluster.Pod(cluster.PodSpec{Name: fmt.Sprintf("filler-%s-%s", n.Name, domain), CPU: "1", Memory: "1Gi"}), templates[domain])
+			pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: n.Name}
+			_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, pod, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		leaving = append(leaving, fmt.Sprintf("filler-%s-a", n.Name))
+	}
+	_, err = h.WaitForPodsBound(h.Ctx, "default", "", 4, bindTimeout)
+	require.NoError(t, err, "fillers placed\n%s", s.tl)
+
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "island", 2))
+	for i := 0; i < 2; i++ {
+		pod := withClaim(cluster.Pod(cluster.PodSpec{Name: fmt.Sprintf("island-%d", i), CPU: "1", Memory: "1Gi", PodGroup: "island"}), sameDomain.Name)
+		_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, pod, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	deadline := time.Now().Add(6 * time.Second)
+	for time.Now().Before(deadline) {
+		bound, _, err := h.BoundMembers(h.Ctx, "default", "island")
+		require.NoError(t, err)
+		require.Zero(t, bound, "gang island has bound members though no node has 4 free devices in one domain\n%s", s.tl)
+		time.Sleep(200 * time.Millisecond)
+	}
+	cond, err := h.WaitForPodUnschedulable(h.Ctx, "default", "island-0", 10*time.Second)
+	require.NoError(t, err)
+	assert.Contains(t, cond.Message, "needs 8 devices of class gpu.example.com")
+	assert.Contains(t, cond.Message, "fewer than the devices not allocated")
+
+	for _, name := range leaving {
+		require.NoError(t, h.Client.CoreV1().Pods("default").Delete(h.Ctx, name, metav1.DeleteOptions{}))
+		s.tl.add("deleted filler %s", name)
+	}
+	_, err = h.WaitForPodsBound(h.Ctx, "default", gangSelector+"island", 2, 60*time.Second)
+	require.NoError(t, err, "gang placed once a domain of 4 freed on each node\n%s", s.tl)
+}
+
 // A Queue's capability caps devices asked for by claim: capability
 // example.com/gpu 16 (the class's extended resource name), 3 gangs of 8
 // pods of one device each (claim template) on 32 devices: never more than

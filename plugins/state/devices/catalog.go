@@ -81,16 +81,30 @@ type Catalog struct {
 	// which every node must look at.
 	sliceOf   map[string][]*resourceapi.ResourceSlice
 	anyNode   []*resourceapi.ResourceSlice
+	slices    []*resourceapi.ResourceSlice // all of them
 	allocated *structured.AllocatedState
 	// matchMemo caches class selector results per class and device.
 	matchMemo map[string]bool
 	// counts per node name, once counted.
 	counts map[string]Counts
+
+	// What the allocator confirms (see confirm.go): each pod's demand and
+	// the claims it still needs allocated, by pod UID; whether a claim
+	// has what a count cannot judge; the nodes whose devices share
+	// counters or capacity; the allocator, once built.
+	demandOf     map[types.UID]capacity.Resources
+	claimsOf     map[types.UID][]*resourceapi.ResourceClaim
+	beyondCounts bool
+	partitioned  map[string]bool
+	allocator    structured.Allocator
+	allocatorErr error
+	capped       bool
 }
 
 // Catalog starts a check's view; nothing is read until asked.
 func (r *Reader) Catalog() *Catalog {
-	return &Catalog{r: r, seen: map[string]bool{}, unallocatedUsers: map[string][]string{}, tolerations: map[corev1.ResourceName][]resourceapi.DeviceToleration{}, matchMemo: map[string]bool{}, counts: map[string]Counts{}}
+	return &Catalog{r: r, seen: map[string]bool{}, unallocatedUsers: map[string][]string{}, tolerations: map[corev1.ResourceName][]resourceapi.DeviceToleration{}, matchMemo: map[string]bool{}, counts: map[string]Counts{},
+		demandOf: map[types.UID]capacity.Resources{}, claimsOf: map[types.UID][]*resourceapi.ResourceClaim{}, partitioned: map[string]bool{}}
 }
 
 func (c *Catalog) loadClasses() error {
@@ -151,7 +165,7 @@ func (c *Catalog) Demand(pod *corev1.Pod) (capacity.Resources, error) {
 	}
 	demand := capacity.Resources{}
 	for _, ref := range pod.Spec.ResourceClaims {
-		spec, err := c.claimSpec(pod, ref)
+		claim, spec, err := c.claimSpec(pod, ref)
 		if err != nil {
 			return nil, err
 		}
@@ -163,14 +177,17 @@ func (c *Catalog) Demand(pod *corev1.Pod) (capacity.Resources, error) {
 				return nil, fmt.Errorf("pod %s/%s, claim %s: %w", pod.Namespace, pod.Name, ref.Name, err)
 			}
 		}
+		c.toAllocate(pod, ref, claim, spec)
 	}
+	c.demandOf[pod.UID] = demand
 	return demand, nil
 }
 
-// claimSpec is the spec of the claim the pod's reference resolves to, or
-// nil when it takes nothing more: allocated already, or counted for
-// another pod of this check.
-func (c *Catalog) claimSpec(pod *corev1.Pod, ref corev1.PodResourceClaim) (*resourceapi.ResourceClaimSpec, error) {
+// claimSpec is the claim the pod's reference resolves to (nil before it
+// is generated from its template) and its spec, or nil when it takes
+// nothing more: allocated already, or counted for another pod of this
+// check.
+func (c *Catalog) claimSpec(pod *corev1.Pod, ref corev1.PodResourceClaim) (*resourceapi.ResourceClaim, *resourceapi.ResourceClaimSpec, error) {
 	name := claimName(pod, ref)
 	if name != "" {
 		id := pod.Namespace + "/" + name
@@ -178,34 +195,34 @@ func (c *Catalog) claimSpec(pod *corev1.Pod, ref corev1.PodResourceClaim) (*reso
 			if users, ok := c.unallocatedUsers[id]; ok {
 				c.unallocatedUsers[id] = append(users, pod.Name)
 			}
-			return nil, nil
+			return nil, nil, nil
 		}
 		c.seen[id] = true
 		claim, err := c.r.dra.ResourceClaims().Get(pod.Namespace, name)
 		if err == nil {
 			if claim.Status.Allocation != nil {
-				return nil, nil
+				return nil, nil, nil
 			}
 			c.unallocatedUsers[id] = []string{pod.Name}
-			return &claim.Spec, nil
+			return claim, &claim.Spec, nil
 		}
 		if !apierrors.IsNotFound(err) || ref.ResourceClaimTemplateName == nil {
-			return nil, fmt.Errorf("pod %s/%s: ResourceClaim %s: %w", pod.Namespace, pod.Name, name, err)
+			return nil, nil, fmt.Errorf("pod %s/%s: ResourceClaim %s: %w", pod.Namespace, pod.Name, name, err)
 		}
 	}
 	template := ptr.Deref(ref.ResourceClaimTemplateName, "")
 	if template == "" {
-		return nil, fmt.Errorf("pod %s/%s: resourceClaims[%s] names neither a claim nor a template", pod.Namespace, pod.Name, ref.Name)
+		return nil, nil, fmt.Errorf("pod %s/%s: resourceClaims[%s] names neither a claim nor a template", pod.Namespace, pod.Name, ref.Name)
 	}
 	if c.r.templates == nil {
-		return nil, fmt.Errorf("pod %s/%s: ResourceClaimTemplate %s: no template lister", pod.Namespace, pod.Name, template)
+		return nil, nil, fmt.Errorf("pod %s/%s: ResourceClaimTemplate %s: no template lister", pod.Namespace, pod.Name, template)
 	}
 	// Each pod gets its own claim from a template: never shared.
 	t, err := c.r.templates.ResourceClaimTemplates(pod.Namespace).Get(template)
 	if err != nil {
-		return nil, fmt.Errorf("pod %s/%s: ResourceClaimTemplate %s/%s: %w", pod.Namespace, pod.Name, pod.Namespace, template, err)
+		return nil, nil, fmt.Errorf("pod %s/%s: ResourceClaimTemplate %s/%s: %w", pod.Namespace, pod.Name, pod.Namespace, template, err)
 	}
-	return &t.Spec.Spec, nil
+	return nil, &t.Spec.Spec, nil
 }
 
 // SharedUnallocated names a claim (namespace/name) that two or more pods
@@ -302,6 +319,7 @@ func (c *Catalog) load() error {
 		c.loadErr = err
 		return err
 	}
+	c.slices = slices
 	c.sliceOf = map[string][]*resourceapi.ResourceSlice{}
 	for _, slice := range slices {
 		if name := ptr.Deref(slice.Spec.NodeName, ""); name != "" && !ptr.Deref(slice.Spec.PerDeviceNodeSelection, false) {
@@ -368,6 +386,9 @@ func (c *Catalog) CountOn(ctx context.Context, node *corev1.Node, keys []corev1.
 			}
 			id := structured.MakeDeviceID(slice.Spec.Driver, slice.Spec.Pool.Name, device.Name)
 			allocated := structured.IsDeviceAllocated(id, c.allocated)
+			if len(device.ConsumesCounters) > 0 || ptr.Deref(device.AllowMultipleAllocations, false) {
+				c.partitioned[node.Name] = true
+			}
 			for key := range counts.Total {
 				match, err := c.matches(ctx, c.byKey[key], slice.Spec.Driver, id.String(), device)
 				if err != nil {

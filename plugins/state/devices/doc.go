@@ -38,15 +38,23 @@
 // the class's selectors, are not allocated and carry no NoSchedule or
 // NoExecute taint (from the slice or a DeviceTaintRule) that the
 // demanding requests do not tolerate. It is a count, the cheap first
-// check; the scheduler's DynamicResources Filter runs the structured
-// allocator for every member, so a count that passes where the allocator
-// would not ends in a member not placing, never in a wrong allocation.
+// check, exact for claims of n whole devices of a class.
 //
-// Not counted yet, and so left to the allocator at Filter: partitionable
-// devices (shared counters) and consumable capacity, counted as whole
-// devices; constraints between the devices of one claim (matchAttribute);
-// the allocator itself confirming a gang's plan. A claim shared by several
-// pods is charged to each of them in queue accounting (Reader.Charge).
+// Where a count can over-count (Catalog.FreeFor, confirm.go) — a
+// request's own selectors, constraints between a claim's devices
+// (matchAttribute, distinctAttribute), consumable capacity, allocationMode
+// All, a prioritized list, or a node whose devices share counters or
+// allow several allocations — the structured allocator, built with the
+// scheduler's features over the same allocated state, confirms how many
+// of the check's pods (in the order first fit places them) it can
+// allocate together on the node, and the node's free count becomes what
+// those pods take. It runs only on nodes the count lets at least one pod
+// onto, by halves over the pods the count allows. Other placing gangs'
+// plans are set aside from the count, not given to the allocator.
+//
+// Not counted yet: preemption's simulation and Binpack read the count
+// (FreeOn) only; a claim shared by several pods is charged to each of them
+// in queue accounting (Reader.Charge).
 //
 // It is pure of informers and locks: package state composes it.
 package devices

@@ -1,0 +1,108 @@
+package devices
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
+)
+
+// domainSlice is node n1's 8 devices: model x for the first xs, y for the
+// rest; gpu-0…3 in NVLink domain "a", gpu-4…7 in "b".
+func domainSlice(xs int) *resourceapi.ResourceSlice {
+	s := &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1-gpus"},
+		Spec:       resourceapi.ResourceSliceSpec{Driver: driver, Pool: resourceapi.ResourcePool{Name: "n1", ResourceSliceCount: 1}, NodeName: ptr.To("n1")},
+	}
+	for i := range 8 {
+		model, domain := "y", "a"
+		if i < xs {
+			model = "x"
+		}
+		if i >= 4 {
+			domain = "b"
+		}
+		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i), Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			"model": {StringValue: ptr.To(model)}, "domain": {StringValue: ptr.To(domain)},
+		}})
+	}
+	return s
+}
+
+// FreeFor: where a count of devices cannot judge the claims (constraints,
+// a request's own selectors), the allocator confirms how many of the pods
+// a node takes, and the node's free count is what those take.
+func TestFreeFor(t *testing.T) {
+	gpuKey := corev1.ResourceName("example.com/gpu")
+	sameDomain := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "same-domain"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests:    []resourceapi.DeviceRequest{exactly("gpu", 4)},
+			Constraints: []resourceapi.DeviceConstraint{{MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(driver + "/domain"))}},
+		}}}}
+	modelX := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "model-x"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{exactly("gpu", 1)},
+		}}}}
+	modelX.Spec.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.attributes["gpu.example.com"].model == "x"`}}}
+	plain := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "plain"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{exactly("gpu", 2)},
+		}}}}
+	allocated := func(devices ...int) sets.Set[structured.DeviceID] {
+		s := sets.New[structured.DeviceID]()
+		for _, d := range devices {
+			s.Insert(structured.MakeDeviceID(driver, "n1", fmt.Sprintf("gpu-%d", d)))
+		}
+		return s
+	}
+	tests := []struct {
+		name       string
+		template   string
+		members    int
+		xs         int
+		allocated  sets.Set[structured.DeviceID]
+		want       capacity.Resources
+		wantCapped bool
+	}{
+		{name: "plain claims: the count, no allocator", template: "plain", members: 3, allocated: allocated(0, 4), want: capacity.Resources{gpuKey: 6}},
+		{name: "matchAttribute: one domain has 4 free, one member fits, as the count says", template: "same-domain", members: 2, allocated: allocated(0, 1), want: capacity.Resources{gpuKey: 6}},
+		{name: "matchAttribute: no domain has 4 free, no member fits though 6 are free", template: "same-domain", members: 2, allocated: allocated(0, 4), want: capacity.Resources{gpuKey: 0}, wantCapped: true},
+		{name: "matchAttribute: both domains free, both members fit", template: "same-domain", members: 2, allocated: allocated(), want: capacity.Resources{gpuKey: 8}},
+		{name: "a request's selector: 2 of the 8 devices are model x", template: "model-x", members: 3, xs: 2, allocated: allocated(), want: capacity.Resources{gpuKey: 2}, wantCapped: true},
+		{name: "a request's selector: enough model x for every member", template: "model-x", members: 3, xs: 4, allocated: allocated(), want: capacity.Resources{gpuKey: 8}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dra := &devicestest.DRA{
+				Classes:   []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", "")},
+				Slices:    []*resourceapi.ResourceSlice{domainSlice(tc.xs)},
+				Allocated: tc.allocated,
+			}
+			catalog := NewReader(dra, templates(sameDomain, modelX, plain), structured.Features{}).Catalog()
+			var pods []*corev1.Pod
+			for i := range tc.members {
+				pod := podWithClaims(fmt.Sprintf("m%d", i), byTemplate("gpus", tc.template))
+				pod.UID = types.UID(pod.Name)
+				_, err := catalog.Demand(pod)
+				require.NoError(t, err)
+				pods = append(pods, pod)
+			}
+			got, err := catalog.FreeFor(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, []corev1.ResourceName{gpuKey}, pods)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.wantCapped, catalog.Capped())
+		})
+	}
+}
