@@ -76,21 +76,31 @@ func TestQueueingHints(t *testing.T) {
 		}
 		return c
 	}
+	// A member sharing claim c with others waits until it is allocated.
+	sharer := refused[0].DeepCopy()
+	sharer.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "shared", ResourceClaimName: ptr.To("c")}}
 	claims := []struct {
 		name     string
+		pod      *corev1.Pod
 		old, new interface{}
 		want     fwk.QueueingHint
 	}{
-		{"claim created", nil, claim(false), fwk.Queue},
-		{"claim allocated", claim(false), claim(true), fwk.QueueSkip},
-		{"claim reserved again, still allocated", claim(true), claim(true), fwk.QueueSkip},
-		{"claim deallocated", claim(true), claim(false), fwk.Queue},
-		{"allocated claim deleted", claim(true), nil, fwk.Queue},
-		{"unallocated claim deleted", claim(false), nil, fwk.QueueSkip},
+		{"claim created", nil, nil, claim(false), fwk.Queue},
+		{"claim allocated", nil, claim(false), claim(true), fwk.QueueSkip},
+		{"a claim the member shares allocated", sharer, claim(false), claim(true), fwk.Queue},
+		{"a claim the member shares updated, still unallocated", sharer, claim(false), claim(false), fwk.QueueSkip},
+		{"claim reserved again, still allocated", nil, claim(true), claim(true), fwk.QueueSkip},
+		{"claim deallocated", nil, claim(true), claim(false), fwk.Queue},
+		{"allocated claim deleted", nil, claim(true), nil, fwk.Queue},
+		{"unallocated claim deleted", nil, claim(false), nil, fwk.QueueSkip},
 	}
 	for _, tt := range claims {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := g.isSchedulableAfterClaimChange(logger, refused[0], tt.old, tt.new)
+			pod := refused[0]
+			if tt.pod != nil {
+				pod = tt.pod
+			}
+			got, err := g.isSchedulableAfterClaimChange(logger, pod, tt.old, tt.new)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -244,6 +245,11 @@ func (g *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, 
 func (g *Gang) isSchedulableAfterClaimChange(logger klog.Logger, pod *corev1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
 	created := oldObj == nil && newObj != nil
 	if !created && !devices.ClaimFreed(oldObj, newObj) {
+		// A claim the pod shares becoming allocated ends the wait for a
+		// shared claim no member could allocate (Catalog.SharedUnallocated).
+		if devices.ClaimAllocated(oldObj, newObj) && devices.Uses(pod, newObj.(*resourceapi.ResourceClaim)) {
+			return fwk.Queue, nil
+		}
 		return fwk.QueueSkip, nil
 	}
 	return g.isSchedulableAfterRoomChange(logger, pod, oldObj, newObj)

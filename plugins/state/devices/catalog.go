@@ -771,6 +771,13 @@ func ClaimFreed(oldObj, newObj interface{}) bool {
 	return newClaim == nil || newClaim.Status.Allocation == nil
 }
 
+// ClaimAllocated reports whether a claim update allocated it.
+func ClaimAllocated(oldObj, newObj interface{}) bool {
+	oldClaim, _ := oldObj.(*resourceapi.ResourceClaim)
+	newClaim, _ := newObj.(*resourceapi.ResourceClaim)
+	return oldClaim != nil && newClaim != nil && oldClaim.Status.Allocation == nil && newClaim.Status.Allocation != nil
+}
+
 // Asks names a DeviceClass whose devices the pods ask for (by claim, or
 // by an extended resource the class serves), or "".
 func (r *Reader) Asks(pods []*corev1.Pod) string {
