@@ -3,8 +3,8 @@
 // when a pending pod — or a pending gang's quorum — finds no room.
 //
 // Devices allocated through DRA (a claim, a claim template, or an
-// extended resource a DeviceClass serves): a gang placed anywhere that
-// asks for them preempts for them as for any resource. Its members' device
+// extended resource a DeviceClass serves): a single pod, or a gang placed
+// anywhere, that asks for them preempts for them as for any resource. Its members' device
 // demand (package state/devices) joins their requests under the class
 // keys; a node offers its free devices as the scheduler's DRA state shows
 // them, and a victim gives back the devices of its allocated claims that
@@ -16,10 +16,11 @@
 // is over only once its victims are gone and their claims deallocated:
 // until then the preemptor evicts nothing more ("not preempting again: 0
 // victims evicted for gang default/high are still terminating, 8 of their
-// ResourceClaims still allocated"). A single pod, and a gang confined to
-// one topology domain, that ask for devices do not preempt yet, and say
-// so: their plans, node by node and domain by domain, do not count
-// devices. The count is per class, as the gang's check is: the allocator
+// ResourceClaims still allocated"). A single pod's plan on a node counts
+// the node's free devices and what each victim there gives back, as the
+// gang's does over all nodes. A gang confined to one topology domain that
+// asks for devices does not preempt yet, and says so: its plans, domain by
+// domain, do not count devices. The count is per class, as the gang's check is: the allocator
 // (DynamicResources' Filter) confirms when the preemptor is placed.
 //
 // Who may be evicted for whom:

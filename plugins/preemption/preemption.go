@@ -144,10 +144,9 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 	}
 	onePod := who.level == "" && !(who.inGroup && len(who.members) > 1)
 	if class := p.store.Devices().Asks(who.members); class != "" {
-		if onePod || who.level != "" {
-			// The per-node plan of one pod and the per-domain plan do not
-			// count devices (see doc.go).
-			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("not preempting: %s asks for devices of DeviceClass %s, and preemption frees DRA devices only for a gang placed anywhere", who.what, class))
+		if who.level != "" {
+			// The per-domain plan does not count devices (see doc.go).
+			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("not preempting: %s asks for devices of DeviceClass %s, and preemption does not free DRA devices for a gang confined to a topology domain", who.what, class))
 		}
 		if reason := p.countDevices(ctx, who); reason != "" {
 			return nil, fwk.NewStatus(fwk.Unschedulable, reason)
@@ -203,7 +202,12 @@ func (p *Preemption) countDevices(ctx context.Context, who *preemptor) string {
 		asked = append(asked, capacity.Request(m), demand)
 	}
 	who.catalog, who.deviceKeys = catalog, catalog.Keys(asked...)
+	// A catalog is for one goroutine; a single pod's plans are searched
+	// and confirmed on several.
+	var mu sync.Mutex
 	who.freeDevices = func(node *corev1.Node) capacity.Resources {
+		mu.Lock()
+		defer mu.Unlock()
 		free, err := catalog.FreeOn(ctx, node, who.deviceKeys)
 		if err != nil {
 			klog.FromContext(ctx).V(4).Info("Counting devices", "node", node.Name, "err", err)

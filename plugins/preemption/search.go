@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
+	pluginnames "k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 )
 
 // This file is the search for victims: a single pod's plans node by node
@@ -89,7 +90,7 @@ func candidateBudget(n int) int {
 // set; such a node may be passed over for a plan as cheap as its plan by
 // resources, as any node beyond the budget is.
 func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, statuses fwk.NodeToStatusReader) (*plan, string) {
-	failedNodes, err := statuses.NodesForStatusCode(p.handle.SnapshotSharedLister().NodeInfos(), fwk.Unschedulable)
+	failedNodes, err := p.candidateNodes(who, statuses)
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -173,6 +174,35 @@ func (p *Preemption) confirm(ctx context.Context, cycle fwk.CycleState, who *pre
 	return &candidate{node: np.node, seq: np.seq, plan: pl, cost: pl.cost(w.pdbs)}
 }
 
+// candidateNodes are the nodes a single pod's preemption may plan on:
+// those a filter refused as Unschedulable (upstream's rule: evicting can
+// change their answer) and, for a pod asking for DRA devices, those
+// DynamicResources refused because it cannot allocate the pod's claims
+// there. DynamicResources calls that UnschedulableAndUnresolvable, as it
+// cannot see devices freed by evictions (no AddPod/RemovePod); the plan
+// counts them (see countDevices), so here evicting can help.
+func (p *Preemption) candidateNodes(who *preemptor, statuses fwk.NodeToStatusReader) ([]fwk.NodeInfo, error) {
+	lister := p.handle.SnapshotSharedLister().NodeInfos()
+	nodes, err := statuses.NodesForStatusCode(lister, fwk.Unschedulable)
+	if err != nil || who.freeDevices == nil {
+		return nodes, err
+	}
+	refused, err := statuses.NodesForStatusCode(lister, fwk.UnschedulableAndUnresolvable)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range refused {
+		if st := statuses.Get(n.Node().Name); st.Plugin() == pluginnames.DynamicResources && slices.Contains(st.Reasons(), draCannotAllocate) {
+			nodes = append(nodes, n)
+		}
+	}
+	return nodes, nil
+}
+
+// draCannotAllocate is DynamicResources' reason for a node on which the
+// allocator finds no devices for the pod's claims.
+const draCannotAllocate = "cannot allocate all claims"
+
 // candidate is a single pod's plan on one node (upstream's name for a node
 // and its victims), first by resources: the victims it may take there, in
 // order, and the fewest of them that make room.
@@ -244,29 +274,37 @@ func (w *world) roomOnNode(who *preemptor, node fwk.NodeInfo) func(victims []*un
 			need = append(need, v)
 		}
 	}
+	// DRA devices the node serves from its slices, not its allocatable,
+	// are its free count (see countDevices).
+	var devicesFree capacity.Resources
+	if who.freeDevices != nil {
+		devicesFree = who.freeDevices(node.Node())
+	}
 	base := make([]int64, len(names))
 	for k, res := range names {
 		base[k] = capacity.FreeAmount(node, res)
+		if n, ok := devicesFree[res]; ok && capacity.AllocatableAmount(node, res) == 0 {
+			base[k] = n
+		}
 	}
-	givesBack := func(free []int64, info fwk.PodInfo) {
-		r := info.CalculateResource().Resource
+	givesBack := func(free []int64, r capacity.Resources) {
 		for k, res := range names {
 			if res == corev1.ResourcePods {
 				free[k]++
 			} else {
-				free[k] += capacity.Amount(r, res)
+				free[k] += r[res]
 			}
 		}
 	}
 	for _, info := range w.terminatingOn(name) {
-		givesBack(base, info)
+		givesBack(base, w.terminatingGives(info, node))
 	}
 	free := make([]int64, len(names))
 	return func(victims []*unit) bool {
 		copy(free, base)
 		eachVictimPod(victims, func(u *unit, i int) {
 			if u.members[i].node == name {
-				givesBack(free, u.members[i].info)
+				givesBack(free, u.memberRequests()[i])
 			}
 		})
 		for k := range need {

@@ -25,6 +25,9 @@ type jobStream struct {
 	// podGPUs, if set, is each pod's GPUs and nodeGPUs each node's, from
 	// where the variant says (gpuSource).
 	podGPUs, nodeGPUs int
+	// bindTimeout, if set, replaces the default wait for every pod bound
+	// (a minute plus one second per 20 pods).
+	bindTimeout time.Duration
 }
 
 // gpuTemplate is the ResourceClaimTemplate of a DRA GPU stream.
@@ -160,10 +163,14 @@ func runJobs(e *env, v variant, nodes int, node cluster.NodeSpec, s jobStream) (
 	}
 	defer e.profileRun(v)()
 	pods := s.jobs * s.size
-	if err := e.pods.WaitBound(e.ctx, pods, time.Duration(60+pods/20)*time.Second); err != nil {
+	timeout := time.Duration(60+pods/20) * time.Second
+	if s.bindTimeout > 0 {
+		timeout = s.bindTimeout
+	}
+	if err := e.pods.WaitBound(e.ctx, pods, timeout); err != nil {
 		return nil, err
 	}
-	if err := e.waitJobsComplete(len(names), time.Duration(60+pods/20)*time.Second+time.Duration(s.runSeconds)*time.Second); err != nil {
+	if err := e.waitJobsComplete(len(names), timeout+time.Duration(s.runSeconds)*time.Second); err != nil {
 		return nil, err
 	}
 	complete := time.Now()

@@ -395,3 +395,37 @@ func TestDRAPreemptionEvictsOneGangForItsDevices(t *testing.T) {
 	}
 	s.waitJobs(60*time.Second, high)
 }
+
+// A single pod preempts for DRA devices: one node of 8 devices full with
+// 8 low-priority pods of one device each (a Job whose evicted pods come
+// back); a high-priority pod asking for 4 devices by claim evicts exactly
+// 4 of them, binds once their claims are deallocated, and completes; the
+// other 4 keep running.
+func TestDRAPreemptionEvictsTheFewestPodsForOnePod(t *testing.T) {
+	s, _ := startDRACluster(t, 1, 8)
+	h := s.h
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "low", 10, false))
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "high", 1000, false))
+	require.NoError(t, h.CreateClaimTemplate(h.Ctx, "default", "four-gpus", draClassName, 4))
+	deleted := watchDeletions(t, h)
+	low, err := h.CreateJob(h.Ctx, draGPU(cluster.WorkloadSpec{Name: "low", Replicas: 8, CPU: "1", Memory: "1Gi", PriorityClassName: "low", IgnoreDisruptions: true}, true))
+	require.NoError(t, err)
+	s.waitRunning(low, 8, "low running on all 8 devices")
+	before := map[string]bool{}
+	for _, p := range runningMembers(t, h, low) {
+		before[p.Name] = true
+	}
+
+	spec := cluster.WorkloadSpec{Name: "high", Replicas: 1, CPU: "1", Memory: "1Gi", PriorityClassName: "high", RunSeconds: 5, ClaimTemplate: "four-gpus"}
+	high, err := h.CreateJob(h.Ctx, spec)
+	require.NoError(t, err)
+	s.waitRunning(high, 1, "the high-priority pod runs on the devices of 4 evicted pods")
+	evicted := 0
+	for _, name := range deleted.names("low-") {
+		if before[name] {
+			evicted++
+		}
+	}
+	assert.Equal(t, 4, evicted, "the fewest pods that free 4 devices are evicted\n%s", s.tl)
+	s.waitJobs(60*time.Second, high)
+}
