@@ -45,8 +45,11 @@
 // devices its claims still hold until the resourceclaim controller
 // deallocates them (not its cpu or memory): devices are free then, not at
 // pod exit. The root's deserved of a class is the cluster's devices of it.
-// A claim shared by several pods is charged to each (not yet once). The
-// claim and pod informers deliver in either order, so a pod is charged
+// A claim several pods share is charged once, to the first pod its
+// status.reservedFor lists (while reserved for none, each pod asking
+// counts it as pending demand: whichever is scheduled first allocates it);
+// when that pod is done and another is listed first, the charge moves to
+// it. The claim and pod informers deliver in either order, so a pod is charged
 // again when it is admitted, and its claim appearing re-queues it: a pod
 // charged before its claim arrived would otherwise count no devices in its
 // queue's demand and be refused a deserved share of 0.

@@ -67,7 +67,10 @@ func newQueues(s *Store, h fwk.Handle, defaultQueue string) (*Queues, error) {
 	if h.SharedDRAManager() != nil {
 		// The informer the scheduler's DRA manager reads claims from.
 		if _, err := h.SharedInformerFactory().Resource().V1().ResourceClaims().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			UpdateFunc: func(_, cur interface{}) { q.onClaim(cur, false) },
+			UpdateFunc: func(old, cur interface{}) {
+				q.onClaim(cur, false)
+				q.onClaimConsumers(old, cur)
+			},
 			DeleteFunc: func(obj interface{}) { q.onClaim(obj, true) },
 		}); err != nil {
 			return nil, err

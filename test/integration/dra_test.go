@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
@@ -268,6 +269,39 @@ func TestDRAQueueCapabilityCapsClaimedDevices(t *testing.T) {
 	stop()
 	require.LessOrEqual(t, most.Load(), int64(16), "devices held by the capped queue\n%s", s.tl)
 	require.Equal(t, int64(16), most.Load(), "two gangs ran side by side\n%s", s.tl)
+}
+
+// A ResourceClaim two pods share counts once in their queue: a queue of
+// capability example.com/gpu 2, one claim of 2 devices used by two pods.
+// Both run (charged 2 devices, not 4), and the Queue's status shows 2
+// allocated.
+func TestDRASharedClaimCountsOnceInItsQueue(t *testing.T) {
+	s, _ := startDRACluster(t, 2, 8)
+	h := s.h
+	capped := cluster.Queue("pair", 1, "")
+	capped.Spec.Capability = corev1.ResourceList{draExtendedGPU: resource.MustParse("2")}
+	require.NoError(t, h.CreateQueue(h.Ctx, capped))
+	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pair-gpus"},
+		Spec: cluster.ClaimTemplate("default", "", draClassName, 2).Spec.Spec}
+	_, err := h.Client.ResourceV1().ResourceClaims("default").Create(h.Ctx, claim, metav1.CreateOptions{})
+	require.NoError(t, err)
+	for i := 0; i < 2; i++ {
+		pod := cluster.Pod(cluster.PodSpec{Name: fmt.Sprintf("pair-%d", i), CPU: "1", Memory: "1Gi", Labels: map[string]string{flotillav1alpha1.QueueLabel: "pair"}})
+		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To(claim.Name)}}
+		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpus"}}
+		_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, pod, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	_, err = h.WaitForPodsBound(h.Ctx, "default", "", 2, 60*time.Second)
+	require.NoError(t, err, "both pods of the shared claim bound within the queue's 2 devices\n%s", s.tl)
+	require.Eventually(t, func() bool {
+		q, err := h.GetQueue(h.Ctx, "pair")
+		if err != nil {
+			return false
+		}
+		got := q.Status.Allocated[draExtendedGPU]
+		return got.Value() == 2
+	}, 30*time.Second, 200*time.Millisecond, "queue pair shows the shared claim's 2 devices allocated once\n%s", s.tl)
 }
 
 // Device taints: a NoSchedule DeviceTaintRule on the devices of 2 of 8

@@ -536,10 +536,11 @@ func (s Shortage) String() string {
 // exists) an exact request its count, allocationMode All one device, a
 // prioritized list its largest alternative, an adminAccess request
 // nothing. Claims a class serves by extended resource are in the pod's
-// requests, not its claims. Unlike Demand, a claim is charged to every
-// pod that references it and whether or not it is allocated: it is what
-// the pod holds, not what placing it takes. Errors (a claim, template or
-// class missing) charge nothing for that claim.
+// requests, not its claims. Unlike Demand, a claim is charged whether or
+// not it is allocated: it is what the pod holds, not what placing it
+// takes. A claim several pods use is charged once (Pays): to the first pod
+// its status.reservedFor lists. Errors (a claim, template or class
+// missing) charge nothing for that claim.
 func (r *Reader) Charge(pod *corev1.Pod) capacity.Resources {
 	if len(pod.Spec.ResourceClaims) == 0 || r == nil || r.dra == nil {
 		return nil
@@ -551,7 +552,7 @@ func (r *Reader) Charge(pod *corev1.Pod) capacity.Resources {
 	charge := capacity.Resources{}
 	for _, ref := range pod.Spec.ResourceClaims {
 		claim, spec := c.claimOf(pod, ref)
-		if spec == nil {
+		if spec == nil || (claim != nil && !Pays(pod, claim)) {
 			continue
 		}
 		if claim != nil && claim.Status.Allocation != nil {
@@ -563,6 +564,19 @@ func (r *Reader) Charge(pod *corev1.Pod) capacity.Resources {
 		}
 	}
 	return charge
+}
+
+// Pays reports whether the pod is the one a claim it uses is charged to:
+// the first pod the claim's status.reservedFor lists, or, while it is
+// reserved for none, every pod asking for it (whichever is scheduled first
+// allocates it; until then each one's admission must count it).
+func Pays(pod *corev1.Pod, claim *resourceapi.ResourceClaim) bool {
+	for _, consumer := range claim.Status.ReservedFor {
+		if consumer.APIGroup == "" && consumer.Resource == "pods" {
+			return consumer.UID == pod.UID
+		}
+	}
+	return true
 }
 
 // claimOf resolves a pod's claim reference to its claim (nil before it is
@@ -680,13 +694,17 @@ func (r *Reader) Totals() capacity.Resources {
 	return totals
 }
 
-// Held is what the pod's claims still hold once the pod is done: the
-// claims still allocated (as namespace/name), including the one the
-// scheduler made for its DRA-backed extended resources, and their
-// devices per class key. Devices are free when the resourceclaim
-// controller deallocates a claim, not when its pod exits.
-func (r *Reader) Held(pod *corev1.Pod) (claims []string, held capacity.Resources) {
-	return r.heldIf(pod, func(*resourceapi.ResourceClaim) bool { return true })
+// Held is what the pod's claims still hold once the pod is done: per
+// claim still allocated that the pod Pays for (as namespace/name),
+// including the one the scheduler made for its DRA-backed extended
+// resources, its devices per class key. Devices are free when the
+// resourceclaim controller deallocates a claim, not when its pod exits.
+func (r *Reader) Held(pod *corev1.Pod) map[string]capacity.Resources {
+	held := map[string]capacity.Resources{}
+	r.eachHeld(pod, func(claim *resourceapi.ResourceClaim) bool { return Pays(pod, claim) }, func(key string, devices capacity.Resources) {
+		held[key] = devices
+	})
+	return held
 }
 
 // Released is what evicting the pod gives back once its claims are
@@ -704,10 +722,24 @@ func (r *Reader) Released(pod *corev1.Pod, leaving func(types.UID) bool) (claims
 	})
 }
 
-// heldIf is Held for the pod's allocated claims that keep says count.
+// heldIf is the pod's allocated claims that keep says count, and their
+// devices summed.
 func (r *Reader) heldIf(pod *corev1.Pod, keep func(*resourceapi.ResourceClaim) bool) (claims []string, held capacity.Resources) {
+	r.eachHeld(pod, keep, func(key string, devices capacity.Resources) {
+		claims = append(claims, key)
+		if held == nil {
+			held = capacity.Resources{}
+		}
+		held.Add(devices)
+	})
+	return claims, held
+}
+
+// eachHeld calls found with each of the pod's allocated claims that keep
+// says count (as namespace/name) and the devices it holds.
+func (r *Reader) eachHeld(pod *corev1.Pod, keep func(*resourceapi.ResourceClaim) bool, found func(key string, devices capacity.Resources)) {
 	if r == nil || r.dra == nil {
-		return nil, nil
+		return
 	}
 	var names []string
 	for _, ref := range pod.Spec.ResourceClaims {
@@ -719,24 +751,21 @@ func (r *Reader) heldIf(pod *corev1.Pod, keep func(*resourceapi.ResourceClaim) b
 		names = append(names, st.ResourceClaimName)
 	}
 	if len(names) == 0 {
-		return nil, nil
+		return
 	}
 	c := r.Catalog()
 	if err := c.loadClasses(); err != nil {
-		return nil, nil
+		return
 	}
 	for _, name := range names {
 		claim, err := r.dra.ResourceClaims().Get(pod.Namespace, name)
 		if err != nil || claim.Status.Allocation == nil || !keep(claim) {
 			continue
 		}
-		claims = append(claims, pod.Namespace+"/"+name)
-		if held == nil {
-			held = capacity.Resources{}
-		}
-		c.chargeAllocation(held, claim)
+		devices := capacity.Resources{}
+		c.chargeAllocation(devices, claim)
+		found(pod.Namespace+"/"+name, devices)
 	}
-	return claims, held
 }
 
 // chargeAllocation charges the devices an allocated claim holds, but

@@ -208,9 +208,17 @@ func TestCharge(t *testing.T) {
 	admin.Exactly.AdminAccess = ptr.To(true)
 	template := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "two-gpus"},
 		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{exactly("gpu", 2)}}}}}
+	shared := allocated.DeepCopy()
+	shared.Name = "shared"
+	shared.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "first", UID: "first"}, {Resource: "pods", Name: "p", UID: "p"}}
 	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu, plain}, Claims: []*resourceapi.ResourceClaim{
-		allocated, chosen, claimOf("pending", false, exactly("gpu", 3)), claimOf("prioritized", false, prioritized), claimOf("admin", false, admin),
+		allocated, chosen, claimOf("pending", false, exactly("gpu", 3)), claimOf("prioritized", false, prioritized), claimOf("admin", false, admin), shared,
 	}}
+	sharer := func(name string) *corev1.Pod {
+		pod := podWithClaims(name, byClaim("c", "shared"))
+		pod.UID = types.UID(name)
+		return pod
+	}
 	tests := []struct {
 		name string
 		pod  *corev1.Pod
@@ -224,6 +232,9 @@ func TestCharge(t *testing.T) {
 		{name: "a prioritized list allocated: the alternative chosen", pod: podWithClaims("p", byClaim("c", "chosen")), want: capacity.Resources{"example.com/gpu": 1}},
 		{name: "adminAccess: nothing", pod: podWithClaims("p", byClaim("c", "admin")), want: capacity.Resources{}},
 		{name: "a missing claim: nothing", pod: podWithClaims("p", byClaim("c", "missing")), want: capacity.Resources{}},
+		{name: "a shared claim, to the first pod reserved for it: its devices", pod: sharer("first"), want: capacity.Resources{"example.com/gpu": 2}},
+		{name: "a shared claim, to another pod reserved for it: nothing", pod: sharer("p"), want: capacity.Resources{}},
+		{name: "a shared claim, to a pod not reserved for it yet: nothing", pod: sharer("later"), want: capacity.Resources{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

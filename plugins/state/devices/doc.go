@@ -53,8 +53,8 @@
 // plans are set aside from the count, not given to the allocator.
 //
 // Not counted yet: preemption's simulation and Binpack read the count
-// (FreeOn) only; a claim shared by several pods is charged to each of them
-// in queue accounting (Reader.Charge).
+// (FreeOn) only. In queue accounting (Reader.Charge) a claim several pods
+// share is charged once, to the first pod its reservedFor lists (Pays).
 //
 // It is pure of informers and locks: package state composes it.
 package devices
