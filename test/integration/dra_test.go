@@ -60,6 +60,14 @@ func draGPU(spec cluster.WorkloadSpec, byTemplate bool) cluster.WorkloadSpec {
 	return spec
 }
 
+// withClaimFrom gives the pod's container a claim made from the
+// template, as a user's pod spec asks for devices.
+func withClaimFrom(pod *corev1.Pod, template string) *corev1.Pod {
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "devices", ResourceClaimTemplateName: ptr.To(template)}}
+	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "devices"}}
+	return pod
+}
+
 // The repro of the devices issue: 8 nodes × 8 devices, 10 Jobs × 16
 // pods (1 cpu, 1Gi, one device each), one PodGroup of minMember 16 per
 // Job, all created at once, each pod running 5 s. Four gangs fit at a
@@ -105,8 +113,7 @@ func TestDRAGangFitsDevicesPerNode(t *testing.T) {
 		for i := 0; i < 5; i++ {
 			pod := cluster.Pod(cluster.PodSpec{Name: fmt.Sprintf("filler-%s-%d", n.Name, i), CPU: "1", Memory: "1Gi"})
 			pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: n.Name}
-			pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "devices", ResourceClaimTemplateName: ptr.To("one-gpu")}}
-			pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "devices"}}
+			withClaimFrom(pod, "one-gpu")
 			_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, pod, metav1.CreateOptions{})
 			require.NoError(t, err)
 			fillers[n.Name] = append(fillers[n.Name], pod.Name)
@@ -118,8 +125,7 @@ func TestDRAGangFitsDevicesPerNode(t *testing.T) {
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "wide", 4))
 	for i := 0; i < 4; i++ {
 		pod := cluster.Pod(cluster.PodSpec{Name: fmt.Sprintf("wide-%d", i), CPU: "1", Memory: "1Gi", PodGroup: "wide"})
-		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "devices", ResourceClaimTemplateName: ptr.To("four-gpus")}}
-		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "devices"}}
+		withClaimFrom(pod, "four-gpus")
 		_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, pod, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
@@ -181,15 +187,10 @@ func TestDRAGangWaitsUntilTheAllocatorCanSatisfyItsConstraints(t *testing.T) {
 	_, err := h.Client.ResourceV1().ResourceClaimTemplates("default").Create(h.Ctx, sameDomain, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	withClaim := func(pod *corev1.Pod, template string) *corev1.Pod {
-		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "devices", ResourceClaimTemplateName: ptr.To(template)}}
-		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "devices"}}
-		return pod
-	}
 	var leaving []string
 	for _, n := range specs {
 		for _, domain := range []string{"a", "b"} {
-			pod := withClaim(cluster.Pod(cluster.PodSpec{Name: fmt.Sprintf("filler-%s-%s", n.Name, domain), CPU: "1", Memory: "1Gi"}), templates[domain])
+			pod := withClaimFrom(cluster.Pod(cluster.PodSpec{Name: fmt.Sprintf("filler-%s-%s", n.Name, domain), CPU: "1", Memory: "1Gi"}), templates[domain])
 			pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: n.Name}
 			_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, pod, metav1.CreateOptions{})
 			require.NoError(t, err)
@@ -201,7 +202,7 @@ func TestDRAGangWaitsUntilTheAllocatorCanSatisfyItsConstraints(t *testing.T) {
 
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "island", 2))
 	for i := 0; i < 2; i++ {
-		pod := withClaim(cluster.Pod(cluster.PodSpec{Name: fmt.Sprintf("island-%d", i), CPU: "1", Memory: "1Gi", PodGroup: "island"}), sameDomain.Name)
+		pod := withClaimFrom(cluster.Pod(cluster.PodSpec{Name: fmt.Sprintf("island-%d", i), CPU: "1", Memory: "1Gi", PodGroup: "island"}), sameDomain.Name)
 		_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, pod, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
