@@ -120,9 +120,11 @@
 //   - The domain: the quorum check fits the members still needed into each
 //     domain of the level by first fit (over free capacity less what other
 //     placing gangs hold) and picks the best fit — the least capacity left
-//     after the gang, per requested resource as a share of the cluster's,
-//     ties to the fewest nodes, then by name — so big domains stay whole
-//     for big gangs. The attempt's plan lies in it, and the rest of the
+//     after the gang, per requested resource as a share of the cluster's
+//     (DRA devices of a class as a share of the devices the slices
+//     publish), ties to the fewest nodes, then by name — so big domains
+//     stay whole for big gangs, and a GPU gang fills the rack whose GPUs
+//     it uses up rather than one it would leave half empty. The attempt's plan lies in it, and the rest of the
 //     attempt is confined to the domain's nodes: a member that finds no
 //     room there fails the attempt; none lands outside.
 //   - Members already placed or running pin the domain: a replacement, or

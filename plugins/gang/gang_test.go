@@ -335,19 +335,29 @@ func profileOf(t testing.TB, profile string, factory informers.SharedInformerFac
 		frameworkruntime.WithKubeConfig(&rest.Config{Host: "https://127.0.0.1:1"}))
 }
 
+// gpuClass is a DeviceClass of driver gpu.example.com's devices that backs
+// the extended resource example.com/gpu.
+func gpuClass() *resourceapi.DeviceClass {
+	return &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"}, Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To("example.com/gpu")}}
+}
+
+// gpuSlice publishes n devices of driver gpu.example.com on node, in a
+// pool named after it.
+func gpuSlice(node string, n int) *resourceapi.ResourceSlice {
+	s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", Pool: resourceapi.ResourcePool{Name: node, ResourceSliceCount: 1}, NodeName: ptr.To(node)}}
+	for i := 0; i < n; i++ {
+		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("d%d", i)})
+	}
+	return s
+}
+
 // The quorum check counts devices allocated through DRA where nodes have
 // none in allocatable: by extended resource a DeviceClass serves, or by
 // claim template; per node, less what is allocated; and says which class
 // is short and by how much.
 func TestQuorumCheckCountsDRADevices(t *testing.T) {
-	gpu := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"}, Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To("example.com/gpu")}}
-	slice := func(node string, n int) *resourceapi.ResourceSlice {
-		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", Pool: resourceapi.ResourcePool{Name: node, ResourceSliceCount: 1}, NodeName: ptr.To(node)}}
-		for i := 0; i < n; i++ {
-			s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("d%d", i)})
-		}
-		return s
-	}
+	gpu := gpuClass()
+	slice := gpuSlice
 	byExtended := func(name string, n string) *corev1.Pod {
 		return st.MakePod().Namespace("ns").Name(name).UID(name).Label(schedv1alpha1.PodGroupLabel, "g").
 			Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi", "example.com/gpu": n}).Obj()

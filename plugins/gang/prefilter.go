@@ -3,6 +3,7 @@ package gang
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -284,7 +285,20 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 		return anywhereFit()
 	}
 	placedOn := locked.PlacedOn(gang)
-	scale := requestedScale(pending, nodes)
+	var devicesTotal func(fwk.NodeInfo, corev1.ResourceName) (int64, bool)
+	if len(keys) > 0 {
+		devicesTotal = func(n fwk.NodeInfo, key corev1.ResourceName) (int64, bool) {
+			if !slices.Contains(keys, key) {
+				return 0, false
+			}
+			counts, err := catalog.CountOn(ctx, n.Node(), keys)
+			if err != nil {
+				return 0, false
+			}
+			return counts.Total[key], true
+		}
+	}
+	scale := requestedScale(pending, nodes, devicesTotal)
 	var why []string
 	for _, level := range topo.levels {
 		if level == anywhere {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -189,8 +190,11 @@ func nodeNames(d domain, nodes []fwk.NodeInfo) []string {
 }
 
 // requestedScale is, for each resource the requests ask for, the
-// cluster's allocatable of it: the common scale domains are compared on.
-func requestedScale(pending []capacity.Resources, nodes []fwk.NodeInfo) capacity.Resources {
+// cluster's total of it: the common scale domains are compared on. A
+// node's total is its allocatable, or for DRA devices what devicesTotal
+// counts in its slices (nil: no devices asked for), so that a domain's
+// best fit weighs the GPUs it leaves as it weighs cpu.
+func requestedScale(pending []capacity.Resources, nodes []fwk.NodeInfo, devicesTotal func(fwk.NodeInfo, corev1.ResourceName) (int64, bool)) capacity.Resources {
 	scale := capacity.Resources{}
 	for _, r := range pending {
 		for name, v := range r {
@@ -201,7 +205,13 @@ func requestedScale(pending []capacity.Resources, nodes []fwk.NodeInfo) capacity
 	}
 	for _, n := range nodes {
 		for name := range scale {
-			scale[name] += capacity.AllocatableAmount(n, name)
+			total := capacity.AllocatableAmount(n, name)
+			if total == 0 && devicesTotal != nil {
+				if devices, ok := devicesTotal(n, name); ok {
+					total = devices
+				}
+			}
+			scale[name] += total
 		}
 	}
 	return scale

@@ -8,6 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -16,6 +21,8 @@ import (
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
 )
 
 const (
@@ -213,4 +220,34 @@ func TestInvalidTopologyWaitsWithAnEvent(t *testing.T) {
 	e := <-h.recorder.Events
 	assert.Contains(t, e, "InvalidTopology")
 	assert.Contains(t, e, "names a wider level than")
+}
+
+// A domain's best fit weighs the DRA devices it leaves as it weighs cpu:
+// a gang of 4 × 2 GPUs takes the rack where it uses every free GPU and
+// leaves the rack of 16 whole for a bigger gang. On cpu alone the racks
+// tie and the first by name (the 16-GPU rack) would win.
+func TestDomainChoiceWeighsDevices(t *testing.T) {
+	nodes := []fwk.NodeInfo{
+		rackNode("a0", "z1", "ra", "64"), rackNode("a1", "z1", "ra", "64"),
+		rackNode("b0", "z1", "rb", "64"), rackNode("b1", "z1", "rb", "64"),
+	}
+	slices := []*resourceapi.ResourceSlice{gpuSlice("a0", 8), gpuSlice("a1", 8), gpuSlice("b0", 4), gpuSlice("b1", 4)}
+	pg := withTopology(podGroup("g", t0, 4), rack, "")
+	pods := members("g", 4, "1")
+	for _, p := range pods {
+		p.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("2")
+	}
+	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpuClass()}, Slices: slices}
+	store := state.NewStatic([]*schedv1alpha1.PodGroup{pg}, pods).
+		WithDevices(devices.NewReader(dra, resourcelisters.NewResourceClaimTemplateLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), structured.Features{}))
+	g := &Gang{store: store, topologyLevels: levels}
+	topo, bad := g.topologyOf(pg, nodes)
+	require.Empty(t, bad)
+	var reason string
+	var confine []string
+	store.Lock(func(locked *state.Locked) {
+		reason, _, confine = g.quorumDoesNotFit(context.Background(), pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, topo)
+	})
+	require.Empty(t, reason)
+	assert.ElementsMatch(t, []string{"b0", "b1"}, confine, "the rack the gang's 8 GPUs fill exactly")
 }
