@@ -1,18 +1,24 @@
 package preemption
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
@@ -71,4 +77,81 @@ func TestRoomOnNodeCountsDevicesVictimsGiveBack(t *testing.T) {
 	assert.True(t, room(victims[:5]), "v0…v4 free 4")
 	assert.True(t, room(victims[1:5]), "v1…v4 free 4")
 	assert.False(t, room(victims[1:4]), "v1…v3 free 3")
+}
+
+// A gang confined to one rack that asks for DRA devices plans each rack
+// on its nodes' free devices and what the victims there give back. Racks
+// r1 and r2 have two nodes of 8 devices each; pods of low priority hold
+// 4 devices each by their own claims: both r1 nodes full, r2-0 full,
+// r2-1 free. A gang of 2 members × 8 devices takes r2, evicting the two
+// pods on r2-0; cpu alone would evict nothing and never free a device.
+func TestPlanGangInOneDomainCountsDevices(t *testing.T) {
+	const key = corev1.ResourceName("example.com/gpu")
+	gpu := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To(string(key))}}
+	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}}
+	rackOf := map[string]string{"r1-0": "r1", "r1-1": "r1", "r2-0": "r2", "r2-1": "r2"}
+	holders := map[string][]string{"r1-0": {"low-a", "low-b"}, "r1-1": {"low-c", "low-d"}, "r2-0": {"low-e", "low-f"}}
+	var pods []*corev1.Pod
+	for node, names := range holders {
+		for k, name := range names {
+			pod := st.MakePod().Namespace("ns").Name(name).UID(name).Priority(10).Node(node).
+				Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}).Obj()
+			pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(name)}}
+			claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+				Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "r", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", Count: 4}}}}}}
+			claim.Status.Allocation = &resourceapi.AllocationResult{}
+			for d := range 4 {
+				claim.Status.Allocation.Devices.Results = append(claim.Status.Allocation.Devices.Results,
+					resourceapi.DeviceRequestAllocationResult{Request: "r", Driver: "gpu.example.com", Pool: node, Device: fmt.Sprintf("gpu-%d", 4*k+d)})
+			}
+			claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: name, UID: pod.UID}}
+			dra.Claims = append(dra.Claims, claim)
+			pods = append(pods, pod)
+		}
+	}
+	var nodes []fwk.NodeInfo
+	for _, name := range []string{"r1-0", "r1-1", "r2-0", "r2-1"} {
+		var on []*corev1.Pod
+		for _, p := range pods {
+			if p.Spec.NodeName == name {
+				on = append(on, p)
+			}
+		}
+		ni := framework.NewNodeInfo(on...)
+		ni.SetNode(st.MakeNode().Name(name).Label(rackLabel, rackOf[name]).
+			Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "64", corev1.ResourceMemory: "256Gi", corev1.ResourcePods: "110"}).Obj())
+		nodes = append(nodes, ni)
+	}
+	store := state.NewStatic(nil, pods).WithDevices(devices.NewReader(dra, nil, structured.Features{}))
+	p := &Preemption{
+		handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: store,
+		pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+		inFlight: map[string]*eviction{},
+	}
+	var members []*corev1.Pod
+	demand := map[types.UID]capacity.Resources{}
+	for i := range 2 {
+		m := st.MakePod().Namespace("ns").Name(fmt.Sprintf("g-%d", i)).UID(fmt.Sprintf("g-%d", i)).Priority(1000).
+			Label(schedv1alpha1.PodGroupLabel, "g").Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}).Obj()
+		members = append(members, m)
+		demand[m.UID] = capacity.Resources{key: 8}
+	}
+	request := capacity.Request(members[0])
+	request.Add(demand[members[0].UID])
+	free := map[string]int64{"r2-1": 8}
+	who := &preemptor{pod: members[0], members: members, priority: 1000, request: request,
+		group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: "gang ns/g", level: rackLabel,
+		catalog: store.Devices().Catalog(), deviceKeys: []corev1.ResourceName{key}, demand: demand,
+		freeDevices: func(n *corev1.Node) capacity.Resources { return capacity.Resources{key: free[n.Name]} }}
+	ctx := context.Background()
+	w, err := p.survey(ctx, who, nodes, false)
+	require.NoError(t, err)
+
+	pl, reason := p.planGangInOneDomain(ctx, framework.NewCycleState(), who, w)
+	require.NotNil(t, pl, reason)
+	assert.Equal(t, []string{"low-e", "low-f"}, names(pl))
+	require.Len(t, pl.placement, 2)
+	for uid, node := range pl.placement {
+		assert.Equal(t, "r2", rackOf[node], "member %s on %s", uid, node)
+	}
 }

@@ -3,9 +3,10 @@
 // when a pending pod — or a pending gang's quorum — finds no room.
 //
 // Devices allocated through DRA (a claim, a claim template, or an
-// extended resource a DeviceClass serves): a single pod, or a gang placed
-// anywhere, that asks for them preempts for them as for any resource. Its members' device
-// demand (package state/devices) joins their requests under the class
+// extended resource a DeviceClass serves): a single pod or a gang, placed
+// anywhere or inside one topology domain, that asks for them preempts for
+// them as for any resource. Its members' device demand (package
+// state/devices) joins their requests under the class
 // keys; a node offers its free devices as the scheduler's DRA state shows
 // them, and a victim gives back the devices of its allocated claims that
 // no pod outside its victim unit uses (a claim another pod keeps stays
@@ -18,10 +19,10 @@
 // victims evicted for gang default/high are still terminating, 8 of their
 // ResourceClaims still allocated"). A single pod's plan on a node counts
 // the node's free devices and what each victim there gives back, as the
-// gang's does over all nodes. A gang confined to one topology domain that
-// asks for devices does not preempt yet, and says so: its plans, domain by
-// domain, do not count devices. The count is per class, as the gang's check is: the allocator
-// (DynamicResources' Filter) confirms when the preemptor is placed.
+// gang's does over all nodes and a gang confined to a topology domain's
+// does over each domain's nodes. The count is per class, as the gang's
+// check is: the allocator (DynamicResources' Filter) confirms when the
+// preemptor is placed.
 //
 // Who may be evicted for whom:
 //   - Within a queue, a pod may evict pods of its own queue with a lower

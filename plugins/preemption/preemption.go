@@ -144,10 +144,6 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 	}
 	onePod := who.level == "" && !(who.inGroup && len(who.members) > 1)
 	if class := p.store.Devices().Asks(who.members); class != "" {
-		if who.level != "" {
-			// The per-domain plan does not count devices (see doc.go).
-			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("not preempting: %s asks for devices of DeviceClass %s, and preemption does not free DRA devices for a gang confined to a topology domain", who.what, class))
-		}
 		if reason := p.countDevices(ctx, who); reason != "" {
 			return nil, fwk.NewStatus(fwk.Unschedulable, reason)
 		}
