@@ -40,13 +40,19 @@ const (
 func startDRACluster(t *testing.T, nodes, devicesPerNode int) (*scenario, []cluster.NodeSpec) {
 	t.Helper()
 	specs := nodeSpecs("gpu", nodes, cluster.NodeSpec{CPU: "64", Memory: "256Gi"})
+	return startDRAClusterOn(t, specs, devicesPerNode), specs
+}
+
+// startDRAClusterOn is startDRACluster on nodes of the given specs.
+func startDRAClusterOn(t *testing.T, specs []cluster.NodeSpec, devicesPerNode int) *scenario {
+	t.Helper()
 	h, s := startScenarioCluster(t, append(append([]invariant{}, placementInvariants...), invariant{kind: devicesAllocatedOnce}), specs...)
 	require.NoError(t, h.CreateDeviceClass(h.Ctx, draClassName, string(draExtendedGPU)))
 	for _, n := range specs {
 		require.NoError(t, h.PublishDevices(h.Ctx, n.Name, devicesPerNode))
 	}
 	require.NoError(t, h.CreateClaimTemplate(h.Ctx, "default", "one-gpu", draClassName, 1))
-	return s, specs
+	return s
 }
 
 // draGPU makes spec's pods ask for one DRA device, by extended resource
@@ -427,6 +433,58 @@ func TestDRAPreemptionEvictsOneGangForItsDevices(t *testing.T) {
 			assert.True(t, before[job.Name][p.Name], "gang %s untouched: %s is not one of its original pods\n%s", job.Name, p.Name, s.tl)
 		}
 		assert.Len(t, runningMembers(t, h, job), 8, "gang %s untouched\n%s", job.Name, s.tl)
+	}
+	s.waitJobs(60*time.Second, high)
+}
+
+// A gang confined to one rack preempts for DRA devices inside one rack:
+// 2 racks × 2 nodes × 4 devices; two low-priority gangs of 8 pods, one
+// device each, each required in one rack, fill them. A high-priority
+// gang of 8, required in one rack, evicts exactly one low gang, whole,
+// and runs 8/8 in that gang's rack; the other gang is untouched.
+func TestDRAPreemptionForAGangInOneRack(t *testing.T) {
+	var specs []cluster.NodeSpec
+	for _, r := range []string{"ra", "rb"} {
+		for i := range 2 {
+			specs = append(specs, cluster.NodeSpec{Name: fmt.Sprintf("%s-%d", r, i), CPU: "64", Memory: "256Gi", Labels: map[string]string{cluster.RackLabel: r}})
+		}
+	}
+	s := startDRAClusterOn(t, specs, 4)
+	h := s.h
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "low", 10, false))
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "high", 1000, false))
+	deleted := watchDeletions(t, h)
+	rackOf := func(pods []corev1.Pod) map[string]int {
+		racks := map[string]int{}
+		for _, p := range pods {
+			racks[strings.SplitN(p.Spec.NodeName, "-", 2)[0]]++
+		}
+		return racks
+	}
+	lowRack := map[string]string{}
+	for _, name := range []string{"low-a", "low-b"} {
+		job := s.gangJobIn(draGPU(cluster.WorkloadSpec{Name: name, Replicas: 8, CPU: "1", Memory: "1Gi", PriorityClassName: "low", IgnoreDisruptions: true}, true), 8, cluster.RackLabel)
+		racks := rackOf(s.waitRunning(job, 8, name+" running"))
+		require.Len(t, racks, 1, "gang %s in one rack: %v\n%s", name, racks, s.tl)
+		for r := range racks {
+			lowRack[name] = r
+		}
+	}
+	require.NotEqual(t, lowRack["low-a"], lowRack["low-b"], "each low gang fills a rack\n%s", s.tl)
+
+	high := s.gangJobIn(draGPU(cluster.WorkloadSpec{Name: "high", Replicas: 8, CPU: "1", Memory: "1Gi", PriorityClassName: "high", RunSeconds: 5}, true), 8, cluster.RackLabel)
+	highRacks := rackOf(s.waitRunning(high, 8, "the high-priority gang runs 8/8 in the rack of one evicted gang"))
+	require.Len(t, highRacks, 1, "the high gang in one rack: %v\n%s", highRacks, s.tl)
+
+	evicted := map[string]int{}
+	for _, name := range deleted.names("low-") {
+		evicted[strings.Join(strings.SplitN(name, "-", 3)[:2], "-")]++
+	}
+	require.Len(t, evicted, 1, "exactly one low gang is evicted: %v\n%s", evicted, s.tl)
+	for job, n := range evicted {
+		assert.Equal(t, 8, n, "gang %s is evicted whole\n%s", job, s.tl)
+		_, in := highRacks[lowRack[job]]
+		assert.True(t, in, "the high gang runs in the evicted gang's rack %s: %v\n%s", lowRack[job], highRacks, s.tl)
 	}
 	s.waitJobs(60*time.Second, high)
 }

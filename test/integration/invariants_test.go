@@ -519,12 +519,23 @@ func (s *scenario) waitPodGroupsFinished(timeout time.Duration) {
 // gangJob creates a PodGroup and the Job whose pods are its members.
 func (s *scenario) gangJob(spec cluster.WorkloadSpec, minMember int32) *batchv1.Job {
 	s.t.Helper()
+	return s.gangJobIn(spec, minMember, "")
+}
+
+// gangJobIn is gangJob for a gang confined to one domain of the node
+// label required ("": anywhere), by its PodGroup's annotation.
+func (s *scenario) gangJobIn(spec cluster.WorkloadSpec, minMember int32, required string) *batchv1.Job {
+	s.t.Helper()
 	ns := spec.Namespace
 	if ns == "" {
 		ns = metav1.NamespaceDefault
 	}
 	spec.PodGroup = spec.Name
-	_, err := s.h.PodGroups.SchedulingV1alpha1().PodGroups(ns).Create(s.h.Ctx, cluster.PodGroup(ns, spec.Name, minMember), metav1.CreateOptions{})
+	pg := cluster.PodGroup(ns, spec.Name, minMember)
+	if required != "" {
+		pg.Annotations = map[string]string{flotillav1alpha1.TopologyRequiredAnnotation: required}
+	}
+	_, err := s.h.PodGroups.SchedulingV1alpha1().PodGroups(ns).Create(s.h.Ctx, pg, metav1.CreateOptions{})
 	require.NoError(s.t, err)
 	job, err := s.h.CreateJob(s.h.Ctx, spec)
 	require.NoError(s.t, err)
