@@ -11,7 +11,9 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	policylisters "k8s.io/client-go/listers/policy/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -154,4 +156,79 @@ func TestPlanGangInOneDomainCountsDevices(t *testing.T) {
 	for uid, node := range pl.placement {
 		assert.Equal(t, "r2", rackOf[node], "member %s on %s", uid, node)
 	}
+}
+
+// Where a count of devices cannot judge the preemptor's claims, the
+// allocator confirms the plan on the devices its victims free. One node,
+// NVLink domain a = gpu-0…3 and b = gpu-4…7; v1 (the cheapest) holds
+// gpu-0 and 1, v2 gpu-4 and 5, v3 gpu-2. A pod asking for 4 devices in
+// one domain: by count, evicting v1 frees enough (5 free); the allocator
+// finds a left with 3, so the confirmed plan evicts v2 instead.
+func TestPlanConfirmsClaimsWithTheAllocator(t *testing.T) {
+	const key = corev1.ResourceName("example.com/gpu")
+	gpu := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To(string(key))}}
+	slice := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", Pool: resourceapi.ResourcePool{Name: "n1", ResourceSliceCount: 1}, NodeName: ptr.To("n1")}}
+	for i := range 8 {
+		domain := "a"
+		if i >= 4 {
+			domain = "b"
+		}
+		slice.Spec.Devices = append(slice.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i),
+			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"domain": {StringValue: ptr.To(domain)}}})
+	}
+	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Slices: []*resourceapi.ResourceSlice{slice}, Allocated: sets.New[structured.DeviceID]()}
+	var pods []*corev1.Pod
+	for _, v := range []struct {
+		name     string
+		priority int32
+		devices  []int
+	}{{"v1", 10, []int{0, 1}}, {"v2", 20, []int{4, 5}}, {"v3", 30, []int{2}}} {
+		pod := st.MakePod().Namespace("ns").Name(v.name).UID(v.name).Priority(v.priority).Node("n1").
+			Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}).Obj()
+		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(v.name)}}
+		claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: v.name},
+			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "r", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", Count: int64(len(v.devices))}}}}}}
+		claim.Status.Allocation = &resourceapi.AllocationResult{}
+		for _, d := range v.devices {
+			claim.Status.Allocation.Devices.Results = append(claim.Status.Allocation.Devices.Results,
+				resourceapi.DeviceRequestAllocationResult{Request: "r", Driver: "gpu.example.com", Pool: "n1", Device: fmt.Sprintf("gpu-%d", d)})
+			dra.Allocated.Insert(structured.MakeDeviceID("gpu.example.com", "n1", fmt.Sprintf("gpu-%d", d)))
+		}
+		claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: v.name, UID: pod.UID}}
+		dra.Claims = append(dra.Claims, claim)
+		pods = append(pods, pod)
+	}
+	node := framework.NewNodeInfo(pods...)
+	node.SetNode(st.MakeNode().Name("n1").Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "64", corev1.ResourceMemory: "256Gi", corev1.ResourcePods: "110"}).Obj())
+
+	sameDomain := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "same-domain"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests:    []resourceapi.DeviceRequest{{Name: "r", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 4}}},
+			Constraints: []resourceapi.DeviceConstraint{{MatchAttribute: ptr.To(resourceapi.FullyQualifiedName("gpu.example.com/domain"))}},
+		}}}}
+	templates := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	require.NoError(t, templates.Add(sameDomain))
+	store := state.NewStatic(nil, pods).WithDevices(devices.NewReader(dra, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
+	p := &Preemption{
+		handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: store,
+		pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+		inFlight: map[string]*eviction{},
+	}
+	asking := st.MakePod().Namespace("ns").Name("p").UID("p").Priority(1000).
+		Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}).Obj()
+	asking.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("same-domain")}}
+	who := &preemptor{pod: asking, members: []*corev1.Pod{asking}, priority: 1000, request: capacity.Request(asking), what: "pod ns/p"}
+	ctx := context.Background()
+	require.Empty(t, p.countDevices(ctx, who))
+	w, err := p.survey(ctx, who, []fwk.NodeInfo{node}, true)
+	require.NoError(t, err)
+
+	byCount := w.planByResources(who, node)
+	require.NotNil(t, byCount)
+	assert.Equal(t, []string{"v1"}, names(byCount.plan), "by count, the cheapest victim frees enough devices")
+	confirmed := p.confirm(ctx, framework.NewCycleState(), who, w, byCount)
+	require.NotNil(t, confirmed)
+	assert.Equal(t, []string{"v2"}, names(confirmed.plan), "the allocator needs domain b freed")
+	assert.Equal(t, "n1", confirmed.plan.placement["p"])
 }

@@ -21,8 +21,14 @@
 // the node's free devices and what each victim there gives back, as the
 // gang's does over all nodes and a gang confined to a topology domain's
 // does over each domain's nodes. The count is per class, as the gang's
-// check is: the allocator (DynamicResources' Filter) confirms when the
-// preemptor is placed.
+// check is; where a count cannot judge the claims (a request's selectors,
+// matchAttribute or distinctAttribute, allocationMode All, a prioritized
+// list, partitioned devices), the simulation asks the structured
+// allocator whether the claims of the members it placed on a node can be
+// allocated together with the devices of the pods it removed freed, so a
+// plan never evicts victims whose devices the preemptor could not use.
+// A device allocated as a share of its consumable capacity is not seen
+// freed there: the plan errs towards evicting nothing.
 //
 // Who may be evicted for whom:
 //   - Within a queue, a pod may evict pods of its own queue with a lower

@@ -126,6 +126,9 @@ type preemptor struct {
 	// scheduler's DRA state shows them (allocated ones, in-flight ones
 	// of pods waiting in Permit included, are not free).
 	freeDevices func(*corev1.Node) capacity.Resources
+	// catalogMu guards catalog: a single pod's plans are searched and
+	// confirmed on several goroutines, and a catalog is for one.
+	catalogMu sync.Mutex
 }
 
 // PostFilter chooses victims for the pod (or its gang), starts evicting
@@ -198,12 +201,9 @@ func (p *Preemption) countDevices(ctx context.Context, who *preemptor) string {
 		asked = append(asked, capacity.Request(m), demand)
 	}
 	who.catalog, who.deviceKeys = catalog, catalog.Keys(asked...)
-	// A catalog is for one goroutine; a single pod's plans are searched
-	// and confirmed on several.
-	var mu sync.Mutex
 	who.freeDevices = func(node *corev1.Node) capacity.Resources {
-		mu.Lock()
-		defer mu.Unlock()
+		who.catalogMu.Lock()
+		defer who.catalogMu.Unlock()
 		free, err := catalog.FreeOn(ctx, node, who.deviceKeys)
 		if err != nil {
 			klog.FromContext(ctx).V(4).Info("Counting devices", "node", node.Name, "err", err)

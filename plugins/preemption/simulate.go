@@ -2,12 +2,14 @@ package preemption
 
 import (
 	"context"
+	"slices"
 	"sort"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -111,7 +113,13 @@ type scene struct {
 	// devices are the copies of nodes' free DRA devices the scene changed,
 	// for a preemptor that asks for them (see freeDevicesOn).
 	devices map[string]capacity.Resources
-	parent  *scene // a fork reads the nodes it has not copied from here
+	// gone are the pods removed, in order (removed by UID), and placed the
+	// members placed per node, this scene's own: where a count of devices
+	// cannot judge the members' claims, the allocator confirms them on
+	// the devices the gone pods free (see allocatable).
+	gone   []*corev1.Pod
+	placed map[string][]*corev1.Pod
+	parent *scene // a fork reads the nodes it has not copied from here
 }
 
 // newScene starts from the snapshot less the pods terminating on the nodes
@@ -146,6 +154,7 @@ func (sc *scene) fork() *scene {
 	for uid := range sc.removed {
 		f.removed[uid] = true
 	}
+	f.gone = slices.Clone(sc.gone)
 	return f
 }
 
@@ -173,6 +182,7 @@ func (sc *scene) remove(m member) bool {
 		return true
 	}
 	sc.removed[m.info.GetPod().UID] = true
+	sc.gone = append(sc.gone, m.info.GetPod())
 	ni := sc.mutable(m.node)
 	if err := ni.RemovePod(klog.FromContext(sc.ctx), m.info.GetPod()); err != nil {
 		return false
@@ -249,10 +259,49 @@ func (sc *scene) fits(m sized, name string) bool {
 			delete(req, key)
 		}
 	}
-	if !req.FitsOn(ni) {
+	if !req.FitsOn(ni) || !sc.allocatable(m, ni.Node()) {
 		return false
 	}
 	return sc.p.handle.RunFilterPluginsWithNominatedPods(sc.ctx, sc.cycle, sc.who.pod, ni).IsSuccess()
+}
+
+// allocatable confirms with the structured allocator, where a count of
+// free devices cannot judge the members' claims on the node (selectors,
+// constraints, partitioned devices: see package devices), that the claims
+// of the members placed there and m's can be allocated together once the
+// pods gone from the scene have given back their devices. Without it a
+// plan would evict victims whose devices the members still cannot use.
+func (sc *scene) allocatable(m sized, node *corev1.Node) bool {
+	who := sc.who
+	if who.catalog == nil {
+		return true
+	}
+	who.catalogMu.Lock()
+	defer who.catalogMu.Unlock()
+	if !who.catalog.NeedsAllocator(node.Name) {
+		return true
+	}
+	var freed []structured.DeviceID
+	leaving := func(uid types.UID) bool { return sc.removed[uid] }
+	for _, pod := range sc.gone {
+		freed = append(freed, sc.w.store.Devices().ReleasedDevices(pod, leaving)...)
+	}
+	ok, err := who.catalog.AllocatableOn(sc.ctx, node, append(sc.placedOn(node.Name), m.Pod), freed)
+	if err != nil {
+		klog.FromContext(sc.ctx).V(4).Info("Confirming devices", "node", node.Name, "err", err)
+	}
+	return ok
+}
+
+// placedOn is the members the scene placed on the node.
+func (sc *scene) placedOn(name string) []*corev1.Pod {
+	if pods, ok := sc.placed[name]; ok {
+		return pods
+	}
+	if sc.parent != nil {
+		return sc.parent.placedOn(name)
+	}
+	return nil
 }
 
 func (sc *scene) place(m sized, name string) bool {
@@ -263,5 +312,9 @@ func (sc *scene) place(m sized, name string) bool {
 	ni := sc.mutable(name)
 	ni.AddPodInfo(info)
 	sc.addDevices(name, m.request, -1)
+	if sc.placed == nil {
+		sc.placed = map[string][]*corev1.Pod{}
+	}
+	sc.placed[name] = append(slices.Clone(sc.placedOn(name)), m.Pod)
 	return sc.p.handle.RunPreFilterExtensionAddPod(sc.ctx, sc.cycle, sc.who.pod, info, ni).IsSuccess()
 }

@@ -701,7 +701,7 @@ func (r *Reader) Totals() capacity.Resources {
 // resourceclaim controller deallocates a claim, not when its pod exits.
 func (r *Reader) Held(pod *corev1.Pod) map[string]capacity.Resources {
 	held := map[string]capacity.Resources{}
-	r.eachHeld(pod, func(claim *resourceapi.ResourceClaim) bool { return Pays(pod, claim) }, func(key string, devices capacity.Resources) {
+	r.eachHeld(pod, func(claim *resourceapi.ResourceClaim) bool { return Pays(pod, claim) }, func(key string, _ *resourceapi.ResourceClaim, devices capacity.Resources) {
 		held[key] = devices
 	})
 	return held
@@ -712,20 +712,43 @@ func (r *Reader) Held(pod *corev1.Pod) map[string]capacity.Resources {
 // (status.reservedFor) leaves too, and those claims (as namespace/name).
 // A claim another pod keeps using stays allocated.
 func (r *Reader) Released(pod *corev1.Pod, leaving func(types.UID) bool) (claims []string, released capacity.Resources) {
-	return r.heldIf(pod, func(claim *resourceapi.ResourceClaim) bool {
+	return r.heldIf(pod, leavesWith(pod, leaving))
+}
+
+// ReleasedDevices is the devices Released counts, by ID, for an allocator
+// to see free. A device allocated to be shared (a share of its consumable
+// capacity) is left out: the allocator keeps counting it as used, which
+// errs towards evicting nothing rather than evicting in vain.
+func (r *Reader) ReleasedDevices(pod *corev1.Pod, leaving func(types.UID) bool) []structured.DeviceID {
+	var ids []structured.DeviceID
+	r.eachHeld(pod, leavesWith(pod, leaving), func(_ string, claim *resourceapi.ResourceClaim, _ capacity.Resources) {
+		for _, result := range claim.Status.Allocation.Devices.Results {
+			if result.ShareID == nil {
+				ids = append(ids, structured.MakeDeviceID(result.Driver, result.Pool, result.Device))
+			}
+		}
+	})
+	return ids
+}
+
+// leavesWith says whether a claim of the pod is deallocated when the pod
+// and the pods leaving says leave: every consumer it is reserved for
+// leaves.
+func leavesWith(pod *corev1.Pod, leaving func(types.UID) bool) func(*resourceapi.ResourceClaim) bool {
+	return func(claim *resourceapi.ResourceClaim) bool {
 		for _, consumer := range claim.Status.ReservedFor {
 			if consumer.UID != pod.UID && !leaving(consumer.UID) {
 				return false
 			}
 		}
 		return true
-	})
+	}
 }
 
 // heldIf is the pod's allocated claims that keep says count, and their
 // devices summed.
 func (r *Reader) heldIf(pod *corev1.Pod, keep func(*resourceapi.ResourceClaim) bool) (claims []string, held capacity.Resources) {
-	r.eachHeld(pod, keep, func(key string, devices capacity.Resources) {
+	r.eachHeld(pod, keep, func(key string, _ *resourceapi.ResourceClaim, devices capacity.Resources) {
 		claims = append(claims, key)
 		if held == nil {
 			held = capacity.Resources{}
@@ -736,8 +759,8 @@ func (r *Reader) heldIf(pod *corev1.Pod, keep func(*resourceapi.ResourceClaim) b
 }
 
 // eachHeld calls found with each of the pod's allocated claims that keep
-// says count (as namespace/name) and the devices it holds.
-func (r *Reader) eachHeld(pod *corev1.Pod, keep func(*resourceapi.ResourceClaim) bool, found func(key string, devices capacity.Resources)) {
+// says count (as namespace/name, and the claim) and the devices it holds.
+func (r *Reader) eachHeld(pod *corev1.Pod, keep func(*resourceapi.ResourceClaim) bool, found func(key string, claim *resourceapi.ResourceClaim, devices capacity.Resources)) {
 	if r == nil || r.dra == nil {
 		return
 	}
@@ -764,7 +787,7 @@ func (r *Reader) eachHeld(pod *corev1.Pod, keep func(*resourceapi.ResourceClaim)
 		}
 		devices := capacity.Resources{}
 		c.chargeAllocation(devices, claim)
-		found(pod.Namespace+"/"+name, devices)
+		found(pod.Namespace+"/"+name, claim, devices)
 	}
 }
 

@@ -100,6 +100,44 @@ func (c *Catalog) FreeFor(ctx context.Context, node *corev1.Node, keys []corev1.
 	return free, nil
 }
 
+// NeedsAllocator reports whether a count of the node's free devices may
+// over-count for the pods whose Demand the catalog read (see above), once
+// CountOn has read the node: a plan placing them there is then confirmed
+// with AllocatableOn.
+func (c *Catalog) NeedsAllocator(node string) bool {
+	return c.beyondCounts || c.partitioned[node]
+}
+
+// AllocatableOn reports whether the allocator can allocate the claims of
+// pods (whose Demand the catalog read) together on the node, were the
+// freed devices no longer allocated: the state a preemption's victims
+// leave once their claims are deallocated.
+func (c *Catalog) AllocatableOn(ctx context.Context, node *corev1.Node, pods []*corev1.Pod, freed []structured.DeviceID) (bool, error) {
+	var claims []*resourceapi.ResourceClaim
+	for _, pod := range pods {
+		claims = append(claims, c.claimsOf[pod.UID]...)
+	}
+	if len(claims) == 0 {
+		return true, nil
+	}
+	allocator, err := c.allocatorFor(ctx)
+	if err != nil {
+		return false, err
+	}
+	if len(freed) > 0 && c.allocated != nil {
+		state := *c.allocated
+		state.AllocatedDevices = c.allocated.AllocatedDevices.Clone().Delete(freed...)
+		if allocator, err = structured.NewAllocator(ctx, c.r.features, state, c.r.dra.DeviceClasses(), c.slices, c.r.cel); err != nil {
+			return false, err
+		}
+	}
+	result, err := allocator.Allocate(ctx, node, claims)
+	if err != nil {
+		return false, fmt.Errorf("allocating on node %s: %w", node.Name, err)
+	}
+	return result != nil, nil
+}
+
 // Capped reports whether the allocator allowed fewer devices on some node
 // than the count: a message saying how many devices are free should say
 // that not all of them can serve these claims.

@@ -106,3 +106,54 @@ func TestFreeFor(t *testing.T) {
 		})
 	}
 }
+
+// AllocatableOn: the allocator judges a plan on the state its victims
+// leave. Node n1's NVLink domain a has gpu-0…3, b gpu-4…7; gpu-0, 1, 2,
+// 4 and 5 are allocated. A claim of 4 devices in one domain fits only
+// once b's two allocated devices are freed: freeing two of a's leaves a
+// with three.
+func TestAllocatableOn(t *testing.T) {
+	sameDomain := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "same-domain"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests:    []resourceapi.DeviceRequest{exactly("gpu", 4)},
+			Constraints: []resourceapi.DeviceConstraint{{MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(driver + "/domain"))}},
+		}}}}
+	ids := func(devices ...int) []structured.DeviceID {
+		var out []structured.DeviceID
+		for _, d := range devices {
+			out = append(out, structured.MakeDeviceID(driver, "n1", fmt.Sprintf("gpu-%d", d)))
+		}
+		return out
+	}
+	tests := []struct {
+		name  string
+		freed []structured.DeviceID
+		want  bool
+	}{
+		{name: "nothing freed: no domain has 4 free", want: false},
+		{name: "two of a's freed: a has 3", freed: ids(0, 1), want: false},
+		{name: "b's two freed: b has 4", freed: ids(4, 5), want: true},
+		{name: "a device not allocated freed changes nothing", freed: ids(7), want: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dra := &devicestest.DRA{
+				Classes:   []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", "")},
+				Slices:    []*resourceapi.ResourceSlice{domainSlice(0)},
+				Allocated: sets.New(ids(0, 1, 2, 4, 5)...),
+			}
+			catalog := NewReader(dra, templates(sameDomain), structured.Features{}).Catalog()
+			pod := podWithClaims("m0", byTemplate("gpus", "same-domain"))
+			pod.UID = "m0"
+			_, err := catalog.Demand(pod)
+			require.NoError(t, err)
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+			_, err = catalog.CountOn(context.Background(), node, []corev1.ResourceName{"example.com/gpu"})
+			require.NoError(t, err)
+			assert.True(t, catalog.NeedsAllocator("n1"), "a matchAttribute constraint is beyond a count")
+			got, err := catalog.AllocatableOn(context.Background(), node, []*corev1.Pod{pod}, tc.freed)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -52,8 +52,10 @@
 // onto, by halves over the pods the count allows. Other placing gangs'
 // plans are set aside from the count, not given to the allocator.
 //
-// Not counted yet: preemption's simulation and Binpack read the count
-// (FreeOn) only. In queue accounting (Reader.Charge) a claim several pods
+// Preemption's simulation confirms its plans with the allocator too, on
+// the devices its victims free (Catalog.AllocatableOn,
+// Reader.ReleasedDevices). Binpack reads the count (FreeOn) only: it
+// scores, and Filter has refused the nodes the allocator would. In queue accounting (Reader.Charge) a claim several pods
 // share is charged once, to the first pod its reservedFor lists (Pays).
 //
 // It is pure of informers and locks: package state composes it.
