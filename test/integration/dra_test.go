@@ -176,22 +176,7 @@ func TestDRAGangFitsDevicesPerNode(t *testing.T) {
 func TestDRAGangWaitsUntilTheAllocatorCanSatisfyItsConstraints(t *testing.T) {
 	s, specs := startDRACluster(t, 2, 8)
 	h := s.h
-	inDomain := func(domain string) string {
-		tmpl := cluster.ClaimTemplate("default", "in-"+domain, draClassName, 1)
-		tmpl.Spec.Spec.Devices.Requests[0].Exactly.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
-			Expression: fmt.Sprintf(`device.attributes[%q].domain == %q`, cluster.DRADriver, domain),
-		}}}
-		_, err := h.Client.ResourceV1().ResourceClaimTemplates("default").Create(h.Ctx, tmpl, metav1.CreateOptions{})
-		require.NoError(t, err)
-		return tmpl.Name
-	}
-	templates := map[string]string{"a": inDomain("a"), "b": inDomain("b")}
-	sameDomain := cluster.ClaimTemplate("default", "four-in-one-domain", draClassName, 4)
-	sameDomain.Spec.Spec.Devices.Constraints = []resourcev1.DeviceConstraint{{
-		MatchAttribute: ptr.To(resourcev1.FullyQualifiedName(cluster.DRADriver + "/domain")),
-	}}
-	_, err := h.Client.ResourceV1().ResourceClaimTemplates("default").Create(h.Ctx, sameDomain, metav1.CreateOptions{})
-	require.NoError(t, err)
+	templates, sameDomain := createDomainTemplates(t, h)
 
 	var leaving []string
 	for _, n := range specs {
@@ -203,12 +188,12 @@ func TestDRAGangWaitsUntilTheAllocatorCanSatisfyItsConstraints(t *testing.T) {
 		}
 		leaving = append(leaving, fmt.Sprintf("filler-%s-a", n.Name))
 	}
-	_, err = h.WaitForPodsBound(h.Ctx, "default", "", 4, bindTimeout)
+	_, err := h.WaitForPodsBound(h.Ctx, "default", "", 4, bindTimeout)
 	require.NoError(t, err, "fillers placed\n%s", s.tl)
 
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "island", 2))
 	for i := 0; i < 2; i++ {
-		pod := withClaimFrom(cluster.Pod(cluster.PodSpec{Name: fmt.Sprintf("island-%d", i), CPU: "1", Memory: "1Gi", PodGroup: "island"}), sameDomain.Name)
+		pod := withClaimFrom(cluster.Pod(cluster.PodSpec{Name: fmt.Sprintf("island-%d", i), CPU: "1", Memory: "1Gi", PodGroup: "island"}), sameDomain)
 		_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, pod, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
@@ -230,6 +215,32 @@ func TestDRAGangWaitsUntilTheAllocatorCanSatisfyItsConstraints(t *testing.T) {
 	}
 	_, err = h.WaitForPodsBound(h.Ctx, "default", gangSelector+"island", 2, 60*time.Second)
 	require.NoError(t, err, "gang placed once a domain of 4 freed on each node\n%s", s.tl)
+}
+
+// createDomainTemplates creates the claim templates of the interconnect
+// domain tests: one device in domain a or b (by a selector on the
+// driver's domain attribute, as a user pins a pod to an NVLink island),
+// by domain, and four devices of one domain (matchAttribute).
+func createDomainTemplates(t *testing.T, h *harness.Harness) (inDomain map[string]string, fourInOneDomain string) {
+	t.Helper()
+	create := func(tmpl *resourcev1.ResourceClaimTemplate) string {
+		_, err := h.Client.ResourceV1().ResourceClaimTemplates("default").Create(h.Ctx, tmpl, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return tmpl.Name
+	}
+	inDomain = map[string]string{}
+	for _, domain := range []string{"a", "b"} {
+		tmpl := cluster.ClaimTemplate("default", "in-"+domain, draClassName, 1)
+		tmpl.Spec.Spec.Devices.Requests[0].Exactly.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+			Expression: fmt.Sprintf(`device.attributes[%q].domain == %q`, cluster.DRADriver, domain),
+		}}}
+		inDomain[domain] = create(tmpl)
+	}
+	sameDomain := cluster.ClaimTemplate("default", "four-in-one-domain", draClassName, 4)
+	sameDomain.Spec.Spec.Devices.Constraints = []resourcev1.DeviceConstraint{{
+		MatchAttribute: ptr.To(resourcev1.FullyQualifiedName(cluster.DRADriver + "/domain")),
+	}}
+	return inDomain, create(sameDomain)
 }
 
 // A Queue's capability caps devices asked for by claim: capability
@@ -520,5 +531,46 @@ func TestDRAPreemptionEvictsTheFewestPodsForOnePod(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 4, evicted, "the fewest pods that free 4 devices are evicted\n%s", s.tl)
+	s.waitJobs(60*time.Second, high)
+}
+
+// Preemption confirms a plan with the allocator where a count of devices
+// cannot judge the claim: one node, NVLink domains a and b of 4 devices,
+// 8 low pods pinned one device each to a domain, priorities interleaved
+// (a: 10, 30, 50, 70; b: 20, 40, 60, 80). A high pod asking for 4
+// devices of one domain: the 4 cheapest by count (10, 20, 30, 40) free 2
+// devices in each domain, which its claim cannot use. It evicts exactly 4
+// pods, all of one domain, binds and completes; the other 4 keep running.
+func TestDRAPreemptionEvictsOneDomainForAConstrainedClaim(t *testing.T) {
+	s, _ := startDRACluster(t, 1, 8)
+	h := s.h
+	inDomain, fourInOneDomain := createDomainTemplates(t, h)
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "high", 1000, false))
+	deleted := watchDeletions(t, h)
+	domainOf := map[string]string{}
+	for i, priority := range []int32{10, 20, 30, 40, 50, 60, 70, 80} {
+		domain := []string{"a", "b"}[i%2]
+		class := fmt.Sprintf("low-%d", priority)
+		require.NoError(t, h.CreatePriorityClass(h.Ctx, class, priority, false))
+		name := fmt.Sprintf("low-%s-%d", domain, priority)
+		domainOf[name] = domain
+		pod := withClaimFrom(cluster.Pod(cluster.PodSpec{Name: name, CPU: "1", Memory: "1Gi", PriorityClassName: class}), inDomain[domain])
+		_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, pod, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	_, err := h.WaitForPodsBound(h.Ctx, "default", "", 8, bindTimeout)
+	require.NoError(t, err, "low pods placed\n%s", s.tl)
+
+	high, err := h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "high", Replicas: 1, CPU: "1", Memory: "1Gi", PriorityClassName: "high", RunSeconds: 5, ClaimTemplate: fourInOneDomain})
+	require.NoError(t, err)
+	s.waitRunning(high, 1, "the high-priority pod runs on the devices of one domain's evicted pods")
+	evicted := map[string]int{}
+	for _, name := range deleted.names("low-") {
+		evicted[domainOf[name]]++
+	}
+	assert.Len(t, evicted, 1, "victims from one domain only: %v\n%s", evicted, s.tl)
+	for domain, n := range evicted {
+		assert.Equal(t, 4, n, "domain %s's 4 pods evicted\n%s", domain, s.tl)
+	}
 	s.waitJobs(60*time.Second, high)
 }
