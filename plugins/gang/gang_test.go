@@ -154,7 +154,12 @@ func TestQuorumCheckIsPlacementAware(t *testing.T) {
 	assert.Empty(t, check(roomy))
 	// The plan is where first fit put them: one on a, one on c.
 	four := capacity.Resources{corev1.ResourceCPU: 4000}
-	assert.Equal(t, []capacity.PlanSlot{{Node: "a", Members: 1, Held: four}, {Node: "c", Members: 1, Held: four}}, plan)
+	require.Len(t, plan, 2)
+	for i, want := range []capacity.PlanSlot{{Node: "a", Members: 1, Held: four, Took: []int{0}}, {Node: "c", Members: 1, Held: four, Took: []int{1}}} {
+		require.Len(t, plan[i].Pods, 1, "the slot names the member it was planned for")
+		plan[i].Pods = nil
+		assert.Equal(t, want, plan[i])
+	}
 
 	// Members already reserved do not need room again.
 	g.store.Lock(func(locked *state.Locked) {
@@ -457,6 +462,73 @@ func TestQuorumCheckCountsDRADevices(t *testing.T) {
 				got[slot.Node] = slot.Members
 			}
 			assert.Equal(t, tc.wantPlan, got)
+		})
+	}
+}
+
+// Where a count of devices cannot judge the claims, the allocator that
+// confirms the check sees the claims of other gangs' planned members as
+// taken. Node a: NVLink domain a = d0…3, b = d4…7, all free. Gang "held"
+// is placing, its member planned on a with a claim of 4 devices of
+// domain a; gang "g" asks for one device of domain a. By count 4 of the
+// 8 are left; the allocator, given the held claim, finds none in domain
+// a: g waits. Without the other plan, g fits.
+func TestQuorumCheckHandsOtherPlansToTheAllocator(t *testing.T) {
+	slice := gpuSlice("a", 8)
+	for i := range slice.Spec.Devices {
+		domain := "a"
+		if i >= 4 {
+			domain = "b"
+		}
+		slice.Spec.Devices[i].Attributes = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"domain": {StringValue: ptr.To(domain)}}
+	}
+	inDomainA := func(name string, count int64) *resourceapi.ResourceClaimTemplate {
+		return &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+				Name: "gpus", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu.example.com", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count,
+					Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.attributes["gpu.example.com"].domain == "a"`}}}}}}}}}}
+	}
+	templates := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	require.NoError(t, templates.Add(inDomainA("four-in-a", 4)))
+	require.NoError(t, templates.Add(inDomainA("one-in-a", 1)))
+	member := func(group, name, template string) *corev1.Pod {
+		p := st.MakePod().Namespace("ns").Name(name).UID(name).Label(schedv1alpha1.PodGroupLabel, group).
+			Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}).Obj()
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: ptr.To(template)}}
+		return p
+	}
+	heldMember, asking := member("held", "h0", "four-in-a"), member("g", "g0", "one-in-a")
+	nodes := []fwk.NodeInfo{nodeInfo("a", "64")}
+
+	for _, tc := range []struct {
+		name       string
+		otherPlan  bool
+		wantReason string
+	}{
+		{name: "another gang's plan holds domain a", otherPlan: true, wantReason: "needs 1 devices of class gpu.example.com: 0 free"},
+		{name: "no other plan", otherPlan: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			groups := []*schedv1alpha1.PodGroup{podGroup("held", t0, 1), podGroup("g", t0, 1)}
+			dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpuClass()}, Slices: []*resourceapi.ResourceSlice{slice}, Allocated: sets.New[structured.DeviceID]()}
+			store := state.NewStatic(groups, []*corev1.Pod{heldMember, asking}).
+				WithDevices(devices.NewReader(dra, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
+			g := &Gang{store: store}
+			var reason string
+			store.Lock(func(locked *state.Locked) {
+				if tc.otherPlan {
+					held := capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 1 << 30, "example.com/gpu": 4}
+					locked.StartPlacing(locked.Gang(state.GroupKey{Namespace: "ns", Name: "held"}),
+						[]capacity.PlanSlot{{Node: "a", Members: 1, Held: held, Took: []int{0}, Pods: []*corev1.Pod{heldMember}}})
+				}
+				gang := locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"})
+				reason, _, _ = g.quorumDoesNotFit(context.Background(), groups[1], gang, nodes, locked, locked.HeldByPlans(gang), nil)
+			})
+			if tc.wantReason == "" {
+				assert.Empty(t, reason)
+				return
+			}
+			assert.Contains(t, reason, tc.wantReason)
 		})
 	}
 }

@@ -254,6 +254,9 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 	keys := catalog.Keys(pending...)
 	var deviceErr error
 	if len(keys) > 0 {
+		if held != nil {
+			deviceErr = catalog.Hold(locked.PlannedPods(gang))
+		}
 		view.CountDevices(func(n fwk.NodeInfo) capacity.Resources {
 			free, err := catalog.FreeFor(ctx, n.Node(), keys, sortedMembers)
 			if err != nil && deviceErr == nil {
@@ -279,7 +282,7 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 		if minResourcesExceed(pg, pending, view, &f) {
 			return fmt.Sprintf("gang %s does not fit: its minResources exceed the cluster's free capacity", gang.Key), nil, nil
 		}
-		return "", f.Plan, nil
+		return "", withPods(f.Plan, sortedMembers), nil
 	}
 	if topo == nil {
 		return anywhereFit()
@@ -306,7 +309,7 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 		}
 		best, largest, most := chooseDomain(domainsOf(level, nodes), pinnedValues(level, placedOn, nodes), pending, view, scale)
 		if best != nil {
-			return "", best.Plan, nodeNames(best.domain, nodes)
+			return "", withPods(best.Plan, sortedMembers), nodeNames(best.domain, nodes)
 		}
 		if largest.nodes == nil {
 			why = append(why, fmt.Sprintf("no %s domain holds its placed members", level))
@@ -315,6 +318,19 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 		why = append(why, fmt.Sprintf("no %s domain has room for %d members (largest free: %s, %d)", level, need, largest.value, most))
 	}
 	return fmt.Sprintf("gang %s does not fit: %s", gang.Key, strings.Join(why, "; ")), nil, nil
+}
+
+// withPods names the members each slot of the plan was planned for, out
+// of members in the order the fit placed them: other gangs' checks hand
+// their claims to the device allocator (state.Locked.PlannedPods).
+func withPods(plan []capacity.PlanSlot, members []*corev1.Pod) []capacity.PlanSlot {
+	for i := range plan {
+		plan[i].Pods = make([]*corev1.Pod, len(plan[i].Took))
+		for k, at := range plan[i].Took {
+			plan[i].Pods[k] = members[at]
+		}
+	}
+	return plan
 }
 
 // devicesShort says which device class the quorum lacks, or "": the

@@ -96,3 +96,33 @@ func (locked *Locked) HeldByPlans(g *Gang) map[string]capacity.Resources {
 	}
 	return held
 }
+
+// PlannedPods is, per node, the members the placing gangs other than g
+// are still planned to place there (HeldByPlans's room, by pod): the
+// device allocator must see their claims as taken before it judges g's.
+// A slot whose pods are not named (an older plan) names none.
+func (locked *Locked) PlannedPods(g *Gang) map[string][]*corev1.Pod {
+	var planned map[string][]*corev1.Pod
+	for _, other := range locked.s.placing {
+		if other == g || !other.hasPlan() {
+			continue
+		}
+		for _, slot := range other.plan {
+			left := slot.Members
+			for _, pod := range slot.Pods {
+				if left == 0 {
+					break
+				}
+				if _, reserved := other.reserved[pod.UID]; reserved {
+					continue
+				}
+				if planned == nil {
+					planned = map[string][]*corev1.Pod{}
+				}
+				planned[slot.Node] = append(planned[slot.Node], pod)
+				left--
+			}
+		}
+	}
+	return planned
+}

@@ -57,6 +57,28 @@ func TestHeldByPlansFollowsReservations(t *testing.T) {
 	})
 }
 
+// The pods a placing gang's plan still places on each node: those of a
+// slot not yet reserved, at most as many as the slot still takes. A
+// member reserved on another slot's node takes that slot (its room is
+// let go there) and is not named on its own slot any more.
+func TestPlannedPodsFollowReservations(t *testing.T) {
+	s := NewStatic(nil, nil)
+	m0, m1, m2 := member("m0"), member("m1"), member("m2")
+	s.Lock(func(locked *Locked) {
+		a, b := locked.Gang(GroupKey{Namespace: "ns", Name: "a"}), locked.Gang(GroupKey{Namespace: "ns", Name: "b"})
+		locked.StartPlacing(a, []capacity.PlanSlot{{Node: "n1", Members: 2, Took: []int{0, 1}, Pods: []*corev1.Pod{m0, m1}}, {Node: "n2", Members: 1, Took: []int{2}, Pods: []*corev1.Pod{m2}}})
+		assert.Equal(t, map[string][]*corev1.Pod{"n1": {m0, m1}, "n2": {m2}}, locked.PlannedPods(b))
+		assert.Nil(t, locked.PlannedPods(a), "a gang does not plan around itself")
+
+		locked.ReserveMember(a, m1, "n1")
+		assert.Equal(t, map[string][]*corev1.Pod{"n1": {m0}, "n2": {m2}}, locked.PlannedPods(b), "m1 is reserved")
+		locked.ReserveMember(a, m0, "n2") // on m2's slot
+		assert.Nil(t, locked.PlannedPods(b), "n2's slot is taken; n1's still holds room but names no pod left")
+		locked.AbandonPlan(a)
+		assert.Nil(t, locked.PlannedPods(b), "off its plan a gang's pods are unknown")
+	})
+}
+
 // The first gang refused for held room has the next turn: no other gang
 // starts beside the placing ones until it has had it, and the turn lapses
 // when no gang is placing any more.

@@ -18,6 +18,11 @@ type PlanSlot struct {
 	Node    string
 	Members int
 	Held    Resources
+	// Took are the members the slot was planned for, as indexes into the
+	// fit's pending list; Pods names them, for a caller that knows the
+	// pods behind the list (the allocator needs their claims).
+	Took []int
+	Pods []*corev1.Pod
 }
 
 // FreeView is the nodes' free capacity for one check: each node's
@@ -214,6 +219,7 @@ func FirstFit(pending []Resources, nodes []int, v *FreeView) Fit {
 			}
 			f.Plan[slotOf[i]].Members++
 			f.Plan[slotOf[i]].Held.Add(req)
+			f.Plan[slotOf[i]].Took = append(f.Plan[slotOf[i]].Took, r)
 			at = k
 			break
 		}

@@ -96,6 +96,10 @@ type Catalog struct {
 	claimsOf     map[types.UID][]*resourceapi.ResourceClaim
 	beyondCounts bool
 	partitioned  map[string]bool
+	// heldClaims are, per node, the claims of other gangs' members planned
+	// there (see Hold), and heldDemand what they take.
+	heldClaims   map[string][]*resourceapi.ResourceClaim
+	heldDemand   map[string]capacity.Resources
 	allocator    structured.Allocator
 	allocatorErr error
 	capped       bool
@@ -189,21 +193,34 @@ func (c *Catalog) Demand(pod *corev1.Pod) (capacity.Resources, error) {
 // check.
 func (c *Catalog) claimSpec(pod *corev1.Pod, ref corev1.PodResourceClaim) (*resourceapi.ResourceClaim, *resourceapi.ResourceClaimSpec, error) {
 	name := claimName(pod, ref)
-	if name != "" {
-		id := pod.Namespace + "/" + name
-		if c.seen[id] {
-			if users, ok := c.unallocatedUsers[id]; ok {
-				c.unallocatedUsers[id] = append(users, pod.Name)
-			}
-			return nil, nil, nil
+	if name == "" {
+		return c.resolve(pod, ref, name)
+	}
+	id := pod.Namespace + "/" + name
+	if c.seen[id] {
+		if users, ok := c.unallocatedUsers[id]; ok {
+			c.unallocatedUsers[id] = append(users, pod.Name)
 		}
-		c.seen[id] = true
+		return nil, nil, nil
+	}
+	c.seen[id] = true
+	claim, spec, err := c.resolve(pod, ref, name)
+	if claim != nil && spec != nil {
+		c.unallocatedUsers[id] = []string{pod.Name}
+	}
+	return claim, spec, err
+}
+
+// resolve is claimSpec without the check's bookkeeping: the claim named
+// name (the pod's generated or own claim; "" before it is generated),
+// nil with its template's spec before it exists, or nil when allocated.
+func (c *Catalog) resolve(pod *corev1.Pod, ref corev1.PodResourceClaim, name string) (*resourceapi.ResourceClaim, *resourceapi.ResourceClaimSpec, error) {
+	if name != "" {
 		claim, err := c.r.dra.ResourceClaims().Get(pod.Namespace, name)
 		if err == nil {
 			if claim.Status.Allocation != nil {
 				return nil, nil, nil
 			}
-			c.unallocatedUsers[id] = []string{pod.Name}
 			return claim, &claim.Spec, nil
 		}
 		if !apierrors.IsNotFound(err) || ref.ResourceClaimTemplateName == nil {
@@ -274,8 +291,20 @@ func claimName(pod *corev1.Pod, ref corev1.PodResourceClaim) string {
 	return ""
 }
 
-// addRequest charges one device request of a claim.
+// addRequest charges one device request of a claim, and makes the
+// node counts honour its tolerations.
 func (c *Catalog) addRequest(demand capacity.Resources, req resourceapi.DeviceRequest) error {
+	exact, err := c.countRequest(demand, req)
+	if exact != nil {
+		key := Key(c.classes[exact.DeviceClassName])
+		c.tolerations[key] = append(c.tolerations[key], exact.Tolerations...)
+	}
+	return err
+}
+
+// countRequest adds what one device request of a claim takes to demand,
+// and returns the request it counted (nil: nothing).
+func (c *Catalog) countRequest(demand capacity.Resources, req resourceapi.DeviceRequest) (*resourceapi.ExactDeviceRequest, error) {
 	exact := req.Exactly
 	if exact == nil && len(req.FirstAvailable) > 0 {
 		// The first alternative is the one preferred; the allocator falls
@@ -284,23 +313,21 @@ func (c *Catalog) addRequest(demand capacity.Resources, req resourceapi.DeviceRe
 		exact = &resourceapi.ExactDeviceRequest{DeviceClassName: sub.DeviceClassName, AllocationMode: sub.AllocationMode, Count: sub.Count, Tolerations: sub.Tolerations}
 	}
 	if exact == nil {
-		return nil
+		return nil, nil
 	}
 	class, ok := c.classes[exact.DeviceClassName]
 	if !ok {
-		return fmt.Errorf("DeviceClass %s not found", exact.DeviceClassName)
+		return nil, fmt.Errorf("DeviceClass %s not found", exact.DeviceClassName)
 	}
 	if ptr.Deref(exact.AdminAccess, false) {
-		return nil
+		return nil, nil
 	}
-	key := Key(class)
 	count := int64(1)
 	if exact.AllocationMode == resourceapi.DeviceAllocationModeExactCount || exact.AllocationMode == "" {
 		count = max(exact.Count, 1)
 	}
-	demand[key] += count
-	c.tolerations[key] = append(c.tolerations[key], exact.Tolerations...)
-	return nil
+	demand[Key(class)] += count
+	return exact, nil
 }
 
 func (c *Catalog) load() error {

@@ -3,6 +3,7 @@ package devices
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -30,16 +31,64 @@ import (
 // toAllocate records a claim the pod still needs allocated: the claim, or
 // one as its template will make it.
 func (c *Catalog) toAllocate(pod *corev1.Pod, ref corev1.PodResourceClaim, claim *resourceapi.ResourceClaim, spec *resourceapi.ResourceClaimSpec) {
-	if claim == nil {
-		claim = &resourceapi.ResourceClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name + "-" + ref.Name, UID: types.UID(string(pod.UID) + "/" + ref.Name)},
-			Spec:       *spec,
-		}
-	}
-	c.claimsOf[pod.UID] = append(c.claimsOf[pod.UID], claim)
+	c.claimsOf[pod.UID] = append(c.claimsOf[pod.UID], claimToAllocate(pod, ref, claim, spec))
 	if beyondCount(spec) {
 		c.beyondCounts = true
 	}
+}
+
+// claimToAllocate is the claim, or before it exists one as its template
+// will make it.
+func claimToAllocate(pod *corev1.Pod, ref corev1.PodResourceClaim, claim *resourceapi.ResourceClaim, spec *resourceapi.ResourceClaimSpec) *resourceapi.ResourceClaim {
+	if claim != nil {
+		return claim
+	}
+	return &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name + "-" + ref.Name, UID: types.UID(string(pod.UID) + "/" + ref.Name)},
+		Spec:       *spec,
+	}
+}
+
+// Hold makes the allocator see, on each node, the claims still to be
+// allocated of the pods other placing gangs are planned to place there
+// (state.Locked.PlannedPods) as allocated before it judges the check's
+// pods: the counts already leave the devices those plans hold aside
+// (capacity.FreeView's held), and where a count cannot judge the claims
+// neither can it judge which devices the plans will take. Call it before
+// any fit reads the catalog.
+func (c *Catalog) Hold(planned map[string][]*corev1.Pod) error {
+	if len(planned) == 0 || c.r == nil || c.r.dra == nil {
+		return nil
+	}
+	if err := c.loadClasses(); err != nil {
+		return err
+	}
+	c.heldClaims, c.heldDemand = map[string][]*resourceapi.ResourceClaim{}, map[string]capacity.Resources{}
+	for node, pods := range planned {
+		demand := capacity.Resources{}
+		for _, pod := range pods {
+			for _, ref := range pod.Spec.ResourceClaims {
+				claim, spec, err := c.resolve(pod, ref, claimName(pod, ref))
+				if err != nil {
+					return err
+				}
+				if spec == nil {
+					continue
+				}
+				for _, req := range spec.Devices.Requests {
+					if _, err := c.countRequest(demand, req); err != nil {
+						return err
+					}
+				}
+				c.heldClaims[node] = append(c.heldClaims[node], claimToAllocate(pod, ref, claim, spec))
+				if beyondCount(spec) {
+					c.beyondCounts = true
+				}
+			}
+		}
+		c.heldDemand[node] = demand
+	}
+	return nil
 }
 
 // beyondCount reports whether a claim asks for more than n devices of a
@@ -65,12 +114,16 @@ func beyondCount(spec *resourceapi.ResourceClaimSpec) bool {
 // longest run of them the allocator can allocate together there takes.
 func (c *Catalog) FreeFor(ctx context.Context, node *corev1.Node, keys []corev1.ResourceName, pods []*corev1.Pod) (capacity.Resources, error) {
 	counts, err := c.CountOn(ctx, node, keys)
-	if err != nil || !(c.beyondCounts || c.partitioned[node.Name]) {
+	if err != nil || !c.NeedsAllocator(node.Name) {
 		return counts.Free, err
 	}
 	// The pods the count lets onto the node bound what the allocator can
-	// do there: a node full by count needs no allocator.
+	// do there: a node full by count needs no allocator. Devices other
+	// gangs' plans hold are not free for them (the caller's view takes
+	// them off the count).
+	held := c.heldDemand[node.Name]
 	left := counts.Free.Clone()
+	left.Sub(held)
 	most := 0
 	for _, pod := range pods {
 		demand := c.demandOf[pod.UID]
@@ -87,7 +140,10 @@ func (c *Catalog) FreeFor(ctx context.Context, node *corev1.Node, keys []corev1.
 	if n == most {
 		return counts.Free, nil
 	}
-	free := capacity.Resources{}
+	free := held.Clone()
+	if free == nil {
+		free = capacity.Resources{}
+	}
 	for _, pod := range pods[:n] {
 		free.Add(c.demandOf[pod.UID])
 	}
@@ -153,7 +209,8 @@ func within(demand, free capacity.Resources) bool {
 }
 
 // allocatableTogether is how many of the pods, from the first, the
-// allocator can allocate the claims of together on the node. It assumes
+// allocator can allocate the claims of together on the node, with the
+// claims other gangs' plans hold there (see Hold). It assumes
 // that a run which cannot be allocated does not become allocatable with
 // more pods, and searches by halves.
 func (c *Catalog) allocatableTogether(ctx context.Context, node *corev1.Node, pods []*corev1.Pod) (int, error) {
@@ -165,7 +222,7 @@ func (c *Catalog) allocatableTogether(ctx context.Context, node *corev1.Node, po
 		return 0, err
 	}
 	fits := func(n int) (bool, error) {
-		var claims []*resourceapi.ResourceClaim
+		claims := slices.Clone(c.heldClaims[node.Name])
 		for _, pod := range pods[:n] {
 			claims = append(claims, c.claimsOf[pod.UID]...)
 		}
