@@ -33,13 +33,15 @@
 //     ResourceClaim two members still needed reference while it is not
 //     allocated: the scheduler allocates a claim for one pod at a time and
 //     refuses the claim's other pods until that pod binds, which a gang's
-//     first member, waiting in Permit for the others, never does. The count is the
-//     cheap check; where it cannot judge the claims (a request's selectors,
-//     matchAttribute, partitioned or shared devices) the structured
-//     allocator confirms how many members a node takes, so a gang whose
-//     free devices cannot serve its claims together waits with nothing
-//     bound and says so, instead of planning members that DynamicResources'
-//     Filter then refuses attempt after attempt. A gang backing off after a failed attempt is refused until its
+//     first member, waiting in Permit for the others, never does. The
+//     count is the cheap check; where it cannot judge the claims (a
+//     request's selectors, matchAttribute, partitioned or shared devices)
+//     the structured allocator confirms how many members a node takes,
+//     with the claims of other placing gangs' members planned on the node
+//     taken first, so a gang whose free devices cannot serve its claims
+//     together waits with nothing bound and says so, instead of planning
+//     members that DynamicResources' Filter then refuses attempt after
+//     attempt. A gang backing off after a failed attempt is refused until its
 //     back-off (args backoffSeconds) ends, and its members are then activated
 //     (room freed meanwhile re-queued them only to be refused). When the
 //     attempt starts, the other pending members are activated so they follow

@@ -50,13 +50,17 @@
 // allocate together on the node, and the node's free count becomes what
 // those pods take. It runs only on nodes the count lets at least one pod
 // onto, by halves over the pods the count allows. Other placing gangs'
-// plans are set aside from the count, not given to the allocator.
+// plans are set aside from the count, and where the allocator confirms,
+// the unallocated claims of the members those plans still place on the
+// node are handed to it first (Catalog.Hold): which devices a plan will
+// take is as much beyond a count as which devices a gang can use.
 //
 // Preemption's simulation confirms its plans with the allocator too, on
 // the devices its victims free (Catalog.AllocatableOn,
 // Reader.ReleasedDevices). Binpack reads the count (FreeOn) only: it
-// scores, and Filter has refused the nodes the allocator would. In queue accounting (Reader.Charge) a claim several pods
-// share is charged once, to the first pod its reservedFor lists (Pays).
+// scores, and Filter has refused the nodes the allocator would. In queue
+// accounting (Reader.Charge) a claim several pods share is charged once,
+// to the first pod its reservedFor lists (Pays).
 //
 // It is pure of informers and locks: package state composes it.
 package devices
