@@ -99,13 +99,15 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDeserve$$' -fuzztime $(FUZZTIME) ./plugins/state/fairshare/
 	$(GO) test -run '^$$' -fuzz '^FuzzPluginArgs$$' -fuzztime $(FUZZTIME) ./apis/config/scheme/
 
-## manifests: regenerate deepcopy code and CRDs from the Go types
+## manifests: regenerate deepcopy code and CRDs from the Go types, the chart's CRD templates
+## from the CRDs, and the kustomize base from the chart
 manifests:
 	$(CONTROLLER_GEN) object paths=./apis/...
 	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./apis/scheduling/... output:crd:dir=manifests/crds
 	hack_dir=$$(mktemp -d) && \
 	  $(CONTROLLER_GEN) crd:crdVersions=v1 paths=sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1 output:crd:dir=$$hack_dir && \
 	  cp $$hack_dir/scheduling.x-k8s.io_podgroups.yaml manifests/crds/ && rm -rf $$hack_dir
+	$(GO) test -count=1 -run '^TestKustomizeBaseIsTheRenderedChart$$' ./manifests/chart -args -update
 
 ## verify-manifests: fail if generated code or CRDs differ from the Go types
 verify-manifests:

@@ -70,6 +70,12 @@ func SchedulerFlags() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return FlagsOf(deployment)
+}
+
+// FlagsOf returns the flags a Deployment of flotilla-scheduler passes to
+// its scheduler container besides --config.
+func FlagsOf(deployment *appsv1.Deployment) ([]string, error) {
 	for _, c := range deployment.Spec.Template.Spec.Containers {
 		if c.Name != "scheduler" {
 			continue
@@ -82,7 +88,7 @@ func SchedulerFlags() ([]string, error) {
 		}
 		return flags, nil
 	}
-	return nil, fmt.Errorf("manifests/deployment.yaml has no container named scheduler")
+	return nil, fmt.Errorf("Deployment %s has no container named scheduler", deployment.Name)
 }
 
 // Deployment returns the shipped Deployment of flotilla-scheduler.

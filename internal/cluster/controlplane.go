@@ -52,10 +52,13 @@ type ControlPlaneOptions struct {
 	KubeconfigPath string
 	// ExtraAPIServerFlags are appended to the apiserver's flags.
 	ExtraAPIServerFlags []string
+	// NoCRDs leaves the CRDs out, for a test that installs them its own
+	// way (the Helm chart).
+	NoCRDs bool
 }
 
 // StartControlPlane starts embedded etcd and kube-apiserver, installs the
-// CRDs from manifests/crds, and registers their shutdown with tb.Cleanup.
+// CRDs from manifests/crds (unless opts.NoCRDs), and registers their shutdown with tb.Cleanup.
 func StartControlPlane(ctx context.Context, tb ktesting.TB, opts ControlPlaneOptions) (*ControlPlane, error) {
 	etcdURL, err := startEtcd(tb)
 	if err != nil {
@@ -81,6 +84,9 @@ func StartControlPlane(ctx context.Context, tb ktesting.TB, opts ControlPlaneOpt
 	}
 	if err := WriteKubeconfig(cfg, cp.KubeconfigPath); err != nil {
 		return nil, err
+	}
+	if opts.NoCRDs {
+		return cp, nil
 	}
 	if err := cp.InstallCRDs(ctx); err != nil {
 		return nil, err

@@ -60,7 +60,7 @@ func TestManifestsPassServerSideValidation(t *testing.T) {
 	require.NoError(t, err)
 	_, err = h.Apply(h.Ctx, ns)
 	require.NoError(t, err)
-	for _, name := range []string{"rbac.yaml", "rbac-replace-default.yaml", "deployment.yaml", "crds/scheduling.x-k8s.io_podgroups.yaml"} {
+	for _, name := range []string{"rbac.yaml", "rbac-replace-default.yaml", "rbac-tenants.yaml", "deployment.yaml", "crds/scheduling.x-k8s.io_podgroups.yaml"} {
 		data, err := manifests.File(name)
 		require.NoError(t, err)
 		_, err = h.DryRun(h.Ctx, data)

@@ -124,40 +124,8 @@ func TestShippedRBACIsNeededRuleByRule(t *testing.T) {
 	shipped, err := manifests.SchedulerFlags()
 	require.NoError(t, err)
 
-	run := 0
-	// schedule starts a fresh scheduler and walks the steps until the first
-	// that fails (given only deniedWindow if it is expected to), and returns
-	// its name, or "" when all passed.
 	schedule := func(t *testing.T, config []byte, expectFailing string) (failed string, logs string) {
-		run++
-		w.reset(t)
-		port, err := cluster.FreePort()
-		require.NoError(t, err)
-		// In a pod, delegated authentication and authorization of /metrics
-		// callers fall back to the in-cluster ServiceAccount; out of a pod
-		// they are pointed at the same credentials.
-		flags := append(append([]string{}, shipped...), "--secure-port="+strconv.Itoa(port),
-			"--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig)
-		p, err := h.StartSchedulerProcessAs(h.Ctx, config, kubeconfig, flags...)
-		require.NoError(t, err)
-		defer func() { require.NoError(t, p.Kill()) }()
-		w.port = port
-		for _, s := range w.steps() {
-			timeout := stepTimeout
-			if s.name == expectFailing {
-				timeout = deniedWindow
-			}
-			ctx, cancel := context.WithTimeout(h.Ctx, timeout)
-			start := time.Now()
-			err := s.run(ctx, fmt.Sprintf("r%d", run))
-			cancel()
-			if err != nil {
-				t.Logf("step %q failed after %s: %v", s.name, time.Since(start).Round(time.Millisecond), err)
-				return s.name, p.Logs()
-			}
-			t.Logf("step %q passed in %s", s.name, time.Since(start).Round(time.Millisecond))
-		}
-		return "", p.Logs()
+		return w.runSteps(t, config, kubeconfig, shipped, expectFailing)
 	}
 	// check runs every step with all grants, then without each grant of
 	// the manifest.
@@ -170,9 +138,7 @@ func TestShippedRBACIsNeededRuleByRule(t *testing.T) {
 		t.Run("all grants", func(t *testing.T) {
 			failed, logs := schedule(t, config, "")
 			require.Empty(t, failed, "scheduler logs:\n%s", logs)
-			for _, line := range strings.Split(logs, "\n") {
-				require.NotContains(t, line, "forbidden", "a request was refused with every grant in place")
-			}
+			requireNoneRefused(t, logs)
 		})
 		for _, g := range grants {
 			t.Run("without "+g.name, func(t *testing.T) {
@@ -344,6 +310,54 @@ type rbacWorld struct {
 	servesDefault bool
 	token         string
 	clientCert    tls.Certificate
+	// run numbers the scheduler runs, so each run's objects are its own.
+	run int
+}
+
+// runSteps starts a fresh scheduler with the configuration and flags,
+// as the identity of kubeconfig, and walks the steps until the first that
+// fails (given only deniedWindow if it is expected to), and returns its
+// name, or "" when all passed, and the scheduler's logs.
+func (w *rbacWorld) runSteps(t *testing.T, config []byte, kubeconfig string, shipped []string, expectFailing string) (failed string, logs string) {
+	h := w.h
+	w.run++
+	w.reset(t)
+	port, err := cluster.FreePort()
+	require.NoError(t, err)
+	// In a pod, delegated authentication and authorization of /metrics
+	// callers fall back to the in-cluster ServiceAccount; out of a pod
+	// they are pointed at the same credentials.
+	flags := append(append([]string{}, shipped...), "--secure-port="+strconv.Itoa(port),
+		"--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig)
+	p, err := h.StartSchedulerProcessAs(h.Ctx, config, kubeconfig, flags...)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, p.Kill()) }()
+	w.port = port
+	for _, s := range w.steps() {
+		timeout := stepTimeout
+		if s.name == expectFailing {
+			timeout = deniedWindow
+		}
+		ctx, cancel := context.WithTimeout(h.Ctx, timeout)
+		start := time.Now()
+		err := s.run(ctx, fmt.Sprintf("r%d", w.run))
+		cancel()
+		if err != nil {
+			t.Logf("step %q failed after %s: %v", s.name, time.Since(start).Round(time.Millisecond), err)
+			return s.name, p.Logs()
+		}
+		t.Logf("step %q passed in %s", s.name, time.Since(start).Round(time.Millisecond))
+	}
+	return "", p.Logs()
+}
+
+// requireNoneRefused fails the test if a line of the scheduler's logs
+// shows a request the apiserver refused.
+func requireNoneRefused(t *testing.T, logs string) {
+	t.Helper()
+	for _, line := range strings.Split(logs, "\n") {
+		require.NotContains(t, line, "forbidden", "a request was refused with every grant in place")
+	}
 }
 
 const (

@@ -1,0 +1,185 @@
+package chart
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v4/pkg/action"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "write the generated files instead of comparing them (make manifests)")
+
+// manifestsDir is the repository's manifests/ directory, seen from this
+// package's directory.
+const manifestsDir = ".."
+
+// The kustomize base is the chart rendered with its default values, file
+// by file (make manifests writes it; a hand edit fails here), and the
+// chart's CRD templates are manifests/crds.
+func TestKustomizeBaseIsTheRenderedChart(t *testing.T) {
+	generated, err := Generate()
+	require.NoError(t, err)
+	var paths []string
+	for p := range generated {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		file := filepath.Join(manifestsDir, p)
+		if *update {
+			require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
+			require.NoError(t, os.WriteFile(file, generated[p], 0o644))
+			continue
+		}
+		got, err := os.ReadFile(file)
+		require.NoError(t, err)
+		require.Equal(t, string(generated[p]), string(got), "manifests/%s is not what the chart renders: run make manifests", p)
+	}
+}
+
+// With default values the chart renders the same objects as `kubectl
+// kustomize manifests/`, object by object, but for what only one of the
+// two tools has: the Namespace, which Helm makes for its release
+// (--create-namespace) and a chart cannot, and the keep policy, which
+// only Helm reads.
+func TestChartRendersTheKustomizeBaseObjectByObject(t *testing.T) {
+	if *update {
+		t.Skip("generating")
+	}
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	built, err := k.Run(filesys.MakeFsOnDisk(), manifestsDir)
+	require.NoError(t, err)
+	kustomized, err := built.AsYaml()
+	require.NoError(t, err)
+	fromKustomize := objectsByKey(t, kustomized)
+	ns, ok := fromKustomize["Namespace//"+Namespace]
+	require.True(t, ok, "the kustomize base makes the namespace %s", Namespace)
+	require.Equal(t, "restricted", ns.GetLabels()["pod-security.kubernetes.io/enforce"])
+	delete(fromKustomize, "Namespace//"+Namespace)
+	// The generated file's header is a comment of the file, in the data
+	// kustomize reads from it.
+	cm := fromKustomize["ConfigMap/"+Namespace+"/flotilla-scheduler-config"]
+	require.NotNil(t, cm, "the kustomize base has the scheduler's ConfigMap")
+	data, _, _ := unstructured.NestedString(cm.Object, "data", "scheduler-config.yaml")
+	require.NoError(t, unstructured.SetNestedField(cm.Object, strings.TrimPrefix(data, generatedHeader), "data", "scheduler-config.yaml"))
+
+	rendered, err := Render(nil)
+	require.NoError(t, err)
+	fromChart := objectsByKey(t, []byte(strings.Join(rendered.Documents(), "---\n")))
+	for key, obj := range fromChart {
+		annotations := obj.GetAnnotations()
+		if obj.GetKind() == "CustomResourceDefinition" {
+			require.Equal(t, "keep", annotations[KeepAnnotation], "%s is kept by helm uninstall", key)
+			delete(annotations, KeepAnnotation)
+			obj.SetAnnotations(annotations)
+		}
+	}
+	require.ElementsMatch(t, keys(fromKustomize), keys(fromChart), "objects of kustomize (first) and of the chart (second)")
+	for key, want := range fromKustomize {
+		if !reflect.DeepEqual(want.Object, fromChart[key].Object) {
+			w, _ := yaml.Marshal(want.Object)
+			g, _ := yaml.Marshal(fromChart[key].Object)
+			t.Errorf("%s differs:\nkustomize:\n%s\nchart:\n%s", key, w, g)
+		}
+	}
+}
+
+func objectsByKey(t *testing.T, stream []byte) map[string]*unstructured.Unstructured {
+	t.Helper()
+	out := map[string]*unstructured.Unstructured{}
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(stream), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := decoder.Decode(&obj.Object); err != nil {
+			require.ErrorContains(t, err, "EOF")
+			return out
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		key := obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName()
+		require.NotContains(t, out, key, "rendered twice")
+		out[key] = obj
+	}
+}
+
+func keys(m map[string]*unstructured.Unstructured) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// `helm lint --strict` passes with the default values and in each mode.
+func TestChartLints(t *testing.T) {
+	for _, values := range []map[string]any{nil, {"mode": ReplaceDefault}, {"queues": []any{map[string]any{"name": "a", "weight": 3}}}} {
+		lint := action.NewLint()
+		lint.Strict = true
+		result := lint.Run([]string{Name}, values)
+		for _, m := range result.Messages {
+			t.Logf("%v", m)
+		}
+		require.Empty(t, result.Errors, "helm lint with values %v", values)
+		require.False(t, action.HasWarningsOrErrors(result), "helm lint --strict with values %v", values)
+	}
+}
+
+// Every value the schema refuses is named in the error, and the values a
+// user is told to set render.
+func TestValues(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		values map[string]any
+		// wantErr is the value the error must name; "" renders.
+		wantErr string
+		// wantIn is text the scheduler configuration must hold.
+		wantIn []string
+	}{
+		{name: "unknown mode", values: map[string]any{"mode": "instead"}, wantErr: "/mode"},
+		{name: "negative resource weight", values: map[string]any{"binpack": map[string]any{"resources": []any{map[string]any{"name": "cpu", "weight": -1}}}}, wantErr: "/binpack/resources/0/weight"},
+		{name: "resource weight above 100", values: map[string]any{"binpack": map[string]any{"resources": []any{map[string]any{"name": "cpu", "weight": 101}}}}, wantErr: "/binpack/resources/0/weight"},
+		{name: "zero permit wait", values: map[string]any{"gang": map[string]any{"permitWaitingTimeSeconds": 0}}, wantErr: "/gang/permitWaitingTimeSeconds"},
+		{name: "negative backoff", values: map[string]any{"gang": map[string]any{"backoffSeconds": -1}}, wantErr: "/gang/backoffSeconds"},
+		{name: "bad topology label", values: map[string]any{"gang": map[string]any{"topologyLevels": []any{"not a label"}}}, wantErr: "/gang/topologyLevels/0"},
+		{name: "bad default queue", values: map[string]any{"proportion": map[string]any{"defaultQueue": "No_Queue"}}, wantErr: "/proportion/defaultQueue"},
+		{name: "queue weight negative", values: map[string]any{"queues": []any{map[string]any{"name": "q", "weight": -3}}}, wantErr: "/queues/0/weight"},
+		{name: "queue without a name", values: map[string]any{"queues": []any{map[string]any{"weight": 1}}}, wantErr: "/queues/0"},
+		{name: "queue guarantee not a quantity", values: map[string]any{"queues": []any{map[string]any{"name": "q", "guarantee": map[string]any{"cpu": "lots"}}}}, wantErr: "/queues/0/guarantee/cpu"},
+		{name: "feature gate not a boolean", values: map[string]any{"featureGates": map[string]any{"Foo": "yes"}}, wantErr: "/featureGates/Foo"},
+		{name: "misspelt value", values: map[string]any{"replica": 3}, wantErr: "replica"},
+		{name: "scarce resources off", values: map[string]any{"binpack": map[string]any{"scarceResources": []any{}}}, wantIn: []string{"scarceResources: []"}},
+		{name: "replace-default shares the gang args", values: map[string]any{"mode": ReplaceDefault, "gang": map[string]any{"backoffSeconds": 3}},
+			wantIn: []string{"schedulerName: default-scheduler", "resourceName: kube-scheduler"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Render(c.values)
+			if c.wantErr != "" {
+				require.Error(t, err)
+				require.Contains(t, err.Error(), c.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			config, err := schedulerConfig(r.Templates["templates/configmap.yaml"])
+			require.NoError(t, err)
+			for _, want := range c.wantIn {
+				require.Contains(t, config, want)
+			}
+			if c.values["mode"] == ReplaceDefault {
+				require.Equal(t, 2, strings.Count(config, "backoffSeconds: 3"), "both profiles carry the same Gang args:\n%s", config)
+			}
+		})
+	}
+}

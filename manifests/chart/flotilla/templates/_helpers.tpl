@@ -1,0 +1,146 @@
+{{/*
+The scheduler's image: the repository at the tag, or at the chart's
+appVersion.
+*/}}
+{{- define "flotilla.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+
+{{/*
+The --feature-gates flag's value, gates sorted by name.
+*/}}
+{{- define "flotilla.featureGates" -}}
+{{- $gates := list }}
+{{- range $name, $on := .Values.featureGates }}
+{{- $gates = append $gates (printf "%s=%t" $name $on) }}
+{{- end }}
+{{- join "," $gates }}
+{{- end }}
+
+{{/*
+The Gang plugin's args. Every profile of one binary shares the queue sort,
+and kube-scheduler requires its args to be the same in each: both profiles
+of replace-default render them from here.
+*/}}
+{{- define "flotilla.gangArgs" -}}
+# Placed members wait this long for the rest of their gang when the
+# PodGroup sets no scheduleTimeoutSeconds.
+permitWaitingTimeSeconds: {{ .Values.gang.permitWaitingTimeSeconds }}
+# A gang whose attempt failed lets others try for this long.
+backoffSeconds: {{ .Values.gang.backoffSeconds }}
+{{- with .Values.gang.topologyLevels }}
+# The cluster's topology node labels, widest first: a PodGroup
+# annotated scheduling.flotilla.dev/topology-preferred with one of
+# them falls back to the next wider one.
+topologyLevels:
+{{- toYaml . | nindent 0 }}
+{{- end }}
+{{- end }}
+
+{{/*
+The KubeSchedulerConfiguration, shipped as the flotilla-scheduler-config
+ConfigMap (the kustomize base's scheduler-config.yaml and
+scheduler-config-replace-default.yaml are this, rendered).
+*/}}
+{{- define "flotilla.schedulerConfig" -}}
+{{- $replace := eq .Values.mode "replace-default" -}}
+{{- if $replace -}}
+# flotilla-scheduler instead of kube-scheduler: one binary serves the
+# unchanged default-scheduler profile and the flotilla-scheduler profile from
+# one cache, so no two schedulers race for the same node. It takes
+# kube-scheduler's own lease: while the old scheduler still runs, only one of
+# the two is active, which makes the switch-over safe.
+{{- else -}}
+# flotilla-scheduler beside the default scheduler: it schedules only pods with
+# spec.schedulerName: flotilla-scheduler and holds its own lease, so it never
+# competes with kube-scheduler for leadership.
+{{- end }}
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  # A gang's members bind together once its quorum is placed: at the default
+  # 50 qps the bindings of a 1000-pod gang alone would take 20 s.
+  qps: {{ .Values.clientConnection.qps }}
+  burst: {{ .Values.clientConnection.burst }}
+leaderElection:
+  leaderElect: {{ .Values.leaderElection.enabled }}
+{{- if $replace }}
+  resourceNamespace: kube-system
+  resourceName: kube-scheduler
+{{- else }}
+  resourceNamespace: {{ .Release.Namespace }}
+  resourceName: flotilla-scheduler
+{{- end }}
+profiles:
+{{- if $replace }}
+# Unchanged but for the queue sort, which every profile of one binary shares:
+# Gang's orders plain pods exactly as PrioritySort does.
+- schedulerName: default-scheduler
+  plugins:
+    queueSort:
+      enabled:
+      - name: Gang
+      disabled:
+      - name: "*"
+  pluginConfig:
+  - name: Gang
+    args:
+      {{- include "flotilla.gangArgs" . | nindent 6 }}
+{{- end }}
+- schedulerName: flotilla-scheduler
+  plugins:
+    multiPoint:
+      enabled:
+      # All-or-nothing PodGroups; also the queue sort, which orders plain
+      # pods exactly as PrioritySort does.
+      - name: Gang
+      # Weighted fair share among Queues: admission within deserved shares.
+      - name: Proportion
+      # The packing score, weighted against the profile's other scores.
+      - name: Binpack
+        weight: {{ .Values.binpack.weight }}
+      # Gang- and queue-aware preemption and reclaim.
+      - name: Preemption
+    # One queue sort for the whole binary: Gang's replaces PrioritySort. It
+    # is spelled out per extension point because every profile must
+    # configure it identically.
+    queueSort:
+      enabled:
+      - name: Gang
+      disabled:
+      - name: "*"
+    postFilter:
+      disabled:
+      # Replaced by Preemption: DefaultPreemption evicts for one pod at a
+      # time, would break running gangs and ignores queues.
+      - name: DefaultPreemption
+    score:
+      disabled:
+      # Both pull the other way: LeastAllocated spreads pods onto the
+      # emptiest node and BalancedAllocation evens cpu against memory,
+      # which fragments nodes that binpack is trying to fill.
+      - name: NodeResourcesFit
+      - name: NodeResourcesBalancedAllocation
+  pluginConfig:
+  - name: Gang
+    args:
+      {{- include "flotilla.gangArgs" . | nindent 6 }}
+  - name: Proportion
+    args:
+      # Pods that name no queue (own, PodGroup or namespace label) go here.
+      defaultQueue: {{ .Values.proportion.defaultQueue | quote }}
+  - name: Binpack
+    args:
+      {{- with .Values.binpack.resources }}
+      resources:
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
+      # CPU-only pods keep off nodes with these resources while a node
+      # without them fits, so no GPU pod is stranded. Empty: rank as
+      # MostAllocated.
+      scarceResources:
+      {{- if .Values.binpack.scarceResources }}
+      {{- toYaml .Values.binpack.scarceResources | nindent 6 }}
+      {{- else }} []
+      {{- end }}
+{{- end }}
