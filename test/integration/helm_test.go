@@ -311,4 +311,3 @@ func serviceAccountKubeconfig(t *testing.T, h *harness.Harness) string {
 	require.NoError(t, err)
 	return kubeconfig
 }
-
