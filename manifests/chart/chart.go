@@ -59,17 +59,19 @@ func Load() (*chartv2.Chart, error) {
 }
 
 // Rendered is one render of the chart: per template (its path under the
-// chart, e.g. templates/rbac.yaml), the documents it produced, in order;
-// hooks separately.
+// chart, e.g. templates/rbac.yaml), the documents it produced, in order,
+// and the notes Helm prints after an install.
 type Rendered struct {
 	Templates map[string][]string
-	Hooks     map[string][]string
+	Notes     string
 }
 
 // Render renders the chart with values over its defaults as `helm
-// template flotilla -n flotilla-system` does, values.schema.json and the
-// chart's kubeVersion checked.
-func Render(values map[string]any) (*Rendered, error) {
+// template flotilla -n flotilla-system --api-versions ...` does,
+// values.schema.json and the chart's kubeVersion checked. apiVersions are
+// the APIs the cluster serves beyond the built-in ones (e.g.
+// scheduling.flotilla.dev/v1alpha1/Queue once the CRD is there).
+func Render(values map[string]any, apiVersions ...string) (*Rendered, error) {
 	ch, err := Load()
 	if err != nil {
 		return nil, err
@@ -84,6 +86,7 @@ func Render(values map[string]any) (*Rendered, error) {
 	install.ReleaseName = Name
 	install.Namespace = Namespace
 	install.KubeVersion = kube
+	install.APIVersions = apiVersions
 	rel, err := install.Run(ch, values)
 	if err != nil {
 		return nil, err
@@ -92,11 +95,10 @@ func Render(values map[string]any) (*Rendered, error) {
 	if !ok {
 		return nil, fmt.Errorf("render: unexpected release type %T", rel)
 	}
-	out := &Rendered{Templates: splitBySource(r.Manifest), Hooks: map[string][]string{}}
-	for _, h := range r.Hooks {
-		out.Hooks[strings.TrimPrefix(h.Path, Name+"/")] = append(out.Hooks[strings.TrimPrefix(h.Path, Name+"/")], h.Manifest)
+	if len(r.Hooks) > 0 {
+		return nil, fmt.Errorf("render: the chart has hooks, which Documents leaves out: %s", r.Hooks[0].Path)
 	}
-	return out, nil
+	return &Rendered{Templates: splitBySource(r.Manifest), Notes: r.Info.Notes}, nil
 }
 
 var sourceLine = regexp.MustCompile(`(?m)^# Source: ` + Name + `/(\S+)\n`)
@@ -120,8 +122,7 @@ func splitBySource(manifest string) map[string][]string {
 	return out
 }
 
-// Documents is every rendered document (hooks included), in template
-// path order.
+// Documents is every rendered document, in template path order.
 func (r *Rendered) Documents() []string {
 	var paths []string
 	for p := range r.Templates {
@@ -131,14 +132,6 @@ func (r *Rendered) Documents() []string {
 	var docs []string
 	for _, p := range paths {
 		docs = append(docs, r.Templates[p]...)
-	}
-	paths = paths[:0]
-	for p := range r.Hooks {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		docs = append(docs, r.Hooks[p]...)
 	}
 	return docs
 }

@@ -12,11 +12,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v4/pkg/action"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 )
 
 var update = flag.Bool("update", false, "write the generated files instead of comparing them (make manifests)")
@@ -182,4 +185,36 @@ func TestValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Queues from values render once the cluster serves the Queue API, kept
+// by helm uninstall; before, the notes say how to create them.
+func TestQueuesRenderOnceTheAPIExists(t *testing.T) {
+	values := map[string]any{"queues": []any{
+		map[string]any{"name": "research", "weight": 2, "capability": map[string]any{"nvidia.com/gpu": "8"}},
+		map[string]any{"name": "team-a", "parent": "research", "guarantee": map[string]any{"cpu": "4"}, "reclaimable": false},
+	}}
+	before, err := Render(values)
+	require.NoError(t, err)
+	require.Empty(t, before.Templates["templates/queues.yaml"])
+	require.Contains(t, before.Notes, "The 2 Queue(s) in values were not created")
+
+	after, err := Render(values, "scheduling.flotilla.dev/v1alpha1/Queue")
+	require.NoError(t, err)
+	require.NotContains(t, after.Notes, "were not created")
+	docs := after.Templates["templates/queues.yaml"]
+	require.Len(t, docs, 2)
+	var research, teamA flotillav1alpha1.Queue
+	require.NoError(t, yaml.UnmarshalStrict([]byte(docs[0]), &research))
+	require.NoError(t, yaml.UnmarshalStrict([]byte(docs[1]), &teamA))
+	require.Equal(t, "research", research.Name)
+	require.Equal(t, "keep", research.Annotations[KeepAnnotation])
+	require.Equal(t, int32(2), research.Spec.Weight)
+	require.Equal(t, "8", research.Spec.Capability.Name("nvidia.com/gpu", resource.DecimalSI).String())
+	require.Equal(t, "team-a", teamA.Name)
+	require.Equal(t, "research", teamA.Spec.Parent)
+	require.Equal(t, "4", teamA.Spec.Guarantee.Cpu().String())
+	require.NotNil(t, teamA.Spec.Reclaimable)
+	require.False(t, *teamA.Spec.Reclaimable)
+	require.Equal(t, int32(1), teamA.Spec.Weight, "a queue without a weight gets weight 1")
 }

@@ -24,7 +24,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/kube"
+	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
@@ -48,7 +51,6 @@ func TestHelmChartInstallsUpgradesAndSchedules(t *testing.T) {
 	h := harness.Start(t, cluster.ControlPlaneOptions{NoCRDs: true, ExtraAPIServerFlags: []string{
 		"--authorization-mode=RBAC", "--client-ca-file=" + ca.CertFile,
 	}})
-	cfg := newHelmConfig(t, h)
 	ch, err := chart.Load()
 	require.NoError(t, err)
 	queues := []any{map[string]any{"name": "research", "weight": 2, "capability": map[string]any{"nvidia.com/gpu": "8"}}}
@@ -63,7 +65,7 @@ func TestHelmChartInstallsUpgradesAndSchedules(t *testing.T) {
 			{map[string]any{"queues": []any{map[string]any{"name": "q", "weight": -3}}}, "/queues/0/weight"},
 			{map[string]any{"gang": map[string]any{"permitWaitingTimeSeconds": 0}}, "/gang/permitWaitingTimeSeconds"},
 		} {
-			install := newHelmInstall(cfg)
+			install := newHelmInstall(newHelmConfig(t, h))
 			_, err := install.RunWithContext(h.Ctx, ch, c.values)
 			require.Error(t, err, "values %v", c.values)
 			require.Contains(t, err.Error(), c.want, "the error names the bad value")
@@ -75,17 +77,19 @@ func TestHelmChartInstallsUpgradesAndSchedules(t *testing.T) {
 
 	w := (*rbacWorld)(nil)
 	t.Run("install beside kube-scheduler", func(t *testing.T) {
-		install := newHelmInstall(cfg)
+		install := newHelmInstall(newHelmConfig(t, h))
 		rel, err := install.RunWithContext(h.Ctx, ch, map[string]any{"queues": queues})
 		require.NoError(t, err)
-		require.NotNil(t, rel)
 		requireCRDsEstablished(t, h)
 		rendered, err := chart.Render(map[string]any{"queues": queues})
 		require.NoError(t, err)
 		requireObjectsExist(t, h, rendered.Documents())
-		q := &flotillav1alpha1.Queue{}
-		requireGet(t, h, "scheduling.flotilla.dev", "v1alpha1", "queues", "", "research", q)
-		require.Equal(t, int32(2), q.Spec.Weight)
+		// The install that creates the Queue CRD cannot create Queues, and
+		// its notes say how they will be.
+		notes := rel.(*releasev1.Release).Info.Notes
+		require.Contains(t, notes, "helm upgrade flotilla <chart> -n flotilla-system --reuse-values", "notes:\n%s", notes)
+		_, err = h.Dynamic.Resource(queuesResource).Get(h.Ctx, "research", metav1.GetOptions{})
+		require.True(t, apierrors.IsNotFound(err), "a Queue before its CRD: %v", err)
 
 		w = newRBACWorld(t, h, ca)
 		w.lease = types.NamespacedName{Namespace: chart.Namespace, Name: "flotilla-scheduler"}
@@ -120,7 +124,6 @@ func TestHelmChartInstallsUpgradesAndSchedules(t *testing.T) {
 			return dynamic.NewForConfigOrDie(cfg)
 		}
 		podGroups := schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
-		queuesGVR := schema.GroupVersionResource{Group: "scheduling.flotilla.dev", Version: "v1alpha1", Resource: "queues"}
 		pg := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
 			"metadata": map[string]any{"name": "train"}, "spec": map[string]any{"minMember": int64(2)},
@@ -133,24 +136,26 @@ func TestHelmChartInstallsUpgradesAndSchedules(t *testing.T) {
 		}), "a user with edit in the namespace cannot create a PodGroup")
 		_, err = as("viewer").Resource(podGroups).Namespace("team").Get(h.Ctx, "train", metav1.GetOptions{})
 		require.NoError(t, err, "a user with view in the namespace reads its PodGroups")
-		_, err = as("viewer").Resource(queuesGVR).Get(h.Ctx, "research", metav1.GetOptions{})
+		_, err = as("viewer").Resource(queuesResource).List(h.Ctx, metav1.ListOptions{})
 		require.NoError(t, err, "a user with view reads the Queues")
 		pg.SetName("other")
 		_, err = as("viewer").Resource(podGroups).Namespace("team").Create(h.Ctx, pg, metav1.CreateOptions{})
 		require.True(t, apierrors.IsForbidden(err), "a viewer created a PodGroup: %v", err)
-		_, err = as("editor").Resource(queuesGVR).Get(h.Ctx, "research", metav1.GetOptions{})
+		_, err = as("editor").Resource(queuesResource).List(h.Ctx, metav1.ListOptions{})
 		require.True(t, apierrors.IsForbidden(err), "edit in one namespace reads cluster-scoped Queues: %v", err)
 	})
 
 	t.Run("upgrade to instead of kube-scheduler", func(t *testing.T) {
 		require.NotNil(t, w, "the install failed")
-		upgrade := action.NewUpgrade(cfg)
-		upgrade.Namespace = chart.Namespace
+		upgrade := newHelmUpgrade(newHelmConfig(t, h))
 		_, err := upgrade.RunWithContext(h.Ctx, chart.Name, ch, map[string]any{"mode": chart.ReplaceDefault, "queues": queues})
 		require.NoError(t, err)
-		rendered, err := chart.Render(map[string]any{"mode": chart.ReplaceDefault, "queues": queues})
+		rendered, err := chart.Render(map[string]any{"mode": chart.ReplaceDefault, "queues": queues}, queueAPI)
 		require.NoError(t, err)
 		requireObjectsExist(t, h, rendered.Documents())
+		q := &flotillav1alpha1.Queue{}
+		requireGet(t, h, queuesResource, "", "research", q)
+		require.Equal(t, int32(2), q.Spec.Weight)
 		// The lease of its own is no longer granted.
 		_, err = h.Client.RbacV1().Roles(chart.Namespace).Get(h.Ctx, "flotilla-scheduler-leader-election", metav1.GetOptions{})
 		require.True(t, apierrors.IsNotFound(err), "beside-default's lease Role survived the upgrade: %v", err)
@@ -168,8 +173,7 @@ func TestHelmChartInstallsUpgradesAndSchedules(t *testing.T) {
 			require.Contains(t, string(tpl), was)
 			return bytes.Replace(tpl, []byte(was), []byte("description: Weight, changed by a chart upgrade."), 1)
 		})
-		upgrade := action.NewUpgrade(cfg)
-		upgrade.Namespace = chart.Namespace
+		upgrade := newHelmUpgrade(newHelmConfig(t, h))
 		_, err := upgrade.RunWithContext(h.Ctx, chart.Name, changed, map[string]any{"queues": queues})
 		require.NoError(t, err)
 		crd, err := apiextensionsclient.NewForConfigOrDie(h.Config).ApiextensionsV1().CustomResourceDefinitions().Get(h.Ctx, "queues.scheduling.flotilla.dev", metav1.GetOptions{})
@@ -179,27 +183,41 @@ func TestHelmChartInstallsUpgradesAndSchedules(t *testing.T) {
 	})
 
 	t.Run("uninstall keeps the CRDs and the Queues", func(t *testing.T) {
-		_, err := action.NewUninstall(cfg).Run(chart.Name)
+		uninstall := action.NewUninstall(newHelmConfig(t, h))
+		uninstall.WaitStrategy = kube.HookOnlyStrategy
+		_, err := uninstall.Run(chart.Name)
 		require.NoError(t, err)
 		require.NoError(t, wait.PollUntilContextTimeout(h.Ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 			_, err := h.Client.AppsV1().Deployments(chart.Namespace).Get(ctx, "flotilla-scheduler", metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		}), "the Deployment outlived helm uninstall")
 		requireCRDsEstablished(t, h)
-		requireGet(t, h, "scheduling.flotilla.dev", "v1alpha1", "queues", "", "research", &flotillav1alpha1.Queue{})
+		requireGet(t, h, queuesResource, "", "research", &flotillav1alpha1.Queue{})
 	})
 }
 
 // newHelmConfig is Helm's action configuration against the harness's
 // apiserver as its admin, releases stored as Secrets in the chart's
-// namespace (Helm's default driver).
+// namespace (Helm's default driver), for one action: as a helm command,
+// it discovers the APIs the cluster serves when it starts.
 func newHelmConfig(t *testing.T, h *harness.Harness) *action.Configuration {
-	flags := genericclioptions.NewConfigFlags(true)
+	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig = &h.KubeconfigPath
 	namespace := chart.Namespace
 	flags.Namespace = &namespace
 	cfg := action.NewConfiguration()
 	require.NoError(t, cfg.Init(flags, chart.Namespace, "secret"))
+	// The in-process apiserver is built without a version (it reports
+	// v0.0.0-master), so Helm's check of the chart's kubeVersion is told
+	// the version its code is, the module's k8s.io/kubernetes; the APIs
+	// are the cluster's.
+	kube, err := common.ParseKubeVersion(chart.KubeVersion)
+	require.NoError(t, err)
+	apis, err := action.GetVersionSet(h.Client.Discovery())
+	require.NoError(t, err)
+	cfg.Capabilities = common.DefaultCapabilities.Copy()
+	cfg.Capabilities.KubeVersion = *kube
+	cfg.Capabilities.APIVersions = apis
 	return cfg
 }
 
@@ -210,8 +228,18 @@ func newHelmInstall(cfg *action.Configuration) *action.Install {
 	install.ReleaseName = chart.Name
 	install.Namespace = chart.Namespace
 	install.CreateNamespace = true
+	install.WaitStrategy = kube.HookOnlyStrategy
 	install.Timeout = time.Minute
 	return install
+}
+
+// newHelmUpgrade is `helm upgrade flotilla -n flotilla-system`.
+func newHelmUpgrade(cfg *action.Configuration) *action.Upgrade {
+	upgrade := action.NewUpgrade(cfg)
+	upgrade.Namespace = chart.Namespace
+	upgrade.WaitStrategy = kube.HookOnlyStrategy
+	upgrade.Timeout = time.Minute
+	return upgrade
 }
 
 // withTemplate is the chart with one template's text changed.
@@ -272,9 +300,15 @@ func requireObjectsExist(t *testing.T, h *harness.Harness, docs []string) {
 	}
 }
 
-func requireGet(t *testing.T, h *harness.Harness, group, version, resource, namespace, name string, into any) {
+// queuesResource is the Queue API, and queueAPI how Helm names it among
+// the cluster's APIs.
+var queuesResource = schema.GroupVersionResource{Group: "scheduling.flotilla.dev", Version: "v1alpha1", Resource: "queues"}
+
+const queueAPI = "scheduling.flotilla.dev/v1alpha1/Queue"
+
+func requireGet(t *testing.T, h *harness.Harness, resource schema.GroupVersionResource, namespace, name string, into any) {
 	t.Helper()
-	u, err := h.Dynamic.Resource(schema.GroupVersionResource{Group: group, Version: version, Resource: resource}).Namespace(namespace).Get(h.Ctx, name, metav1.GetOptions{})
+	u, err := h.Dynamic.Resource(resource).Namespace(namespace).Get(h.Ctx, name, metav1.GetOptions{})
 	require.NoError(t, err, "%s %s", resource, name)
 	data, err := u.MarshalJSON()
 	require.NoError(t, err)

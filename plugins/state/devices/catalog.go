@@ -46,6 +46,10 @@ type Reader struct {
 	totalsMu sync.Mutex
 	totalsOf uint64
 	totals   capacity.Resources
+	// verdicts are the classes' selectors evaluated on the slices'
+	// devices (see deviceMatches).
+	matchMu  sync.Mutex
+	verdicts map[sliceClass]classVerdict
 }
 
 // NewReader reads through the scheduler's DRA manager (nil: the scheduler
@@ -83,8 +87,6 @@ type Catalog struct {
 	anyNode   []*resourceapi.ResourceSlice
 	slices    []*resourceapi.ResourceSlice // all of them
 	allocated *structured.AllocatedState
-	// matchMemo caches class selector results per class and device.
-	matchMemo map[string]bool
 	// counts per node name, once counted.
 	counts map[string]Counts
 
@@ -107,7 +109,7 @@ type Catalog struct {
 
 // Catalog starts a check's view; nothing is read until asked.
 func (r *Reader) Catalog() *Catalog {
-	return &Catalog{r: r, seen: map[string]bool{}, unallocatedUsers: map[string][]string{}, tolerations: map[corev1.ResourceName][]resourceapi.DeviceToleration{}, matchMemo: map[string]bool{}, counts: map[string]Counts{},
+	return &Catalog{r: r, seen: map[string]bool{}, unallocatedUsers: map[string][]string{}, tolerations: map[corev1.ResourceName][]resourceapi.DeviceToleration{}, counts: map[string]Counts{},
 		demandOf: map[types.UID]capacity.Resources{}, claimsOf: map[types.UID][]*resourceapi.ResourceClaim{}, partitioned: map[string]bool{}}
 }
 
@@ -400,6 +402,14 @@ func (c *Catalog) CountOn(ctx context.Context, node *corev1.Node, keys []corev1.
 				return err
 			}
 		}
+		matchOf := make(map[corev1.ResourceName][]bool, len(counts.Total))
+		for key := range counts.Total {
+			match, err := c.r.deviceMatches(ctx, c.byKey[key], slice)
+			if err != nil {
+				return err
+			}
+			matchOf[key] = match
+		}
 		for i := range slice.Spec.Devices {
 			device := &slice.Spec.Devices[i]
 			if !sliceWide {
@@ -417,11 +427,7 @@ func (c *Catalog) CountOn(ctx context.Context, node *corev1.Node, keys []corev1.
 				c.partitioned[node.Name] = true
 			}
 			for key := range counts.Total {
-				match, err := c.matches(ctx, c.byKey[key], slice.Spec.Driver, id.String(), device)
-				if err != nil {
-					return err
-				}
-				if !match {
+				if !matchOf[key][i] {
 					continue
 				}
 				counts.Total[key]++
@@ -478,40 +484,6 @@ func (c *Catalog) tolerated(key corev1.ResourceName, taints []resourceapi.Device
 		}
 	}
 	return true
-}
-
-// matches evaluates the class's selectors on a device, once per check.
-func (c *Catalog) matches(ctx context.Context, class *resourceapi.DeviceClass, driver, id string, device *resourceapi.Device) (bool, error) {
-	if len(class.Spec.Selectors) == 0 {
-		return true, nil
-	}
-	memo := class.Name + "\x00" + id
-	if m, ok := c.matchMemo[memo]; ok {
-		return m, nil
-	}
-	in := cel.Device{Driver: driver, AllowMultipleAllocations: device.AllowMultipleAllocations, Attributes: device.Attributes, Capacity: device.Capacity}
-	match := true
-	for _, sel := range class.Spec.Selectors {
-		if sel.CEL == nil {
-			continue
-		}
-		compiled := c.r.cel.GetOrCompile(sel.CEL.Expression)
-		if compiled.Error != nil {
-			return false, fmt.Errorf("DeviceClass %s: selector %q: %w", class.Name, sel.CEL.Expression, compiled.Error)
-		}
-		ok, _, err := compiled.DeviceMatches(ctx, in)
-		if err != nil {
-			// A device the selector cannot evaluate is not of the class, as
-			// the allocator treats it.
-			ok = false
-		}
-		if !ok {
-			match = false
-			break
-		}
-	}
-	c.matchMemo[memo] = match
-	return match, nil
 }
 
 // Keys are the device keys among a demand's resources, in order.
@@ -703,15 +675,15 @@ func (r *Reader) Totals() capacity.Resources {
 	if r.totals != nil && version == r.totalsOf {
 		return r.totals
 	}
-	c := r.Catalog()
+	r.forgetVerdicts(slices, classes)
 	totals := capacity.Resources{}
 	for _, class := range classes {
 		key := Key(class)
 		for _, s := range slices {
-			for i := range s.Spec.Devices {
-				device := &s.Spec.Devices[i]
-				id := structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, device.Name)
-				if match, err := c.matches(context.Background(), class, s.Spec.Driver, id.String(), device); err == nil && match {
+			// A class whose selector does not compile counts no devices.
+			match, _ := r.deviceMatches(context.Background(), class, s)
+			for _, m := range match {
+				if m {
 					totals[key]++
 				}
 			}
