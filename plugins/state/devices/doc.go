@@ -17,8 +17,10 @@
 // (fwk.SharedDRAManager): the claims it has allocated in flight for
 // members waiting at Permit count as allocated here too, which informers
 // of our own would miss. Device selectors are the classes' CEL, evaluated
-// by k8s.io/dynamic-resource-allocation/cel; node selection of slices is
-// structured.NodeMatches with the scheduler's features.
+// by k8s.io/dynamic-resource-allocation/cel once per class and slice
+// version (the Reader keeps the verdicts while neither object changes);
+// node selection of slices is structured.NodeMatches with the scheduler's
+// features.
 //
 // What a pod demands (Catalog.Demand):
 //   - a claim already allocated: nothing (its devices are out of every
