@@ -128,7 +128,7 @@ func keys(m map[string]*unstructured.Unstructured) []string {
 
 // `helm lint --strict` passes with the default values and in each mode.
 func TestChartLints(t *testing.T) {
-	for _, values := range []map[string]any{nil, {"mode": ReplaceDefault}, {"queues": []any{map[string]any{"name": "a", "weight": 3}}}} {
+	for _, values := range []map[string]any{nil, {"mode": ReplaceDefault}, {"queues": []any{map[string]any{"name": "a", "weight": 3}}}, {"serviceMonitor": map[string]any{"enabled": true}}} {
 		lint := action.NewLint()
 		lint.Strict = true
 		result := lint.Run([]string{Name}, values)
@@ -217,4 +217,44 @@ func TestQueuesRenderOnceTheAPIExists(t *testing.T) {
 	require.NotNil(t, teamA.Spec.Reclaimable)
 	require.False(t, *teamA.Spec.Reclaimable)
 	require.Equal(t, int32(1), teamA.Spec.Weight, "a queue without a weight gets weight 1")
+}
+
+// The ServiceMonitor scrapes the authenticated endpoint the way
+// TestShippedRBACIsNeededRuleByRule proves works: HTTPS on the secure
+// port, a ServiceAccount token allowed GET /metrics.
+func TestServiceMonitorScrapesTheAuthenticatedEndpoint(t *testing.T) {
+	off, err := Render(nil)
+	require.NoError(t, err)
+	require.Empty(t, off.Templates["templates/servicemonitor.yaml"], "off by default")
+
+	_, err = Render(map[string]any{"serviceMonitor": map[string]any{"enabled": true, "prometheusServiceAccount": map[string]any{"name": "prometheus"}}})
+	require.ErrorContains(t, err, "/serviceMonitor/prometheusServiceAccount", "a ServiceAccount without its namespace")
+
+	on, err := Render(map[string]any{"serviceMonitor": map[string]any{
+		"enabled": true, "labels": map[string]any{"release": "kube-prometheus-stack"},
+		"prometheusServiceAccount": map[string]any{"name": "prometheus", "namespace": "monitoring"},
+	}})
+	require.NoError(t, err)
+	objs := objectsByKey(t, []byte(strings.Join(on.Templates["templates/servicemonitor.yaml"], "---\n")))
+	require.Len(t, objs, 4)
+	svc := objs["Service/"+Namespace+"/flotilla-scheduler-metrics"]
+	require.NotNil(t, svc)
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	require.Equal(t, "https", ports[0].(map[string]any)["targetPort"], "the container's named secure port")
+	sm := objs["ServiceMonitor/"+Namespace+"/flotilla-scheduler"]
+	require.NotNil(t, sm)
+	require.Equal(t, "kube-prometheus-stack", sm.GetLabels()["release"])
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	endpoint := endpoints[0].(map[string]any)
+	require.Equal(t, "https", endpoint["scheme"])
+	require.Equal(t, "/metrics", endpoint["path"])
+	require.Equal(t, "https", endpoint["port"])
+	require.NotEmpty(t, endpoint["bearerTokenFile"])
+	binding := objs["ClusterRoleBinding//flotilla-metrics-reader"]
+	require.NotNil(t, binding)
+	subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
+	require.Equal(t, map[string]any{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}, subjects[0])
+	role := objs["ClusterRole//flotilla-metrics-reader"]
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	require.Equal(t, []any{"/metrics"}, rules[0].(map[string]any)["nonResourceURLs"])
 }
