@@ -58,9 +58,6 @@ func TestKustomizeBaseIsTheRenderedChart(t *testing.T) {
 // (--create-namespace) and a chart cannot, and the keep policy, which
 // only Helm reads.
 func TestChartRendersTheKustomizeBaseObjectByObject(t *testing.T) {
-	if *update {
-		t.Skip("generating")
-	}
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	built, err := k.Run(filesys.MakeFsOnDisk(), manifestsDir)
 	require.NoError(t, err)
