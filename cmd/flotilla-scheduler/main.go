@@ -10,6 +10,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/component-base/cli"
+	// What kube-scheduler's own main registers: --logging-format=json, and
+	// client-go's and the build's metrics. Without the second the binary
+	// exports no leader_election_master_status, so no alert can tell that
+	// no replica leads, and no REST client or workqueue metrics.
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/flotilla-sched/flotilla/plugins"

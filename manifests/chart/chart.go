@@ -76,6 +76,10 @@ func Render(values map[string]any, apiVersions ...string) (*Rendered, error) {
 	if err != nil {
 		return nil, err
 	}
+	return render(ch, values, apiVersions...)
+}
+
+func render(ch *chartv2.Chart, values map[string]any, apiVersions ...string) (*Rendered, error) {
 	kube, err := common.ParseKubeVersion(KubeVersion)
 	if err != nil {
 		return nil, err

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/manifests/observability"
 )
 
 var update = flag.Bool("update", false, "write the generated files instead of comparing them (make manifests)")
@@ -160,6 +161,9 @@ func TestValues(t *testing.T) {
 		{name: "queue guarantee not a quantity", values: map[string]any{"queues": []any{map[string]any{"name": "q", "guarantee": map[string]any{"cpu": "lots"}}}}, wantErr: "/queues/0/guarantee/cpu"},
 		{name: "feature gate not a boolean", values: map[string]any{"featureGates": map[string]any{"Foo": "yes"}}, wantErr: "/featureGates/Foo"},
 		{name: "misspelt value", values: map[string]any{"replica": 3}, wantErr: "replica"},
+		{name: "gang wait alert at 0 timeouts", values: map[string]any{"prometheusRule": map[string]any{"gangWaitTimeouts": 0}}, wantErr: "/prometheusRule/gangWaitTimeouts"},
+		{name: "guarantee alert delay not a duration", values: map[string]any{"prometheusRule": map[string]any{"queueBelowGuaranteeFor": "ten minutes"}}, wantErr: "/prometheusRule/queueBelowGuaranteeFor"},
+		{name: "dashboard label not a string", values: map[string]any{"dashboards": map[string]any{"labels": map[string]any{"grafana_dashboard": 1}}}, wantErr: "/dashboards/labels/grafana_dashboard"},
 		{name: "scarce resources off", values: map[string]any{"binpack": map[string]any{"scarceResources": []any{}}}, wantIn: []string{"scarceResources: []"}},
 		{name: "replace-default shares the gang args", values: map[string]any{"mode": ReplaceDefault, "gang": map[string]any{"backoffSeconds": 3}},
 			wantIn: []string{"schedulerName: default-scheduler", "resourceName: kube-scheduler"}},
@@ -254,4 +258,82 @@ func TestServiceMonitorScrapesTheAuthenticatedEndpoint(t *testing.T) {
 	role := objs["ClusterRole//flotilla-metrics-reader"]
 	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
 	require.Equal(t, []any{"/metrics"}, rules[0].(map[string]any)["nonResourceURLs"])
+}
+
+// The observability pack, off by default, renders a dashboard ConfigMap
+// per dashboard with the sidecar's label and a PrometheusRule whose
+// alerts each carry a severity and a runbook; every expression of both
+// parses and names at least one metric, and the values reach the rules.
+// That every metric named exists is the integration suite's check,
+// against a running scheduler (TestExamplesSchedule).
+func TestObservabilityPack(t *testing.T) {
+	off, err := Render(nil)
+	require.NoError(t, err)
+	require.Empty(t, off.Templates["templates/dashboards.yaml"], "off by default")
+	require.Empty(t, off.Templates["templates/prometheusrule.yaml"], "off by default")
+
+	for _, mode := range []string{BesideDefault, ReplaceDefault} {
+		t.Run(mode, func(t *testing.T) {
+			values := map[string]any{"mode": mode, "prometheusRule": map[string]any{
+				"enabled": true, "gangWaitTimeouts": 5, "queueBelowGuaranteeFor": "30m", "labels": map[string]any{"release": "prom"},
+			}, "dashboards": map[string]any{"enabled": true, "namespace": "monitoring", "annotations": map[string]any{"grafana_folder": "flotilla"}}}
+			r, err := Render(values)
+			require.NoError(t, err)
+
+			dashboards := objectsByKey(t, []byte(strings.Join(r.Templates["templates/dashboards.yaml"], "---\n")))
+			require.Len(t, dashboards, 3)
+			for _, name := range []string{"queues", "gangs", "scheduler"} {
+				cm := dashboards["ConfigMap/monitoring/flotilla-dashboard-"+name]
+				require.NotNil(t, cm, "dashboard %s", name)
+				require.Equal(t, "1", cm.GetLabels()["grafana_dashboard"])
+				require.Equal(t, "flotilla", cm.GetAnnotations()["grafana_folder"])
+			}
+
+			rules := objectsByKey(t, []byte(strings.Join(r.Templates["templates/prometheusrule.yaml"], "---\n")))
+			rule := rules["PrometheusRule/"+Namespace+"/flotilla-scheduler"]
+			require.NotNil(t, rule)
+			require.Equal(t, "prom", rule.GetLabels()["release"])
+			groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
+			alerts := map[string]map[string]any{}
+			for _, g := range groups {
+				list, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+				for _, a := range list {
+					alerts[a.(map[string]any)["alert"].(string)] = a.(map[string]any)
+				}
+			}
+			require.ElementsMatch(t, []string{"FlotillaGangWaitingTooLong", "FlotillaQueueBelowGuarantee", "FlotillaQueueInvalid", "FlotillaNoLeader", "FlotillaStatusWriteErrors"}, keysOf(alerts))
+			for name, a := range alerts {
+				require.NotEmpty(t, a["labels"].(map[string]any)["severity"], name)
+				for _, annotation := range []string{"summary", "description", "runbook"} {
+					require.NotEmpty(t, a["annotations"].(map[string]any)[annotation], "%s: %s", name, annotation)
+				}
+			}
+			require.Contains(t, alerts["FlotillaGangWaitingTooLong"]["expr"], "> 5")
+			require.Equal(t, "30m", alerts["FlotillaQueueBelowGuarantee"]["for"])
+			lease := map[string]string{BesideDefault: "flotilla-scheduler", ReplaceDefault: "kube-scheduler"}[mode]
+			require.Contains(t, alerts["FlotillaNoLeader"]["expr"], `name="`+lease+`"`, "the lease the scheduler holds in this mode")
+
+			expressions, err := observability.Expressions(r.Documents())
+			require.NoError(t, err)
+			require.Greater(t, len(expressions), 30)
+			for _, e := range expressions {
+				names, err := observability.MetricNames(e.PromQL)
+				require.NoError(t, err, "%s: %s", e.Where, e.PromQL)
+				require.NotEmpty(t, names, "%s names no metric: %s", e.Where, e.PromQL)
+			}
+		})
+	}
+
+	noElection, err := Render(map[string]any{"leaderElection": map[string]any{"enabled": false}, "prometheusRule": map[string]any{"enabled": true}})
+	require.NoError(t, err)
+	require.NotContains(t, strings.Join(noElection.Templates["templates/prometheusrule.yaml"], ""), "FlotillaNoLeader",
+		"without leader election no replica holds a lease: the alert would always fire")
+}
+
+func keysOf[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

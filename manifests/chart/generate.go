@@ -4,15 +4,20 @@ import (
 	"fmt"
 	"strings"
 
+	"helm.sh/helm/v4/pkg/chart/common"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-sched/flotilla/manifests"
+	"github.com/flotilla-sched/flotilla/manifests/observability"
 )
 
 // generatedHeader heads every file of the kustomize base made from the
 // chart.
 const generatedHeader = "# Generated from manifests/chart/flotilla by make manifests: edit the chart.\n"
+
+// DashboardsDir is the chart's directory of dashboard JSON files.
+const DashboardsDir = "dashboards"
 
 // Mode values of the chart.
 const (
@@ -33,10 +38,28 @@ var baseFromTemplate = []struct {
 	{ReplaceDefault, "templates/configmap.yaml", "scheduler-config-replace-default.yaml"},
 }
 
+// ObservabilityValues turn on the chart's observability pack: its
+// dashboards and its PrometheusRule.
+var ObservabilityValues = map[string]any{
+	"dashboards":     map[string]any{"enabled": true},
+	"prometheusRule": map[string]any{"enabled": true},
+}
+
+// observabilityFromTemplate says which file of manifests/observability
+// each template of the chart, rendered with ObservabilityValues, becomes.
+var observabilityFromTemplate = []struct {
+	template, file string
+}{
+	{"templates/dashboards.yaml", "observability/dashboards.yaml"},
+	{"templates/prometheusrule.yaml", "observability/prometheusrule.yaml"},
+}
+
 // Generate is what `make manifests` writes, by path from the repository's
 // manifests/ directory: the kustomize base's files rendered from the chart
-// with its default values (in each mode), and the chart's CRD templates
-// made from manifests/crds.
+// with its default values (in each mode); the chart's CRD templates made
+// from manifests/crds; the chart's dashboards, built by package
+// observability; and manifests/observability's files, the chart's
+// observability pack rendered.
 func Generate() (map[string][]byte, error) {
 	out := map[string][]byte{}
 	crds, names, err := manifests.Dir("crds")
@@ -50,9 +73,42 @@ func Generate() (map[string][]byte, error) {
 		}
 		out["chart/"+Name+"/"+CRDTemplatePath(name)] = tpl
 	}
+	ch, err := Load()
+	if err != nil {
+		return nil, err
+	}
+	dashboards, err := observability.Dashboards()
+	if err != nil {
+		return nil, err
+	}
+	// The chart compiled into this binary holds the dashboards of the last
+	// generation: render with the ones just built.
+	var files []*common.File
+	for _, f := range ch.Files {
+		if !strings.HasPrefix(f.Name, DashboardsDir+"/") {
+			files = append(files, f)
+		}
+	}
+	for _, d := range dashboards {
+		name := DashboardsDir + "/" + d.File
+		out["chart/"+Name+"/"+name] = d.JSON
+		files = append(files, &common.File{Name: name, Data: d.JSON})
+	}
+	ch.Files = files
+	pack, err := render(ch, ObservabilityValues)
+	if err != nil {
+		return nil, fmt.Errorf("render with the observability pack: %w", err)
+	}
+	for _, o := range observabilityFromTemplate {
+		docs := pack.Templates[o.template]
+		if len(docs) == 0 {
+			return nil, fmt.Errorf("%s renders nothing with the observability pack on", o.template)
+		}
+		out[o.file] = []byte(generatedHeader + strings.Join(docs, "---\n"))
+	}
 	renders := map[string]*Rendered{}
 	for _, mode := range []string{BesideDefault, ReplaceDefault} {
-		if renders[mode], err = Render(map[string]any{"mode": mode}); err != nil {
+		if renders[mode], err = render(ch, map[string]any{"mode": mode}); err != nil {
 			return nil, fmt.Errorf("render in mode %s: %w", mode, err)
 		}
 	}

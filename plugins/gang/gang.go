@@ -82,7 +82,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		topologyLevels:       args.TopologyLevels,
 		nominatesWaitingPods: utilfeature.DefaultFeatureGate.Enabled(features.NominatedNodeNameForExpectation),
 	}
-	if g.shared, err = sharedFor(ctx, store, h); err != nil {
+	if g.shared, err = sharedFor(ctx, store, h, g.permitWait); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return g, nil
@@ -338,8 +338,14 @@ func (g *Gang) isSchedulableAfterRoomChange(_ klog.Logger, pod *corev1.Pod, _, _
 
 // timeout is how long members of pg wait in Permit.
 func (g *Gang) timeout(pg *schedv1alpha1.PodGroup) time.Duration {
+	return scheduleTimeout(pg, g.permitWait)
+}
+
+// scheduleTimeout is the group's scheduleTimeoutSeconds, or permitWait
+// when it sets none.
+func scheduleTimeout(pg *schedv1alpha1.PodGroup, permitWait time.Duration) time.Duration {
 	if pg != nil && pg.Spec.ScheduleTimeoutSeconds != nil && *pg.Spec.ScheduleTimeoutSeconds > 0 {
 		return time.Duration(*pg.Spec.ScheduleTimeoutSeconds) * time.Second
 	}
-	return g.permitWait
+	return permitWait
 }

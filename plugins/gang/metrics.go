@@ -29,6 +29,18 @@ var (
 		Help:           "PodGroup status patches written by the scheduler.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	// podGroupsByPhase and gangLongestWait are set by the survey of every
+	// PodGroup (survey.go), on the replica that writes statuses.
+	podGroupsByPhase = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "flotilla", Name: "podgroups",
+		Help:           "PodGroups by status phase (Pending, Scheduling, Scheduled, Running, Finished, Failed).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"phase"})
+	gangLongestWait = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "flotilla", Name: "gang_longest_wait_timeouts",
+		Help:           "The longest wait of a gang with all its members but not its quorum bound, from its oldest unbound member's creation, in multiples of that gang's schedule timeout.",
+		StabilityLevel: metrics.ALPHA,
+	})
 )
 
 // Reasons a gang attempt ends without its quorum.
@@ -40,5 +52,10 @@ const (
 )
 
 func init() {
-	legacyregistry.MustRegister(gangWaitSeconds, gangRejections, podGroupStatusWrites)
+	legacyregistry.MustRegister(gangWaitSeconds, gangRejections, podGroupStatusWrites, podGroupsByPhase, gangLongestWait)
+	// Every reason's series exists from the start, at 0: a rate over a
+	// series that appears with its first increment misses that increment.
+	for _, reason := range []string{reasonDoesNotFit, reasonMemberUnplaceable, reasonLostPlace, reasonTimedOut} {
+		gangRejections.WithLabelValues(reason)
+	}
 }

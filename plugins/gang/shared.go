@@ -28,6 +28,9 @@ type perScheduler struct {
 	// in, one set of API clients.
 	handle fwk.Handle
 	status *state.StatusWriter[state.GroupKey]
+	// permitWait is the first profile's: the schedule timeout of a group
+	// that sets none, for the gang survey.
+	permitWait time.Duration
 
 	// sayingWhy are the gated members with a WaitingForMembers event
 	// pending: one timer per member, however often PreEnqueue runs for it.
@@ -66,10 +69,13 @@ func (s *perScheduler) activateAfterBackoff(logger klog.Logger, key state.GroupK
 
 // sharedFor returns the scheduler's perScheduler, building it and its
 // informer handlers on first use.
-func sharedFor(ctx context.Context, store *state.Store, h fwk.Handle) (*perScheduler, error) {
+func sharedFor(ctx context.Context, store *state.Store, h fwk.Handle, permitWait time.Duration) (*perScheduler, error) {
 	return state.Shared(store, Name, func() (*perScheduler, error) {
-		s := &perScheduler{ctx: ctx, store: store, handle: h}
-		s.status = state.NewStatusWriter(ctx, "flotilla-podgroup-status", statusCoalesce, s.writeStatus, s.catchUp)
+		s := &perScheduler{ctx: ctx, store: store, handle: h, permitWait: permitWait}
+		s.status = state.NewStatusWriter(ctx, "flotilla-podgroup-status", statusCoalesce, s.writeStatus, func() {
+			s.catchUp()
+			s.publishSurveys()
+		})
 		if err := store.OnMemberChange(s.status.Notify); err != nil {
 			return nil, err
 		}
@@ -105,6 +111,12 @@ func sharedFor(ctx context.Context, store *state.Store, h fwk.Handle) (*perSched
 		}
 		return s, nil
 	})
+}
+
+// timeout is how long pg's members wait in Permit (and the unit of the
+// gang survey's longest wait): its scheduleTimeoutSeconds, else permitWait.
+func (s *perScheduler) timeout(pg *schedv1alpha1.PodGroup) time.Duration {
+	return scheduleTimeout(pg, s.permitWait)
 }
 
 // wakeMembers re-runs PreEnqueue for the group's members the queue holds

@@ -21,4 +21,9 @@ var (
 
 func init() {
 	legacyregistry.MustRegister(victimsTotal)
+	// Both kinds' series exist from the start, at 0: a rate over a series
+	// that appears with its first increment misses that increment.
+	for _, kind := range []string{kindPreemption, kindReclaim} {
+		victimsTotal.WithLabelValues(kind)
+	}
 }

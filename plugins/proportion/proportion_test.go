@@ -3,6 +3,8 @@ package proportion
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,11 +153,98 @@ func queueSeries(t *testing.T, metric string) []string {
 // deletes the gauges it set for it.
 func TestGaugesOfDeletedQueuesAreDeleted(t *testing.T) {
 	p := testProportion(t, nil, []*corev1.Pod{pod("d-0", "default", "1", "n")})
-	setGauges(p.status.gauged, "deleted-queue", capacity.Resources{corev1.ResourceCPU: 1000}, capacity.Resources{}, capacity.Resources{})
-	require.Contains(t, queueSeries(t, "flotilla_queue_deserved"), "deleted-queue")
+	deleted := &state.QueueInfo{Name: "deleted-queue", Deserved: capacity.Resources{corev1.ResourceCPU: 1000},
+		Guarantee: capacity.Resources{corev1.ResourceCPU: 1000}, Capability: capacity.Resources{corev1.ResourceCPU: 2000}}
+	setGauges(p.status.gauged, "deleted-queue", deleted, capacity.Resources{}, 1, 2)
+	every := []string{"flotilla_queue_deserved", "flotilla_queue_allocated", "flotilla_queue_requested", "flotilla_queue_guaranteed",
+		"flotilla_queue_capability", "flotilla_queue_pending_gangs", "flotilla_queue_running_gangs", "flotilla_queue_valid"}
+	for _, metric := range every {
+		require.Contains(t, queueSeries(t, metric), "deleted-queue", metric)
+	}
 	require.NoError(t, p.status.publish(context.Background(), allQueues{}))
-	assert.NotContains(t, queueSeries(t, "flotilla_queue_deserved"), "deleted-queue")
+	for _, metric := range every {
+		assert.NotContains(t, queueSeries(t, metric), "deleted-queue", metric)
+	}
 	assert.Contains(t, queueSeries(t, "flotilla_queue_allocated"), "default")
+}
+
+// What a queue's gauges show: every resource of any of its per-resource
+// gauges in each (0 where it has none), but capability only where it caps
+// (absent is unlimited); cpu in cores; Valid as 1 or 0.
+func TestQueueGauges(t *testing.T) {
+	gpu := corev1.ResourceName("example.com/gpu")
+	tests := []struct {
+		name      string
+		info      state.QueueInfo
+		requested capacity.Resources
+		want      map[string]map[string]float64 // metric -> resource -> value
+		absent    map[string][]string           // metric -> resources with no series
+	}{{
+		name: "guarantee and cap on gpu only",
+		info: state.QueueInfo{
+			Deserved: capacity.Resources{corev1.ResourceCPU: 4000, gpu: 2}, Allocated: capacity.Resources{corev1.ResourceCPU: 1500},
+			Guarantee: capacity.Resources{gpu: 1}, Capability: capacity.Resources{gpu: 8},
+		},
+		requested: capacity.Resources{corev1.ResourceCPU: 2500, gpu: 3},
+		want: map[string]map[string]float64{
+			"flotilla_queue_deserved":   {"cpu": 4, string(gpu): 2},
+			"flotilla_queue_allocated":  {"cpu": 1.5, string(gpu): 0},
+			"flotilla_queue_requested":  {"cpu": 2.5, string(gpu): 3},
+			"flotilla_queue_guaranteed": {"cpu": 0, string(gpu): 1},
+			"flotilla_queue_capability": {string(gpu): 8},
+			"flotilla_queue_valid":      {"": 1},
+		},
+		absent: map[string][]string{"flotilla_queue_capability": {"cpu"}},
+	}, {
+		name: "invalid",
+		info: state.QueueInfo{Invalid: "guarantee above capability"},
+		want: map[string]map[string]float64{"flotilla_queue_valid": {"": 0}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			queue := "gauges-" + strings.ReplaceAll(tt.name, " ", "-")
+			setGauges(map[[2]string]bool{}, queue, &tt.info, tt.requested, 0, 0)
+			for metric, byResource := range tt.want {
+				for resource, want := range byResource {
+					labels := map[string]string{"queue": queue}
+					if resource != "" {
+						labels["resource"] = resource
+					}
+					got, ok := gaugeValue(t, metric, labels)
+					require.True(t, ok, "%s%v has no series", metric, labels)
+					assert.Equal(t, want, got, "%s%v", metric, labels)
+				}
+			}
+			for metric, resources := range tt.absent {
+				for _, resource := range resources {
+					_, ok := gaugeValue(t, metric, map[string]string{"queue": queue, "resource": resource})
+					assert.False(t, ok, "%s{%s} should have no series", metric, resource)
+				}
+			}
+		})
+	}
+}
+
+// gaugeValue reads the gauge series with exactly these labels.
+func gaugeValue(t *testing.T, metric string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != metric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if reflect.DeepEqual(got, labels) {
+				return m.GetGauge().GetValue(), true
+			}
+		}
+	}
+	return 0, false
 }
 
 // A parent's share is its subtree's: its allocated in the view (which the

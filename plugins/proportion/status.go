@@ -33,10 +33,30 @@ var (
 	queueRequested = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Namespace: "flotilla", Name: "queue_requested", Help: "What a queue's placed and pending pods request, per resource (cpu in cores).", StabilityLevel: metrics.ALPHA,
 	}, []string{"queue", "resource"})
+	queueGuaranteed = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "flotilla", Name: "queue_guaranteed", Help: "A queue's guarantee, per resource it guarantees (cpu in cores).", StabilityLevel: metrics.ALPHA,
+	}, []string{"queue", "resource"})
+	queueCapability = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "flotilla", Name: "queue_capability", Help: "A queue's capability (its ceiling), per resource it caps (cpu in cores).", StabilityLevel: metrics.ALPHA,
+	}, []string{"queue", "resource"})
+	// The per-resource gauges.
+	perResource = []*metrics.GaugeVec{queueDeserved, queueAllocated, queueRequested, queueGuaranteed, queueCapability}
+
+	queuePendingGangs = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "flotilla", Name: "queue_pending_gangs", Help: "A queue's gangs short of their quorum.", StabilityLevel: metrics.ALPHA,
+	}, []string{"queue"})
+	queueRunningGangs = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "flotilla", Name: "queue_running_gangs", Help: "A queue's gangs at their quorum (succeeded members count).", StabilityLevel: metrics.ALPHA,
+	}, []string{"queue"})
+	queueValid = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "flotilla", Name: "queue_valid", Help: "1 if a Queue's spec can be honoured (its Valid condition), 0 if not.", StabilityLevel: metrics.ALPHA,
+	}, []string{"queue"})
+	perQueue = []*metrics.GaugeVec{queuePendingGangs, queueRunningGangs, queueValid}
 )
 
 func init() {
-	legacyregistry.MustRegister(queueDeserved, queueAllocated, queueRequested)
+	legacyregistry.MustRegister(queueDeserved, queueAllocated, queueRequested, queueGuaranteed, queueCapability,
+		queuePendingGangs, queueRunningGangs, queueValid)
 }
 
 // allQueues is the status writer's one key: every publication covers every
@@ -91,7 +111,7 @@ func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 	for name, info := range view.Queues {
 		requested := info.Allocated.Clone()
 		requested.Add(info.Pending)
-		setGauges(gauged, name, info.Deserved, info.Allocated, requested)
+		setGauges(gauged, name, info, requested, running[name], pending[name])
 		if !info.Exists {
 			continue
 		}
@@ -101,30 +121,62 @@ func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 		}
 	}
 	for labels := range w.gauged {
-		if !gauged[labels] {
-			for _, vec := range []*metrics.GaugeVec{queueDeserved, queueAllocated, queueRequested} {
-				vec.DeleteLabelValues(labels[0], labels[1])
+		if gauged[labels] {
+			continue
+		}
+		if labels[1] == "" {
+			for _, vec := range perQueue {
+				vec.DeleteLabelValues(labels[0])
 			}
+			continue
+		}
+		for _, vec := range perResource {
+			vec.DeleteLabelValues(labels[0], labels[1])
 		}
 	}
 	w.gauged = gauged
 	return failed
 }
 
-// setGauges sets a queue's gauges and records their label pairs in gauged.
-func setGauges(gauged map[[2]string]bool, queue string, deserved, allocated, requested capacity.Resources) {
-	for _, g := range []struct {
-		vec *metrics.GaugeVec
-		r   capacity.Resources
-	}{{queueDeserved, deserved}, {queueAllocated, allocated}, {queueRequested, requested}} {
-		for name, v := range g.r {
-			value := float64(v)
-			if name == corev1.ResourceCPU {
-				value /= 1000
-			}
-			g.vec.WithLabelValues(queue, string(name)).Set(value)
-			gauged[[2]string{queue, string(name)}] = true
+// setGauges sets a queue's gauges and records their label pairs in gauged
+// (the queue with an empty resource for the per-queue gauges). A resource
+// a queue has in one of its per-resource gauges is set in all of them (0
+// where it has none: no guarantee, or nothing allocated), except
+// capability, where absent means unlimited, not 0.
+func setGauges(gauged map[[2]string]bool, queue string, info *state.QueueInfo, requested capacity.Resources, running, pending int32) {
+	valid := 1.0
+	if info.Invalid != "" {
+		valid = 0
+	}
+	queueValid.WithLabelValues(queue).Set(valid)
+	queueRunningGangs.WithLabelValues(queue).Set(float64(running))
+	queuePendingGangs.WithLabelValues(queue).Set(float64(pending))
+	gauged[[2]string{queue, ""}] = true
+
+	resources := map[corev1.ResourceName]bool{}
+	for _, r := range []capacity.Resources{info.Deserved, info.Allocated, requested, info.Guarantee, info.Capability} {
+		for name := range r {
+			resources[name] = true
 		}
+	}
+	for name := range resources {
+		scale := 1.0
+		if name == corev1.ResourceCPU {
+			scale = 1000 // millicores to cores
+		}
+		set := func(vec *metrics.GaugeVec, value int64) {
+			vec.WithLabelValues(queue, string(name)).Set(float64(value) / scale)
+		}
+		set(queueDeserved, info.Deserved[name])
+		set(queueAllocated, info.Allocated[name])
+		set(queueRequested, requested[name])
+		set(queueGuaranteed, info.Guarantee[name])
+		if limit, ok := info.Capability[name]; ok {
+			set(queueCapability, limit)
+		} else {
+			queueCapability.DeleteLabelValues(queue, string(name))
+		}
+		gauged[[2]string{queue, string(name)}] = true
 	}
 }
 

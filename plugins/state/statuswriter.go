@@ -8,8 +8,24 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 )
+
+// statusWriteErrors counts failed status writes by writer: a write that
+// keeps failing (RBAC, an admission webhook, a schema the apiserver
+// refuses) leaves users reading stale PodGroups and Queues, and is retried
+// without end, so operators alert on it.
+var statusWriteErrors = metrics.NewCounterVec(&metrics.CounterOpts{
+	Namespace: "flotilla", Name: "status_write_errors_total",
+	Help:           "Failed status writes, by writer (flotilla-podgroup-status, flotilla-queue-status); each is retried.",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"writer"})
+
+func init() {
+	legacyregistry.MustRegister(statusWriteErrors)
+}
 
 // StatusWriter writes the status of API objects (PodGroups, Queues) for the
 // replica that schedules. Gang and Proportion both write through it, so
@@ -37,6 +53,7 @@ type StatusWriter[K comparable] struct {
 // what changed while no replica wrote, or to start a periodic refresh).
 func NewStatusWriter[K comparable](ctx context.Context, name string, interval time.Duration, write func(context.Context, K) error, onStart func()) *StatusWriter[K] {
 	queue := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[K]{Name: name})
+	statusWriteErrors.WithLabelValues(name) // the series exists, at 0, before the first error
 	go func() {
 		<-ctx.Done()
 		queue.ShutDown()
@@ -78,6 +95,7 @@ func (w *StatusWriter[K]) run() {
 		}
 		if err := w.write(w.ctx, key); err != nil && w.ctx.Err() == nil {
 			klog.FromContext(w.ctx).V(2).Info("Writing status failed; retrying", "writer", w.name, "key", key, "err", err)
+			statusWriteErrors.WithLabelValues(w.name).Inc()
 			w.queue.AddAfter(key, 2*w.interval)
 		}
 		w.queue.Done(key)

@@ -78,10 +78,13 @@ func TestHelmChartInstallsUpgradesAndSchedules(t *testing.T) {
 	w := (*rbacWorld)(nil)
 	t.Run("install beside kube-scheduler", func(t *testing.T) {
 		install := newHelmInstall(newHelmConfig(t, h))
-		rel, err := install.RunWithContext(h.Ctx, ch, map[string]any{"queues": queues})
+		// The dashboards are ConfigMaps; the ServiceMonitor and the
+		// PrometheusRule need the Prometheus Operator's CRDs.
+		values := map[string]any{"queues": queues, "dashboards": map[string]any{"enabled": true}}
+		rel, err := install.RunWithContext(h.Ctx, ch, values)
 		require.NoError(t, err)
 		requireCRDsEstablished(t, h)
-		rendered, err := chart.Render(map[string]any{"queues": queues})
+		rendered, err := chart.Render(values)
 		require.NoError(t, err)
 		requireObjectsExist(t, h, rendered.Documents())
 		// The install that creates the Queue CRD cannot create Queues, and
@@ -129,15 +132,28 @@ func TestHelmChartInstallsUpgradesAndSchedules(t *testing.T) {
 			"metadata": map[string]any{"name": "train"}, "spec": map[string]any{"minMember": int64(2)},
 		}}
 		// The aggregation controller copies the chart's rules into view and
-		// edit in a moment.
-		require.NoError(t, wait.PollUntilContextTimeout(h.Ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		// edit in a moment, each role on its own: that edit has them says
+		// nothing of view.
+		granted := func(what string, try func(ctx context.Context) error) {
+			t.Helper()
+			var last error
+			require.NoError(t, wait.PollUntilContextTimeout(h.Ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				last = try(ctx)
+				return last == nil, nil
+			}), "%s: %v", what, last)
+		}
+		granted("a user with edit in the namespace creates a PodGroup", func(ctx context.Context) error {
 			_, err := as("editor").Resource(podGroups).Namespace("team").Create(ctx, pg, metav1.CreateOptions{})
-			return err == nil, nil
-		}), "a user with edit in the namespace cannot create a PodGroup")
-		_, err = as("viewer").Resource(podGroups).Namespace("team").Get(h.Ctx, "train", metav1.GetOptions{})
-		require.NoError(t, err, "a user with view in the namespace reads its PodGroups")
-		_, err = as("viewer").Resource(queuesResource).List(h.Ctx, metav1.ListOptions{})
-		require.NoError(t, err, "a user with view reads the Queues")
+			return err
+		})
+		granted("a user with view in the namespace reads its PodGroups", func(ctx context.Context) error {
+			_, err := as("viewer").Resource(podGroups).Namespace("team").Get(ctx, "train", metav1.GetOptions{})
+			return err
+		})
+		granted("a user with view reads the Queues", func(ctx context.Context) error {
+			_, err := as("viewer").Resource(queuesResource).List(ctx, metav1.ListOptions{})
+			return err
+		})
 		pg.SetName("other")
 		_, err = as("viewer").Resource(podGroups).Namespace("team").Create(h.Ctx, pg, metav1.CreateOptions{})
 		require.True(t, apierrors.IsForbidden(err), "a viewer created a PodGroup: %v", err)

@@ -1,6 +1,9 @@
 package integration
 
 import (
+	"fmt"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-sched/flotilla/internal/cluster"
+	"github.com/flotilla-sched/flotilla/manifests"
+	"github.com/flotilla-sched/flotilla/manifests/chart"
+	"github.com/flotilla-sched/flotilla/manifests/observability"
+	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
 func TestFlotillaPodsAreBound(t *testing.T) {
@@ -73,7 +80,12 @@ func TestReplaceDefaultSchedulerServesBothProfiles(t *testing.T) {
 }
 
 // The playground's and a user's first step: every shipped example applies,
-// schedules, runs and (for Jobs) completes on a cluster with room for it.
+// schedules, runs and (for Jobs) completes on a cluster with room for it,
+// scheduled by the shipped binary with its shipped configuration (leader
+// election on). Then every metric the observability pack's dashboards and
+// alerts name is in that scheduler's /metrics: a dashboard panel or an
+// alert on a metric the scheduler does not serve shows nothing, or never
+// fires.
 func TestExamplesSchedule(t *testing.T) {
 	// Labelled as the topology examples expect: both cpu nodes in one
 	// rack, the GPU node in an NVLink clique, all in one zone.
@@ -81,13 +93,24 @@ func TestExamplesSchedule(t *testing.T) {
 		spec.Labels = cluster.TopologyLabels("zone-a", "rack-1", "")
 		return spec
 	}
-	h := startRealisticCluster(t, rack(cpuNode("cpu-1")), rack(cpuNode("cpu-2")),
+	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{})
+	require.NoError(t, h.CreateNodes(h.Ctx, rack(cpuNode("cpu-1")), rack(cpuNode("cpu-2")),
 		cluster.NodeSpec{Name: "gpu-1", CPU: "32", Memory: "128Gi", Extended: map[corev1.ResourceName]string{cluster.GPU: "8"},
 			Labels: cluster.TopologyLabels("zone-a", "rack-2", "fabric-1.1")},
 		// GPUs through DRA, for the example that asks by claim template.
 		cluster.NodeSpec{Name: "dra-gpu-1", CPU: "32", Memory: "128Gi"},
-	)
+	))
 	require.NoError(t, h.PublishDevices(h.Ctx, "dra-gpu-1", 8))
+	ns, err := manifests.File("namespace.yaml")
+	require.NoError(t, err)
+	_, err = h.Apply(h.Ctx, ns)
+	require.NoError(t, err)
+	port, err := cluster.FreePort()
+	require.NoError(t, err)
+	proc, err := h.StartSchedulerProcess(h.Ctx, shippedConfig(t, "scheduler-config.yaml"), cluster.ServingFlags(port)...)
+	require.NoError(t, err)
+	require.NoError(t, cluster.WaitHealthy(h.Ctx, port, time.Minute), proc.Logs())
+
 	created, err := cluster.ApplyExamples(h.Ctx, h.ControlPlane)
 	require.NoError(t, err)
 	var jobs, deployments int
@@ -95,13 +118,45 @@ func TestExamplesSchedule(t *testing.T) {
 		switch obj.GetKind() {
 		case "Job":
 			jobs++
-			require.NoError(t, h.WaitForJob(h.Ctx, obj.GetNamespace(), obj.GetName(), 90*time.Second))
+			require.NoError(t, h.WaitForJob(h.Ctx, obj.GetNamespace(), obj.GetName(), 90*time.Second), proc.Logs())
 		case "Deployment":
 			deployments++
 			_, err := h.WaitForPodsBound(h.Ctx, obj.GetNamespace(), "app="+obj.GetName(), 2, bindTimeout)
-			require.NoError(t, err)
+			require.NoError(t, err, proc.Logs())
 		}
 	}
 	require.Positive(t, jobs)
 	require.Positive(t, deployments)
+
+	rendered, err := chart.Render(chart.ObservabilityValues)
+	require.NoError(t, err)
+	expressions, err := observability.Expressions(rendered.Documents())
+	require.NoError(t, err)
+	named := map[string][]string{} // metric -> where
+	for _, e := range expressions {
+		names, err := observability.MetricNames(e.PromQL)
+		require.NoError(t, err, "%s: %s", e.Where, e.PromQL)
+		for _, name := range names {
+			named[name] = append(named[name], e.Where)
+		}
+	}
+	var names []string
+	for name := range named {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	// The gauges of a survey, and the queues' status writer, publish every
+	// few seconds: a metric may lag the last Job by one round.
+	var missing []string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+		families, err := cluster.Scrape(fmt.Sprintf("https://127.0.0.1:%d/metrics", port))
+		require.NoError(t, err)
+		if missing = observability.Missing(names, families); len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, name := range missing {
+		t.Errorf("the scheduler serves no %s, named by %s", name, strings.Join(named[name], "; "))
+	}
+	require.Greater(t, len(names), 20, "the pack names the metrics it is built on")
 }

@@ -66,11 +66,10 @@ leaderElection:
   leaderElect: {{ .Values.leaderElection.enabled }}
 {{- if $replace }}
   resourceNamespace: kube-system
-  resourceName: kube-scheduler
 {{- else }}
   resourceNamespace: {{ .Release.Namespace }}
-  resourceName: flotilla-scheduler
 {{- end }}
+  resourceName: {{ include "flotilla.leaseName" . }}
 profiles:
 {{- if $replace }}
 # Unchanged but for the queue sort, which every profile of one binary shares:
@@ -143,4 +142,12 @@ profiles:
       {{- toYaml .Values.binpack.scarceResources | nindent 6 }}
       {{- else }} []
       {{- end }}
+{{- end }}
+
+{{/*
+The leader-election lease's name: kube-scheduler's own when flotilla
+replaces it, else flotilla-scheduler's.
+*/}}
+{{- define "flotilla.leaseName" -}}
+{{ if eq .Values.mode "replace-default" }}kube-scheduler{{ else }}flotilla-scheduler{{ end }}
 {{- end }}
