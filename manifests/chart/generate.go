@@ -130,6 +130,17 @@ func Generate() (map[string][]byte, error) {
 	return out, nil
 }
 
+// SchedulerConfig is the KubeSchedulerConfiguration the chart ships with
+// these values over its defaults: what the scheduler of a release reads.
+func SchedulerConfig(values map[string]any) ([]byte, error) {
+	r, err := Render(values)
+	if err != nil {
+		return nil, err
+	}
+	config, err := schedulerConfig(r.Templates["templates/configmap.yaml"])
+	return []byte(config), err
+}
+
 // schedulerConfig is the KubeSchedulerConfiguration in the rendered
 // flotilla-scheduler-config ConfigMap.
 func schedulerConfig(docs []string) (string, error) {

@@ -154,8 +154,20 @@
 // restart or a fail-over) first rewrites every PodGroup not yet Finished,
 // since what finished while no scheduler was writing was heard by nobody.
 // scheduler-plugins' PodGroup status has no field for the number of
-// scheduled members; phase Scheduled says the quorum is bound. The status
-// writer and the PodGroup and member handlers exist once per scheduler
-// however many profiles run Gang (shared.go), and every patch counts in
-// flotilla_podgroup_status_writes_total.
+// scheduled members; phase Scheduled says the quorum is bound. A group is
+// Finished when minMember of its pods succeeded, or when it ran (Scheduled
+// or Running) and none of its pods is left running or waiting with at
+// least one succeeded: an MPI job's launcher succeeds and its workers are
+// deleted, a Spark driver outlives its executors. The status writer and
+// the PodGroup and member handlers exist once per scheduler however many
+// profiles run Gang (shared.go), and every patch counts in
+// flotilla_podgroup_status_writes_total; failed writes count in
+// flotilla_status_write_errors_total{writer}.
+//
+// Metrics for operators, set by the replica that writes statuses every few
+// seconds (survey.go): flotilla_podgroups{phase}, every PodGroup by the
+// phase written (none yet counts as Pending), and
+// flotilla_gang_longest_wait_timeouts, the longest wait of a gang with all
+// its members created but not its quorum bound, from its oldest unbound
+// member's creation, in multiples of its schedule timeout.
 package gang

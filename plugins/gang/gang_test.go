@@ -182,16 +182,27 @@ func TestComputeStatus(t *testing.T) {
 		placing bool
 		want    schedv1alpha1.PodGroupPhase
 		running int32
+		// was is the phase the group had; "" for none yet.
+		was schedv1alpha1.PodGroupPhase
 	}{
-		{"no pods", nil, false, schedv1alpha1.PodGroupPending, 0},
-		{"placing", []corev1.Pod{pod("a", "", corev1.PodPending), pod("b", "", corev1.PodPending)}, true, schedv1alpha1.PodGroupScheduling, 0},
-		{"quorum bound", []corev1.Pod{pod("a", "n1", corev1.PodPending), pod("b", "n2", corev1.PodPending)}, false, PodGroupScheduled, 0},
-		{"running", []corev1.Pod{pod("a", "n1", corev1.PodRunning), pod("b", "n2", corev1.PodRunning)}, false, schedv1alpha1.PodGroupRunning, 2},
-		{"finished", []corev1.Pod{pod("a", "n1", corev1.PodSucceeded), pod("b", "n2", corev1.PodSucceeded)}, false, schedv1alpha1.PodGroupFinished, 0},
-		{"failed", []corev1.Pod{pod("a", "n1", corev1.PodFailed), pod("b", "n2", corev1.PodRunning)}, false, schedv1alpha1.PodGroupFailed, 1},
+		{name: "no pods", want: schedv1alpha1.PodGroupPending},
+		// An MPI job: its launcher succeeded, its workers were deleted.
+		{name: "ran, one member succeeded, the rest gone", pods: []corev1.Pod{pod("launcher", "n1", corev1.PodSucceeded)},
+			was: schedv1alpha1.PodGroupRunning, want: schedv1alpha1.PodGroupFinished},
+		{name: "never ran: one succeeded pod is not the gang's end", pods: []corev1.Pod{pod("a", "n1", corev1.PodSucceeded)},
+			want: schedv1alpha1.PodGroupScheduling},
+		{name: "ran, one succeeded, a replacement waits", pods: []corev1.Pod{pod("a", "n1", corev1.PodSucceeded), pod("b", "", corev1.PodPending)},
+			was: schedv1alpha1.PodGroupRunning, want: schedv1alpha1.PodGroupScheduling},
+		{name: "placing", pods: []corev1.Pod{pod("a", "", corev1.PodPending), pod("b", "", corev1.PodPending)}, placing: true, want: schedv1alpha1.PodGroupScheduling},
+		{name: "quorum bound", pods: []corev1.Pod{pod("a", "n1", corev1.PodPending), pod("b", "n2", corev1.PodPending)}, want: PodGroupScheduled},
+		{name: "running", pods: []corev1.Pod{pod("a", "n1", corev1.PodRunning), pod("b", "n2", corev1.PodRunning)}, want: schedv1alpha1.PodGroupRunning, running: 2},
+		{name: "finished", pods: []corev1.Pod{pod("a", "n1", corev1.PodSucceeded), pod("b", "n2", corev1.PodSucceeded)}, want: schedv1alpha1.PodGroupFinished},
+		{name: "failed", pods: []corev1.Pod{pod("a", "n1", corev1.PodFailed), pod("b", "n2", corev1.PodRunning)}, want: schedv1alpha1.PodGroupFailed, running: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := computeStatus(pg, tc.pods, tc.placing, now)
+			group := pg.DeepCopy()
+			group.Status.Phase = tc.was
+			got := computeStatus(group, tc.pods, tc.placing, now)
 			assert.Equal(t, tc.want, got.Phase)
 			assert.Equal(t, tc.running, got.Running)
 			assert.Equal(t, tc.want == schedv1alpha1.PodGroupPending, got.ScheduleStartTime.IsZero())

@@ -112,7 +112,7 @@ func (s *perScheduler) writeStatus(ctx context.Context, key state.GroupKey) erro
 
 // computeStatus derives a PodGroup's status from its pods.
 func computeStatus(pg *schedv1alpha1.PodGroup, pods []corev1.Pod, placing bool, now metav1.Time) schedv1alpha1.PodGroupStatus {
-	var bound, running, succeeded, failed int32
+	var bound, running, succeeded, failed, live int32
 	for i := range pods {
 		p := &pods[i]
 		if p.Namespace != pg.Namespace || p.DeletionTimestamp != nil {
@@ -121,10 +121,13 @@ func computeStatus(pg *schedv1alpha1.PodGroup, pods []corev1.Pod, placing bool, 
 		switch p.Status.Phase {
 		case corev1.PodRunning:
 			running++
+			live++
 		case corev1.PodSucceeded:
 			succeeded++
 		case corev1.PodFailed:
 			failed++
+		default:
+			live++
 		}
 		if p.Spec.NodeName != "" {
 			bound++
@@ -143,6 +146,13 @@ func computeStatus(pg *schedv1alpha1.PodGroup, pods []corev1.Pod, placing bool, 
 		status.Phase = schedv1alpha1.PodGroupFailed
 	case quorum.Count{MinMember: int(min), Placed: int(running), Succeeded: int(succeeded)}.Reached():
 		status.Phase = schedv1alpha1.PodGroupRunning
+	case live == 0 && succeeded > 0 && ranBefore(pg.Status.Phase):
+		// A gang that ran and has nothing left running or waiting is
+		// over, though fewer than minMember of its pods succeeded: an MPI
+		// job's launcher succeeds and the operator deletes its workers, a
+		// Spark driver's executors end before it. Without this its group
+		// went back to Pending, a finished job shown as waiting.
+		status.Phase = schedv1alpha1.PodGroupFinished
 	case bound >= min:
 		status.Phase = PodGroupScheduled
 	case placing || bound > 0:
@@ -154,6 +164,11 @@ func computeStatus(pg *schedv1alpha1.PodGroup, pods []corev1.Pod, placing bool, 
 		status.ScheduleStartTime = now
 	}
 	return status
+}
+
+// ranBefore reports whether a group in this phase had its quorum placed.
+func ranBefore(phase schedv1alpha1.PodGroupPhase) bool {
+	return phase == schedv1alpha1.PodGroupRunning || phase == PodGroupScheduled || phase == schedv1alpha1.PodGroupFinished
 }
 
 func statusEqual(a, b schedv1alpha1.PodGroupStatus) bool {

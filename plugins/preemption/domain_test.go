@@ -271,6 +271,10 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 		wantVictim    string // "": any; "none": no plan
 		wantPlanned   [2]int // nodes planned by resources, at least and at most
 		wantSimulated int
+		// unresolvable: every node's filters refused the pod for this,
+		// which no eviction changes.
+		unresolvable string
+		wantReason   string
 	}{
 		{name: "small cluster: every node, the cheapest victim wins", nodes: 50, cheapest: 37, wantVictim: "low-37", wantPlanned: [2]int{50, 50}, wantSimulated: 1},
 		{name: "at the absolute minimum: every node", nodes: 100, cheapest: 99, wantVictim: "low-99", wantPlanned: [2]int{100, 100}, wantSimulated: 1},
@@ -282,7 +286,12 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 		// is confirmed, and no plan left is cheaper.
 		{name: "a filter refuses the cheapest node: the next is taken", nodes: 50, cheapest: 37, refuse: true, wantPlanned: [2]int{50, 50}, wantSimulated: 3},
 		// Confirming in growing parallel batches still reaches every plan.
-		{name: "filters refuse every node: no plan", nodes: 50, cheapest: 37, refuseAll: true, wantVictim: "none", wantPlanned: [2]int{50, 50}, wantSimulated: 50},
+		{name: "filters refuse every node: no plan", nodes: 50, cheapest: 37, refuseAll: true, wantVictim: "none", wantPlanned: [2]int{50, 50}, wantSimulated: 50,
+			wantReason: "no node has room for pod ns/high even without the pods it may evict"},
+		// Not "no node has room": room is not what refused it.
+		{name: "refused for what no eviction changes: nothing planned, the reason said", nodes: 50, cheapest: 37,
+			unresolvable: `queue "ghost" does not exist`, wantVictim: "none", wantPlanned: [2]int{0, 0}, wantSimulated: 0,
+			wantReason: `evicting pods cannot change why no node takes pod ns/high: queue "ghost" does not exist (50 nodes)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -326,11 +335,16 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 			require.NoError(t, err)
 			statuses := framework.NewDefaultNodeToStatus()
 			statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
+			if tt.unresolvable != "" {
+				statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable, tt.unresolvable))
+			}
 
 			pl, reason := p.planPod(ctx, framework.NewCycleState(), who, w, statuses)
 			assert.Len(t, h.simulatedOn, tt.wantSimulated, "nodes simulated")
 			if tt.wantVictim == "none" {
 				assert.Nil(t, pl)
+				assert.Equal(t, tt.wantReason, reason)
+				assert.LessOrEqual(t, len(h.askedWhoWaits), tt.wantPlanned[1], "nodes planned")
 				return
 			}
 			require.NotNil(t, pl, reason)
@@ -389,6 +403,41 @@ func TestRoomOnNode(t *testing.T) {
 			}
 			require.Len(t, victims, len(tt.victims))
 			assert.Equal(t, tt.want, w.roomOnNode(who, tt.nodes[0])(victims))
+		})
+	}
+}
+
+// A plan that evicts nothing says room is being freed only where pods
+// terminate on the nodes it places on; elsewhere the preemptor fits now,
+// so room is not what refused it (a gang whose minResources exceed the
+// cluster was told terminating pods freed room where none terminated).
+func TestNoVictimsNeeded(t *testing.T) {
+	leaving := wholeNodePod("leaving", 0, "node-a")
+	who := &preemptor{what: "gang ns/g"}
+	tests := []struct {
+		name        string
+		terminating map[string][]fwk.PodInfo
+		placement   map[types.UID]string
+		want        string
+	}{{
+		name:        "a pod terminates where a member goes",
+		terminating: map[string][]fwk.PodInfo{"node-a": {mustPodInfo(t, leaving)}},
+		placement:   map[types.UID]string{"m1": "node-b", "m2": "node-a"},
+		want:        "not preempting: 1 terminating pods are freeing room for gang ns/g",
+	}, {
+		name:        "pods terminate only elsewhere",
+		terminating: map[string][]fwk.PodInfo{"node-c": {mustPodInfo(t, leaving)}},
+		placement:   map[types.UID]string{"m1": "node-a"},
+		want:        "preemption cannot help: gang ns/g fits on the nodes without evicting anything; what refused it is not room",
+	}, {
+		name:      "nothing terminates",
+		placement: map[types.UID]string{"m1": "node-a", "m2": "node-a"},
+		want:      "preemption cannot help: gang ns/g fits on the nodes without evicting anything; what refused it is not room",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &world{terminating: tt.terminating}
+			assert.Equal(t, tt.want, noVictimsNeeded(who, &plan{placement: tt.placement}, w))
 		})
 	}
 }

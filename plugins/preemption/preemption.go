@@ -177,12 +177,33 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 		return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Unschedulable, "preemption cannot help: "+reason)
 	}
 	if len(best.victims) == 0 {
-		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("not preempting: terminating pods are freeing room for %s", who.what))
+		return nil, fwk.NewStatus(fwk.Unschedulable, noVictimsNeeded(who, best, world))
 	}
 	p.evict(ctx, who, best, world)
 	node := best.placement[pod.UID]
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}},
 		fwk.NewStatus(fwk.Success, fmt.Sprintf("preempting %d pods for %s", len(best.pods()), who.what))
+}
+
+// noVictimsNeeded says why a plan that evicts nothing evicts nothing: the
+// preemptor fits once pods terminating on its nodes are gone, or it fits
+// now, so room is not what refused it (a gang's minResources, its queue's
+// share, a policy) and no eviction helps. Only the first is said to be
+// freeing room: a gang whose minResources exceed the cluster was told
+// terminating pods freed room for it where none terminated.
+func noVictimsNeeded(who *preemptor, best *plan, w *world) string {
+	terminating := 0
+	seen := map[string]bool{}
+	for _, node := range best.placement {
+		if !seen[node] {
+			seen[node] = true
+			terminating += len(w.terminatingOn(node))
+		}
+	}
+	if terminating > 0 {
+		return fmt.Sprintf("not preempting: %d terminating pods are freeing room for %s", terminating, who.what)
+	}
+	return fmt.Sprintf("preemption cannot help: %s fits on the nodes without evicting anything; what refused it is not room", who.what)
 }
 
 // countDevices adds the members' DRA devices to what the preemptor asks

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
@@ -93,6 +94,12 @@ func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *pre
 	failedNodes, err := p.candidateNodes(who, statuses)
 	if err != nil {
 		return nil, err.Error()
+	}
+	if len(failedNodes) == 0 {
+		// Every node refused it for something no eviction changes (a
+		// missing queue, a selector, a taint): say that, not that room is
+		// short.
+		return nil, fmt.Sprintf("evicting pods cannot change why no node takes %s: %s", who.what, unresolvable(p.handle.SnapshotSharedLister().NodeInfos(), statuses))
 	}
 	budget := candidateBudget(len(failedNodes))
 	offset := 0
@@ -197,6 +204,33 @@ func (p *Preemption) candidateNodes(who *preemptor, statuses fwk.NodeToStatusRea
 		}
 	}
 	return nodes, nil
+}
+
+// unresolvable sums up the filters' answers that no eviction changes:
+// each distinct reason once, with how many nodes gave it.
+func unresolvable(lister fwk.NodeInfoLister, statuses fwk.NodeToStatusReader) string {
+	nodes, err := statuses.NodesForStatusCode(lister, fwk.UnschedulableAndUnresolvable)
+	if err != nil {
+		return err.Error()
+	}
+	if len(nodes) == 0 {
+		return "no node was refused for room"
+	}
+	counts := map[string]int{}
+	var order []string
+	for _, n := range nodes {
+		for _, reason := range statuses.Get(n.Node().Name).Reasons() {
+			if counts[reason] == 0 {
+				order = append(order, reason)
+			}
+			counts[reason]++
+		}
+	}
+	parts := make([]string, 0, len(order))
+	for _, reason := range order {
+		parts = append(parts, fmt.Sprintf("%s (%d nodes)", reason, counts[reason]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // draCannotAllocate is DynamicResources' reason for a node on which the

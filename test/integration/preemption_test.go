@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
@@ -392,4 +393,40 @@ func TestNoReclaimPingPongUnderChurn(t *testing.T) {
 	final := boundCPU(t, h)
 	assert.InDelta(t, 10000, final["a"], 2000)
 	assert.InDelta(t, 10000, final["b"], 2000)
+}
+
+// What a pod is told about preemption says what preemption found, in terms
+// of why its filters refused it, and nothing else: a gang whose
+// minResources exceed the whole cluster is not told that terminating pods
+// are freeing room for it (none terminate), and a pod whose queue does
+// not exist is not told that no node has room.
+func TestPreemptionSaysOnlyWhatItFound(t *testing.T) {
+	h := startPreemptionCluster(t, nodes(2, "4")...)
+	messageOf := func(name string, holds string) string {
+		t.Helper()
+		var message string
+		require.Eventually(t, func() bool {
+			pod, err := h.Client.CoreV1().Pods("default").Get(h.Ctx, name, metav1.GetOptions{})
+			require.NoError(t, err)
+			if cond := cluster.PodScheduledCondition(pod); cond != nil {
+				message = cond.Message
+			}
+			return strings.Contains(message, holds)
+		}, bindTimeout, 200*time.Millisecond, "pod %s's PodScheduled message holds %q; it is %q", name, holds, message)
+		return message
+	}
+
+	pg := cluster.PodGroup("default", "huge-minres", 2)
+	pg.Spec.MinResources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("64Gi")}
+	_, err := h.PodGroups.SchedulingV1alpha1().PodGroups("default").Create(h.Ctx, pg, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, h.CreatePods(h.Ctx, gangWithPriority("huge-minres", 2, "1", "high")...))
+	message := messageOf("huge-minres-0", "preemption")
+	assert.NotContains(t, message, "terminating", "no pod terminates")
+	assert.Contains(t, message, "minResources", "the filters' reason stays")
+
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: "lost", CPU: "1", Memory: "1Gi", PriorityClassName: "high",
+		Labels: map[string]string{flotillav1alpha1.QueueLabel: "ghost"}}))
+	message = messageOf("lost", `queue "ghost" does not exist`)
+	assert.NotContains(t, message, "no node has room", "room is not what is missing")
 }

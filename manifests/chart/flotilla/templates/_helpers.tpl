@@ -86,7 +86,13 @@ profiles:
     args:
       {{- include "flotilla.gangArgs" . | nindent 6 }}
 {{- end }}
-- schedulerName: flotilla-scheduler
+{{- range $schedulerName := concat (list "flotilla-scheduler") .Values.schedulerNameAliases }}
+{{- with $ }}
+{{- if ne $schedulerName "flotilla-scheduler" }}
+# The same profile under a name a job framework hard-codes (see
+# schedulerNameAliases in the chart's values): one binary, one cache.
+{{- end }}
+- schedulerName: {{ $schedulerName }}
   plugins:
     multiPoint:
       enabled:
@@ -142,6 +148,8 @@ profiles:
       {{- toYaml .Values.binpack.scarceResources | nindent 6 }}
       {{- else }} []
       {{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/*
