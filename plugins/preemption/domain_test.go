@@ -428,11 +428,11 @@ func TestNoVictimsNeeded(t *testing.T) {
 		name:        "pods terminate only elsewhere",
 		terminating: map[string][]fwk.PodInfo{"node-c": {mustPodInfo(t, leaving)}},
 		placement:   map[types.UID]string{"m1": "node-a"},
-		want:        "preemption cannot help: gang ns/g fits on the nodes without evicting anything; what refused it is not room",
+		want:        "preemption cannot help: gang ns/g fits on the nodes without evicting anything, and preemption evicts only to place pods, not for a PodGroup's minResources or a queue's share",
 	}, {
 		name:      "nothing terminates",
 		placement: map[types.UID]string{"m1": "node-a", "m2": "node-a"},
-		want:      "preemption cannot help: gang ns/g fits on the nodes without evicting anything; what refused it is not room",
+		want:      "preemption cannot help: gang ns/g fits on the nodes without evicting anything, and preemption evicts only to place pods, not for a PodGroup's minResources or a queue's share",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -187,8 +187,8 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 
 // noVictimsNeeded says why a plan that evicts nothing evicts nothing: the
 // preemptor fits once pods terminating on its nodes are gone, or it fits
-// now, so room is not what refused it (a gang's minResources, its queue's
-// share, a policy) and no eviction helps. Only the first is said to be
+// now, so what refused it is not room for its pods (a gang's
+// minResources, its queue's share), which preemption does not evict for. Only the first is said to be
 // freeing room: a gang whose minResources exceed the cluster was told
 // terminating pods freed room for it where none terminated.
 func noVictimsNeeded(who *preemptor, best *plan, w *world) string {
@@ -203,7 +203,7 @@ func noVictimsNeeded(who *preemptor, best *plan, w *world) string {
 	if terminating > 0 {
 		return fmt.Sprintf("not preempting: %d terminating pods are freeing room for %s", terminating, who.what)
 	}
-	return fmt.Sprintf("preemption cannot help: %s fits on the nodes without evicting anything; what refused it is not room", who.what)
+	return fmt.Sprintf("preemption cannot help: %s fits on the nodes without evicting anything, and preemption evicts only to place pods, not for a PodGroup's minResources or a queue's share", who.what)
 }
 
 // countDevices adds the members' DRA devices to what the preemptor asks
