@@ -121,7 +121,7 @@ func TestPreEnqueue(t *testing.T) {
 		{name: "plain pod", pods: []*corev1.Pod{st.MakePod().Namespace("ns").Name("plain").Obj()}, wantCode: fwk.Success},
 		{name: "complete gang", groups: []*schedv1alpha1.PodGroup{podGroup("g", t0, 2)}, pods: members("g", 2, "1"), wantCode: fwk.Success},
 		{name: "PodGroup missing", pods: members("g", 2, "1"), wantCode: fwk.UnschedulableAndUnresolvable, wantReason: "WaitingForPodGroup"},
-		{name: "minMember below 1", groups: []*schedv1alpha1.PodGroup{invalid}, pods: members("invalid", 1, "1"), wantCode: fwk.UnschedulableAndUnresolvable, wantReason: "InvalidPodGroup"},
+		{name: "minMember below 1", groups: []*schedv1alpha1.PodGroup{invalid}, pods: members("invalid", 1, "1"), wantCode: fwk.UnschedulableAndUnresolvable, wantReason: "InvalidSpec"},
 		{name: "members short (event delayed, not at once)", groups: []*schedv1alpha1.PodGroup{podGroup("g", t0, 3)}, pods: members("g", 2, "1"), wantCode: fwk.UnschedulableAndUnresolvable},
 	}
 	for _, tt := range tests {

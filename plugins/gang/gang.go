@@ -149,30 +149,31 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	}
 	g.shared.status.Enqueue(key)
 	pg := g.store.PodGroup(key)
-	var why, reason string
+	var why string
+	var reason state.Reason
 	switch {
 	case pg == nil:
-		why, reason = fmt.Sprintf("waiting for PodGroup %s to be created", key), "WaitingForPodGroup"
+		why, reason = fmt.Sprintf("waiting for PodGroup %s to be created", key), state.WaitingForPodGroup
 	case pg.Spec.MinMember < 1:
-		why, reason = fmt.Sprintf("PodGroup %s has minMember %d; it must be at least 1", key, pg.Spec.MinMember), "InvalidPodGroup"
+		why, reason = fmt.Sprintf("PodGroup %s has minMember %d; it must be at least 1", key, pg.Spec.MinMember), state.InvalidSpec
 	case g.attemptUnderWay(key):
 		// Counted complete when the attempt started; its members are being
 		// activated together, which must not cost O(members) each.
 	default:
 		if short := g.membersShort(key, pg); short != "" {
-			why, reason = short, "WaitingForMembers"
+			why, reason = short, state.WaitingForMembers
 		}
 	}
 	g.store.Lock(func(locked *state.Locked) { locked.SetGated(key, why != "") })
 	if why == "" {
 		return nil
 	}
-	if reason == "WaitingForMembers" {
+	if reason == state.WaitingForMembers {
 		g.sayWhyIfStillGated(pod, key)
 	} else {
-		g.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, reason, "Scheduling", why)
+		g.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, string(reason), "Scheduling", why)
 	}
-	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason.Say("%s", why))
 }
 
 // gatedEventDelay: members waiting for their siblings to be created say so
@@ -204,7 +205,7 @@ func (g *Gang) sayWhyIfStillGated(pod *corev1.Pod, key state.GroupKey) {
 			return
 		}
 		if short := g.membersShort(key, pg); short != "" {
-			g.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, "WaitingForMembers", "Scheduling", "%s", short)
+			g.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, string(state.WaitingForMembers), "Scheduling", "%s", short)
 		}
 	})
 }

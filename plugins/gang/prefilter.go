@@ -3,12 +3,14 @@ package gang
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -37,13 +39,13 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	}
 	pg := g.store.PodGroup(key)
 	if pg == nil {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("PodGroup %s not found", key))
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, state.WaitingForPodGroup.Say("PodGroup %s not found", key))
 	}
 	logger := klog.FromContext(ctx).WithValues("gang", key.String())
 	topo, bad := g.topologyOf(pg, nodes)
 	if bad != "" {
 		g.recordGangEvent(pg, corev1.EventTypeWarning, "InvalidTopology", bad)
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s waits: %s", key, bad))
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, state.InvalidSpec.Say("gang %s waits: %s", key, bad))
 	}
 
 	var status *fwk.Status
@@ -215,7 +217,7 @@ func (g *Gang) activateSiblings(ctx context.Context, pod *corev1.Pod, key state.
 func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, locked *state.Locked, held map[string]capacity.Resources, topo *topology) (reason string, plan []capacity.PlanSlot, confine []string) {
 	members, short := locked.StillNeeded(gang, pg, nil)
 	if short > 0 {
-		return fmt.Sprintf("gang %s needs %d more members but only %d are pending", gang.Key, len(members)+short, len(members)), nil, nil
+		return state.WaitingForMembers.Say("gang %s needs %d more members but only %d are pending", gang.Key, len(members)+short, len(members)), nil, nil
 	}
 	if len(members) == 0 {
 		return "", nil, nil
@@ -229,12 +231,12 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 		pending[i] = capacity.Request(m)
 		demand, err := catalog.Demand(m)
 		if err != nil {
-			return fmt.Sprintf("gang %s waits: %v", gang.Key, err), nil, nil
+			return state.WaitingForClaims.Say("gang %s waits: %v", gang.Key, err), nil, nil
 		}
 		pending[i].Add(demand)
 	}
 	if claim, users := catalog.SharedUnallocated(); claim != "" {
-		return fmt.Sprintf("gang %s waits: ResourceClaim %s is shared by members %s and not allocated: the scheduler allocates a claim for one pod at a time, so members placed together cannot share it before it is allocated (give each member its own claim from a ResourceClaimTemplate, or run one pod of the claim first)", gang.Key, claim, strings.Join(users, ", ")), nil, nil
+		return state.InvalidSpec.Say("gang %s waits: ResourceClaim %s is shared by members %s and not allocated: the scheduler allocates a claim for one pod at a time, so members placed together cannot share it before it is allocated (give each member its own claim from a ResourceClaimTemplate, or run one pod of the claim first)", gang.Key, claim, strings.Join(users, ", ")), nil, nil
 	}
 	// Largest first, the members in the same order: where a count of
 	// devices cannot judge their claims, the allocator confirms how many
@@ -268,19 +270,19 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 	anywhereFit := func() (string, []capacity.PlanSlot, []string) {
 		f := capacity.FirstFit(pending, view.All(), view)
 		if deviceErr != nil {
-			return fmt.Sprintf("gang %s waits: reading devices: %v", gang.Key, deviceErr), nil, nil
+			return state.InvalidSpec.Say("gang %s waits: reading devices: %v", gang.Key, deviceErr), nil, nil
 		}
 		if f.Placed < need {
 			if short := devicesShort(ctx, catalog, keys, pending, view); short != "" {
 				if catalog.Capped() {
 					short += " (free: what the allocator can allocate to these claims together, fewer than the devices not allocated: their selectors or constraints, or devices that share counters)"
 				}
-				return fmt.Sprintf("gang %s does not fit: %s", gang.Key, short), nil, nil
+				return state.InsufficientResources.Say("gang %s does not fit: %s", gang.Key, short), nil, nil
 			}
-			return fmt.Sprintf("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity", gang.Key, f.Placed, need, pg.Spec.MinMember), nil, nil
+			return state.InsufficientResources.Say("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity", gang.Key, f.Placed, need, pg.Spec.MinMember), nil, nil
 		}
-		if minResourcesExceed(pg, pending, view, &f) {
-			return fmt.Sprintf("gang %s does not fit: its minResources exceed the cluster's free capacity", gang.Key), nil, nil
+		if short := minResourcesShort(pg, pending, view, &f); short != "" {
+			return state.InsufficientResources.Say("gang %s does not fit: its minResources exceed the cluster's free capacity (%s)", gang.Key, short), nil, nil
 		}
 		return "", withPods(f.Plan, sortedMembers), nil
 	}
@@ -317,7 +319,7 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 		}
 		why = append(why, fmt.Sprintf("no %s domain has room for %d members (largest free: %s, %d)", level, need, largest.value, most))
 	}
-	return fmt.Sprintf("gang %s does not fit: %s", gang.Key, strings.Join(why, "; ")), nil, nil
+	return state.WaitingForTopologyDomain.Say("gang %s does not fit: %s", gang.Key, strings.Join(why, "; ")), nil, nil
 }
 
 // withPods names the members each slot of the plan was planned for, out
@@ -372,11 +374,12 @@ func devicesShort(ctx context.Context, catalog *devices.Catalog, keys []corev1.R
 	return ""
 }
 
-// minResourcesExceed reports whether the PodGroup's minResources exceed
-// what is free after the trial placement plus what it used.
-func minResourcesExceed(pg *schedv1alpha1.PodGroup, pending []capacity.Resources, v *capacity.FreeView, f *capacity.Fit) bool {
+// minResourcesShort says which of the PodGroup's minResources exceed what
+// is free after the trial placement plus what it used, with both amounts
+// ("cpu 64 > 8 free"), or "" if they fit.
+func minResourcesShort(pg *schedv1alpha1.PodGroup, pending []capacity.Resources, v *capacity.FreeView, f *capacity.Fit) string {
 	if pg.Spec.MinResources == nil {
-		return false
+		return ""
 	}
 	total := capacity.Resources{}
 	for _, i := range v.All() {
@@ -385,10 +388,24 @@ func minResourcesExceed(pg *schedv1alpha1.PodGroup, pending []capacity.Resources
 	for _, req := range pending {
 		total.Add(req)
 	}
-	for name, v := range capacity.ResourcesOf(pg.Spec.MinResources) {
-		if total[name] < v {
-			return true
+	min := capacity.ResourcesOf(pg.Spec.MinResources)
+	var short []string
+	for _, name := range slices.Sorted(maps.Keys(min)) {
+		if total[name] < min[name] {
+			short = append(short, fmt.Sprintf("%s %s > %s free", name, quantity(name, min[name]), quantity(name, total[name])))
 		}
 	}
-	return false
+	return strings.Join(short, ", ")
+}
+
+// quantity formats an amount of a resource as a request would say it
+// (capacity counts cpu in millicores).
+func quantity(name corev1.ResourceName, v int64) string {
+	if name == corev1.ResourceCPU {
+		return resource.NewMilliQuantity(v, resource.DecimalSI).String()
+	}
+	if name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage {
+		return resource.NewQuantity(v, resource.BinarySI).String()
+	}
+	return resource.NewQuantity(v, resource.DecimalSI).String()
 }

@@ -80,14 +80,14 @@ func (p *Proportion) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev
 	view := p.queues.View()
 	queue := view.Queues[name]
 	if queue == nil {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("queue %q does not exist", name))
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, state.InvalidSpec.Say("queue %q does not exist", name))
 	}
 	if queue.Invalid != "" {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("queue %q is invalid: %s", name, queue.Invalid))
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, state.InvalidSpec.Say("queue %q is invalid: %s", name, queue.Invalid))
 	}
 	if refusing, reason := view.Refuses(name, request, nil); reason != "" {
 		klog.FromContext(ctx).V(4).Info("Queue refuses pod", "queue", refusing, "pod", klog.KObj(pod), "reason", reason)
-		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("queue %q: %s %s", refusing, what, reason))
+		return nil, fwk.NewStatus(fwk.Unschedulable, state.RefusalReason(reason).Say("queue %q: %s %s", refusing, what, reason))
 	}
 	return nil, nil
 }

@@ -85,6 +85,19 @@ func (v *QueueView) Sides(from, to string) (fromSide, toSide []*QueueInfo) {
 	return fromSide, toSide
 }
 
+// overCapability begins the refusal of a request above a queue's
+// capability (exceeds), as RefusalReason tells.
+const overCapability = "would exceed its capability of"
+
+// RefusalReason is the Reason of a refusal Refuses gave: QueueCapability
+// for a capability, else QueueOverShare.
+func RefusalReason(refusal string) Reason {
+	if strings.HasPrefix(refusal, overCapability) {
+		return QueueCapability
+	}
+	return QueueOverShare
+}
+
 func (q *QueueInfo) exceeds(request, released, available capacity.Resources) string {
 	var over []string
 	names := make([]corev1.ResourceName, 0, len(request))
@@ -99,7 +112,7 @@ func (q *QueueInfo) exceeds(request, released, available capacity.Resources) str
 		}
 		after := q.Allocated[name] - released[name] + v
 		if limit, capped := q.Capability[name]; capped && after > limit {
-			return fmt.Sprintf("would exceed its capability of %s (%s)", name, describe(name, after, limit))
+			return fmt.Sprintf("%s %s (%s)", overCapability, name, describe(name, after, limit))
 		}
 		if after > q.Deserved[name] && after <= available[name] {
 			over = append(over, fmt.Sprintf("%s (%s)", name, describe(name, after, q.Deserved[name])))

@@ -1,0 +1,88 @@
+package state
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Reason says why a pod or a gang waits, from a fixed set. Every message
+// with which flotilla's plugins refuse or hold a pod begins with one
+// ("QueueOverShare: queue \"team\": ..."), and the events they record
+// carry it as their reason, so a reader (kubectl flotilla why, an alert,
+// a script) tells the causes apart without parsing prose, and the prose
+// after it gives the shortfall in numbers.
+type Reason string
+
+// The reasons, from the earliest a pod can wait for to the latest.
+const (
+	// WaitingForPodGroup: the pod names a PodGroup that does not exist
+	// (yet: frameworks create it beside the pods).
+	WaitingForPodGroup Reason = "WaitingForPodGroup"
+	// WaitingForMembers: fewer pods of the gang exist (or are pending)
+	// than its quorum needs; its controller has not created them yet.
+	WaitingForMembers Reason = "WaitingForMembers"
+	// WaitingForClaims: a member's ResourceClaims are not there yet (the
+	// resourceclaim controller makes them from templates).
+	WaitingForClaims Reason = "WaitingForClaims"
+	// InvalidSpec: something the user wrote cannot be honoured as it is:
+	// a PodGroup's minMember, a Queue that does not exist or is not
+	// Valid, a claim members share before it is allocated.
+	InvalidSpec Reason = "InvalidSpec"
+	// QueueOverShare: admitting the pod or gang would take its queue, or
+	// an ancestor, above its deserved share.
+	QueueOverShare Reason = "QueueOverShare"
+	// QueueCapability: admitting it would take its queue, or an ancestor,
+	// above its capability.
+	QueueCapability Reason = "QueueCapability"
+	// WaitingForTurn: other gangs are being placed and hold what it
+	// needs; it goes next.
+	WaitingForTurn Reason = "WaitingForTurn"
+	// BackingOff: its last attempt failed; it lets others try for a while.
+	BackingOff Reason = "BackingOff"
+	// InsufficientResources: its quorum (or its minResources) does not
+	// fit the nodes' free cpu, memory, pods or devices.
+	InsufficientResources Reason = "InsufficientResources"
+	// WaitingForTopologyDomain: no single domain of the topology level it
+	// requires has room for its quorum.
+	WaitingForTopologyDomain Reason = "WaitingForTopologyDomain"
+	// PreemptionPending: pods evicted to make room for it are still
+	// terminating (or their devices still allocated).
+	PreemptionPending Reason = "PreemptionPending"
+	// GangRejected: an attempt under way was given up (its quorum timed
+	// out, or a member could not be placed); the gang starts again.
+	GangRejected Reason = "GangRejected"
+)
+
+// Reasons is the set, in the order above.
+var Reasons = []Reason{
+	WaitingForPodGroup, WaitingForMembers, WaitingForClaims, InvalidSpec, QueueOverShare, QueueCapability,
+	WaitingForTurn, BackingOff, InsufficientResources, WaitingForTopologyDomain, PreemptionPending, GangRejected,
+}
+
+// Say is a message of this reason: the reason, a colon, the details.
+func (r Reason) Say(format string, args ...any) string {
+	return string(r) + ": " + fmt.Sprintf(format, args...)
+}
+
+// ReasonsIn returns the reasons a message (a pod's PodScheduled message,
+// which joins the plugins' messages with the scheduler's own words) gives,
+// in the order given, each once.
+func ReasonsIn(message string) []Reason {
+	var out []Reason
+	seen := map[Reason]bool{}
+	for _, field := range strings.FieldsFunc(message, func(r rune) bool {
+		return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r == ':')
+	}) {
+		word, ok := strings.CutSuffix(field, ":")
+		if !ok {
+			continue
+		}
+		for _, r := range Reasons {
+			if word == string(r) && !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}

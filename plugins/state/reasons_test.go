@@ -1,0 +1,38 @@
+package state
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestReasonsIn(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		message string
+		want    []Reason
+	}{
+		{name: "a pod's PodScheduled message: the filters' reason, then preemption's",
+			message: `0/4 nodes are available: InsufficientResources: gang w/j6 does not fit: 0 of the 16 members needed for minMember 16 fit on the nodes' free capacity. preemption: PreemptionPending: not preempting again: 2 victims evicted for gang w/j6 are still terminating`,
+			want:    []Reason{InsufficientResources, PreemptionPending}},
+		{name: "each reason once", message: "QueueOverShare: queue \"a\": x. QueueOverShare: queue \"b\": y", want: []Reason{QueueOverShare}},
+		{name: "a reason's name inside prose is not a reason", message: "gang g waits for members (WaitingForMembers) and InsufficientResources", want: nil},
+		{name: "an unknown word before a colon", message: "Insufficient cpu: 3 nodes", want: nil},
+		{name: "a refusal of Proportion", message: (RefusalReason(overCapability + " cpu")).Say(`queue "q": the pod %s cpu (9 > 8)`, overCapability), want: []Reason{QueueCapability}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, ReasonsIn(tc.message))
+		})
+	}
+}
+
+// Every reason says itself and is found again in what it says.
+func TestEveryReasonRoundTrips(t *testing.T) {
+	seen := map[Reason]bool{}
+	for _, r := range Reasons {
+		assert.False(t, seen[r], "%s listed twice", r)
+		seen[r] = true
+		assert.Equal(t, []Reason{r}, ReasonsIn(r.Say("details %d", 1)))
+	}
+	assert.Equal(t, QueueOverShare, RefusalReason("would exceed its deserved share of cpu (6 > 5)"))
+}
