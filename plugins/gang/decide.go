@@ -7,6 +7,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // gangView is what PreFilter's decision for a gang reads, gathered under
@@ -89,7 +90,7 @@ func decide(v gangView) verdict {
 	case v.mayNotStart != "":
 		return turn(v, v.mayNotStart, false)
 	case v.backoff > 0:
-		return verdict{kind: backOff, message: state.BackingOff.Say("gang %s backs off for %s after: %s", v.key, v.backoff.Round(100*time.Millisecond), v.backoffWhy)}
+		return verdict{kind: backOff, message: reasons.BackingOff.Say("gang %s backs off for %s after: %s", v.key, v.backoff.Round(100*time.Millisecond), v.backoffWhy)}
 	}
 	fit := v.fit(true)
 	if fit.reason != "" && len(v.placing) > 0 {
@@ -114,7 +115,7 @@ func decide(v gangView) verdict {
 }
 
 func turn(v gangView, why string, nextTurn bool) verdict {
-	return verdict{kind: waitTurn, message: state.WaitingForTurn.Say("gang %s waits its turn: %s", v.key, why), nextTurn: nextTurn}
+	return verdict{kind: waitTurn, message: reasons.WaitingForTurn.Say("gang %s waits its turn: %s", v.key, why), nextTurn: nextTurn}
 }
 
 // keyNames lists the gangs' keys for a message, in the order given.

@@ -19,6 +19,7 @@ import (
 	"github.com/flotilla-sched/flotilla/apis/config/validation"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration; its args are
@@ -150,30 +151,30 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	g.shared.status.Enqueue(key)
 	pg := g.store.PodGroup(key)
 	var why string
-	var reason state.Reason
+	var because reasons.Reason
 	switch {
 	case pg == nil:
-		why, reason = fmt.Sprintf("waiting for PodGroup %s to be created", key), state.WaitingForPodGroup
+		why, because = fmt.Sprintf("waiting for PodGroup %s to be created", key), reasons.WaitingForPodGroup
 	case pg.Spec.MinMember < 1:
-		why, reason = fmt.Sprintf("PodGroup %s has minMember %d; it must be at least 1", key, pg.Spec.MinMember), state.InvalidSpec
+		why, because = fmt.Sprintf("PodGroup %s has minMember %d; it must be at least 1", key, pg.Spec.MinMember), reasons.InvalidSpec
 	case g.attemptUnderWay(key):
 		// Counted complete when the attempt started; its members are being
 		// activated together, which must not cost O(members) each.
 	default:
 		if short := g.membersShort(key, pg); short != "" {
-			why, reason = short, state.WaitingForMembers
+			why, because = short, reasons.WaitingForMembers
 		}
 	}
 	g.store.Lock(func(locked *state.Locked) { locked.SetGated(key, why != "") })
 	if why == "" {
 		return nil
 	}
-	if reason == state.WaitingForMembers {
+	if because == reasons.WaitingForMembers {
 		g.sayWhyIfStillGated(pod, key)
 	} else {
-		g.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, string(reason), "Scheduling", why)
+		g.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, string(because), "Scheduling", why)
 	}
-	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason.Say("%s", why))
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, because.Say("%s", why))
 }
 
 // gatedEventDelay: members waiting for their siblings to be created say so
@@ -205,7 +206,7 @@ func (g *Gang) sayWhyIfStillGated(pod *corev1.Pod, key state.GroupKey) {
 			return
 		}
 		if short := g.membersShort(key, pg); short != "" {
-			g.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, string(state.WaitingForMembers), "Scheduling", "%s", short)
+			g.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, string(reasons.WaitingForMembers), "Scheduling", "%s", short)
 		}
 	})
 }

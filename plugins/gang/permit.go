@@ -15,6 +15,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/quorum"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // Reserve records the member as placed for its gang.
@@ -38,7 +39,7 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 	}
 	pg := g.store.PodGroup(key)
 	if pg == nil {
-		return fwk.NewStatus(fwk.Unschedulable, state.WaitingForPodGroup.Say("PodGroup %s was deleted", key)), 0
+		return fwk.NewStatus(fwk.Unschedulable, reasons.WaitingForPodGroup.Say("PodGroup %s was deleted", key)), 0
 	}
 	var count quorum.Count
 	var unblocked []state.GroupKey
@@ -111,7 +112,7 @@ func (g *Gang) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1
 		if attempt {
 			klog.FromContext(ctx).V(2).Info("Gang member found no room on the planned nodes; placing over every node", "gang", key.String(), "pod", klog.KObj(pod))
 			g.handle.Activate(klog.FromContext(ctx), map[string]*corev1.Pod{pod.Namespace + "/" + pod.Name: pod})
-			return nil, fwk.NewStatus(fwk.Unschedulable, state.InsufficientResources.Say("member %s found no room on its gang's planned nodes; retrying over every node", pod.Name))
+			return nil, fwk.NewStatus(fwk.Unschedulable, reasons.InsufficientResources.Say("member %s found no room on its gang's planned nodes; retrying over every node", pod.Name))
 		}
 	}
 	if !g.failAttempt(ctx, key, fmt.Sprintf("member %s could not be placed", pod.Name), reasonMemberUnplaceable) {
@@ -119,7 +120,7 @@ func (g *Gang) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1
 		// nothing to release, and the refusal already says why.
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	return nil, fwk.NewStatus(fwk.Unschedulable, state.GangRejected.Say("gang %s cannot complete: member %s could not be placed", key, pod.Name))
+	return nil, fwk.NewStatus(fwk.Unschedulable, reasons.GangRejected.Say("gang %s cannot complete: member %s could not be placed", key, pod.Name))
 }
 
 // failAttempt ends a gang's attempt if it is short of its quorum: rejects
@@ -148,7 +149,7 @@ func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why, reason 
 	}
 	gangRejections.WithLabelValues(reason).Inc()
 	klog.FromContext(ctx).V(2).Info("Gang attempt failed", "gang", key.String(), "reason", why)
-	message := state.GangRejected.Say("gang %s rejected: %s", key, why)
+	message := reasons.GangRejected.Say("gang %s rejected: %s", key, why)
 	g.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		if k, ok := state.GroupOf(wp.GetPod()); ok && k == key {
 			wp.Reject(Name, message)

@@ -19,6 +19,7 @@ import (
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // PreFilter admits a member when its gang may place now: the gang is not
@@ -39,13 +40,13 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	}
 	pg := g.store.PodGroup(key)
 	if pg == nil {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, state.WaitingForPodGroup.Say("PodGroup %s not found", key))
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons.WaitingForPodGroup.Say("PodGroup %s not found", key))
 	}
 	logger := klog.FromContext(ctx).WithValues("gang", key.String())
 	topo, bad := g.topologyOf(pg, nodes)
 	if bad != "" {
 		g.recordGangEvent(pg, corev1.EventTypeWarning, "InvalidTopology", bad)
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, state.InvalidSpec.Say("gang %s waits: %s", key, bad))
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons.InvalidSpec.Say("gang %s waits: %s", key, bad))
 	}
 
 	var status *fwk.Status
@@ -217,7 +218,7 @@ func (g *Gang) activateSiblings(ctx context.Context, pod *corev1.Pod, key state.
 func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, locked *state.Locked, held map[string]capacity.Resources, topo *topology) (reason string, plan []capacity.PlanSlot, confine []string) {
 	members, short := locked.StillNeeded(gang, pg, nil)
 	if short > 0 {
-		return state.WaitingForMembers.Say("gang %s needs %d more members but only %d are pending", gang.Key, len(members)+short, len(members)), nil, nil
+		return reasons.WaitingForMembers.Say("gang %s needs %d more members but only %d are pending", gang.Key, len(members)+short, len(members)), nil, nil
 	}
 	if len(members) == 0 {
 		return "", nil, nil
@@ -231,12 +232,12 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 		pending[i] = capacity.Request(m)
 		demand, err := catalog.Demand(m)
 		if err != nil {
-			return state.WaitingForClaims.Say("gang %s waits: %v", gang.Key, err), nil, nil
+			return reasons.WaitingForClaims.Say("gang %s waits: %v", gang.Key, err), nil, nil
 		}
 		pending[i].Add(demand)
 	}
 	if claim, users := catalog.SharedUnallocated(); claim != "" {
-		return state.InvalidSpec.Say("gang %s waits: ResourceClaim %s is shared by members %s and not allocated: the scheduler allocates a claim for one pod at a time, so members placed together cannot share it before it is allocated (give each member its own claim from a ResourceClaimTemplate, or run one pod of the claim first)", gang.Key, claim, strings.Join(users, ", ")), nil, nil
+		return reasons.InvalidSpec.Say("gang %s waits: ResourceClaim %s is shared by members %s and not allocated: the scheduler allocates a claim for one pod at a time, so members placed together cannot share it before it is allocated (give each member its own claim from a ResourceClaimTemplate, or run one pod of the claim first)", gang.Key, claim, strings.Join(users, ", ")), nil, nil
 	}
 	// Largest first, the members in the same order: where a count of
 	// devices cannot judge their claims, the allocator confirms how many
@@ -270,19 +271,19 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 	anywhereFit := func() (string, []capacity.PlanSlot, []string) {
 		f := capacity.FirstFit(pending, view.All(), view)
 		if deviceErr != nil {
-			return state.InvalidSpec.Say("gang %s waits: reading devices: %v", gang.Key, deviceErr), nil, nil
+			return reasons.InvalidSpec.Say("gang %s waits: reading devices: %v", gang.Key, deviceErr), nil, nil
 		}
 		if f.Placed < need {
 			if short := devicesShort(ctx, catalog, keys, pending, view); short != "" {
 				if catalog.Capped() {
 					short += " (free: what the allocator can allocate to these claims together, fewer than the devices not allocated: their selectors or constraints, or devices that share counters)"
 				}
-				return state.InsufficientResources.Say("gang %s does not fit: %s", gang.Key, short), nil, nil
+				return reasons.InsufficientResources.Say("gang %s does not fit: %s", gang.Key, short), nil, nil
 			}
-			return state.InsufficientResources.Say("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity", gang.Key, f.Placed, need, pg.Spec.MinMember), nil, nil
+			return reasons.InsufficientResources.Say("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity", gang.Key, f.Placed, need, pg.Spec.MinMember), nil, nil
 		}
 		if short := minResourcesShort(pg, pending, view, &f); short != "" {
-			return state.InsufficientResources.Say("gang %s does not fit: its minResources exceed the cluster's free capacity (%s)", gang.Key, short), nil, nil
+			return reasons.InsufficientResources.Say("gang %s does not fit: its minResources exceed the cluster's free capacity (%s)", gang.Key, short), nil, nil
 		}
 		return "", withPods(f.Plan, sortedMembers), nil
 	}
@@ -319,7 +320,7 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 		}
 		why = append(why, fmt.Sprintf("no %s domain has room for %d members (largest free: %s, %d)", level, need, largest.value, most))
 	}
-	return state.WaitingForTopologyDomain.Say("gang %s does not fit: %s", gang.Key, strings.Join(why, "; ")), nil, nil
+	return reasons.WaitingForTopologyDomain.Say("gang %s does not fit: %s", gang.Key, strings.Join(why, "; ")), nil, nil
 }
 
 // withPods names the members each slot of the plan was planned for, out

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/quorum"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // statusCoalesce is the shortest gap between two status writes for one
@@ -85,7 +86,7 @@ func (s *perScheduler) writeStatus(ctx context.Context, key state.GroupKey) erro
 		return nil
 	}
 	if status.Phase == schedv1alpha1.PodGroupPending && pg.Status.Phase != schedv1alpha1.PodGroupPending && int32(len(pods.Items)) < pg.Spec.MinMember {
-		s.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeNormal, string(state.WaitingForMembers), "Scheduling",
+		s.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeNormal, string(reasons.WaitingForMembers), "Scheduling",
 			"gang %s has %d of its minMember %d pods; it is not scheduled until they exist", key, len(pods.Items), pg.Spec.MinMember)
 	}
 	// Spelled out: the API type omits zero counts, and a merge patch that

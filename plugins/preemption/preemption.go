@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration. It takes no
@@ -69,7 +70,7 @@ func (p *Preemption) Name() string { return Name }
 // it made would sit idle. The victims' deletion lets it in.
 func (p *Preemption) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	if n := p.waitingFor(pod); n > 0 {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, state.PreemptionPending.Say("waiting for %d pods evicted to make room for it to terminate", n))
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons.PreemptionPending.Say("waiting for %d pods evicted to make room for it to terminate", n))
 	}
 	return nil
 }
@@ -152,7 +153,7 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 		}
 	}
 	if waiting, held := p.victimsPending(who.id); waiting > 0 || held > 0 {
-		return nil, fwk.NewStatus(fwk.Unschedulable, state.PreemptionPending.Say("not preempting again: %d victims evicted for %s are still terminating, %d of their ResourceClaims still allocated", waiting, who.what, held))
+		return nil, fwk.NewStatus(fwk.Unschedulable, reasons.PreemptionPending.Say("not preempting again: %d victims evicted for %s are still terminating, %d of their ResourceClaims still allocated", waiting, who.what, held))
 	}
 	nodes, err := p.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {

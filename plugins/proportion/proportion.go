@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration; its args are
@@ -80,10 +81,10 @@ func (p *Proportion) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev
 	view := p.queues.View()
 	queue := view.Queues[name]
 	if queue == nil {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, state.InvalidSpec.Say("queue %q does not exist", name))
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons.InvalidSpec.Say("queue %q does not exist", name))
 	}
 	if queue.Invalid != "" {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, state.InvalidSpec.Say("queue %q is invalid: %s", name, queue.Invalid))
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons.InvalidSpec.Say("queue %q is invalid: %s", name, queue.Invalid))
 	}
 	if refusing, reason := view.Refuses(name, request, nil); reason != "" {
 		klog.FromContext(ctx).V(4).Info("Queue refuses pod", "queue", refusing, "pod", klog.KObj(pod), "reason", reason)

@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // Released is what leaving pods give back, per queue, counted in the queue
@@ -91,11 +92,11 @@ const overCapability = "would exceed its capability of"
 
 // RefusalReason is the Reason of a refusal Refuses gave: QueueCapability
 // for a capability, else QueueOverShare.
-func RefusalReason(refusal string) Reason {
+func RefusalReason(refusal string) reasons.Reason {
 	if strings.HasPrefix(refusal, overCapability) {
-		return QueueCapability
+		return reasons.QueueCapability
 	}
-	return QueueOverShare
+	return reasons.QueueOverShare
 }
 
 func (q *QueueInfo) exceeds(request, released, available capacity.Resources) string {

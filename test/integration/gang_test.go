@@ -23,7 +23,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/internal/cluster"
-	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
@@ -485,7 +485,7 @@ func TestGatedMembersSayWhy(t *testing.T) {
 	// absent field, so the scheduler refuses it itself.
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "zero", 0))
 	require.NoError(t, h.CreatePods(h.Ctx, cluster.GangPods("default", "zero", 1, "1")...))
-	ev, err = h.WaitForEvent(h.Ctx, "default", "zero-0", string(state.InvalidSpec), bindTimeout)
+	ev, err = h.WaitForEvent(h.Ctx, "default", "zero-0", string(reasons.InvalidSpec), bindTimeout)
 	require.NoError(t, err)
 	assert.Contains(t, ev.Note, "minMember 0; it must be at least 1")
 

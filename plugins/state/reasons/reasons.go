@@ -1,4 +1,7 @@
-package state
+// Package reasons is the fixed set of reasons why flotilla holds a pod: a
+// leaf, so that what reads them (kubectl flotilla) needs none of the
+// scheduler.
+package reasons
 
 import (
 	"fmt"
@@ -53,8 +56,8 @@ const (
 	GangRejected Reason = "GangRejected"
 )
 
-// Reasons is the set, in the order above.
-var Reasons = []Reason{
+// All is the set, in the order above.
+var All = []Reason{
 	WaitingForPodGroup, WaitingForMembers, WaitingForClaims, InvalidSpec, QueueOverShare, QueueCapability,
 	WaitingForTurn, BackingOff, InsufficientResources, WaitingForTopologyDomain, PreemptionPending, GangRejected,
 }
@@ -64,10 +67,10 @@ func (r Reason) Say(format string, args ...any) string {
 	return string(r) + ": " + fmt.Sprintf(format, args...)
 }
 
-// ReasonsIn returns the reasons a message (a pod's PodScheduled message,
+// In returns the reasons a message (a pod's PodScheduled message,
 // which joins the plugins' messages with the scheduler's own words) gives,
 // in the order given, each once.
-func ReasonsIn(message string) []Reason {
+func In(message string) []Reason {
 	var out []Reason
 	seen := map[Reason]bool{}
 	for _, field := range strings.FieldsFunc(message, func(r rune) bool {
@@ -77,7 +80,7 @@ func ReasonsIn(message string) []Reason {
 		if !ok {
 			continue
 		}
-		for _, r := range Reasons {
+		for _, r := range All {
 			if word == string(r) && !seen[r] {
 				seen[r] = true
 				out = append(out, r)
