@@ -272,6 +272,9 @@ func (p *Preemption) planGang(ctx context.Context, cycle fwk.CycleState, who *pr
 	}
 	seq := w.sequence(who, w.shortOf(who, w.nodes), w.units)
 	noRoom := fmt.Sprintf("even evicting all %d pods it may evict would not make room for the %d members %s needs", countPods(seq), len(who.members), who.what)
+	if len(seq) == 0 {
+		noRoom = fmt.Sprintf("there is no pod it may evict (of lower priority in its queue, or of a queue above its share) to make room for the %d members %s needs", len(who.members), who.what)
+	}
 	if !w.roomWithout(who, seq, w.nodes) {
 		// Not even by resources: the simulation, which runs every filter
 		// for every member on every node, cannot do better.

@@ -74,17 +74,18 @@ type podAccount struct {
 // PodGroup's, else its namespace's, else the default queue.
 func (q *Queues) QueueOf(pod *corev1.Pod) string {
 	if name := pod.Labels[flotillav1alpha1.QueueLabel]; name != "" {
-		return name
+		return name // without looking up the PodGroup or the namespace
 	}
+	var podGroupLabels, namespaceLabels map[string]string
 	if key, ok := GroupOf(pod); ok {
-		if pg := q.store.PodGroup(key); pg != nil && pg.Labels[flotillav1alpha1.QueueLabel] != "" {
-			return pg.Labels[flotillav1alpha1.QueueLabel]
+		if pg := q.store.PodGroup(key); pg != nil {
+			podGroupLabels = pg.Labels
 		}
 	}
-	if ns, err := q.namespaces.Get(pod.Namespace); err == nil && ns.Labels[flotillav1alpha1.QueueLabel] != "" {
-		return ns.Labels[flotillav1alpha1.QueueLabel]
+	if ns, err := q.namespaces.Get(pod.Namespace); err == nil {
+		namespaceLabels = ns.Labels
 	}
-	return q.defaultQueue
+	return flotillav1alpha1.QueueOf(pod.Labels, podGroupLabels, namespaceLabels, q.defaultQueue)
 }
 
 func terminal(pod *corev1.Pod) bool {

@@ -526,6 +526,14 @@ func (s *scenario) gangJob(spec cluster.WorkloadSpec, minMember int32) *batchv1.
 // label required ("": anywhere), by its PodGroup's annotation.
 func (s *scenario) gangJobIn(spec cluster.WorkloadSpec, minMember int32, required string) *batchv1.Job {
 	s.t.Helper()
+	return createGangJob(s.t, s.h, spec, minMember, required)
+}
+
+// createGangJob creates a PodGroup of minMember (confined to one domain of
+// the node label required, "": anywhere) and a Job of its members, as a
+// user does.
+func createGangJob(t *testing.T, h *harness.Harness, spec cluster.WorkloadSpec, minMember int32, required string) *batchv1.Job {
+	t.Helper()
 	ns := spec.Namespace
 	if ns == "" {
 		ns = metav1.NamespaceDefault
@@ -535,9 +543,9 @@ func (s *scenario) gangJobIn(spec cluster.WorkloadSpec, minMember int32, require
 	if required != "" {
 		pg.Annotations = map[string]string{flotillav1alpha1.TopologyRequiredAnnotation: required}
 	}
-	_, err := s.h.PodGroups.SchedulingV1alpha1().PodGroups(ns).Create(s.h.Ctx, pg, metav1.CreateOptions{})
-	require.NoError(s.t, err)
-	job, err := s.h.CreateJob(s.h.Ctx, spec)
-	require.NoError(s.t, err)
+	_, err := h.PodGroups.SchedulingV1alpha1().PodGroups(ns).Create(h.Ctx, pg, metav1.CreateOptions{})
+	require.NoError(t, err)
+	job, err := h.CreateJob(h.Ctx, spec)
+	require.NoError(t, err)
 	return job
 }

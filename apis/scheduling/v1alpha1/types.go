@@ -9,6 +9,18 @@ import (
 // a Queue.
 const QueueLabel = "scheduling.flotilla.dev/queue"
 
+// QueueOf is the queue a pod joins: its own QueueLabel, else its
+// PodGroup's, else its namespace's, else the default queue. The labels of
+// an object the pod lacks (no PodGroup) are nil.
+func QueueOf(podLabels, podGroupLabels, namespaceLabels map[string]string, defaultQueue string) string {
+	for _, labels := range []map[string]string{podLabels, podGroupLabels, namespaceLabels} {
+		if name := labels[QueueLabel]; name != "" {
+			return name
+		}
+	}
+	return defaultQueue
+}
+
 // Topology annotations on a scheduler-plugins PodGroup (an API flotilla
 // does not own, so they are annotations), each naming a node label key:
 //   - TopologyRequiredAnnotation: every member of the gang lands on nodes

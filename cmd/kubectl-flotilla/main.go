@@ -1,0 +1,24 @@
+// Command kubectl-flotilla is the kubectl plugin `kubectl flotilla`: the
+// queue tree with each queue's shares (queues), the pending gangs and pods
+// per queue in the order the scheduler takes them (pending), and why a
+// pod, PodGroup, Job or Deployment waits (why). Put it on the PATH (or
+// install it with krew: manifests/krew/flotilla.yaml) and run
+// `kubectl flotilla why job NAME -n NAMESPACE`.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/flotilla-sched/flotilla/internal/flotillactl"
+)
+
+func main() {
+	cmd := flotillactl.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	if err := cmd.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,95 @@
+// Package flotillactl is kubectl flotilla: the queue tree with each queue's
+// shares, the pending gangs and pods in the order the scheduler takes
+// them, and why a pod, PodGroup, Job or Deployment waits. It reads the
+// API only (Queues, PodGroups, pods, events) and the reasons the plugins
+// write into their messages (package reasons); it never asks the
+// scheduler.
+package flotillactl
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	podgroupclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+)
+
+// options are the flags every subcommand shares: kubectl's connection
+// flags (--kubeconfig, --context, -n ...), -A and -o.
+type options struct {
+	config        *genericclioptions.ConfigFlags
+	streams       genericiooptions.IOStreams
+	allNamespaces bool
+	output        string
+	defaultQueue  string
+}
+
+// clients are what a command reads through.
+type clients struct {
+	kube      kubernetes.Interface
+	dynamic   dynamic.Interface
+	podGroups podgroupclient.Interface
+	namespace string
+}
+
+func (o *options) clients() (*clients, error) {
+	rest, err := o.config.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	c := &clients{}
+	if c.kube, err = kubernetes.NewForConfig(rest); err != nil {
+		return nil, err
+	}
+	if c.dynamic, err = dynamic.NewForConfig(rest); err != nil {
+		return nil, err
+	}
+	if c.podGroups, err = podgroupclient.NewForConfig(rest); err != nil {
+		return nil, err
+	}
+	if c.namespace, _, err = o.config.ToRawKubeConfigLoader().Namespace(); err != nil {
+		return nil, err
+	}
+	if o.allNamespaces {
+		c.namespace = ""
+	}
+	return c, nil
+}
+
+// NewCommand is `kubectl flotilla` with its subcommands.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &options{config: genericclioptions.NewConfigFlags(true), streams: streams}
+	cmd := &cobra.Command{
+		Use:           "kubectl-flotilla",
+		Short:         "Queues, pending gangs and why they wait, for flotilla-scheduler",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	o.config.AddFlags(cmd.PersistentFlags())
+	cmd.PersistentFlags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "every namespace")
+	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "", "output format: json, or empty for a table")
+	cmd.PersistentFlags().StringVar(&o.defaultQueue, "default-queue", "default", "the queue of pods that name none (the Proportion plugin's defaultQueue)")
+	cmd.AddCommand(newQueuesCommand(o), newPendingCommand(o), newWhyCommand(o))
+	return cmd
+}
+
+// print writes v as JSON with -o json, else as the table.
+func (o *options) print(v any, table func(w io.Writer)) error {
+	switch o.output {
+	case "json":
+		enc := json.NewEncoder(o.streams.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	case "":
+		w := tabwriter.NewWriter(o.streams.Out, 0, 4, 2, ' ', 0)
+		table(w)
+		return w.Flush()
+	}
+	return fmt.Errorf("unknown output format %q: use json or leave -o out", o.output)
+}

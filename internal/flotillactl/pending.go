@@ -1,0 +1,207 @@
+package flotillactl
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
+)
+
+// PendingEntry is a gang or a plain pod waiting in a queue.
+type PendingEntry struct {
+	Queue string `json:"queue"`
+	// Position is its place in its queue, from 1: the order the
+	// scheduler's queue takes them in (priority, then the gang's PodGroup
+	// or the pod's creation, then name).
+	Position int    `json:"position"`
+	Kind     string `json:"kind"` // gang or pod
+	Name     string `json:"name"` // namespace/name
+	Priority int32  `json:"priority"`
+	// Since is the PodGroup's or the pod's creation.
+	Since time.Time `json:"since"`
+	// Pending counts its pods not yet bound; MinMember is its PodGroup's.
+	Pending   int      `json:"pending"`
+	MinMember int32    `json:"minMember,omitempty"`
+	Reasons   []string `json:"reasons"`
+	Message   string   `json:"message"`
+}
+
+func newPendingCommand(o *options) *cobra.Command {
+	var queue string
+	var schedulerNames []string
+	cmd := &cobra.Command{
+		Use:   "pending",
+		Short: "Pending gangs and pods per queue, in the order the scheduler takes them, with why each waits",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.clients()
+			if err != nil {
+				return err
+			}
+			entries, err := pendingEntries(cmd.Context(), c, schedulerNames, o.defaultQueue)
+			if err != nil {
+				return err
+			}
+			entries = slices.DeleteFunc(entries, func(e PendingEntry) bool {
+				ns, _, _ := strings.Cut(e.Name, "/")
+				return queue != "" && e.Queue != queue || c.namespace != "" && ns != c.namespace
+			})
+			return o.print(entries, func(w io.Writer) {
+				fmt.Fprintln(w, "QUEUE\tPOSITION\tKIND\tNAME\tPRIORITY\tAGE\tPENDING\tREASON\tMESSAGE")
+				for _, e := range entries {
+					fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", e.Queue, e.Position, e.Kind, e.Name, e.Priority,
+						time.Since(e.Since).Round(time.Second), e.Pending, dash(strings.Join(e.Reasons, ",")), e.Message)
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&queue, "queue", "", "only this queue")
+	cmd.Flags().StringSliceVar(&schedulerNames, "scheduler-name", []string{"flotilla-scheduler"}, "the profiles whose pods count")
+	return cmd
+}
+
+// pendingEntries reads every namespace's unbound pods of the schedulers and
+// orders each queue's: positions count the whole queue, whatever a
+// listing then shows of it.
+func pendingEntries(ctx context.Context, c *clients, schedulerNames []string, defaultQueue string) ([]PendingEntry, error) {
+	pods, err := c.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName="})
+	if err != nil {
+		return nil, err
+	}
+	namespaceLabels := map[string]map[string]string{}
+	if list, err := c.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, ns := range list.Items {
+			namespaceLabels[ns.Name] = ns.Labels
+		}
+	}
+	podGroups := map[string]*schedv1alpha1.PodGroup{}
+	byKey := map[string]*PendingEntry{}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodPending || !slices.Contains(schedulerNames, pod.Spec.SchedulerName) {
+			continue
+		}
+		group := pod.Labels[schedv1alpha1.PodGroupLabel]
+		key := "pod/" + pod.Namespace + "/" + pod.Name
+		var pg *schedv1alpha1.PodGroup
+		if group != "" {
+			key = "gang/" + pod.Namespace + "/" + group
+			if pg, err = podGroupOf(ctx, c, podGroups, pod.Namespace, group); err != nil {
+				return nil, err
+			}
+		}
+		e := byKey[key]
+		if e == nil {
+			e = &PendingEntry{Kind: "pod", Name: pod.Namespace + "/" + pod.Name, Since: pod.CreationTimestamp.Time}
+			var pgLabels map[string]string
+			if group != "" {
+				e.Kind, e.Name = "gang", pod.Namespace+"/"+group
+				if pg != nil {
+					pgLabels, e.Since, e.MinMember = pg.Labels, pg.CreationTimestamp.Time, pg.Spec.MinMember
+				}
+			}
+			e.Queue = flotillav1alpha1.QueueOf(pod.Labels, pgLabels, namespaceLabels[pod.Namespace], defaultQueue)
+			if pod.Spec.Priority != nil {
+				e.Priority = *pod.Spec.Priority
+			}
+			byKey[key] = e
+		}
+		e.Pending++
+		if e.Message == "" {
+			e.Message = waitingMessage(ctx, c, pod, pg, group)
+			e.Reasons = reasonNames(e.Message)
+		}
+	}
+	var entries []PendingEntry
+	for _, e := range byKey {
+		entries = append(entries, *e)
+	}
+	sort.Slice(entries, func(i, j int) bool {
+		a, b := entries[i], entries[j]
+		switch {
+		case a.Queue != b.Queue:
+			return a.Queue < b.Queue
+		case a.Priority != b.Priority:
+			return a.Priority > b.Priority
+		case !a.Since.Equal(b.Since):
+			return a.Since.Before(b.Since)
+		}
+		return a.Name < b.Name
+	})
+	for i := range entries {
+		if i > 0 && entries[i-1].Queue == entries[i].Queue {
+			entries[i].Position = entries[i-1].Position + 1
+		} else {
+			entries[i].Position = 1
+		}
+	}
+	return entries, nil
+}
+
+func podGroupOf(ctx context.Context, c *clients, cache map[string]*schedv1alpha1.PodGroup, namespace, name string) (*schedv1alpha1.PodGroup, error) {
+	key := namespace + "/" + name
+	if pg, ok := cache[key]; ok {
+		return pg, nil
+	}
+	pg, err := c.podGroups.SchedulingV1alpha1().PodGroups(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		pg, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	cache[key] = pg
+	return pg, nil
+}
+
+// waitingMessage is why the pod waits: its PodScheduled condition's
+// message once the scheduler tried it. A member the scheduler holds back
+// before any attempt (its PodGroup missing, or fewer pods than minMember)
+// has no condition; its events say so, and so does this, from the pods
+// there are.
+func waitingMessage(ctx context.Context, c *clients, pod *corev1.Pod, pg *schedv1alpha1.PodGroup, group string) string {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Message != "" {
+			return cond.Message
+		}
+	}
+	switch {
+	case group != "" && pg == nil:
+		return reasons.WaitingForPodGroup.Say("PodGroup %s/%s does not exist", pod.Namespace, group)
+	case pg != nil:
+		members, err := c.kube.CoreV1().Pods(pod.Namespace).List(ctx, metav1.ListOptions{LabelSelector: schedv1alpha1.PodGroupLabel + "=" + group})
+		if err != nil {
+			return err.Error()
+		}
+		n := 0
+		for _, m := range members.Items {
+			if m.DeletionTimestamp == nil && m.Status.Phase != corev1.PodFailed {
+				n++
+			}
+		}
+		if int32(n) < pg.Spec.MinMember {
+			return reasons.WaitingForMembers.Say("PodGroup %s/%s has %d of its minMember %d pods", pod.Namespace, group, n, pg.Spec.MinMember)
+		}
+	}
+	return "not tried yet"
+}
+
+func reasonNames(message string) []string {
+	var out []string
+	for _, r := range reasons.In(message) {
+		out = append(out, string(r))
+	}
+	return out
+}

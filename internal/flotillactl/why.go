@@ -1,0 +1,251 @@
+package flotillactl
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+)
+
+// Explanation is why one gang or plain pod of the object asked about waits,
+// or that it does not.
+type Explanation struct {
+	Kind  string `json:"kind"` // gang or pod
+	Name  string `json:"name"` // namespace/name
+	Queue string `json:"queue"`
+	// Phase is the PodGroup's, or the pod's.
+	Phase     string `json:"phase"`
+	MinMember int32  `json:"minMember,omitempty"`
+	// Placed are its bound pods and their nodes; Pending the rest.
+	Placed  map[string]string `json:"placed"`
+	Pending []string          `json:"pending"`
+	// Waiting is false when nothing of it waits to be placed.
+	Waiting bool     `json:"waiting"`
+	Reasons []string `json:"reasons"`
+	Message string   `json:"message,omitempty"`
+	// Events are the last events of its pods and PodGroup, newest last.
+	Events []Event `json:"events"`
+}
+
+// Event is one event, as kubectl describe shows it.
+type Event struct {
+	Time    time.Time `json:"time"`
+	Object  string    `json:"object"`
+	Type    string    `json:"type"`
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+}
+
+// lastEvents is how many events an explanation shows.
+const lastEvents = 5
+
+func newWhyCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "why (pod|podgroup|job|deployment) NAME",
+		Short: "Why a pod, PodGroup, Job or Deployment waits: the reason, the shortfall, its last events and, for a gang, where its members are",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.clients()
+			if err != nil {
+				return err
+			}
+			if c.namespace == "" {
+				return fmt.Errorf("why needs a namespace: -n, not -A")
+			}
+			pods, err := podsOf(cmd.Context(), c, args[0], args[1])
+			if err != nil {
+				return err
+			}
+			explanations, err := explain(cmd.Context(), c, pods, o.defaultQueue)
+			if err != nil {
+				return err
+			}
+			return o.print(explanations, func(w io.Writer) { printExplanations(w, explanations) })
+		},
+	}
+}
+
+// podsOf resolves what was asked about to its pods.
+func podsOf(ctx context.Context, c *clients, kind, name string) ([]corev1.Pod, error) {
+	pods := c.kube.CoreV1().Pods(c.namespace)
+	var selector string
+	switch strings.ToLower(kind) {
+	case "pod", "pods", "po":
+		pod, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, notFound(err, "pod", c.namespace, name)
+		}
+		return []corev1.Pod{*pod}, nil
+	case "podgroup", "podgroups", "pg":
+		if _, err := c.podGroups.SchedulingV1alpha1().PodGroups(c.namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return nil, notFound(err, "PodGroup", c.namespace, name)
+		}
+		selector = schedv1alpha1.PodGroupLabel + "=" + name
+	case "job", "jobs":
+		if _, err := c.kube.BatchV1().Jobs(c.namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return nil, notFound(err, "Job", c.namespace, name)
+		}
+		selector = "batch.kubernetes.io/job-name=" + name
+	case "deployment", "deployments", "deploy":
+		d, err := c.kube.AppsV1().Deployments(c.namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, notFound(err, "Deployment", c.namespace, name)
+		}
+		s, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil {
+			return nil, err
+		}
+		selector = s.String()
+	default:
+		return nil, fmt.Errorf("why explains a pod, podgroup, job or deployment, not %q", kind)
+	}
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, fmt.Errorf("%s %s/%s has no pods", kind, c.namespace, name)
+	}
+	return list.Items, nil
+}
+
+func notFound(err error, kind, namespace, name string) error {
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s %s/%s not found", kind, namespace, name)
+	}
+	return err
+}
+
+// explain groups the pods by gang (a plain pod is its own) and explains
+// each group.
+func explain(ctx context.Context, c *clients, pods []corev1.Pod, defaultQueue string) ([]Explanation, error) {
+	var nsLabels map[string]string
+	if ns, err := c.kube.CoreV1().Namespaces().Get(ctx, c.namespace, metav1.GetOptions{}); err == nil {
+		nsLabels = ns.Labels
+	}
+	groups := map[string][]corev1.Pod{}
+	var order []string
+	for _, pod := range pods {
+		key := "pod/" + pod.Name
+		if g := pod.Labels[schedv1alpha1.PodGroupLabel]; g != "" {
+			key = "gang/" + g
+		}
+		if groups[key] == nil {
+			order = append(order, key)
+		}
+		groups[key] = append(groups[key], pod)
+	}
+	// One list of the namespace's events serves every group.
+	events, err := c.kube.CoreV1().Events(c.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []Explanation
+	for _, key := range order {
+		members := groups[key]
+		e := Explanation{Kind: "pod", Name: c.namespace + "/" + members[0].Name, Placed: map[string]string{}}
+		var pg *schedv1alpha1.PodGroup
+		objects := map[string]bool{}
+		if kind, group, _ := strings.Cut(key, "/"); kind == "gang" {
+			e.Kind, e.Name = "gang", c.namespace+"/"+group
+			pg, err = podGroupOf(ctx, c, map[string]*schedv1alpha1.PodGroup{}, c.namespace, group)
+			if err != nil {
+				return nil, err
+			}
+			objects["PodGroup/"+group] = true
+			// Every member, not only those the selector matched.
+			list, err := c.kube.CoreV1().Pods(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: schedv1alpha1.PodGroupLabel + "=" + group})
+			if err != nil {
+				return nil, err
+			}
+			members = list.Items
+		}
+		var pgLabels map[string]string
+		e.Phase = string(members[0].Status.Phase)
+		if pg != nil {
+			pgLabels, e.MinMember, e.Phase = pg.Labels, pg.Spec.MinMember, string(pg.Status.Phase)
+		}
+		e.Queue = flotillav1alpha1.QueueOf(members[0].Labels, pgLabels, nsLabels, defaultQueue)
+		sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
+		for i := range members {
+			m := &members[i]
+			objects["Pod/"+m.Name] = true
+			switch {
+			case m.Spec.NodeName != "":
+				e.Placed[m.Name] = m.Spec.NodeName
+			case m.DeletionTimestamp == nil && m.Status.Phase == corev1.PodPending:
+				e.Pending = append(e.Pending, m.Name)
+				if e.Message == "" {
+					e.Message = waitingMessage(ctx, c, m, pg, m.Labels[schedv1alpha1.PodGroupLabel])
+				}
+			}
+		}
+		e.Waiting = len(e.Pending) > 0
+		e.Reasons = reasonNames(e.Message)
+		e.Events = eventsOf(events.Items, objects)
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// eventsOf returns the last events of the objects ("Kind/name"), oldest
+// first.
+func eventsOf(all []corev1.Event, objects map[string]bool) []Event {
+	var out []Event
+	for _, ev := range all {
+		object := ev.InvolvedObject.Kind + "/" + ev.InvolvedObject.Name
+		if !objects[object] {
+			continue
+		}
+		t := ev.LastTimestamp.Time
+		if t.IsZero() {
+			t = ev.EventTime.Time
+		}
+		out = append(out, Event{Time: t, Object: object, Type: ev.Type, Reason: ev.Reason, Message: ev.Message})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	if len(out) > lastEvents {
+		out = out[len(out)-lastEvents:]
+	}
+	return out
+}
+
+func printExplanations(w io.Writer, explanations []Explanation) {
+	for i, e := range explanations {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s %s\tqueue %s\tphase %s\n", e.Kind, e.Name, e.Queue, dash(e.Phase))
+		if e.Kind == "gang" {
+			fmt.Fprintf(w, "members\t%d placed, %d pending, minMember %d\n", len(e.Placed), len(e.Pending), e.MinMember)
+		}
+		var placed []string
+		for pod, node := range e.Placed {
+			placed = append(placed, pod+" on "+node)
+		}
+		sort.Strings(placed)
+		for _, p := range placed {
+			fmt.Fprintf(w, "  placed\t%s\n", p)
+		}
+		if !e.Waiting {
+			fmt.Fprintln(w, "waiting\tno: nothing of it waits to be placed")
+		} else {
+			fmt.Fprintf(w, "waiting\t%s\n", strings.Join(e.Pending, ", "))
+			fmt.Fprintf(w, "reason\t%s\n", dash(strings.Join(e.Reasons, ", ")))
+			fmt.Fprintf(w, "message\t%s\n", e.Message)
+		}
+		for _, ev := range e.Events {
+			fmt.Fprintf(w, "  event\t%s\t%s\t%s\t%s\n", ev.Time.Format(time.RFC3339), ev.Object, ev.Reason, ev.Message)
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/internal/cluster"
+	"github.com/flotilla-sched/flotilla/internal/flotillactl"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
+)
+
+// kubectl flotilla, run as a user runs it (its kubeconfig, -n, -o json)
+// against a cluster where gangs and pods wait for different reasons: each
+// says its reason and shortfall; a running gang says where its members
+// are; pending positions follow the scheduler's order; the queue tree
+// shows shares; an object that does not exist is a clear error.
+func TestKubectlFlotillaExplainsWhyPodsWait(t *testing.T) {
+	h := startRealisticCluster(t, cpuNode("node-a"), cpuNode("node-b")) // 8 cpu, 32Gi each
+	capped := cluster.Queue("capped", 1, "")
+	capped.Spec.Capability = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	require.NoError(t, h.CreateQueue(h.Ctx, capped))
+	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("team", 1, "")))
+
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		cmd := flotillactl.NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &out})
+		cmd.SetArgs(append([]string{"--kubeconfig", h.KubeconfigPath}, args...))
+		err := cmd.ExecuteContext(h.Ctx)
+		return out.String(), err
+	}
+	why := func(args ...string) []flotillactl.Explanation {
+		t.Helper()
+		out, err := run(append([]string{"why", "-n", "default", "-o", "json"}, args...)...)
+		require.NoError(t, err, out)
+		var got []flotillactl.Explanation
+		require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+		return got
+	}
+
+	// A gang that runs: 2 of 1 cpu.
+	createGangJob(t, h, cluster.WorkloadSpec{Name: "runs", Replicas: 2, CPU: "1", Memory: "1Gi", Queue: "team"}, 2, "")
+	// A gang whose quorum fits no node: 3 of 6 cpu on two 8-cpu nodes.
+	createGangJob(t, h, cluster.WorkloadSpec{Name: "too-big", Replicas: 3, CPU: "6", Memory: "1Gi", Queue: "team"}, 3, "")
+	// A gang whose Job made fewer pods than its minMember, created a
+	// second later (creation times count in seconds; equal ones go by
+	// name, as in the scheduler's queue).
+	time.Sleep(1100 * time.Millisecond)
+	createGangJob(t, h, cluster.WorkloadSpec{Name: "short", Replicas: 2, CPU: "1", Memory: "1Gi", Queue: "team"}, 3, "")
+	// A pod above its queue's capability, one in a queue that does not exist.
+	require.NoError(t, h.CreatePods(h.Ctx,
+		cluster.PodSpec{Name: "over-cap", CPU: "2", Memory: "1Gi", Labels: map[string]string{flotillav1alpha1.QueueLabel: "capped"}},
+		cluster.PodSpec{Name: "lost", CPU: "1", Memory: "1Gi", Labels: map[string]string{flotillav1alpha1.QueueLabel: "ghost"}}))
+
+	want := []struct {
+		kind, name string
+		reason     reasons.Reason
+		shortfall  string
+	}{
+		{"job", "too-big", reasons.InsufficientResources, "members needed for minMember 3 fit"},
+		{"podgroup", "short", reasons.WaitingForMembers, "has 2 of its minMember 3 pods"},
+		{"pod", "over-cap", reasons.QueueCapability, "(2 > 1)"},
+		{"pod", "lost", reasons.InvalidSpec, `queue "ghost" does not exist`},
+	}
+	for _, w := range want {
+		var got []flotillactl.Explanation
+		require.Eventually(t, func() bool {
+			got = why(w.kind, w.name)
+			return len(got) == 1 && strings.Contains(strings.Join(got[0].Reasons, ","), string(w.reason))
+		}, bindTimeout, 500*time.Millisecond, "why %s %s gives %s: %+v", w.kind, w.name, w.reason, got)
+		assert.True(t, got[0].Waiting, "%s %s", w.kind, w.name)
+		assert.Contains(t, got[0].Message, w.shortfall, "%s %s: the shortfall", w.kind, w.name)
+	}
+
+	// The same as a user reads it.
+	out, err := run("why", "-n", "default", "job", "too-big")
+	require.NoError(t, err, out)
+	t.Logf("kubectl flotilla why job too-big:\n%s", out)
+	assert.Regexp(t, `(?m)^reason\s+InsufficientResources$`, out)
+
+	// The running gang: not waiting, each member on its node.
+	var runs []flotillactl.Explanation
+	require.Eventually(t, func() bool {
+		runs = why("job", "runs")
+		return len(runs) == 1 && len(runs[0].Placed) == 2
+	}, bindTimeout, 500*time.Millisecond, "why job runs: %+v", runs)
+	assert.False(t, runs[0].Waiting)
+	assert.Equal(t, "gang", runs[0].Kind)
+	assert.Equal(t, "team", runs[0].Queue)
+	for pod, node := range runs[0].Placed {
+		assert.Contains(t, []string{"node-a", "node-b"}, node, pod)
+	}
+
+	// pending: team's two waiting gangs in the scheduler's order (equal
+	// priority: the older PodGroup first), each with its reason.
+	out, err = run("pending", "-A", "--queue", "team")
+	require.NoError(t, err, out)
+	t.Logf("kubectl flotilla pending -A --queue team:\n%s", out)
+	out, err = run("pending", "-A", "--queue", "team", "-o", "json")
+	require.NoError(t, err, out)
+	var pending []flotillactl.PendingEntry
+	require.NoError(t, json.Unmarshal([]byte(out), &pending), out)
+	require.Len(t, pending, 2, out)
+	assert.Equal(t, []string{"default/too-big", "default/short"}, []string{pending[0].Name, pending[1].Name})
+	assert.Equal(t, []int{1, 2}, []int{pending[0].Position, pending[1].Position})
+	assert.Equal(t, []string{string(reasons.InsufficientResources)}, pending[0].Reasons)
+	assert.Equal(t, []string{string(reasons.WaitingForMembers)}, pending[1].Reasons)
+
+	// queues: the tree with shares per resource, as a table.
+	out, err = run("queues")
+	require.NoError(t, err, out)
+	t.Logf("kubectl flotilla queues:\n%s", out)
+	assert.Contains(t, out, "QUEUE")
+	for _, q := range []string{"capped", "team"} {
+		assert.Contains(t, out, q)
+	}
+	require.Eventually(t, func() bool {
+		out, err = run("queues", "-o", "json")
+		require.NoError(t, err, out)
+		var rows []flotillactl.QueueRow
+		require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
+		for _, r := range rows {
+			if r.Queue == "capped" && r.Resource == "cpu" {
+				return r.Capability == "1" && r.PendingGangs == 0 && r.Valid
+			}
+		}
+		return false
+	}, bindTimeout, 500*time.Millisecond, "queue capped's cpu row: %s", out)
+
+	// What does not exist says so.
+	_, err = run("why", "-n", "default", "job", "no-such-job")
+	require.EqualError(t, err, "Job default/no-such-job not found")
+	_, err = run("why", "-n", "default", "node", "node-a")
+	require.ErrorContains(t, err, `not "node"`)
+}
