@@ -14,13 +14,17 @@ ARGS ?=
 UNIT_PKGS        = $(shell $(GO) list ./... | grep -v /test/integration)
 INTEGRATION_PKGS = ./test/integration/...
 
-.PHONY: all build test test-unit test-integration test-upstream-smoke upstream-harness bench bench-upstream fuzz manifests verify-manifests image lint playground clean
+.PHONY: all build kubectl-flotilla test test-unit test-integration test-upstream-smoke upstream-harness bench bench-upstream fuzz manifests verify-manifests image lint playground clean
 
 all: build
 
 ## build: the static flotilla-scheduler binary in bin/
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/flotilla-scheduler ./cmd/flotilla-scheduler
+
+## kubectl-flotilla: the kubectl plugin (kubectl flotilla queues|pending|why) in bin/
+kubectl-flotilla:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/kubectl-flotilla ./cmd/kubectl-flotilla
 
 ## test: unit and integration tests, and the upstream benchmark's smoke run (the README's test command)
 test: test-unit test-integration test-upstream-smoke

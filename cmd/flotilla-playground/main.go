@@ -115,6 +115,10 @@ func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settl
 	if exitAfterSettle {
 		return nil
 	}
+	fmt.Printf("\nWhy something waits, the queues, the pending gangs (make kubectl-flotilla puts the plugin in bin/):\n"+
+		"  PATH=$PWD/bin:$PATH kubectl flotilla --kubeconfig %[1]s queues\n"+
+		"  PATH=$PWD/bin:$PATH kubectl flotilla --kubeconfig %[1]s pending -A\n"+
+		"  PATH=$PWD/bin:$PATH kubectl flotilla --kubeconfig %[1]s why job NAME -n NAMESPACE\n", kubeconfig)
 	fmt.Println("\nServing until Ctrl-C; a status line every 10 s.")
 	for {
 		select {

@@ -1,8 +1,8 @@
 // Command kubectl-flotilla is the kubectl plugin `kubectl flotilla`: the
 // queue tree with each queue's shares (queues), the pending gangs and pods
 // per queue in the order the scheduler takes them (pending), and why a
-// pod, PodGroup, Job or Deployment waits (why). Put it on the PATH (or
-// install it with krew: manifests/krew/flotilla.yaml) and run
+// pod, PodGroup, Job or Deployment waits (why). Put it on the PATH (make
+// kubectl-flotilla builds it into bin/) and run
 // `kubectl flotilla why job NAME -n NAMESPACE`.
 package main
 
