@@ -23,9 +23,9 @@ func TestRowsOf(t *testing.T) {
 			Capability: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
 			Guarantee:  corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
 		Status: flotillav1alpha1.QueueStatus{
-			Deserved:  corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10"), "nvidia.com/gpu": resource.MustParse("4")},
-			Allocated: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")},
-			Requested: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("9"), "nvidia.com/gpu": resource.MustParse("2")},
+			Deserved:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10"), "nvidia.com/gpu": resource.MustParse("4")},
+			Allocated:  corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")},
+			Requested:  corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("9"), "nvidia.com/gpu": resource.MustParse("2")},
 			Conditions: []metav1.Condition{{Type: "Valid", Status: metav1.ConditionFalse}}, RunningGangs: 1, PendingGangs: 3,
 		},
 	}
