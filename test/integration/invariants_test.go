@@ -19,6 +19,7 @@ import (
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
@@ -53,6 +54,9 @@ type scenario struct {
 	// share, and the longest such wait (logged at the end).
 	owedGangs   map[state.GroupKey]bool
 	longestOwed time.Duration
+	// reasonsSeen counts the reasons waiting gangs' members gave, checks
+	// of them, for the log (see waitingGangsSayWhy).
+	reasonsSeen map[reasons.Reason]int
 	violations  []string
 	stop        context.CancelFunc
 	done        chan struct{}
@@ -94,6 +98,10 @@ const (
 	// devicesAllocatedOnce: no DRA device is in two claims' allocations,
 	// and no pool has more devices allocated than its slices publish.
 	devicesAllocatedOnce
+	// waitingGangsSayWhy: a member of a gang short of its quorum (never
+	// reached) that the scheduler refused says why with a reason from the
+	// fixed set (package reasons) in its PodScheduled message.
+	waitingGangsSayWhy
 )
 
 func (i invariant) String() string {
@@ -110,12 +118,21 @@ func (i invariant) String() string {
 		return fmt.Sprintf("a gang its queue's share has room for is placed within %s", i.within)
 	case devicesAllocatedOnce:
 		return "no device in two claims, no pool over-allocated"
+	case waitingGangsSayWhy:
+		return "a waiting gang's refused members give a reason from the set"
 	}
 	return fmt.Sprintf("invariant %d", i.kind)
 }
 
 // placementInvariants are what every scenario of this suite holds.
-var placementInvariants = []invariant{{kind: nothingBoundTwice}, {kind: noNodeOverCommitted}, {kind: noPartialGangPastTimeout}}
+var placementInvariants = []invariant{{kind: nothingBoundTwice}, {kind: noNodeOverCommitted}, {kind: noPartialGangPastTimeout}, {kind: waitingGangsSayWhy}}
+
+// quorumReached reports whether the gang was ever seen with its quorum.
+func (s *scenario) quorumReached(key state.GroupKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reachedQuorum[key]
+}
 
 // listed returns the scenario's invariant of the kind, if its test listed it.
 func (s *scenario) listed(kind invariantKind) (invariant, bool) {
@@ -141,7 +158,7 @@ func startScenario(t *testing.T, h *harness.Harness, checks ...invariant) *scena
 	require.NoError(t, recorder.Start(h.Ctx, t, h.Client, metav1.NamespaceAll))
 	ctx, cancel := context.WithCancel(h.Ctx)
 	s := &scenario{t: t, h: h, tl: newTimeline(t), checks: checks, pods: recorder, partialSince: map[state.GroupKey]time.Time{},
-		reachedQuorum: map[state.GroupKey]bool{}, shrunkSince: map[state.GroupKey]time.Time{}, owedSince: map[state.GroupKey]time.Time{}, owedGangs: map[state.GroupKey]bool{}, stop: cancel, done: make(chan struct{})}
+		reachedQuorum: map[state.GroupKey]bool{}, shrunkSince: map[state.GroupKey]time.Time{}, owedSince: map[state.GroupKey]time.Time{}, owedGangs: map[state.GroupKey]bool{}, reasonsSeen: map[reasons.Reason]int{}, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		for ctx.Err() == nil {
@@ -162,6 +179,9 @@ func (s *scenario) finish() {
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, ok := s.listed(waitingGangsSayWhy); ok {
+		s.t.Logf("reasons waiting gangs' members gave (checks): %v", s.reasonsSeen)
+	}
 	if _, ok := s.listed(placedWithinShare); ok {
 		s.t.Logf("gangs seen waiting with room in their queue's share: %d; longest wait %s", len(s.owedGangs), s.longestOwed.Round(100*time.Millisecond))
 	}
@@ -313,6 +333,24 @@ func (s *scenario) check(ctx context.Context) {
 		}
 		if share, ok := s.listed(placedWithinShare); ok {
 			s.checkShare(share.within, key, int(pg.Spec.MinMember)-m.bound-m.succeeded, m.pending, queues, now)
+		}
+		if _, ok := s.listed(waitingGangsSayWhy); ok && !s.quorumReached(key) {
+			for _, p := range m.pending {
+				c := cluster.PodScheduledCondition(p)
+				if c == nil || c.Status != corev1.ConditionFalse {
+					continue
+				}
+				said := reasons.In(c.Message)
+				if len(said) == 0 {
+					s.violate("pod %s/%s of gang %s waits without a reason from the set: %q", p.Namespace, p.Name, key, c.Message)
+					continue
+				}
+				s.mu.Lock()
+				for _, r := range said {
+					s.reasonsSeen[r]++
+				}
+				s.mu.Unlock()
+			}
 		}
 	}
 	var complete, failed, active int
