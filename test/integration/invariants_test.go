@@ -19,8 +19,8 @@ import (
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/plugins/state"
-	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
