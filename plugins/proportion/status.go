@@ -106,6 +106,7 @@ func (w *statusWriter) start() { w.writer.Start() }
 func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 	view := w.queues.View()
 	running, pending := w.queues.GangCounts()
+	waiting := w.queues.Waiting(flotillav1alpha1.MaxWaiting)
 	gauged := map[[2]string]bool{}
 	var failed error
 	for name, info := range view.Queues {
@@ -115,7 +116,7 @@ func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 		if !info.Exists {
 			continue
 		}
-		if err := w.write(ctx, info, requested, running[name], pending[name]); err != nil {
+		if err := w.write(ctx, info, requested, running[name], pending[name], waiting[name]); err != nil {
 			klog.FromContext(ctx).V(2).Info("Writing Queue status failed", "queue", name, "err", err)
 			failed = err
 		}
@@ -180,7 +181,7 @@ func setGauges(gauged map[[2]string]bool, queue string, info *state.QueueInfo, r
 	}
 }
 
-func (w *statusWriter) write(ctx context.Context, info *state.QueueInfo, requested capacity.Resources, running, pending int32) error {
+func (w *statusWriter) write(ctx context.Context, info *state.QueueInfo, requested capacity.Resources, running, pending int32, waiting []state.WaitingEntry) error {
 	obj, exists, err := w.queues.Informer().GetIndexer().GetByKey(info.Name)
 	if err != nil || !exists {
 		return err
@@ -188,7 +189,7 @@ func (w *statusWriter) write(ctx context.Context, info *state.QueueInfo, request
 	current := obj.(*flotillav1alpha1.Queue)
 	status := flotillav1alpha1.QueueStatus{
 		Deserved: info.Deserved.List(), Allocated: info.Allocated.List(), Requested: requested.List(),
-		RunningGangs: running, PendingGangs: pending,
+		RunningGangs: running, PendingGangs: pending, Waiting: waitingList(waiting),
 		Conditions: append([]metav1.Condition(nil), current.Status.Conditions...),
 	}
 	valid := metav1.Condition{Type: "Valid", Status: metav1.ConditionTrue, Reason: "Valid", Message: "the queue's spec can be honoured", ObservedGeneration: current.Generation}
@@ -204,7 +205,7 @@ func (w *statusWriter) write(ctx context.Context, info *state.QueueInfo, request
 		return err
 	}
 	// Counts and lists that became empty must be cleared, not omitted.
-	for _, k := range []string{"deserved", "allocated", "requested", "runningGangs", "pendingGangs"} {
+	for _, k := range []string{"deserved", "allocated", "requested", "runningGangs", "pendingGangs", "waiting"} {
 		if _, ok := fields[k]; !ok {
 			fields[k] = nil
 		}
@@ -215,4 +216,20 @@ func (w *statusWriter) write(ctx context.Context, info *state.QueueInfo, request
 	}
 	_, err = w.queues.Dynamic().Resource(flotillav1alpha1.QueueResource).Patch(ctx, info.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	return err
+}
+
+// waitingList is a queue's waiting entries as its status lists them.
+func waitingList(entries []state.WaitingEntry) []flotillav1alpha1.QueueWaiting {
+	if len(entries) == 0 {
+		return nil
+	}
+	out := make([]flotillav1alpha1.QueueWaiting, len(entries))
+	for i, e := range entries {
+		kind := "Pod"
+		if e.Gang {
+			kind = "PodGroup"
+		}
+		out[i] = flotillav1alpha1.QueueWaiting{Position: int32(i + 1), Kind: kind, Namespace: e.Name.Namespace, Name: e.Name.Name, Priority: e.Priority}
+	}
+	return out
 }

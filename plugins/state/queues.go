@@ -2,8 +2,10 @@ package state
 
 import (
 	"maps"
+	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 )
 
 // Queues is the per-queue accounting of one scheduler: what every queue's
@@ -68,6 +71,11 @@ type podAccount struct {
 	foreign  bool
 	group    GroupKey
 	inGroup  bool
+	// For the queue's waiting list (Waiting): the pod's name, priority
+	// and creation.
+	pod      types.NamespacedName
+	priority int32
+	created  time.Time
 }
 
 // QueueOf says which queue a pod belongs to: its own label, else its
@@ -119,6 +127,7 @@ func (q *Queues) onPod(obj interface{}) {
 	}
 	acc.queue, acc.request = queue, request
 	acc.group, acc.inGroup = GroupOf(pod)
+	acc.pod, acc.priority, acc.created = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, corev1helpers.PodPriority(pod), pod.CreationTimestamp.Time
 	acc.foreign = !q.profiles[pod.Spec.SchedulerName]
 	acc.placed = pod.Spec.NodeName != "" || acc.reserved
 	if pod.Spec.NodeName != "" {
@@ -410,6 +419,81 @@ func (q *Queues) ChargedBy() ChargedProfiles {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return maps.Clone(q.profiles)
+}
+
+// WaitingEntry is a gang, or a pod of no gang, waiting in a queue.
+type WaitingEntry struct {
+	Gang     bool
+	Name     types.NamespacedName // the PodGroup's, or the pod's
+	Priority int32
+	// Since orders entries of equal priority: the gang's queue-sort time
+	// (GroupTime), the pod's creation.
+	Since time.Time
+}
+
+// Waiting returns, per queue, its own gangs short of their quorum and its
+// pending pods of no gang, in the order the scheduler's queue takes them
+// (higher priority first, then the earlier, then by name, as the Gang
+// plugin's queue sort), at most limit of each queue.
+func (q *Queues) Waiting(limit int) map[string][]WaitingEntry {
+	q.mu.Lock()
+	type gang struct {
+		queue    string
+		priority int32
+		placed   []types.UID
+		waiting  bool
+	}
+	gangs := map[GroupKey]*gang{}
+	out := map[string][]WaitingEntry{}
+	for uid, acc := range q.pods {
+		if acc.foreign || acc.holds != nil {
+			continue
+		}
+		if !acc.inGroup {
+			if !acc.placed {
+				out[acc.queue] = append(out[acc.queue], WaitingEntry{Name: acc.pod, Priority: acc.priority, Since: acc.created})
+			}
+			continue
+		}
+		g := gangs[acc.group]
+		if g == nil {
+			g = &gang{queue: acc.queue, priority: acc.priority}
+			gangs[acc.group] = g
+		}
+		g.priority = max(g.priority, acc.priority)
+		if acc.placed {
+			g.placed = append(g.placed, uid)
+		} else {
+			g.waiting = true
+		}
+	}
+	q.mu.Unlock()
+	for key, g := range gangs {
+		// A gang without its PodGroup is held out of the scheduler's queue
+		// until the PodGroup exists: it has no place yet.
+		if !g.waiting || q.store.PodGroup(key) == nil || q.store.QuorumOf(key, g.placed).Reached() {
+			continue
+		}
+		out[g.queue] = append(out[g.queue], WaitingEntry{Gang: true, Name: types.NamespacedName{Namespace: key.Namespace, Name: key.Name},
+			Priority: g.priority, Since: q.store.GroupTime(key, time.Time{})})
+	}
+	for queue, entries := range out {
+		sort.Slice(entries, func(i, j int) bool {
+			a, b := entries[i], entries[j]
+			switch {
+			case a.Priority != b.Priority:
+				return a.Priority > b.Priority
+			case !a.Since.Equal(b.Since):
+				return a.Since.Before(b.Since)
+			}
+			return a.Name.String() < b.Name.String()
+		})
+		if len(entries) > limit {
+			entries = entries[:limit]
+		}
+		out[queue] = entries
+	}
+	return out
 }
 
 // GangCounts returns, per queue, how many gangs have reached their quorum

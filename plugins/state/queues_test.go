@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
@@ -239,4 +240,55 @@ func TestSharedClaimChargedOnce(t *testing.T) {
 	q.onClaim(deallocated, false)
 	assert.Equal(t, int64(0), gpus(), "deallocated: nothing")
 	assert.Empty(t, q.holding)
+}
+
+// A queue's waiting list: its gangs short of their quorum and its pending
+// pods of no gang, in the queue sort's order (priority, then the earlier,
+// then by name), bounded; gangs with their quorum, placed pods, another
+// scheduler's pods and gangs without a PodGroup are not in it.
+func TestWaiting(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	group := func(name string, created time.Time, minMember int32) *schedv1alpha1.PodGroup {
+		return &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.NewTime(created)},
+			Spec: schedv1alpha1.PodGroupSpec{MinMember: minMember}}
+	}
+	pod := func(i int, queue, group string, priority int32, created time.Time, bound bool) *corev1.Pod {
+		p := queuePod(i, queue, bound)
+		p.Spec.Priority = &priority
+		p.CreationTimestamp = metav1.NewTime(created)
+		if group != "" {
+			p.Labels[schedv1alpha1.PodGroupLabel] = group
+		}
+		return p
+	}
+	foreign := pod(9, "a", "", 0, t0, false)
+	foreign.Spec.SchedulerName = "default-scheduler"
+	pods := []*corev1.Pod{
+		pod(1, "a", "late", 0, t0, false), pod(2, "a", "late", 0, t0, false), // gang created last
+		pod(3, "a", "early", 0, t0, false),                // gang created first
+		pod(4, "a", "urgent", 100, t0, false),             // gang of the highest priority
+		pod(5, "a", "", 0, t0.Add(30*time.Second), false), // a plain pod, between
+		pod(6, "a", "done", 0, t0, true),                  // quorum placed
+		pod(7, "a", "orphan", 0, t0, false),               // no PodGroup
+		pod(8, "a", "", 0, t0, true),                      // placed
+		foreign,
+		pod(10, "b", "", 0, t0, false),
+	}
+	groups := []*schedv1alpha1.PodGroup{
+		group("late", t0.Add(time.Minute), 2), group("early", t0, 1), group("urgent", t0.Add(2*time.Minute), 1), group("done", t0, 1),
+	}
+	q := NewStaticQueues(NewStatic(groups, pods), "default", nil,
+		[]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: capacity.Resources{corev1.ResourceCPU: 100000}.List()}}},
+		"flotilla-scheduler")
+	names := func(entries []WaitingEntry) []string {
+		var out []string
+		for _, e := range entries {
+			out = append(out, fmt.Sprintf("%s %t", e.Name.Name, e.Gang))
+		}
+		return out
+	}
+	waiting := q.Waiting(10)
+	assert.Equal(t, []string{"urgent true", "early true", "p5 false", "late true"}, names(waiting["a"]))
+	assert.Equal(t, []string{"p10 false"}, names(waiting["b"]))
+	assert.Equal(t, []string{"urgent true", "early true"}, names(q.Waiting(2)["a"]), "bounded")
 }

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +115,18 @@ func TestKubectlFlotillaExplainsWhyPodsWait(t *testing.T) {
 	assert.Equal(t, []int{1, 2}, []int{pending[0].Position, pending[1].Position})
 	assert.Equal(t, []string{string(reasons.InsufficientResources)}, pending[0].Reasons)
 	assert.Equal(t, []string{string(reasons.WaitingForMembers)}, pending[1].Reasons)
+	// The scheduler's own list, in the Queue's status, has the same order.
+	var listed []string
+	require.Eventually(t, func() bool {
+		q, err := h.GetQueue(h.Ctx, "team")
+		require.NoError(t, err)
+		listed = nil
+		for _, w := range q.Status.Waiting {
+			listed = append(listed, fmt.Sprintf("%d %s %s/%s", w.Position, w.Kind, w.Namespace, w.Name))
+		}
+		return len(listed) == 2
+	}, bindTimeout, 250*time.Millisecond, "queue team's status lists its waiting gangs: %v", listed)
+	assert.Equal(t, []string{"1 PodGroup default/too-big", "2 PodGroup default/short"}, listed)
 
 	// queues: the tree with shares per resource, as a table.
 	out, err = run("queues")

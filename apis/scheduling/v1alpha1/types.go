@@ -98,10 +98,36 @@ type QueueStatus struct {
 	RunningGangs int32 `json:"runningGangs,omitempty"`
 	// PendingGangs counts gangs of the queue still short of their quorum.
 	PendingGangs int32 `json:"pendingGangs,omitempty"`
+	// Waiting are the queue's own gangs short of their quorum and pending
+	// pods of no gang (not its descendants'), in the order the scheduler
+	// takes them: higher priority first, then the earlier (a gang's
+	// PodGroup, a pod's creation), then by name. At most the first
+	// MaxWaiting.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	// +optional
+	Waiting []QueueWaiting `json:"waiting,omitempty"`
 	// Conditions: Valid says whether the spec can be honoured.
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// MaxWaiting bounds a Queue status's waiting list.
+const MaxWaiting = 50
+
+// QueueWaiting is one gang or pod waiting in a queue.
+type QueueWaiting struct {
+	// Position is its place in the queue's order, from 1.
+	Position int32 `json:"position"`
+	// Kind is PodGroup for a gang, Pod for a pod of no gang.
+	// +kubebuilder:validation:Enum=PodGroup;Pod
+	Kind string `json:"kind"`
+	// Namespace and Name are the PodGroup's, or the pod's.
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Priority is the highest of its pods'.
+	Priority int32 `json:"priority"`
 }
 
 // QueueList is a list of Queues.
