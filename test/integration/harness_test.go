@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"runtime"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,6 +79,7 @@ func TestHarnessTearsDownCompletely(t *testing.T) {
 	// are part of the baseline rather than counted as leaks.
 	t.Run("warm-up", func(t *testing.T) { startCluster(t, "scheduler-config.yaml", cpuNode("node-a")) })
 	baseline := settledGoroutines(0)
+	before := goroutineStacks()
 
 	var apiserver string
 	var kubeconfig string
@@ -95,7 +99,43 @@ func TestHarnessTearsDownCompletely(t *testing.T) {
 	assert.True(t, os.IsNotExist(err), "temporary kubeconfig %s left behind", kubeconfig)
 	after := settledGoroutines(baseline)
 	t.Logf("goroutines: %d before, %d after teardown", baseline, after)
-	assert.LessOrEqual(t, after, baseline+leakTolerance, "goroutines: %d before, %d after teardown", baseline, after)
+	if !assert.LessOrEqual(t, after, baseline+leakTolerance, "goroutines: %d before, %d after teardown", baseline, after) {
+		t.Logf("goroutines started since the baseline and still running:\n%s", newGoroutines(before, goroutineStacks()))
+	}
+}
+
+// goroutineStacks counts the running goroutines by where they were
+// created and what they run (their stack without addresses).
+func goroutineStacks() map[string]int {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	out := map[string]int{}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		_, stack, ok := strings.Cut(g, "\n") // drop "goroutine N [state]:"
+		if !ok {
+			continue
+		}
+		var lines []string
+		for _, line := range strings.Split(stack, "\n") {
+			if !strings.HasPrefix(line, "\t") { // function names, not file:line +offsets
+				lines = append(lines, line)
+			}
+		}
+		out[strings.Join(lines, "\n")]++
+	}
+	return out
+}
+
+// newGoroutines lists the stacks there are more of now than before.
+func newGoroutines(before, now map[string]int) string {
+	var out []string
+	for stack, n := range now {
+		if n > before[stack] {
+			out = append(out, fmt.Sprintf("%d more of:\n%s", n-before[stack], stack))
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n\n")
 }
 
 // leakTolerance allows for the few goroutines client-go and the apiserver
