@@ -55,9 +55,17 @@
 // queue's demand and be refused a deserved share of 0.
 //
 // Queue status (deserved, allocated, requested, running and pending gangs,
-// a Valid condition saying why a queue cannot be honoured: unknown parent,
-// parent cycle, guarantee above capability) is patched when it changes, at
-// most once a second, by one writer per scheduler however many profiles
-// run Proportion, and exported as the flotilla_queue_* gauges; a deleted
-// queue's gauges are deleted.
+// the waiting list: the queue's own gangs short of their quorum and
+// pending pods of no gang in the order the scheduler's queue takes them,
+// with positions, the first 50; a Valid condition saying why a queue
+// cannot be honoured: unknown parent, parent cycle, guarantee above
+// capability) is patched when it changes, at most once a second, by one
+// writer per scheduler however many profiles run Proportion, and exported
+// as the flotilla_queue_* gauges (deserved, allocated, requested,
+// guaranteed and capability per resource; pending_gangs, running_gangs and
+// valid per queue); a deleted queue's gauges are deleted.
+//
+// A refusal begins with its reason (package reasons): QueueOverShare,
+// QueueCapability, or InvalidSpec for a queue that does not exist or is
+// not Valid.
 package proportion
