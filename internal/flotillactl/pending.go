@@ -23,8 +23,8 @@ import (
 type PendingEntry struct {
 	Queue string `json:"queue"`
 	// Position is its place in its queue, from 1: the order the
-	// scheduler's queue takes them in (priority, then the gang's PodGroup
-	// or the pod's creation, then name).
+	// scheduler's queue takes them in (flotillav1alpha1.WaitsBefore), as
+	// the Queue's status lists them.
 	Position int    `json:"position"`
 	Kind     string `json:"kind"` // gang or pod
 	Name     string `json:"name"` // namespace/name
@@ -130,15 +130,10 @@ func pendingEntries(ctx context.Context, c *clients, schedulerNames []string, de
 	}
 	sort.Slice(entries, func(i, j int) bool {
 		a, b := entries[i], entries[j]
-		switch {
-		case a.Queue != b.Queue:
+		if a.Queue != b.Queue {
 			return a.Queue < b.Queue
-		case a.Priority != b.Priority:
-			return a.Priority > b.Priority
-		case !a.Since.Equal(b.Since):
-			return a.Since.Before(b.Since)
 		}
-		return a.Name < b.Name
+		return flotillav1alpha1.WaitsBefore(a.Priority, a.Since, a.Name, b.Priority, b.Since, b.Name)
 	})
 	for i := range entries {
 		if i > 0 && entries[i-1].Queue == entries[i].Queue {

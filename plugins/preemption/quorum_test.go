@@ -69,7 +69,8 @@ func TestOneQuorumRuleForGangQueuesAndPreemption(t *testing.T) {
 
 			// The queues' view: whether the gang counts as running.
 			queues := state.NewStaticQueues(store, "default", nil, []*corev1.Node{node}, profile)
-			runningGangs, pendingGangs := queues.GangCounts()
+			gangs := queues.Gangs(0)
+			runningGangs, pendingGangs := gangs.Running, gangs.Pending
 			if tt.wantReached {
 				assert.Equal(t, map[string]int32{"default": 1}, runningGangs, "queues: running gangs")
 				assert.Empty(t, pendingGangs, "queues: pending gangs")

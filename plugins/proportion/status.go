@@ -105,8 +105,8 @@ func (w *statusWriter) start() { w.writer.Start() }
 
 func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 	view := w.queues.View()
-	running, pending := w.queues.GangCounts()
-	waiting := w.queues.Waiting(flotillav1alpha1.MaxWaiting)
+	gangs := w.queues.Gangs(flotillav1alpha1.MaxWaiting)
+	running, pending, waiting := gangs.Running, gangs.Pending, gangs.Waiting
 	gauged := map[[2]string]bool{}
 	var failed error
 	for name, info := range view.Queues {

@@ -431,94 +431,73 @@ type WaitingEntry struct {
 	Since time.Time
 }
 
-// Waiting returns, per queue, its own gangs short of their quorum and its
-// pending pods of no gang, in the order the scheduler's queue takes them
-// (higher priority first, then the earlier, then by name, as the Gang
-// plugin's queue sort), at most limit of each queue.
-func (q *Queues) Waiting(limit int) map[string][]WaitingEntry {
-	q.mu.Lock()
+// QueueGangs is what the queues' statuses say of their gangs and waiting
+// pods, from one pass over the accounts.
+type QueueGangs struct {
+	// Running and Pending count, per queue, the gangs that have reached
+	// their quorum (by the rule of package quorum, succeeded members
+	// included) and those still short of it.
+	Running, Pending map[string]int32
+	// Waiting lists, per queue, its own gangs short of their quorum and
+	// its pending pods of no gang, in the order the scheduler's queue
+	// takes them (flotillav1alpha1.WaitsBefore), at most limit of each.
+	// A gang without its PodGroup is held out of the scheduler's queue
+	// until the PodGroup exists: it has no place yet.
+	Waiting map[string][]WaitingEntry
+}
+
+// Gangs counts the queues' gangs and lists what waits in each.
+func (q *Queues) Gangs(limit int) QueueGangs {
 	type gang struct {
 		queue    string
 		priority int32
 		placed   []types.UID
-		waiting  bool
+		waiting  bool // a member not yet placed, not done
 	}
+	out := QueueGangs{Running: map[string]int32{}, Pending: map[string]int32{}, Waiting: map[string][]WaitingEntry{}}
 	gangs := map[GroupKey]*gang{}
-	out := map[string][]WaitingEntry{}
+	q.mu.Lock()
 	for uid, acc := range q.pods {
-		if acc.foreign || acc.holds != nil {
+		if acc.foreign {
 			continue
 		}
 		if !acc.inGroup {
-			if !acc.placed {
-				out[acc.queue] = append(out[acc.queue], WaitingEntry{Name: acc.pod, Priority: acc.priority, Since: acc.created})
+			if !acc.placed && acc.holds == nil {
+				out.Waiting[acc.queue] = append(out.Waiting[acc.queue], WaitingEntry{Name: acc.pod, Priority: acc.priority, Since: acc.created})
 			}
 			continue
 		}
 		g := gangs[acc.group]
 		if g == nil {
-			g = &gang{queue: acc.queue, priority: acc.priority}
+			g = &gang{priority: acc.priority}
 			gangs[acc.group] = g
 		}
-		g.priority = max(g.priority, acc.priority)
-		if acc.placed {
+		g.queue, g.priority = acc.queue, max(g.priority, acc.priority)
+		switch {
+		case acc.placed:
 			g.placed = append(g.placed, uid)
-		} else {
+		case acc.holds == nil:
 			g.waiting = true
 		}
 	}
 	q.mu.Unlock()
 	for key, g := range gangs {
-		// A gang without its PodGroup is held out of the scheduler's queue
-		// until the PodGroup exists: it has no place yet.
-		if !g.waiting || q.store.PodGroup(key) == nil || q.store.QuorumOf(key, g.placed).Reached() {
+		if q.store.QuorumOf(key, g.placed).Reached() {
+			out.Running[g.queue]++
 			continue
 		}
-		out[g.queue] = append(out[g.queue], WaitingEntry{Gang: true, Name: types.NamespacedName{Namespace: key.Namespace, Name: key.Name},
-			Priority: g.priority, Since: q.store.GroupTime(key, time.Time{})})
+		out.Pending[g.queue]++
+		if g.waiting && q.store.PodGroup(key) != nil {
+			out.Waiting[g.queue] = append(out.Waiting[g.queue], WaitingEntry{Gang: true, Name: types.NamespacedName{Namespace: key.Namespace, Name: key.Name},
+				Priority: g.priority, Since: q.store.GroupTime(key, time.Time{})})
+		}
 	}
-	for queue, entries := range out {
+	for queue, entries := range out.Waiting {
 		sort.Slice(entries, func(i, j int) bool {
 			a, b := entries[i], entries[j]
-			switch {
-			case a.Priority != b.Priority:
-				return a.Priority > b.Priority
-			case !a.Since.Equal(b.Since):
-				return a.Since.Before(b.Since)
-			}
-			return a.Name.String() < b.Name.String()
+			return flotillav1alpha1.WaitsBefore(a.Priority, a.Since, a.Name.String(), b.Priority, b.Since, b.Name.String())
 		})
-		if len(entries) > limit {
-			entries = entries[:limit]
-		}
-		out[queue] = entries
+		out.Waiting[queue] = entries[:min(len(entries), limit)]
 	}
 	return out
-}
-
-// GangCounts returns, per queue, how many gangs have reached their quorum
-// (by the rule of package quorum, succeeded members included) and how
-// many are still short of it.
-func (q *Queues) GangCounts() (running, pending map[string]int32) {
-	q.mu.Lock()
-	placed := map[GroupKey][]types.UID{}
-	queueOf := map[GroupKey]string{}
-	for uid, acc := range q.pods {
-		if acc.inGroup && !acc.foreign {
-			queueOf[acc.group] = acc.queue
-			if acc.placed {
-				placed[acc.group] = append(placed[acc.group], uid)
-			}
-		}
-	}
-	q.mu.Unlock()
-	running, pending = map[string]int32{}, map[string]int32{}
-	for key, queue := range queueOf {
-		if q.store.QuorumOf(key, placed[key]).Reached() {
-			running[queue]++
-		} else {
-			pending[queue]++
-		}
-	}
-	return running, pending
 }

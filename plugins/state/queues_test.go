@@ -246,7 +246,7 @@ func TestSharedClaimChargedOnce(t *testing.T) {
 // pods of no gang, in the queue sort's order (priority, then the earlier,
 // then by name), bounded; gangs with their quorum, placed pods, another
 // scheduler's pods and gangs without a PodGroup are not in it.
-func TestWaiting(t *testing.T) {
+func TestGangs(t *testing.T) {
 	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	group := func(name string, created time.Time, minMember int32) *schedv1alpha1.PodGroup {
 		return &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.NewTime(created)},
@@ -287,8 +287,10 @@ func TestWaiting(t *testing.T) {
 		}
 		return out
 	}
-	waiting := q.Waiting(10)
-	assert.Equal(t, []string{"urgent true", "early true", "p5 false", "late true"}, names(waiting["a"]))
-	assert.Equal(t, []string{"p10 false"}, names(waiting["b"]))
-	assert.Equal(t, []string{"urgent true", "early true"}, names(q.Waiting(2)["a"]), "bounded")
+	gangs := q.Gangs(10)
+	assert.Equal(t, []string{"urgent true", "early true", "p5 false", "late true"}, names(gangs.Waiting["a"]))
+	assert.Equal(t, []string{"p10 false"}, names(gangs.Waiting["b"]))
+	assert.Equal(t, []string{"urgent true", "early true"}, names(q.Gangs(2).Waiting["a"]), "bounded")
+	assert.Equal(t, map[string]int32{"a": 1}, gangs.Running, "done has its quorum")
+	assert.Equal(t, map[string]int32{"a": 4}, gangs.Pending, "late, early, urgent, and orphan: counted, not listed")
 }

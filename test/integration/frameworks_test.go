@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
@@ -185,12 +186,10 @@ func (r *replay) owner(apiVersion, kind, namespace, name string, labels map[stri
 func ref(obj metav1.Object, apiVersion, kind string, controller bool) metav1.OwnerReference {
 	or := metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: obj.GetName(), UID: obj.GetUID()}
 	if controller {
-		or.Controller, or.BlockOwnerDeletion = ptrTo(true), ptrTo(true)
+		or.Controller, or.BlockOwnerDeletion = ptr.To(true), ptr.To(true)
 	}
 	return or
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // apply creates the objects, failing the test on an error.
 func (r *replay) apply(objs ...any) {
@@ -313,7 +312,7 @@ func pod(namespace, name, schedulerName string, labels map[string]string, owners
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels, OwnerReferences: owners},
 		Spec: corev1.PodSpec{SchedulerName: schedulerName, RestartPolicy: restart, Containers: containers,
-			TerminationGracePeriodSeconds: ptrTo(int64(1))},
+			TerminationGracePeriodSeconds: ptr.To(int64(1))},
 	}
 	if runSeconds > 0 {
 		p.Annotations = map[string]string{cluster.RunSecondsAnnotation: fmt.Sprint(runSeconds)}
@@ -350,7 +349,7 @@ func (r *replay) trainer() func() {
 		ref(tj, "trainer.kubeflow.org/v1alpha1", "TrainJob", true))
 	r.apply(&schedv1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: []metav1.OwnerReference{ref(tj, "trainer.kubeflow.org/v1alpha1", "TrainJob", true)}},
-		Spec:       schedv1alpha1.PodGroupSpec{MinMember: 4, MinResources: resourceList("8", "32Gi", 4), ScheduleTimeoutSeconds: ptrTo(int32(120))},
+		Spec:       schedv1alpha1.PodGroupSpec{MinMember: 4, MinResources: resourceList("8", "32Gi", 4), ScheduleTimeoutSeconds: ptr.To(int32(120))},
 	})
 	jobLabels := map[string]string{
 		"jobset.sigs.k8s.io/jobset-name": name, "jobset.sigs.k8s.io/replicatedjob-name": "node",
@@ -363,8 +362,8 @@ func (r *replay) trainer() func() {
 	r.apply(&batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-node-0", Labels: jobLabels,
 			OwnerReferences: []metav1.OwnerReference{ref(js, "jobset.x-k8s.io/v1alpha2", "JobSet", true)}},
-		Spec: batchv1.JobSpec{Parallelism: ptrTo(int32(4)), Completions: ptrTo(int32(4)), CompletionMode: ptrTo(batchv1.IndexedCompletion),
-			BackoffLimit: ptrTo(int32(0)), Template: corev1.PodTemplateSpec{ObjectMeta: template.ObjectMeta, Spec: template.Spec}},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To(int32(4)), Completions: ptr.To(int32(4)), CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			BackoffLimit: ptr.To(int32(0)), Template: corev1.PodTemplateSpec{ObjectMeta: template.ObjectMeta, Spec: template.Spec}},
 	})
 	return func() {
 		r.waitBoundTogether(ns, schedv1alpha1.PodGroupLabel+"="+name, 4, "trainer")
@@ -477,7 +476,7 @@ func (r *replay) mpi() func() {
 	owners := []metav1.OwnerReference{ref(job, "kubeflow.org/v2beta1", "MPIJob", true)}
 	r.apply(&schedv1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: owners},
-		Spec:       schedv1alpha1.PodGroupSpec{MinMember: 4, ScheduleTimeoutSeconds: ptrTo(int32(0)), MinResources: resourceList("7", "13Gi", 0)},
+		Spec:       schedv1alpha1.PodGroupSpec{MinMember: 4, ScheduleTimeoutSeconds: ptr.To(int32(0)), MinResources: resourceList("7", "13Gi", 0)},
 	})
 	common := map[string]string{"training.kubeflow.org/job-name": name, "training.kubeflow.org/operator-name": "mpi-operator", schedv1alpha1.PodGroupLabel: name}
 	for i := 0; i < 3; i++ {
@@ -493,7 +492,7 @@ func (r *replay) mpi() func() {
 		container("launcher", "mpioperator/mpi-pi:openmpi", []string{"mpirun", "-n", "3", "/home/mpiuser/pi"}, requests("1", "1Gi", 0)))
 	r.apply(&batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-launcher", Labels: common, OwnerReferences: owners},
-		Spec: batchv1.JobSpec{BackoffLimit: ptrTo(int32(6)),
+		Spec: batchv1.JobSpec{BackoffLimit: ptr.To(int32(6)),
 			Template: corev1.PodTemplateSpec{ObjectMeta: launcher.ObjectMeta, Spec: launcher.Spec}},
 	})
 	return func() {

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -19,6 +21,20 @@ func QueueOf(podLabels, podGroupLabels, namespaceLabels map[string]string, defau
 		}
 	}
 	return defaultQueue
+}
+
+// WaitsBefore orders what waits in a queue as the scheduler's queue takes
+// it (the Gang plugin's queue sort): higher priority first, then the
+// earlier (a gang's PodGroup creation, a pod's), then by name. Queue status
+// positions and kubectl flotilla pending both follow it.
+func WaitsBefore(aPriority int32, aSince time.Time, aName string, bPriority int32, bSince time.Time, bName string) bool {
+	switch {
+	case aPriority != bPriority:
+		return aPriority > bPriority
+	case !aSince.Equal(bSince):
+		return aSince.Before(bSince)
+	}
+	return aName < bName
 }
 
 // Topology annotations on a scheduler-plugins PodGroup (an API flotilla
