@@ -150,7 +150,8 @@ func TestQuorumCheckIsPlacementAware(t *testing.T) {
 		})
 		return reason
 	}
-	assert.Contains(t, check(fragmented), "0 of the 2 members needed for minMember 2 fit", "9 cpu free in 3-cpu pieces")
+	assert.Contains(t, check(fragmented), "0 of the 2 members needed for minMember 2 fit on the nodes' free capacity; "+
+		"2 members have no node; the largest needs cpu 4: the most free on one node is cpu 3 on node a, 9 on all 3 nodes", "9 cpu free in 3-cpu pieces")
 	assert.Empty(t, check(roomy))
 	// The plan is where first fit put them: one on a, one on c.
 	four := capacity.Resources{corev1.ResourceCPU: 4000}
@@ -167,6 +168,39 @@ func TestQuorumCheckIsPlacementAware(t *testing.T) {
 	})
 	oneNode := []fwk.NodeInfo{nodeInfo("a", "4")}
 	assert.Empty(t, check(oneNode))
+}
+
+// The shortfall of members first fit left without a node names the
+// resources no node has enough of, or says that none has them together.
+func TestUnplacedShort(t *testing.T) {
+	node := func(name, cpu, memory string) fwk.NodeInfo {
+		ni := framework.NewNodeInfo()
+		ni.SetNode(st.MakeNode().Name(name).Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory, corev1.ResourcePods: "110"}).Obj())
+		return ni
+	}
+	member := capacity.Resources{corev1.ResourceCPU: 4000, corev1.ResourceMemory: 8 << 30}
+	for _, tc := range []struct {
+		name  string
+		nodes []fwk.NodeInfo
+		want  string
+	}{
+		{name: "memory short everywhere, cpu not",
+			nodes: []fwk.NodeInfo{node("p", "8", "6Gi"), node("q", "8", "2Gi")},
+			want:  "2 members have no node; the largest needs cpu 4, memory 8Gi: the most free on one node is memory 6Gi on node p, 8Gi on all 2 nodes"},
+		{name: "each resource free somewhere, never together",
+			nodes: []fwk.NodeInfo{node("p", "8", "1Gi"), node("q", "1", "32Gi")},
+			want:  "2 members have no node; the largest needs cpu 4, memory 8Gi, which no node has free together"},
+		{name: "one fits, the second finds the rest too small",
+			nodes: []fwk.NodeInfo{node("p", "6", "16Gi")},
+			want:  "1 member has no node; the largest needs cpu 4, memory 8Gi: the most free on one node is cpu 2 on node p, 2 on all 1 nodes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pending := []capacity.Resources{member, member}
+			view := capacity.NewFreeView(tc.nodes, nil)
+			f := capacity.FirstFit(pending, view.All(), view)
+			assert.Equal(t, tc.want, unplacedShort(pending, view, &f))
+		})
+	}
 }
 
 func TestComputeStatus(t *testing.T) {

@@ -280,7 +280,7 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 				}
 				return reasons.InsufficientResources.Say("gang %s does not fit: %s", gang.Key, short), nil, nil
 			}
-			return reasons.InsufficientResources.Say("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity", gang.Key, f.Placed, need, pg.Spec.MinMember), nil, nil
+			return reasons.InsufficientResources.Say("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity; %s", gang.Key, f.Placed, need, pg.Spec.MinMember, unplacedShort(pending, view, &f)), nil, nil
 		}
 		if short := minResourcesShort(pg, pending, view, &f); short != "" {
 			return reasons.InsufficientResources.Say("gang %s does not fit: its minResources exceed the cluster's free capacity (%s)", gang.Key, short), nil, nil
@@ -373,6 +373,61 @@ func devicesShort(ctx context.Context, catalog *devices.Catalog, keys []corev1.R
 		return short.String()
 	}
 	return ""
+}
+
+// unplacedShort says, in numbers, why first fit left members without a
+// node: what the largest of them needs, and for each resource a node
+// lacks for it, the most of it free on one node and on all nodes
+// together after the members that did fit ("the largest needs cpu 4,
+// memory 1Gi: the most free on one node is cpu 3500m on node n3, 12 on
+// all 8 nodes"). When every resource is free somewhere but never all on one
+// node, it says so.
+func unplacedShort(pending []capacity.Resources, v *capacity.FreeView, f *capacity.Fit) string {
+	placed := make([]bool, len(pending))
+	for _, slot := range f.Plan {
+		for _, r := range slot.Took {
+			placed[r] = true
+		}
+	}
+	largest := slices.Index(placed, false)
+	if largest < 0 {
+		return "every member has a node"
+	}
+	req := pending[largest].Clone()
+	req[corev1.ResourcePods] = 1
+	names := slices.Sorted(maps.Keys(req))
+	var needs, short []string
+	nodes := v.All()
+	for _, name := range names {
+		want := req[name]
+		if want <= 0 {
+			continue
+		}
+		if name != corev1.ResourcePods {
+			needs = append(needs, name.String()+" "+quantity(name, want))
+		}
+		var most, total int64
+		mostAt := ""
+		for _, i := range nodes {
+			n := max(f.FreeAmount(v, i, name), 0)
+			total += n
+			if n > most || mostAt == "" {
+				most, mostAt = n, v.Node(i).Node().Name
+			}
+		}
+		if most < want {
+			short = append(short, fmt.Sprintf("%s %s on node %s, %s on all %d nodes", name, quantity(name, most), mostAt, quantity(name, total), len(nodes)))
+		}
+	}
+	left := "1 member has"
+	if n := len(pending) - f.Placed; n != 1 {
+		left = fmt.Sprintf("%d members have", n)
+	}
+	what := fmt.Sprintf("%s no node; the largest needs %s", left, strings.Join(needs, ", "))
+	if len(short) == 0 {
+		return what + ", which no node has free together"
+	}
+	return what + ": the most free on one node is " + strings.Join(short, "; ")
 }
 
 // minResourcesShort says which of the PodGroup's minResources exceed what

@@ -141,6 +141,10 @@ func TestFragmentedClusterRefusesGangInPreFilter(t *testing.T) {
 	ev, err := h.WaitForEvent(h.Ctx, "default", "frag", "GangDoesNotFit", bindTimeout)
 	require.NoError(t, err)
 	assert.Contains(t, ev.Note, "0 of the 2 members")
+	// The shortfall in numbers: 3 cpu left on each node, 12 in all.
+	assert.Contains(t, ev.Note, "2 members have no node; the largest needs cpu 4")
+	assert.Contains(t, ev.Note, "the most free on one node is cpu 3 on node node-00")
+	assert.Contains(t, ev.Note, "12 on all 4 nodes")
 	assertNoneBoundFor(t, h, "frag", time.Second)
 }
 
