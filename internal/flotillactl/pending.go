@@ -161,12 +161,18 @@ func podGroupOf(ctx context.Context, c *clients, cache map[string]*schedv1alpha1
 	return pg, nil
 }
 
-// waitingMessage is why the pod waits: its PodScheduled condition's
-// message once the scheduler tried it. A member the scheduler holds back
+// waitingMessage is why the pod waits: for a gang's member, its
+// PodGroup's waiting-message annotation while the scheduler says one;
+// else its PodScheduled condition's message once the scheduler tried it. A member the scheduler holds back
 // before any attempt (its PodGroup missing, or fewer pods than minMember)
 // has no condition; its events say so, and so does this, from the pods
 // there are.
 func waitingMessage(ctx context.Context, c *clients, pod *corev1.Pod, pg *schedv1alpha1.PodGroup, group string) string {
+	if pg != nil && pg.Annotations[flotillav1alpha1.WaitingMessageAnnotation] != "" {
+		// The scheduler's word for the whole gang, kept current, over
+		// what one member's condition last said.
+		return pg.Annotations[flotillav1alpha1.WaitingMessageAnnotation]
+	}
 	for _, cond := range pod.Status.Conditions {
 		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Message != "" {
 			return cond.Message

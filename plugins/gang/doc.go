@@ -158,7 +158,19 @@
 // Finished when minMember of its pods succeeded, or when it ran (Scheduled
 // or Running) and none of its pods is left running or waiting with at
 // least one succeeded: an MPI job's launcher succeeds and its workers are
-// deleted, a Spark driver outlives its executors. The status writer and
+// deleted, a Spark driver outlives its executors.
+//
+// Why it waits: the same writer keeps the PodGroup's waiting annotations
+// (scheduling.flotilla.dev/waiting-reason and waiting-message; the API has
+// no conditions, and a shared CRD prunes status fields it does not
+// declare): while the gang waits with nothing of its quorum placing,
+// WaitingForMembers when fewer pods exist than minMember, else the
+// PodScheduled message of the member whose check last refused the gang
+// (its retrier), or the message most unplaced members share, with the one
+// reason it stands for (reasons.Of). Both are removed once the quorum is
+// placing or placed, or the group is over: a reason never outlives what
+// it says (KAI #1888). They are written only when they change. The status
+// writer and
 // the PodGroup and member handlers exist once per scheduler however many
 // profiles run Gang (shared.go), and every patch counts in
 // flotilla_podgroup_status_writes_total; failed writes count in

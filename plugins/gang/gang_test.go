@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/klog/v2"
@@ -35,6 +36,7 @@ import (
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
@@ -199,6 +201,56 @@ func TestUnplacedShort(t *testing.T) {
 			view := capacity.NewFreeView(tc.nodes, nil)
 			f := capacity.FirstFit(pending, view.All(), view)
 			assert.Equal(t, tc.want, unplacedShort(pending, view, &f))
+		})
+	}
+}
+
+// A waiting gang's PodGroup says one reason and its message; a gang that
+// does not wait says nothing.
+func TestWaitingOf(t *testing.T) {
+	pg := podGroup("g", t0, 2)
+	member := func(name, node string, phase corev1.PodPhase, message string) corev1.Pod {
+		p := st.MakePod().Namespace("ns").Name(name).UID(name).Node(node).Phase(phase).Obj()
+		if message != "" {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: message}}
+		}
+		return *p
+	}
+	doesNotFit := reasons.InsufficientResources.Say("gang ns/g does not fit: 1 of the 2 members needed")
+	overShare := reasons.QueueOverShare.Say(`queue "a": cpu 4 > 2`)
+	for _, tc := range []struct {
+		name    string
+		pods    []corev1.Pod
+		phase   schedv1alpha1.PodGroupPhase
+		placing bool
+		retrier types.UID
+		want    waiting
+	}{
+		{name: "members short", pods: []corev1.Pod{member("a", "", corev1.PodPending, "")}, phase: schedv1alpha1.PodGroupPending,
+			want: waiting{reason: reasons.WaitingForMembers, message: "WaitingForMembers: gang ns/g has 1 of its minMember 2 pods; it is not scheduled until they exist"}},
+		{name: "a failed member is not one of them", pods: []corev1.Pod{member("a", "", corev1.PodPending, ""), member("b", "n1", corev1.PodFailed, "")},
+			phase: schedv1alpha1.PodGroupPending, want: waiting{reason: reasons.WaitingForMembers,
+				message: "WaitingForMembers: gang ns/g has 1 of its minMember 2 pods; it is not scheduled until they exist"}},
+		{name: "never tried: nothing to say", pods: []corev1.Pod{member("a", "", corev1.PodPending, ""), member("b", "", corev1.PodPending, "")},
+			phase: schedv1alpha1.PodGroupPending},
+		{name: "the retrier's message is the gang's",
+			pods:  []corev1.Pod{member("a", "", corev1.PodPending, overShare), member("b", "", corev1.PodPending, overShare), member("c", "", corev1.PodPending, doesNotFit)},
+			phase: schedv1alpha1.PodGroupPending, retrier: "c",
+			want: waiting{reason: reasons.InsufficientResources, message: doesNotFit}},
+		{name: "no retrier: what most members say",
+			pods:  []corev1.Pod{member("a", "", corev1.PodPending, doesNotFit), member("b", "", corev1.PodPending, overShare), member("c", "", corev1.PodPending, overShare)},
+			phase: schedv1alpha1.PodGroupPending, want: waiting{reason: reasons.QueueOverShare, message: overShare}},
+		{name: "the scheduler's own filters", pods: []corev1.Pod{member("a", "", corev1.PodPending, "0/2 nodes are available: 2 node(s) had untolerated taint."), member("b", "", corev1.PodPending, "")},
+			phase: schedv1alpha1.PodGroupPending, want: waiting{reason: reasons.NoNodeFits, message: "0/2 nodes are available: 2 node(s) had untolerated taint."}},
+		{name: "placing: it does not wait", pods: []corev1.Pod{member("a", "", corev1.PodPending, doesNotFit), member("b", "", corev1.PodPending, doesNotFit)},
+			phase: schedv1alpha1.PodGroupScheduling, placing: true},
+		{name: "quorum bound: it does not wait, though a surplus member does", pods: []corev1.Pod{member("a", "n1", corev1.PodPending, ""), member("b", "n2", corev1.PodPending, ""), member("c", "", corev1.PodPending, doesNotFit)},
+			phase: PodGroupScheduled},
+		{name: "running", pods: []corev1.Pod{member("a", "n1", corev1.PodRunning, ""), member("b", "n2", corev1.PodRunning, "")}, phase: schedv1alpha1.PodGroupRunning},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := waitingOf(pg, tc.pods, schedv1alpha1.PodGroupStatus{Phase: tc.phase}, tc.placing, tc.retrier)
+			assert.Equal(t, tc.want, got)
 		})
 	}
 }

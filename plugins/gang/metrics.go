@@ -22,11 +22,12 @@ var (
 		Help:           "Gang placing attempts that failed or were refused, by reason (does_not_fit, member_unplaceable, lost_place, timed_out).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
-	// podGroupStatusWrites counts PodGroup status patches: one per change
-	// of a group's status, whatever the number of profiles.
+	// podGroupStatusWrites counts PodGroup status patches and waiting
+	// annotation patches: one per change of a group's status or of why it
+	// waits, whatever the number of profiles.
 	podGroupStatusWrites = metrics.NewCounter(&metrics.CounterOpts{
 		Namespace: "flotilla", Name: "podgroup_status_writes_total",
-		Help:           "PodGroup status patches written by the scheduler.",
+		Help:           "PodGroup status patches (and waiting-reason annotation patches) written by the scheduler.",
 		StabilityLevel: metrics.ALPHA,
 	})
 	// podGroupsByPhase and gangLongestWait are set by the survey of every

@@ -48,6 +48,11 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 		g.recordGangEvent(pg, corev1.EventTypeWarning, "InvalidTopology", bad)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons.InvalidSpec.Say("gang %s waits: %s", key, bad))
 	}
+	if _, err := cycle.Read(state.QueueRefusedKey); err == nil {
+		// Its queue refused it (Proportion runs first and says why): an
+		// attempt could only fail, and back off.
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
 
 	var status *fwk.Status
 	preempts := g.store.GangPreemption(g.handle.ProfileName())

@@ -192,3 +192,24 @@ func TestBackingOffGangIsActivatedWhenItsBackoffEnds(t *testing.T) {
 	assert.Empty(t, h.activated, "not before the back-off ends")
 	require.Eventually(t, func() bool { return h.activated["ns/a-0"] && h.activated["ns/a-1"] }, 5*time.Second, 50*time.Millisecond)
 }
+
+// A gang its queue refused (Proportion runs first in PreFilter and marks
+// the cycle) starts no attempt: it could only fail and back off.
+func TestPreFilterStartsNoAttemptForAGangItsQueueRefused(t *testing.T) {
+	nodes := []fwk.NodeInfo{nodeInfo("n0", "4"), nodeInfo("n1", "4")}
+	a := members("a", 2, "1")
+	g, _ := testGang(t, []*schedv1alpha1.PodGroup{podGroup("a", t0, 2)}, a)
+	cycle := framework.NewCycleState()
+	cycle.Write(state.QueueRefusedKey, state.QueueRefused{})
+	_, status := g.PreFilter(context.Background(), cycle, a[0], nodes)
+	assert.True(t, status.IsSkip(), status.Message())
+	g.store.Lock(func(locked *state.Locked) {
+		gang := locked.Gang(state.GroupKey{Namespace: "ns", Name: "a"})
+		assert.False(t, gang.Attempting(), "no attempt started")
+		wait, _ := locked.BackingOff(gang)
+		assert.Zero(t, wait, "no back-off")
+	})
+	// Without the mark the same member starts the gang's attempt.
+	_, status = g.PreFilter(context.Background(), framework.NewCycleState(), a[0], nodes)
+	assert.True(t, status.IsSuccess(), status.Message())
+}

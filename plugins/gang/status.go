@@ -2,6 +2,8 @@ package gang
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/quorum"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
@@ -76,18 +79,31 @@ func (s *perScheduler) writeStatus(ctx context.Context, key state.GroupKey) erro
 		return err
 	}
 	var placing bool
+	var retrier types.UID
 	s.store.Lock(func(locked *state.Locked) {
+		if p := locked.Retrier(key); p != nil {
+			retrier = p.UID
+		}
 		g := locked.Gang(key)
 		placing = g.InFlight()
 		locked.Forget(g)
 	})
 	status := computeStatus(pg, pods.Items, placing, metav1.Now())
+	// The status first: a refused annotation patch must not hold back
+	// the phase and counts.
+	statusErr := s.patchStatus(ctx, key, pg, status, len(pods.Items))
+	return errors.Join(statusErr, s.sayWhyWaiting(ctx, pg, waitingOf(pg, pods.Items, status, placing, retrier)))
+}
+
+// patchStatus writes status to the PodGroup when it differs from what it
+// shows; members is how many pods the group has.
+func (s *perScheduler) patchStatus(ctx context.Context, key state.GroupKey, pg *schedv1alpha1.PodGroup, status schedv1alpha1.PodGroupStatus, members int) error {
 	if statusEqual(pg.Status, status) {
 		return nil
 	}
-	if status.Phase == schedv1alpha1.PodGroupPending && pg.Status.Phase != schedv1alpha1.PodGroupPending && int32(len(pods.Items)) < pg.Spec.MinMember {
+	if status.Phase == schedv1alpha1.PodGroupPending && pg.Status.Phase != schedv1alpha1.PodGroupPending && int32(members) < pg.Spec.MinMember {
 		s.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeNormal, string(reasons.WaitingForMembers), "Scheduling",
-			"gang %s has %d of its minMember %d pods; it is not scheduled until they exist", key, len(pods.Items), pg.Spec.MinMember)
+			"gang %s has %d of its minMember %d pods; it is not scheduled until they exist", key, members, pg.Spec.MinMember)
 	}
 	// Spelled out: the API type omits zero counts, and a merge patch that
 	// omits a field keeps its old value.
@@ -102,6 +118,103 @@ func (s *perScheduler) writeStatus(ctx context.Context, key state.GroupKey) erro
 		return err
 	}
 	_, err = s.store.Clients().SchedulingV1alpha1().PodGroups(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err == nil {
+		podGroupStatusWrites.Inc()
+	}
+	return err
+}
+
+// waiting is why a gang waits, as its PodGroup's waiting annotations say
+// it; the zero value when it does not wait.
+type waiting struct {
+	reason  reasons.Reason
+	message string
+}
+
+// maxWaitingMessage bounds the message annotation: a PodScheduled message
+// lists every node's status on a big cluster.
+const maxWaitingMessage = 1024
+
+// waitingOf is why a gang waits, from what its pods say: nothing once its
+// quorum is placing or placed, or it is over; WaitingForMembers while
+// fewer of its pods exist than minMember; else the PodScheduled message of
+// the member whose check last refused the gang (its retrier, the one
+// member tried for the whole gang), or, with none, the message most of
+// its unplaced members share. A gang none of whose members was tried yet
+// says nothing.
+func waitingOf(pg *schedv1alpha1.PodGroup, pods []corev1.Pod, status schedv1alpha1.PodGroupStatus, placing bool, retrier types.UID) waiting {
+	if placing || (status.Phase != schedv1alpha1.PodGroupPending && status.Phase != schedv1alpha1.PodGroupScheduling) {
+		return waiting{}
+	}
+	var live int32
+	said := map[string]int{}
+	var best, retrierSays string
+	for i := range pods {
+		p := &pods[i]
+		if p.Namespace != pg.Namespace || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		live++
+		if p.Spec.NodeName != "" || p.Status.Phase != corev1.PodPending {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse || c.Message == "" {
+				continue
+			}
+			if p.UID == retrier {
+				retrierSays = c.Message
+			}
+			said[c.Message]++
+			if n := said[c.Message]; n > said[best] || (n == said[best] && c.Message < best) {
+				best = c.Message
+			}
+		}
+	}
+	if live < pg.Spec.MinMember {
+		return waiting{reason: reasons.WaitingForMembers, message: reasons.WaitingForMembers.Say(
+			"gang %s/%s has %d of its minMember %d pods; it is not scheduled until they exist", pg.Namespace, pg.Name, live, pg.Spec.MinMember)}
+	}
+	if retrierSays != "" {
+		best = retrierSays
+	}
+	if best == "" {
+		return waiting{}
+	}
+	if len(best) > maxWaitingMessage {
+		best = best[:maxWaitingMessage-len(" ...")] + " ..."
+	}
+	return waiting{reason: reasons.Of(best), message: best}
+}
+
+// sayWhyWaiting brings the PodGroup's waiting annotations to w: set while
+// it waits, removed when it does not; a merge patch of the metadata only
+// when they differ, so a gang that keeps waiting for the same reason costs
+// no write.
+func (s *perScheduler) sayWhyWaiting(ctx context.Context, pg *schedv1alpha1.PodGroup, w waiting) error {
+	reason, hasReason := pg.Annotations[flotillav1alpha1.WaitingReasonAnnotation]
+	message, hasMessage := pg.Annotations[flotillav1alpha1.WaitingMessageAnnotation]
+	if w.reason == "" && !hasReason && !hasMessage {
+		return nil
+	}
+	if w.reason != "" && reason == string(w.reason) && message == w.message {
+		return nil
+	}
+	annotations := map[string]interface{}{
+		flotillav1alpha1.WaitingReasonAnnotation: nil, flotillav1alpha1.WaitingMessageAnnotation: nil,
+	}
+	if w.reason != "" {
+		annotations[flotillav1alpha1.WaitingReasonAnnotation] = string(w.reason)
+		annotations[flotillav1alpha1.WaitingMessageAnnotation] = w.message
+	}
+	patch, err := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": annotations}})
+	if err != nil {
+		return err
+	}
+	_, err = s.store.Clients().SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

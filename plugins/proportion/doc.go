@@ -29,6 +29,23 @@
 // a placed pod goes away, a claim is deallocated, devices are published or
 // a queue changes (queueing hints).
 //
+// Turns: room a queue's quota frees goes to its waiters in the queue's
+// order (priority, then age, then name: the order of the Queue's waiting
+// list and of kubectl flotilla pending), not to whichever the scheduler
+// happens to try first — a waiter still in its back-off is tried after
+// one whose back-off ended. A gang (nothing of it placed yet) or a pod of
+// no gang that the quota would admit waits, WaitingForTurn, while waiters
+// before it in the same queue, last refused for quota themselves, would
+// take the room it needs; those the queue can admit, in order, are
+// activated to be tried at once. Only a waiter whose last refusal was its
+// queue's quota counts: one that passed admission and then waits for
+// nodes, for a gang being placed or for its back-off holds nobody up, so
+// a gang that fits no node does not block its queue. A waiter the queue
+// could not admit even alone does not hold up smaller ones behind it
+// (best effort, as Kueue's BestEffortFIFO). Proportion runs before Gang
+// in PreFilter so that a gang its queue refuses starts no attempt, whose
+// failure would put it in back-off and cost it its turn.
+//
 // Accounting (Reserve/Unreserve) charges a pod to its queue the moment it is
 // placed, before the apiserver shows it bound, and releases it if it is not
 // bound; after a restart it is rebuilt from the informers.

@@ -3,6 +3,7 @@ package proportion
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -25,6 +26,7 @@ const queueResource fwk.EventResource = "queues.v1alpha1.scheduling.flotilla.dev
 
 // Proportion admits pods within their queue's deserved share.
 type Proportion struct {
+	handle fwk.Handle
 	store  *state.Store
 	queues *state.Queues
 	status *statusWriter
@@ -55,7 +57,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	return &Proportion{store: store, queues: queues, status: status}, nil
+	return &Proportion{handle: h, store: store, queues: queues, status: status}, nil
 }
 
 // Name returns the plugin's name.
@@ -72,10 +74,10 @@ func (p *Proportion) PreEnqueue(context.Context, *corev1.Pod) *fwk.Status {
 // PreFilter admits the pod if its queue and every ancestor stay within
 // deserved and capability with its request (a gang's first member: the
 // request of every member still needed for the quorum).
-func (p *Proportion) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *Proportion) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	p.status.start()
 	name := p.queues.QueueOf(pod)
-	request, what, members := p.admissionRequest(pod)
+	request, what, members, whole := p.admissionRequest(pod)
 	p.queues.Refresh(pod)
 	p.queues.Observe(members...)
 	view := p.queues.View()
@@ -88,23 +90,78 @@ func (p *Proportion) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev
 	}
 	if refusing, reason := view.Refuses(name, request, nil); reason != "" {
 		klog.FromContext(ctx).V(4).Info("Queue refuses pod", "queue", refusing, "pod", klog.KObj(pod), "reason", reason)
+		if whole {
+			p.queues.RefusedForQuota(p.queues.TurnOf(pod, name, request))
+			cycle.Write(state.QueueRefusedKey, state.QueueRefused{})
+		}
 		return nil, fwk.NewStatus(fwk.Unschedulable, state.RefusalReason(reason).Say("queue %q: %s %s", refusing, what, reason))
 	}
+	if !whole {
+		// A member of a gang admitted as a unit is never held back.
+		return nil, nil
+	}
+	turn := p.queues.TurnOf(pod, name, request)
+	if first, reason := p.turnsFirst(view, turn); reason != "" {
+		p.queues.RefusedForQuota(turn)
+		cycle.Write(state.QueueRefusedKey, state.QueueRefused{})
+		logger := klog.FromContext(ctx)
+		activate := map[string]*corev1.Pod{}
+		var names []string
+		for _, t := range first {
+			names = append(names, t.What())
+			for _, m := range p.queues.Pods(t) {
+				activate[m.Namespace+"/"+m.Name] = m
+			}
+		}
+		p.handle.Activate(logger, activate)
+		logger.V(4).Info("Queue gives room to the turns before the pod's", "queue", name, "pod", klog.KObj(pod), "first", names)
+		return nil, fwk.NewStatus(fwk.Unschedulable, reasons.WaitingForTurn.Say("queue %q: %s waits its turn: %s wait(s) before it in the queue for the room it would take (with them it %s)",
+			name, what, strings.Join(names, ", "), reason))
+	}
+	p.queues.Admitted(turn)
 	return nil, nil
 }
 
-// admissionRequest is what admitting the pod commits its queue to, and
-// for a gang's first member the members whose demand the queue's share
-// must already count.
-func (p *Proportion) admissionRequest(pod *corev1.Pod) (capacity.Resources, string, []*corev1.Pod) {
+// turnsFirst returns the turns refused for quota that wait before turn in
+// its queue and that the queue can admit, in order, each with the ones
+// before it; and, when the queue cannot admit turn beside them, why not
+// ("" when it can, or no turn waits before it).
+func (p *Proportion) turnsFirst(view *state.QueueView, turn state.Turn) ([]state.Turn, string) {
+	ahead := p.queues.Ahead(turn)
+	if len(ahead) == 0 {
+		return nil, ""
+	}
+	reserved := capacity.Resources{}
+	var first []state.Turn
+	for _, t := range ahead {
+		with := reserved.Clone()
+		with.Add(t.Request)
+		if _, reason := view.Refuses(turn.Queue, with, nil); reason == "" {
+			reserved, first = with, append(first, t)
+		}
+	}
+	if len(first) == 0 {
+		return nil, ""
+	}
+	reserved.Add(turn.Request)
+	_, reason := view.Refuses(turn.Queue, reserved, nil)
+	return first, reason
+}
+
+// admissionRequest is what admitting the pod commits its queue to; for a
+// gang's first member the members whose demand the queue's share must
+// already count; and whether the request is a whole unit's (a pod of no
+// gang, or a gang of which nothing is placed), which waits its turn in
+// the queue, rather than a member of a gang already admitted.
+func (p *Proportion) admissionRequest(pod *corev1.Pod) (capacity.Resources, string, []*corev1.Pod, bool) {
 	own := p.store.Charge(pod)
 	key, ok := state.GroupOf(pod)
 	if !ok {
-		return own, "the pod", nil
+		return own, "the pod", nil, true
 	}
 	pg := p.store.PodGroup(key)
 	if pg == nil {
-		return own, "the pod", nil
+		return own, "the pod", nil, true
 	}
 	var placed int
 	var needed []*corev1.Pod
@@ -117,7 +174,7 @@ func (p *Proportion) admissionRequest(pod *corev1.Pod) (capacity.Resources, stri
 	if placed > 0 {
 		// Its gang was admitted as a unit (members placed or succeeded):
 		// a member still to come counts alone.
-		return own, "the pod", nil
+		return own, "the pod", nil, false
 	}
 	// The gang's first member: every member needed for the quorum, this one
 	// included.
@@ -126,7 +183,7 @@ func (p *Proportion) admissionRequest(pod *corev1.Pod) (capacity.Resources, stri
 		total.Add(p.store.Charge(m))
 	}
 	members := p.store.Members(key)
-	return total, fmt.Sprintf("gang %s (%d members for its quorum)", key, pg.Spec.MinMember), members
+	return total, fmt.Sprintf("gang %s (%d members for its quorum)", key, pg.Spec.MinMember), members, true
 }
 
 // PreFilterExtensions is not needed: admission does not depend on which

@@ -25,6 +25,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/internal/handletest"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
@@ -126,6 +127,69 @@ func TestReserveChargesTheQueue(t *testing.T) {
 	assert.Equal(t, "3000m", allocated())
 	p.Unreserve(context.Background(), nil, pod("new", "a", "3", ""), "n")
 	assert.Equal(t, "0m", allocated())
+}
+
+// activations records the pods a plugin activates.
+type activations struct {
+	fwk.Handle
+	activated []string
+}
+
+func (a *activations) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
+	for name := range pods {
+		a.activated = append(a.activated, name)
+	}
+}
+
+// Room a queue's quota frees goes to its waiters in the queue's order, not
+// to whichever the scheduler tries first: a waiter the quota would admit
+// waits while one before it, refused for quota too, would take the room,
+// and that one is activated.
+func TestRoomGoesToTheFirstTurn(t *testing.T) {
+	capped := queue("capped", func(s *flotillav1alpha1.QueueSpec) { s.Capability = cpuList("2") })
+	running := pod("running", "capped", "2", "")
+	older := pod("older", "capped", "2", "")
+	older.CreationTimestamp = metav1.NewTime(time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC))
+	urgent := pod("urgent", "capped", "2", "")
+	urgent.CreationTimestamp = metav1.NewTime(older.CreationTimestamp.Add(time.Second))
+	urgent.Spec.Priority = ptr.To[int32](100)
+	small := pod("small", "capped", "1", "")
+	small.CreationTimestamp = metav1.NewTime(older.CreationTimestamp.Add(time.Minute))
+	p := testProportion(t, nil, []*corev1.Pod{running, older, urgent, small}, capped)
+	h := &activations{Handle: handletest.New(t, profile)}
+	p.handle = h
+	ctx := context.Background()
+	preFilter := func(pod *corev1.Pod) *fwk.Status {
+		_, status := p.PreFilter(ctx, framework.NewCycleState(), pod, nil)
+		return status
+	}
+
+	require.Nil(t, p.Reserve(ctx, nil, running, "n"))
+	for _, waiter := range []*corev1.Pod{older, urgent} {
+		status := preFilter(waiter)
+		assert.Equal(t, fwk.Unschedulable, status.Code())
+		assert.Contains(t, status.Message(), "QueueCapability: ", waiter.Name)
+	}
+	// The running pod ends: older is tried first, but urgent's turn comes
+	// before it (a higher priority).
+	p.Unreserve(ctx, nil, running, "n")
+	status := preFilter(older)
+	assert.Equal(t, fwk.Unschedulable, status.Code())
+	assert.Equal(t, `WaitingForTurn: queue "capped": the pod waits its turn: pod ns/urgent wait(s) before it in the queue for the room it would take (with them it would exceed its capability of cpu (4 > 2))`, status.Message())
+	assert.Equal(t, []string{"ns/urgent"}, h.activated)
+	assert.True(t, preFilter(urgent).IsSuccess(), "urgent takes the room")
+	require.Nil(t, p.Reserve(ctx, nil, urgent, "n"))
+	// Full again: small is refused for quota.
+	status = preFilter(small)
+	assert.Equal(t, fwk.Unschedulable, status.Code())
+	assert.Contains(t, status.Message(), "QueueCapability: ")
+	// Once urgent ends, older is next; small, refused since, waits behind it.
+	p.Unreserve(ctx, nil, urgent, "n")
+	h.activated = nil
+	status = preFilter(small)
+	assert.Contains(t, status.Message(), "WaitingForTurn: ")
+	assert.Equal(t, []string{"ns/older"}, h.activated)
+	assert.True(t, preFilter(older).IsSuccess())
 }
 
 // queueSeries lists the queue label values of a metric's series.

@@ -130,6 +130,20 @@ func describe(name corev1.ResourceName, after, limit int64) string {
 	return fmt.Sprintf("%s > %s", a.String(), l.String())
 }
 
+// QueueRefusedKey marks, in the cycle state, a gang (nothing of it placed)
+// or a pod of no gang that its queue refused in PreFilter. The framework
+// runs every PreFilter after an Unschedulable one (so that preemption may
+// follow); Gang's, which runs after Proportion's, then starts no attempt:
+// one the queue refused can only fail, and its failure would put the gang
+// in back-off and cost it its turn in the queue.
+const QueueRefusedKey fwk.StateKey = "flotilla.dev/queue-refused"
+
+// QueueRefused is the value under QueueRefusedKey.
+type QueueRefused struct{}
+
+// Clone is required by fwk.StateData.
+func (QueueRefused) Clone() fwk.StateData { return QueueRefused{} }
+
 // GangNeedsRoomKey is where Gang's PreFilter tells the preemption plugin,
 // through the cycle state, that the pod's gang was refused only because
 // the members still needed for its quorum do not fit the free capacity —

@@ -58,6 +58,9 @@ type Queues struct {
 	// by claim (namespace/name). Such an account is charged only those
 	// devices, until the claim is deallocated or deleted.
 	holding map[string]map[types.UID]bool
+	// turns are the gangs and pods their queues refused for quota, still
+	// waiting for room, by Turn.key (see turns.go).
+	turns map[string]Turn
 }
 
 type podAccount struct {

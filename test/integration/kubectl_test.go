@@ -12,12 +12,15 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/internal/flotillactl"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
+	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
 // kubectl flotilla, run as a user runs it (its kubeconfig, -n, -o json)
@@ -80,6 +83,13 @@ func TestKubectlFlotillaExplainsWhyPodsWait(t *testing.T) {
 		}, bindTimeout, 500*time.Millisecond, "why %s %s gives %s: %+v", w.kind, w.name, w.reason, got)
 		assert.True(t, got[0].Waiting, "%s %s", w.kind, w.name)
 		assert.Contains(t, got[0].Message, w.shortfall, "%s %s: the shortfall", w.kind, w.name)
+	}
+
+	// The PodGroups say the same, in their waiting annotations.
+	for name, want := range map[string]reasons.Reason{"too-big": reasons.InsufficientResources, "short": reasons.WaitingForMembers} {
+		require.Eventually(t, func() bool {
+			return waitingReason(t, h, name) == string(want)
+		}, bindTimeout, 250*time.Millisecond, "PodGroup %s says %s; it says %q", name, want, waitingReason(t, h, name))
 	}
 
 	// The same as a user reads it.
@@ -149,9 +159,101 @@ func TestKubectlFlotillaExplainsWhyPodsWait(t *testing.T) {
 		return false
 	}, bindTimeout, 500*time.Millisecond, "queue capped's cpu row: %s", out)
 
+	// A reason stops being said once it stops being true: short's
+	// minMember lowered to the pods it has, it runs and says nothing more.
+	_, err = h.PodGroups.SchedulingV1alpha1().PodGroups("default").Patch(h.Ctx, "short", types.MergePatchType, []byte(`{"spec":{"minMember":2}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		got := why("podgroup", "short")
+		return len(got) == 1 && !got[0].Waiting && waitingReason(t, h, "short") == "" && !hasWaitingMessage(t, h, "short")
+	}, bindTimeout, 250*time.Millisecond, "PodGroup short, placed, still says %q", waitingReason(t, h, "short"))
+	assert.Equal(t, string(reasons.InsufficientResources), waitingReason(t, h, "too-big"), "the gang that still waits still says why")
+
 	// What does not exist says so.
 	_, err = run("why", "-n", "default", "job", "no-such-job")
 	require.EqualError(t, err, "Job default/no-such-job not found")
 	_, err = run("why", "-n", "default", "node", "node-a")
 	require.ErrorContains(t, err, `not "node"`)
+}
+
+func podGroupAnnotations(t *testing.T, h *harness.Harness, name string) map[string]string {
+	t.Helper()
+	pg, err := h.PodGroups.SchedulingV1alpha1().PodGroups("default").Get(h.Ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	return pg.Annotations
+}
+
+// waitingReason is the reason a PodGroup's waiting annotation gives.
+func waitingReason(t *testing.T, h *harness.Harness, name string) string {
+	return podGroupAnnotations(t, h, name)[flotillav1alpha1.WaitingReasonAnnotation]
+}
+
+func hasWaitingMessage(t *testing.T, h *harness.Harness, name string) bool {
+	_, ok := podGroupAnnotations(t, h, name)[flotillav1alpha1.WaitingMessageAnnotation]
+	return ok
+}
+
+// The positions kubectl flotilla pending gives are the order in which the
+// scheduler then admits the gangs: in a queue that holds one gang at a
+// time, a later gang of higher priority goes before an older one of lower
+// priority, and both go after the running one.
+func TestPendingPositionsAreTheAdmissionOrder(t *testing.T) {
+	h := startRealisticCluster(t, cpuNode("node-a"), cpuNode("node-b")) // 8 cpu, 32Gi each
+	line := cluster.Queue("line", 1, "")
+	line.Spec.Capability = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	require.NoError(t, h.CreateQueue(h.Ctx, line))
+	// preemptionPolicy Never: the urgent gang waits its turn rather than
+	// evicting the running one.
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "urgent", 100, true))
+
+	gang := func(name string, runSeconds float64, priorityClass string) {
+		createGangJob(t, h, cluster.WorkloadSpec{Name: name, Replicas: 2, CPU: "1", Memory: "1Gi", Queue: "line",
+			RunSeconds: runSeconds, PriorityClassName: priorityClass}, 2, "")
+	}
+	gang("first", 10, "")
+	require.Eventually(t, func() bool {
+		bound, _, err := h.BoundMembers(h.Ctx, "default", "first")
+		require.NoError(t, err)
+		return bound == 2
+	}, bindTimeout, 100*time.Millisecond, "the first gang takes the queue's capability")
+	gang("older", 2, "")
+	// Creation times count in seconds.
+	time.Sleep(1100 * time.Millisecond)
+	gang("urgent", 2, "urgent")
+
+	var pending []flotillactl.PendingEntry
+	require.Eventually(t, func() bool {
+		var out bytes.Buffer
+		cmd := flotillactl.NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &out})
+		cmd.SetArgs([]string{"--kubeconfig", h.KubeconfigPath, "pending", "-A", "--queue", "line", "-o", "json"})
+		require.NoError(t, cmd.ExecuteContext(h.Ctx), out.String())
+		pending = nil
+		require.NoError(t, json.Unmarshal(out.Bytes(), &pending), out.String())
+		return len(pending) == 2 && len(pending[0].Reasons) > 0 && len(pending[1].Reasons) > 0
+	}, bindTimeout, 250*time.Millisecond, "both gangs wait behind the first: %+v", pending)
+	assert.Equal(t, []string{"default/urgent", "default/older"}, []string{pending[0].Name, pending[1].Name}, "positions")
+	for _, p := range pending {
+		assert.Equal(t, []string{string(reasons.QueueCapability)}, p.Reasons, "%s: %s", p.Name, p.Message)
+	}
+
+	// Admitted in that order: each gang's first bind after the one before.
+	firstBound := func(name string) time.Time {
+		pods, err := h.Client.CoreV1().Pods("default").List(h.Ctx, metav1.ListOptions{LabelSelector: gangSelector + name})
+		require.NoError(t, err)
+		var first time.Time
+		for _, p := range pods.Items {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && (first.IsZero() || c.LastTransitionTime.Before(&metav1.Time{Time: first})) {
+					first = c.LastTransitionTime.Time
+				}
+			}
+		}
+		return first
+	}
+	require.Eventually(t, func() bool {
+		return !firstBound("urgent").IsZero() && !firstBound("older").IsZero()
+	}, 3*bindTimeout, 250*time.Millisecond, "both gangs are admitted once the first finishes")
+	assert.True(t, firstBound("first").Before(firstBound("urgent")), "first before urgent")
+	assert.True(t, firstBound("urgent").Before(firstBound("older")), "urgent (position 1) before older (position 2): %s vs %s",
+		firstBound("urgent"), firstBound("older"))
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/manifests"
 	"github.com/flotilla-sched/flotilla/plugins/gang"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
@@ -46,6 +47,7 @@ const (
 	stepBind            = "a pod is bound"
 	stepEvent           = "a Scheduled event is recorded"
 	stepGangStatus      = "a gang's PodGroup status is published"
+	stepGangWaiting     = "a waiting gang's PodGroup says why, and stops once it is placed"
 	stepQueueStatus     = "a Queue's status is published"
 	stepPreempt         = "a lower-priority pod is evicted for a higher-priority one"
 	stepClaimAllocated  = "a pod's ResourceClaim is allocated"
@@ -80,6 +82,7 @@ var neededBy = map[string]string{
 	"ClusterRole flotilla-scheduler: resourceclaims [create delete]":                                                   stepExtendedClaim,
 	"ClusterRole flotilla-scheduler: podgroups [get list watch]":                                                       stepCachesSync,
 	"ClusterRole flotilla-scheduler: podgroups/status [patch]":                                                         stepGangStatus,
+	"ClusterRole flotilla-scheduler: podgroups [patch]":                                                                stepGangWaiting,
 	"ClusterRole flotilla-scheduler: queues [get list watch]":                                                          stepCachesSync,
 	"ClusterRole flotilla-scheduler: queues/status [patch]":                                                            stepQueueStatus,
 	"ClusterRole flotilla-scheduler: tokenreviews [create]":                                                            stepMetricsToken,
@@ -462,6 +465,7 @@ func (w *rbacWorld) steps() []rbacStep {
 		{stepBind, w.bound},
 		{stepEvent, w.eventRecorded},
 		{stepGangStatus, w.gangStatusPublished},
+		{stepGangWaiting, w.gangWaitingSaid},
 		{stepQueueStatus, w.queueStatusPublished},
 		{stepPreempt, w.preempted},
 		{stepClaimAllocated, w.claimAllocated},
@@ -582,6 +586,37 @@ func (w *rbacWorld) gangStatusPublished(ctx context.Context, id string) error {
 		}
 		return pg.Status.Phase == gang.PodGroupScheduled, fmt.Sprintf("phase %q", pg.Status.Phase), nil
 	})
+}
+
+func (w *rbacWorld) gangWaitingSaid(ctx context.Context, id string) error {
+	if err := w.h.CreatePodGroup(ctx, "default", id, 2); err != nil {
+		return err
+	}
+	first := w.pod(id, "member-0", cluster.PodSpec{CPU: "1", PodGroup: id})
+	if err := w.create(ctx, first); err != nil {
+		return err
+	}
+	says := func(want reasons.Reason) error {
+		return cluster.Poll(ctx, 100*time.Millisecond, 0, func(ctx context.Context) (bool, string, error) {
+			pg, err := w.h.PodGroups.SchedulingV1alpha1().PodGroups("default").Get(ctx, id, metav1.GetOptions{})
+			if err != nil {
+				return false, "", err
+			}
+			got := pg.Annotations[flotillav1alpha1.WaitingReasonAnnotation]
+			return got == string(want), fmt.Sprintf("waiting-reason %q", got), nil
+		})
+	}
+	if err := says(reasons.WaitingForMembers); err != nil {
+		return err
+	}
+	second := w.pod(id, "member-1", cluster.PodSpec{CPU: "1", PodGroup: id})
+	if err := w.create(ctx, second); err != nil {
+		return err
+	}
+	if err := w.waitBound(ctx, first, second); err != nil {
+		return err
+	}
+	return says("")
 }
 
 func (w *rbacWorld) queueStatusPublished(ctx context.Context, id string) error {

@@ -49,6 +49,19 @@ const (
 	TopologyPreferredAnnotation = "scheduling.flotilla.dev/topology-preferred"
 )
 
+// Waiting annotations on a scheduler-plugins PodGroup, written by the
+// scheduler (that API has no conditions, and a CRD the user may share with
+// other tools prunes status fields it does not declare): while the gang
+// waits with nothing of its quorum placing, WaitingReasonAnnotation is one
+// reason of the fixed set (package plugins/state/reasons) and
+// WaitingMessageAnnotation says why in numbers; both are removed when it
+// stops waiting (its quorum is placing or placed, it finished, or it
+// failed), so neither outlives what it says.
+const (
+	WaitingReasonAnnotation  = "scheduling.flotilla.dev/waiting-reason"
+	WaitingMessageAnnotation = "scheduling.flotilla.dev/waiting-message"
+)
+
 // Queue is a share of the cluster: queues split what the cluster holds by
 // weight, within each queue's guarantee and capability, level by level
 // down the parent tree.

@@ -54,12 +54,17 @@ const (
 	// GangRejected: an attempt under way was given up (its quorum timed
 	// out, or a member could not be placed); the gang starts again.
 	GangRejected Reason = "GangRejected"
+	// NoNodeFits: the scheduler's own filters (taints, affinity, volumes,
+	// ports, or the resources of a pod of no gang) found no node; the
+	// message is theirs. flotilla's plugins never say it: it names a
+	// message that gives none of the other reasons.
+	NoNodeFits Reason = "NoNodeFits"
 )
 
 // All is the set, in the order above.
 var All = []Reason{
 	WaitingForPodGroup, WaitingForMembers, WaitingForClaims, InvalidSpec, QueueOverShare, QueueCapability,
-	WaitingForTurn, BackingOff, InsufficientResources, WaitingForTopologyDomain, PreemptionPending, GangRejected,
+	WaitingForTurn, BackingOff, InsufficientResources, WaitingForTopologyDomain, PreemptionPending, GangRejected, NoNodeFits,
 }
 
 // Say is a message of this reason: the reason, a colon, the details.
@@ -88,4 +93,19 @@ func In(message string) []Reason {
 		}
 	}
 	return out
+}
+
+// Of is the one reason a waiting message stands for: the last reason it
+// gives (a pod's PodScheduled message gives the filters' reason, then what
+// preemption found, which is what the pod now waits on), NoNodeFits for a
+// message that gives none (the scheduler's own filters' words), "" for no
+// message.
+func Of(message string) Reason {
+	if strings.TrimSpace(message) == "" {
+		return ""
+	}
+	if all := In(message); len(all) > 0 {
+		return all[len(all)-1]
+	}
+	return NoNodeFits
 }

@@ -34,3 +34,20 @@ func TestEveryReasonRoundTrips(t *testing.T) {
 		assert.Equal(t, []Reason{r}, In(r.Say("details %d", 1)))
 	}
 }
+
+func TestOf(t *testing.T) {
+	for _, tc := range []struct {
+		name, message string
+		want          Reason
+	}{
+		{name: "what preemption found is what the pod waits on",
+			message: "0/4 nodes are available: InsufficientResources: gang w/j does not fit. preemption: PreemptionPending: not preempting again", want: PreemptionPending},
+		{name: "one reason", message: "QueueOverShare: queue \"a\": cpu 3 > 2", want: QueueOverShare},
+		{name: "the scheduler's own filters", message: "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.", want: NoNodeFits},
+		{name: "no message", message: " ", want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, Of(tc.message))
+		})
+	}
+}

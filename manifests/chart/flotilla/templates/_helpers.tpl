@@ -96,11 +96,13 @@ profiles:
   plugins:
     multiPoint:
       enabled:
+      # Weighted fair share among Queues: admission within deserved shares.
+      # First, so that a gang its queue refuses starts no attempt (which
+      # would fail and back off, and lose its turn in the queue).
+      - name: Proportion
       # All-or-nothing PodGroups; also the queue sort, which orders plain
       # pods exactly as PrioritySort does.
       - name: Gang
-      # Weighted fair share among Queues: admission within deserved shares.
-      - name: Proportion
       # The packing score, weighted against the profile's other scores.
       - name: Binpack
         weight: {{ .Values.binpack.weight }}
