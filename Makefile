@@ -14,7 +14,7 @@ ARGS ?=
 UNIT_PKGS        = $(shell $(GO) list ./... | grep -v /test/integration)
 INTEGRATION_PKGS = ./test/integration/...
 
-.PHONY: all build kubectl-flotilla test test-unit test-integration test-upstream-smoke upstream-harness bench bench-upstream fuzz manifests verify-manifests image lint playground clean
+.PHONY: all build kubectl-flotilla krew test test-unit test-integration test-upstream-smoke upstream-harness bench bench-upstream fuzz manifests verify-manifests image lint playground clean
 
 all: build
 
@@ -25,6 +25,11 @@ build:
 ## kubectl-flotilla: the kubectl plugin (kubectl flotilla queues|pending|why) in bin/
 kubectl-flotilla:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/kubectl-flotilla ./cmd/kubectl-flotilla
+
+## krew: kubectl-flotilla's release archives for every krew platform and the krew manifest
+## (dist/flotilla.yaml, their URLs and sha256) for VERSION=vX.Y.Z, to publish with that tag
+krew:
+	$(GO) run ./cmd/krew-release -version $(VERSION) -out dist -ldflags "$(LDFLAGS)"
 
 ## test: unit and integration tests, and the upstream benchmark's smoke run (the README's test command)
 test: test-unit test-integration test-upstream-smoke
