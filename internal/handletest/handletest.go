@@ -11,6 +11,8 @@ import (
 	"context"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
@@ -42,4 +44,18 @@ func New(t testing.TB, profile string, opts ...frameworkruntime.Option) fwk.Hand
 		t.Fatalf("building the framework of profile %q: %v", profile, err)
 	}
 	return fw
+}
+
+// Activations is a handle that records the pods a plugin activates (asks
+// the scheduling queue to try again at once), by namespace/name.
+type Activations struct {
+	fwk.Handle
+	Activated []string
+}
+
+// Activate records the pods.
+func (a *Activations) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
+	for key := range pods {
+		a.Activated = append(a.Activated, key)
+	}
 }

@@ -300,18 +300,6 @@ func TestComputeStatus(t *testing.T) {
 	assert.Equal(t, int32(0), computeStatus(pg, []corev1.Pod{other}, false, now).Running)
 }
 
-// activations records what the plugin asks the queue to re-run.
-type activations struct {
-	fwk.Handle
-	pods []string
-}
-
-func (a *activations) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
-	for key := range pods {
-		a.pods = append(a.pods, key)
-	}
-}
-
 // When the store learns of a PodGroup (after the framework's informer may
 // already have told the queue), only the group's pending members are woken.
 func TestStoreLearningOfPodGroupWakesItsPendingMembers(t *testing.T) {
@@ -319,17 +307,17 @@ func TestStoreLearningOfPodGroupWakesItsPendingMembers(t *testing.T) {
 	bound.Spec.NodeName = "node-a"
 	leaving := member("leaving", "g1", 0)
 	leaving.DeletionTimestamp = &metav1.Time{Time: t0}
-	handle := &activations{Handle: handletest.New(t, "flotilla-scheduler")}
+	handle := &handletest.Activations{Handle: handletest.New(t, "flotilla-scheduler")}
 	g := testShared(t, state.NewStatic(nil, []*corev1.Pod{
 		member("a", "g1", 0), member("b", "g1", 0), bound, leaving, member("other", "g2", 0),
 	}), handle)
 	g.wakeMembers(klog.Background(), podGroup("g1", t0, 2))
-	sort.Strings(handle.pods)
-	assert.Equal(t, []string{"ns/a", "ns/b"}, handle.pods)
+	sort.Strings(handle.Activated)
+	assert.Equal(t, []string{"ns/a", "ns/b"}, handle.Activated)
 
-	handle.pods = nil
+	handle.Activated = nil
 	g.wakeMembers(klog.Background(), podGroup("empty", t0, 2))
-	assert.Empty(t, handle.pods, "a group without pending members activates nothing")
+	assert.Empty(t, handle.Activated, "a group without pending members activates nothing")
 }
 
 // A gang's quorum counts placed members and members that Succeeded, not

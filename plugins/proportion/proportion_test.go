@@ -129,18 +129,6 @@ func TestReserveChargesTheQueue(t *testing.T) {
 	assert.Equal(t, "0m", allocated())
 }
 
-// activations records the pods a plugin activates.
-type activations struct {
-	fwk.Handle
-	activated []string
-}
-
-func (a *activations) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
-	for name := range pods {
-		a.activated = append(a.activated, name)
-	}
-}
-
 // Room a queue's quota frees goes to its waiters in the queue's order, not
 // to whichever the scheduler tries first: a waiter the quota would admit
 // waits while one before it, refused for quota too, would take the room,
@@ -156,7 +144,7 @@ func TestRoomGoesToTheFirstTurn(t *testing.T) {
 	small := pod("small", "capped", "1", "")
 	small.CreationTimestamp = metav1.NewTime(older.CreationTimestamp.Add(time.Minute))
 	p := testProportion(t, nil, []*corev1.Pod{running, older, urgent, small}, capped)
-	h := &activations{Handle: handletest.New(t, profile)}
+	h := &handletest.Activations{Handle: handletest.New(t, profile)}
 	p.handle = h
 	ctx := context.Background()
 	preFilter := func(pod *corev1.Pod) *fwk.Status {
@@ -176,7 +164,7 @@ func TestRoomGoesToTheFirstTurn(t *testing.T) {
 	status := preFilter(older)
 	assert.Equal(t, fwk.Unschedulable, status.Code())
 	assert.Equal(t, `WaitingForTurn: queue "capped": the pod waits its turn: pod ns/urgent wait(s) before it in the queue for the room it would take (with them it would exceed its capability of cpu (4 > 2))`, status.Message())
-	assert.Equal(t, []string{"ns/urgent"}, h.activated)
+	assert.Equal(t, []string{"ns/urgent"}, h.Activated)
 	assert.True(t, preFilter(urgent).IsSuccess(), "urgent takes the room")
 	require.Nil(t, p.Reserve(ctx, nil, urgent, "n"))
 	// Full again: small is refused for quota.
@@ -185,10 +173,10 @@ func TestRoomGoesToTheFirstTurn(t *testing.T) {
 	assert.Contains(t, status.Message(), "QueueCapability: ")
 	// Once urgent ends, older is next; small, refused since, waits behind it.
 	p.Unreserve(ctx, nil, urgent, "n")
-	h.activated = nil
+	h.Activated = nil
 	status = preFilter(small)
 	assert.Contains(t, status.Message(), "WaitingForTurn: ")
-	assert.Equal(t, []string{"ns/older"}, h.activated)
+	assert.Equal(t, []string{"ns/older"}, h.Activated)
 	assert.True(t, preFilter(older).IsSuccess())
 }
 
