@@ -25,7 +25,7 @@ var (
 	kubeconfig    = flag.String("bench.kubeconfig", "", "run against this control plane and its scheduler instead of a fresh one per run")
 	schedulerName = flag.String("bench.scheduler-name", "", "with -bench.kubeconfig: the schedulerName the measured scheduler serves (instead of flotilla-scheduler)")
 	metricsURL    = flag.String("bench.metrics-url", "", "with -bench.kubeconfig: the measured scheduler's /metrics, if it serves one")
-	cpuProfile    = flag.String("bench.cpuprofile", "", "save a 15 s CPU profile of the scheduler from the start of each run, and its allocations at the end, into this directory")
+	cpuProfile    = flag.String("bench.cpuprofile", "", "save a 15 s CPU profile of the scheduler from the start of each run, its heap every 10 s, and its allocations at the end, into this directory")
 )
 
 var runs atomic.Int64

@@ -17,7 +17,11 @@ import (
 // scheduler under test, and its peak resident memory.
 
 // peakRSS reads the scheduler process's peak resident set (VmHWM), bytes.
-func (e *env) peakRSS() float64 {
+func (e *env) peakRSS() float64 { return e.statusValue("VmHWM:") }
+
+// statusValue reads one of the scheduler process's /proc status sizes, in
+// bytes (VmHWM: its peak RSS; VmRSS: its RSS now); 0 when unknown.
+func (e *env) statusValue(field string) float64 {
 	if e.proc == nil {
 		return 0
 	}
@@ -26,7 +30,7 @@ func (e *env) peakRSS() float64 {
 		return 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
+		if strings.HasPrefix(line, field) {
 			fields := strings.Fields(line)
 			if len(fields) >= 2 {
 				kb, _ := strconv.ParseFloat(fields[1], 64)
@@ -44,7 +48,42 @@ func (e *env) profileRun(v variant) func() {
 		return func() {}
 	}
 	done := e.profileCPU(e.profilePath(v, ""), 15)
-	return func() { <-done }
+	stop := make(chan struct{})
+	sampled := e.sampleHeap(v, stop)
+	return func() {
+		<-done
+		close(stop)
+		<-sampled
+	}
+}
+
+// heapInterval is how often a profiled run saves the scheduler's heap: the
+// peak RSS is the heap at one moment of the run, which the profile at its
+// end does not show.
+const heapInterval = 10 * time.Second
+
+// sampleHeap saves the scheduler's heap profile every heapInterval until
+// stop, each as -heap-<seconds>.pprof, and logs its RSS then: the sample
+// nearest the RSS peak says what held the memory.
+func (e *env) sampleHeap(v variant, stop <-chan struct{}) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		start := time.Now()
+		tick := time.NewTicker(heapInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				at := int(time.Since(start).Seconds())
+				e.saveProfile(e.profilePath(v, fmt.Sprintf("-heap-%04d", at)), "heap", 30*time.Second)
+				e.tb.Logf("%s at %d s: RSS %.0f MiB, peak %.0f MiB", v.name, at, e.statusValue("VmRSS:")/mib, e.peakRSS()/mib)
+			}
+		}
+	}()
+	return done
 }
 
 // profilePath is where the run's profile of the kind goes.
