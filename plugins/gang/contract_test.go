@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
@@ -111,6 +113,18 @@ func TestQueueingHints(t *testing.T) {
 // is valid and has minMember pods; a gated member is told why.
 func TestPreEnqueue(t *testing.T) {
 	invalid := podGroup("invalid", t0, 0)
+	withRoles := func(name, roles string, minMember int32) *schedv1alpha1.PodGroup {
+		pg := podGroup(name, t0, minMember)
+		pg.UID, pg.Annotations = types.UID(name), map[string]string{flotillav1alpha1.RolesAnnotation: roles}
+		return pg
+	}
+	// Two members labelled by role; "g" needs a master and a worker.
+	roled := members("g", 2, "1")
+	roled[0].Labels["role"], roled[1].Labels["role"] = "worker", "worker"
+	masterAndWorker := `[{"name": "master", "minMember": 1, "selector": {"matchLabels": {"role": "master"}}},
+		{"name": "worker", "minMember": 1, "selector": {"matchLabels": {"role": "worker"}}}]`
+	undeclared := members("g", 2, "1")
+	undeclared[0].Labels[flotillav1alpha1.RoleLabel] = "router"
 	tests := []struct {
 		name       string
 		groups     []*schedv1alpha1.PodGroup
@@ -118,6 +132,12 @@ func TestPreEnqueue(t *testing.T) {
 		wantCode   fwk.Code
 		wantReason string // event on the pod
 	}{
+		{name: "a role short of its pods, the total complete", groups: []*schedv1alpha1.PodGroup{withRoles("g", masterAndWorker, 2)}, pods: roled,
+			wantCode: fwk.UnschedulableAndUnresolvable},
+		{name: "malformed roles", groups: []*schedv1alpha1.PodGroup{withRoles("g", `[{"name": "master"`, 2)}, pods: members("g", 2, "1"),
+			wantCode: fwk.UnschedulableAndUnresolvable, wantReason: "Warning InvalidSpec"},
+		{name: "a pod naming an undeclared role", groups: []*schedv1alpha1.PodGroup{withRoles("g", masterAndWorker, 2)}, pods: undeclared,
+			wantCode: fwk.UnschedulableAndUnresolvable, wantReason: "Warning InvalidSpec"},
 		{name: "plain pod", pods: []*corev1.Pod{st.MakePod().Namespace("ns").Name("plain").Obj()}, wantCode: fwk.Success},
 		{name: "complete gang", groups: []*schedv1alpha1.PodGroup{podGroup("g", t0, 2)}, pods: members("g", 2, "1"), wantCode: fwk.Success},
 		{name: "PodGroup missing", pods: members("g", 2, "1"), wantCode: fwk.UnschedulableAndUnresolvable, wantReason: "WaitingForPodGroup"},

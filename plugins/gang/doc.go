@@ -144,6 +144,24 @@
 //     InvalidTopology event on the PodGroup naming the annotation, and the
 //     gang waits; a node labelled later wakes it.
 //
+// Roles: a PodGroup may declare its gang's roles in the annotation
+// scheduling.flotilla.dev/roles (apis/scheduling/v1alpha1.Role: a name, a
+// minMember, a label selector on the labels frameworks already set; a pod
+// labelled scheduling.flotilla.dev/role=<name> is that role's whatever its
+// other labels). The gang's quorum is then minMember of its members and,
+// for every role, that role's minMember of its members (package quorum):
+// PreEnqueue holds the members until each role has that many pods, the
+// quorum check fits each role's shortfall from that role's own members
+// before the rest of the total from any, Permit releases nobody until
+// every role is placed, and preemption takes a member singly only while
+// its role keeps its minimum without it (else the whole gang is the
+// victim). A role of minMember 0 never holds the gang up. A malformed
+// annotation, or minimums adding up to more than the PodGroup's minMember,
+// or a pod naming an undeclared role holds the gang with a Warning
+// InvalidSpec event naming the field. Per-role topology is not declared
+// yet: the annotation refuses fields it does not know. A PodGroup without
+// the annotation is one role-less gang, exactly as before.
+//
 // Metrics: flotilla_gang_wait_seconds (attempt start to quorum placed) and
 // flotilla_gang_rejections_total{reason}.
 //

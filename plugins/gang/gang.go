@@ -161,7 +161,9 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		// Counted complete when the attempt started; its members are being
 		// activated together, which must not cost O(members) each.
 	default:
-		if short := g.membersShort(key, pg); short != "" {
+		if bad := g.badRoles(pod, pg); bad != "" {
+			why, because = fmt.Sprintf("PodGroup %s: %s", key, bad), reasons.InvalidSpec
+		} else if short := g.membersShort(key, pg); short != "" {
 			why, because = short, reasons.WaitingForMembers
 		}
 	}
@@ -172,7 +174,11 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	if because == reasons.WaitingForMembers {
 		g.sayWhyIfStillGated(pod, key)
 	} else {
-		g.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, string(because), "Scheduling", why)
+		eventType := corev1.EventTypeNormal
+		if because == reasons.InvalidSpec {
+			eventType = corev1.EventTypeWarning // the user's to fix
+		}
+		g.handle.EventRecorder().Eventf(pod, nil, eventType, string(because), "Scheduling", why)
 	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, because.Say("%s", why))
 }
@@ -211,10 +217,21 @@ func (g *Gang) sayWhyIfStillGated(pod *corev1.Pod, key state.GroupKey) {
 	})
 }
 
-// membersShort says how the group is short of its minMember pods, or "".
+// membersShort says how the group is short of the pods its quorum needs,
+// in all or in a role, or "".
 func (g *Gang) membersShort(key state.GroupKey, pg *schedv1alpha1.PodGroup) string {
-	if n := g.store.MemberCount(key); int32(n) < pg.Spec.MinMember {
-		return fmt.Sprintf("PodGroup %s has %d of its minMember %d pods (pending, placed or succeeded)", key, n, pg.Spec.MinMember)
+	return g.store.MembersShort(key, pg)
+}
+
+// badRoles says what is wrong with the PodGroup's roles, or with the
+// pod's role label, or "".
+func (g *Gang) badRoles(pod *corev1.Pod, pg *schedv1alpha1.PodGroup) string {
+	roles, err := g.store.RolesOf(pg)
+	if err != nil {
+		return err.Error()
+	}
+	if _, err := roles.Of(pod.Labels); err != nil {
+		return fmt.Sprintf("pod %s: %v", pod.Name, err)
 	}
 	return ""
 }
@@ -275,7 +292,7 @@ func (g *Gang) isSchedulableAfterMemberAdded(logger klog.Logger, pod *corev1.Pod
 	if g.lastArrival.uid != added.UID {
 		pg := g.store.PodGroup(want)
 		g.lastArrival.uid = added.UID
-		g.lastArrival.complete = pg == nil || int32(g.store.MemberCount(want)) >= pg.Spec.MinMember
+		g.lastArrival.complete = pg == nil || g.membersShort(want, pg) == ""
 	}
 	if !g.lastArrival.complete {
 		return fwk.QueueSkip, nil

@@ -249,7 +249,7 @@ func TestWaitingOf(t *testing.T) {
 		{name: "running", pods: []corev1.Pod{member("a", "n1", corev1.PodRunning, ""), member("b", "n2", corev1.PodRunning, "")}, phase: schedv1alpha1.PodGroupRunning},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := waitingOf(pg, tc.pods, schedv1alpha1.PodGroupStatus{Phase: tc.phase}, tc.placing, tc.retrier)
+			got := waitingOf(pg, nil, tc.pods, schedv1alpha1.PodGroupStatus{Phase: tc.phase}, tc.placing, tc.retrier)
 			assert.Equal(t, tc.want, got)
 		})
 	}

@@ -3,6 +3,7 @@ package gang
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,7 +54,7 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 	})
 	g.shared.status.Enqueue(key)
 	if !count.Reached() {
-		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("gang %s has %d of %d members placed or succeeded", key, count.Counted(), pg.Spec.MinMember)), g.timeout(pg)
+		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("gang %s has %d of %d members placed or succeeded%s", key, count.Counted(), pg.Spec.MinMember, rolesShort(count))), g.timeout(pg)
 	}
 	klog.FromContext(ctx).V(4).Info("Gang quorum placed", "gang", key.String(), "placed", count.Placed, "succeeded", count.Succeeded)
 	g.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
@@ -195,4 +196,16 @@ func (g *Gang) clearWaitingNomination(ctx context.Context, pod *corev1.Pod, node
 	if _, err := g.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).Error(err, "Clearing a rejected gang member's nominated node", "pod", klog.KObj(pod), "node", node)
 	}
+}
+
+// rolesShort says, for a gang with roles, how many more of each role's
+// members its quorum still needs ("; role workers needs 3 more"), or "".
+func rolesShort(count quorum.Count) string {
+	var out strings.Builder
+	for _, r := range count.Roles {
+		if n := r.Short(); n > 0 {
+			fmt.Fprintf(&out, "; role %s needs %d more (minMember %d)", r.Name, n, r.MinMember)
+		}
+	}
+	return out.String()
 }

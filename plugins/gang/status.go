@@ -92,7 +92,14 @@ func (s *perScheduler) writeStatus(ctx context.Context, key state.GroupKey) erro
 	// The status first: a refused annotation patch must not hold back
 	// the phase and counts.
 	statusErr := s.patchStatus(ctx, key, pg, status, len(pods.Items))
-	return errors.Join(statusErr, s.sayWhyWaiting(ctx, pg, waitingOf(pg, pods.Items, status, placing, retrier)))
+	why := waiting{}
+	waits := status.Phase == schedv1alpha1.PodGroupPending || status.Phase == schedv1alpha1.PodGroupScheduling
+	if roles, err := s.store.RolesOf(pg); err != nil && waits {
+		why = waiting{reason: reasons.InvalidSpec, message: reasons.InvalidSpec.Say("gang %s waits: %v", key, err)}
+	} else {
+		why = waitingOf(pg, roles, pods.Items, status, placing, retrier)
+	}
+	return errors.Join(statusErr, s.sayWhyWaiting(ctx, pg, why))
 }
 
 // patchStatus writes status to the PodGroup when it differs from what it
@@ -144,8 +151,9 @@ const maxWaitingMessage = 1024
 // the member whose check last refused the gang (its retrier, the one
 // member tried for the whole gang), or, with none, the message most of
 // its unplaced members share. A gang none of whose members was tried yet
-// says nothing.
-func waitingOf(pg *schedv1alpha1.PodGroup, pods []corev1.Pod, status schedv1alpha1.PodGroupStatus, placing bool, retrier types.UID) waiting {
+// says nothing. With roles, a role with fewer pods than its minimum is
+// waited for as members are.
+func waitingOf(pg *schedv1alpha1.PodGroup, roles *flotillav1alpha1.Roles, pods []corev1.Pod, status schedv1alpha1.PodGroupStatus, placing bool, retrier types.UID) waiting {
 	if placing || (status.Phase != schedv1alpha1.PodGroupPending && status.Phase != schedv1alpha1.PodGroupScheduling) {
 		return waiting{}
 	}
@@ -177,6 +185,19 @@ func waitingOf(pg *schedv1alpha1.PodGroup, pods []corev1.Pod, status schedv1alph
 	if live < pg.Spec.MinMember {
 		return waiting{reason: reasons.WaitingForMembers, message: reasons.WaitingForMembers.Say(
 			"gang %s/%s has %d of its minMember %d pods; it is not scheduled until they exist", pg.Namespace, pg.Name, live, pg.Spec.MinMember)}
+	}
+	if roles != nil {
+		var liveLabels []map[string]string
+		for i := range pods {
+			p := &pods[i]
+			if p.Namespace == pg.Namespace && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodFailed {
+				liveLabels = append(liveLabels, p.Labels)
+			}
+		}
+		if short := state.RolesShortOfPods(roles, liveLabels, nil); short != "" {
+			return waiting{reason: reasons.WaitingForMembers, message: reasons.WaitingForMembers.Say(
+				"gang %s/%s: %s; it is not scheduled until they exist", pg.Namespace, pg.Name, short)}
+		}
 	}
 	if retrierSays != "" {
 		best = retrierSays

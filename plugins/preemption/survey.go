@@ -295,7 +295,8 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 		// Surplus members (package quorum: beyond minMember, counting
 		// succeeded members) may go one by one, least important first;
 		// beyond them only the whole gang may go.
-		surplus := p.store.QuorumOf(key, placed).Surplus()
+		count := p.store.QuorumOf(key, placed)
+		surplus := count.Surplus()
 		sort.SliceStable(eligible, func(i, j int) bool {
 			a, b := eligible[i].info.GetPod(), eligible[j].info.GetPod()
 			if pa, pb := corev1helpers.PodPriority(a), corev1helpers.PodPriority(b); pa != pb {
@@ -303,7 +304,21 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 			}
 			return startTime(a).After(startTime(b))
 		})
-		for i := 0; i < surplus && i < len(eligible); i++ {
+		// With roles, a member is surplus only while its role keeps its
+		// minimum without it: a victim that would take its role below
+		// costs the whole gang.
+		roles, _ := p.store.RolesOf(p.store.PodGroup(key))
+		roleSurplus := map[string]int{}
+		for i := 0; i < len(eligible) && surplus > 0; i++ {
+			role, _ := roles.Of(eligible[i].info.GetPod().Labels)
+			if _, ok := roleSurplus[role]; !ok {
+				roleSurplus[role] = count.SurplusIn(role)
+			}
+			if roleSurplus[role] == 0 {
+				continue
+			}
+			roleSurplus[role]--
+			surplus--
 			w.units = append(w.units, w.newUnit(eligible[i:i+1], false))
 		}
 		if len(eligible) == len(running) && len(running) > 0 {

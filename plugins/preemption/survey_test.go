@@ -18,6 +18,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/handletest"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
@@ -64,6 +65,14 @@ func TestSurvey(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "surplus"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 2}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "exact"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 2}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mine"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 2}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "roles", UID: "roles", Annotations: map[string]string{flotillav1alpha1.RolesAnnotation: `[
+			{"name": "leader", "minMember": 1, "selector": {"matchLabels": {"role": "leader"}}},
+			{"name": "workers", "minMember": 2, "selector": {"matchLabels": {"role": "worker"}}}]`}},
+			Spec: schedv1alpha1.PodGroupSpec{MinMember: 3}},
+	}
+	withRole := func(pod *corev1.Pod, role string) *corev1.Pod {
+		pod.Labels["role"] = role
+		return pod
 	}
 	terminating := running("terminating", 0, "")
 	terminating.DeletionTimestamp = &metav1.Time{}
@@ -81,6 +90,11 @@ func TestSurvey(t *testing.T) {
 		{name: "a gang loses surplus members one by one (the newest), else the whole gang",
 			pods:      []*corev1.Pod{running("s-0", 1, "surplus"), running("s-1", 1, "surplus"), startedLater(running("s-2", 1, "surplus")), running("e-0", 1, "exact"), running("e-1", 1, "exact")},
 			preemptor: running("p", 50, ""), want: []string{"s-2", "e-0+e-1", "s-0+s-1+s-2"}},
+		{name: "with roles, only members above their role's minimum go one by one: the newest leader is not surplus",
+			pods: []*corev1.Pod{withRole(startedLater(running("r-l", 1, "roles")), "leader"),
+				withRole(running("r-w0", 1, "roles"), "worker"), withRole(running("r-w1", 1, "roles"), "worker"),
+				withRole(running("r-w2", 1, "roles"), "worker"), withRole(running("r-w3", 1, "roles"), "worker")},
+			preemptor: running("p", 50, ""), want: []string{"r-w0", "r-w1", "r-l+r-w0+r-w1+r-w2+r-w3"}},
 		{name: "a gang with a member waiting in Permit is never a victim as a whole",
 			pods:    []*corev1.Pod{running("e-0", 1, "exact"), running("e-1", 1, "exact"), running("low", 1, "")},
 			waiting: []string{"e-1"}, preemptor: running("p", 50, ""), want: []string{"low"}},

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/quorum"
 )
@@ -123,10 +124,31 @@ func (locked *Locked) Quorum(g *Gang, pg *schedv1alpha1.PodGroup) quorum.Count {
 	if pg != nil {
 		c.MinMember = int(pg.Spec.MinMember)
 	}
-	c.Succeeded = locked.s.succeededBeside(g.Key, func(uid types.UID) bool {
+	placed := func(uid types.UID) bool {
 		_, reserved := g.reserved[uid]
 		return reserved || locked.s.bound[g.Key][uid]
-	})
+	}
+	c.Succeeded = locked.s.succeededBeside(g.Key, placed)
+	if roles, err := locked.s.RolesOf(pg); err == nil && roles != nil {
+		// Bound members are the informer's (their labels); reserved ones
+		// are the accounting's.
+		var placedLabels []map[string]string
+		for _, p := range g.reserved {
+			placedLabels = append(placedLabels, p.Labels)
+		}
+		// As Placed counts them: by the bound handler once it has seen
+		// every pod, until then by the index.
+		tracked := locked.s.boundTracked != nil && locked.s.boundTracked.HasSynced()
+		for _, p := range locked.s.Members(g.Key) {
+			if _, reserved := g.reserved[p.UID]; reserved {
+				continue
+			}
+			if (tracked && locked.s.bound[g.Key][p.UID]) || (!tracked && p.Spec.NodeName != "") {
+				placedLabels = append(placedLabels, p.Labels)
+			}
+		}
+		c = locked.s.withRoles(c, pg, placedLabels, locked.s.succeededLabels(g.Key, placed))
+	}
 	return c
 }
 
@@ -142,6 +164,20 @@ func (s *Store) QuorumOf(key GroupKey, placed []types.UID) quorum.Count {
 		seen[uid] = true
 	}
 	c.Succeeded = s.succeededBeside(key, func(uid types.UID) bool { return seen[uid] })
+	if pg := s.PodGroup(key); pg != nil {
+		if roles, err := s.RolesOf(pg); err == nil && roles != nil {
+			// Placed members the informer does not show yet (in flight)
+			// count in no role: their gang's roles look shorter, so fewer
+			// of its members are surplus, never more.
+			var placedLabels []map[string]string
+			for _, p := range s.Members(key) {
+				if seen[p.UID] {
+					placedLabels = append(placedLabels, p.Labels)
+				}
+			}
+			c = s.withRoles(c, pg, placedLabels, s.succeededLabels(key, func(uid types.UID) bool { return seen[uid] }))
+		}
+	}
 	return c
 }
 
@@ -172,6 +208,12 @@ func groupOfObject(obj interface{}) (GroupKey, bool) {
 	return GroupKey{Namespace: m.GetNamespace(), Name: name}, true
 }
 
+// candidate is a pending member StillNeeded may choose.
+type candidate struct {
+	pod     *corev1.Pod
+	request capacity.Resources
+}
+
 // StillNeeded returns the pending members whose placing completes g's
 // quorum, and by how many members the pending ones fall short of it (0
 // when there are enough). It is the one answer to "which members must fit
@@ -188,14 +230,12 @@ func (locked *Locked) StillNeeded(g *Gang, pg *schedv1alpha1.PodGroup, first *co
 	if pg == nil {
 		return nil, 0
 	}
-	need := locked.Quorum(g, pg).Short()
+	count := locked.Quorum(g, pg)
+	need := count.Short()
 	if need == 0 {
 		return nil, 0
 	}
-	type candidate struct {
-		pod     *corev1.Pod
-		request capacity.Resources
-	}
+	roles, _ := locked.s.RolesOf(pg)
 	var pending []candidate
 	for _, p := range locked.s.Members(g.Key) {
 		if _, reserved := g.reserved[p.UID]; reserved || p.Spec.NodeName != "" || (first != nil && p.UID == first.UID) {
@@ -212,6 +252,9 @@ func (locked *Locked) StillNeeded(g *Gang, pg *schedv1alpha1.PodGroup, first *co
 		}
 		return a.pod.Name < b.pod.Name
 	})
+	if roles != nil {
+		return stillNeededByRole(roles, count, pending, first)
+	}
 	if first != nil {
 		members = append(members, first)
 	}
@@ -222,4 +265,42 @@ func (locked *Locked) StillNeeded(g *Gang, pg *schedv1alpha1.PodGroup, first *co
 		members = append(members, c.pod)
 	}
 	return members, need - len(members)
+}
+
+// stillNeededByRole is StillNeeded for a gang with roles: first each
+// role's shortfall from its own pending members, smallest first, then
+// what the total still lacks from any; short counts what the pending
+// members cannot cover, for the roles and the total alike.
+func stillNeededByRole(roles *flotillav1alpha1.Roles, count quorum.Count, pending []candidate, first *corev1.Pod) (members []*corev1.Pod, short int) {
+	roleShort := count.RolesShort()
+	taken := map[types.UID]bool{}
+	take := func(p *corev1.Pod) {
+		members = append(members, p)
+		taken[p.UID] = true
+		if r := roleOf(roles, p); roleShort[r] > 0 {
+			roleShort[r]--
+		}
+	}
+	if first != nil {
+		take(first)
+	}
+	for _, c := range pending {
+		if r := roleOf(roles, c.pod); roleShort[r] > 0 && !taken[c.pod.UID] {
+			take(c.pod)
+		}
+	}
+	totalShort := max(0, count.MinMember-count.Counted())
+	for _, c := range pending {
+		if len(members) >= totalShort {
+			break
+		}
+		if !taken[c.pod.UID] {
+			take(c.pod)
+		}
+	}
+	rolesLeft := 0
+	for _, n := range roleShort {
+		rolesLeft += n
+	}
+	return members, max(totalShort-len(members), rolesLeft)
 }

@@ -88,6 +88,8 @@ type Store struct {
 
 	partsMu sync.Mutex
 	parts   parts
+
+	roles rolesCache
 }
 
 func newStore(h fwk.Handle) (*Store, error) {
@@ -119,7 +121,7 @@ func newStore(h fwk.Handle) (*Store, error) {
 		return nil, err
 	}
 	s.succeeded = s.watchSucceeded(h.SharedInformerFactory(), meta)
-	if _, err := s.podGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: s.forgetGroupTime}); err != nil {
+	if _, err := s.podGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: s.forgetGroup}); err != nil {
 		return nil, err
 	}
 	s.devices = NewDeviceReader(h)
@@ -274,13 +276,15 @@ func (s *Store) GroupTime(key GroupKey, fallback time.Time) time.Time {
 	return t
 }
 
-// forgetGroupTime drops a deleted group's pinned time once none of its pods
-// is left to be queued, so the pins do not grow without bound.
-func (s *Store) forgetGroupTime(obj interface{}) {
+// forgetGroup drops a deleted group's parsed roles, and its pinned time
+// once none of its pods is left to be queued, so neither grows without
+// bound.
+func (s *Store) forgetGroup(obj interface{}) {
 	pg, ok := unwrap(obj).(*schedv1alpha1.PodGroup)
 	if !ok {
 		return
 	}
+	s.forgetRoles(pg)
 	key := GroupKey{Namespace: pg.Namespace, Name: pg.Name}
 	if len(s.Members(key)) > 0 {
 		return
