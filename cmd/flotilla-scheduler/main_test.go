@@ -3,15 +3,19 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/apis/config"
 	"github.com/flotilla-sched/flotilla/internal/cluster/launch"
@@ -104,6 +108,10 @@ func TestShippedConfigurations(t *testing.T) {
 				assert.Contains(t, enabledNames(plugins), gang.Name, point)
 			}
 			assert.Contains(t, enabledNames(got.PreFilter.Enabled), proportion.Name)
+			// Proportion's PreFilter before Gang's: a gang its queue refuses
+			// starts no attempt (state.QueueRefusedKey).
+			preFilter := enabledNames(got.PreFilter.Enabled)
+			assert.Less(t, slices.Index(preFilter, proportion.Name), slices.Index(preFilter, gang.Name), "PreFilter order %v", preFilter)
 			assert.Contains(t, enabledNames(got.Reserve.Enabled), proportion.Name)
 			assert.Contains(t, enabledNames(got.PreScore.Enabled), binpack.Name)
 			score := map[string]int32{}
@@ -258,4 +266,33 @@ func TestVersionNamesFlotilla(t *testing.T) {
 	t.Cleanup(func() { version = "" })
 	assert.Equal(t, "v9.9.9-test", flotillaVersion())
 	assert.True(t, strings.HasPrefix(dependencyVersion("k8s.io/kubernetes"), "v1.37"), "built against %s", dependencyVersion("k8s.io/kubernetes"))
+}
+
+// Opportunistic batching (KEP-5598) stays on in flotilla's profile: every
+// plugin of ours that filters or scores signs pods, so kube-scheduler does
+// not turn signatures off for the whole profile. A pod of no gang gets a
+// signature; a gang member never does (its gang's plan, not the previous
+// pod's ranking, places it). PodTopologySpread's system-default
+// constraints make no pod signable, in the default profile as in ours, so
+// the check lists its constraints instead, as a cluster that wants
+// batching does.
+func TestProfileKeepsOpportunisticBatching(t *testing.T) {
+	data, err := manifests.File("scheduler-config.yaml")
+	require.NoError(t, err)
+	config := strings.Replace(string(data), "  pluginConfig:\n", "  pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n", 1)
+	require.NotEqual(t, string(data), config)
+	s, err := setup(t, []byte(config))
+	require.NoError(t, err)
+	fw, ok := s.Scheduler.Profiles["flotilla-scheduler"]
+	require.True(t, ok)
+	ctx := context.Background()
+	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "plain", UID: "plain"}, Spec: corev1.PodSpec{
+		SchedulerName: "flotilla-scheduler",
+		Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}},
+	}}
+	assert.NotNil(t, fw.SignPod(ctx, plain), "the profile signs plain pods")
+	member := plain.DeepCopy()
+	member.Labels = map[string]string{schedv1alpha1.PodGroupLabel: "g"}
+	assert.Nil(t, fw.SignPod(ctx, member), "a gang member is not signed")
 }

@@ -162,6 +162,12 @@
 // yet: the annotation refuses fields it does not know. A PodGroup without
 // the annotation is one role-less gang, exactly as before.
 //
+// Opportunistic batching (KEP-5598; SignPod): a pod of no gang is signed
+// with nothing of Gang's, so kube-scheduler may reuse the previous pod's
+// ranked nodes for it; a gang member is never signed, since its PreFilter
+// result (its gang's plan or domain) is what places it, and a hinted node
+// is tried without that result.
+//
 // Metrics: flotilla_gang_wait_seconds (attempt start to quorum placed) and
 // flotilla_gang_rejections_total{reason}.
 //

@@ -62,6 +62,7 @@ var (
 	_ fwk.PostFilterPlugin  = &Gang{}
 	_ fwk.ReservePlugin     = &Gang{}
 	_ fwk.PermitPlugin      = &Gang{}
+	_ fwk.SignPlugin        = &Gang{}
 	_ fwk.EnqueueExtensions = &Gang{}
 )
 
@@ -367,4 +368,17 @@ func scheduleTimeout(pg *schedv1alpha1.PodGroup, permitWait time.Duration) time.
 		return time.Duration(*pg.Spec.ScheduleTimeoutSeconds) * time.Second
 	}
 	return permitWait
+}
+
+// SignPod lets kube-scheduler's opportunistic batching (KEP-5598) reuse
+// the previous pod's ranked nodes for a pod of no gang: Gang does not
+// filter or score those. A gang member is never signed: its PreFilter
+// result steers it to its gang's plan (or topology domain), which changes
+// member by member, and a node hinted from the previous pod's ranking is
+// tried without that result — it could land the member outside its plan.
+func (g *Gang) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	if _, ok := state.GroupOf(pod); ok {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "a gang member is placed by its gang's plan, not a previous pod's ranking")
+	}
+	return nil, nil
 }

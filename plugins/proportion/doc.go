@@ -46,6 +46,10 @@
 // in PreFilter so that a gang its queue refuses starts no attempt, whose
 // failure would put it in back-off and cost it its turn.
 //
+// Opportunistic batching (KEP-5598): every pod is signed with nothing of
+// Proportion's: admission runs in PreFilter in every cycle, batched or not,
+// and never narrows or ranks nodes.
+//
 // Accounting (Reserve/Unreserve) charges a pod to its queue the moment it is
 // placed, before the apiserver shows it bound, and releases it if it is not
 // bound; after a restart it is rebuilt from the informers.

@@ -36,6 +36,7 @@ var (
 	_ fwk.PreEnqueuePlugin  = &Proportion{}
 	_ fwk.PreFilterPlugin   = &Proportion{}
 	_ fwk.ReservePlugin     = &Proportion{}
+	_ fwk.SignPlugin        = &Proportion{}
 	_ fwk.EnqueueExtensions = &Proportion{}
 )
 
@@ -231,4 +232,13 @@ func isSchedulableAfterClaimChange(_ klog.Logger, pod *corev1.Pod, oldObj, newOb
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil
+}
+
+// SignPod signs every pod with nothing of Proportion's: admission is
+// decided in PreFilter, which runs in every cycle, batched or not, and
+// never narrows or ranks the nodes, so kube-scheduler's opportunistic
+// batching (KEP-5598) may reuse the previous pod's ranked nodes for a pod
+// its queue admits.
+func (p *Proportion) SignPod(context.Context, *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return nil, nil
 }
