@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -25,6 +26,7 @@ var (
 	kubeconfig    = flag.String("bench.kubeconfig", "", "run against this control plane and its scheduler instead of a fresh one per run")
 	schedulerName = flag.String("bench.scheduler-name", "", "with -bench.kubeconfig: the schedulerName the measured scheduler serves (instead of flotilla-scheduler)")
 	metricsURL    = flag.String("bench.metrics-url", "", "with -bench.kubeconfig: the measured scheduler's /metrics, if it serves one")
+	onlyVariants  = flag.String("bench.variants", "", "comma-separated variant names to run (e.g. \"flotilla, gangs, DRA GPUs\" is one; separate with ';'); empty: all. A workload missing variants gets no verdict")
 	cpuProfile    = flag.String("bench.cpuprofile", "", "save a 15 s CPU profile of the scheduler from the start of each run, its heap every 10 s, and its allocations at the end, into this directory")
 )
 
@@ -62,6 +64,13 @@ func TestWorkloads(t *testing.T) {
 					variants = append(variants, v)
 				}
 			}
+		}
+		if *onlyVariants != "" {
+			keep := map[string]bool{}
+			for _, name := range strings.Split(*onlyVariants, ";") {
+				keep[strings.TrimSpace(name)] = true
+			}
+			variants = slices.DeleteFunc(slices.Clone(variants), func(v variant) bool { return !keep[v.name] })
 		}
 		byVariant := map[string][]*result{}
 		for i := 0; i < *count; i++ {
