@@ -180,6 +180,27 @@ func TestRoomGoesToTheFirstTurn(t *testing.T) {
 	assert.True(t, preFilter(older).IsSuccess())
 }
 
+// A gang that cannot be tried (fewer pods than its minMember: PreEnqueue
+// holds it) takes no turn: it does not hold up the waiters behind it.
+func TestAGangHeldBackTakesNoTurn(t *testing.T) {
+	capped := queue("capped", func(s *flotillav1alpha1.QueueSpec) { s.Capability = cpuList("2") })
+	pg := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 3}}
+	running := pod("running", "capped", "2", "")
+	member := gangMember("g-0", "capped", "1", "")
+	member.Spec.Priority = ptr.To[int32](100)
+	later := pod("later", "capped", "1", "")
+	later.CreationTimestamp = metav1.NewTime(time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC))
+	p := testProportion(t, []*schedv1alpha1.PodGroup{pg}, []*corev1.Pod{running, member, gangMember("g-1", "capped", "1", ""), later}, capped)
+	p.handle = &handletest.Activations{Handle: handletest.New(t, profile)}
+	ctx := context.Background()
+	require.Nil(t, p.Reserve(ctx, nil, running, "n"))
+	_, status := p.PreFilter(ctx, framework.NewCycleState(), member, nil)
+	require.Equal(t, fwk.Unschedulable, status.Code(), "the gang is refused for quota: %s", status.Message())
+	p.Unreserve(ctx, nil, running, "n")
+	_, status = p.PreFilter(ctx, framework.NewCycleState(), later, nil)
+	assert.True(t, status.IsSuccess(), "the gang, 2 of its 3 pods, cannot be tried: %s", status.Message())
+}
+
 // queueSeries lists the queue label values of a metric's series.
 func queueSeries(t *testing.T, metric string) []string {
 	t.Helper()

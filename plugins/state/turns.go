@@ -1,6 +1,7 @@
 package state
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -110,6 +111,16 @@ func (q *Queues) Ahead(t Turn) []Turn {
 		}
 	}
 	q.mu.Unlock()
+	// A gang held at PreEnqueue (its PodGroup gone, or fewer pods than it
+	// needs, in all or in a role) cannot be tried, and would hold up its
+	// queue for as long: it takes no turn until it can.
+	ahead = slices.DeleteFunc(ahead, func(t Turn) bool {
+		if !t.Gang {
+			return false
+		}
+		pg := q.store.PodGroup(t.group)
+		return pg == nil || q.store.MembersShort(t.group, pg) != ""
+	})
 	sortTurns(ahead)
 	return ahead
 }
