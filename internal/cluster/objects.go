@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -181,8 +183,21 @@ func (cp *ControlPlane) CreatePriorityClass(ctx context.Context, name string, va
 		policy := corev1.PreemptNever
 		pc.PreemptionPolicy = &policy
 	}
-	_, err := cp.Client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{})
-	return err
+	if _, err := cp.Client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	// The apiserver's Priority admission resolves a pod's class from its
+	// own informer, which can lag the create: a pod made at once was
+	// refused ("no PriorityClass with name low-10 was found"). Wait until a
+	// dry-run pod of the class is admitted.
+	probe := Pod(PodSpec{Name: "priority-class-probe", CPU: "1", Memory: "1Gi", PriorityClassName: name})
+	return Poll(ctx, 50*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, string, error) {
+		_, err := cp.Client.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && strings.Contains(err.Error(), "no PriorityClass with name") {
+			return false, err.Error(), nil
+		}
+		return true, "", err
+	})
 }
 
 // CreateNodes creates the nodes.

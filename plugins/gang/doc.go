@@ -193,7 +193,8 @@
 // (its retrier), or the message most unplaced members share, with the one
 // reason it stands for (reasons.Of). Both are removed once the quorum is
 // placing or placed, or the group is over: a reason never outlives what
-// it says (KAI #1888). They are written only when they change. The status
+// it says (KAI #1888). They are written only when they change, each patch
+// counted in flotilla_podgroup_waiting_writes_total. The status
 // writer and
 // the PodGroup and member handlers exist once per scheduler however many
 // profiles run Gang (shared.go), and every patch counts in

@@ -22,12 +22,19 @@ var (
 		Help:           "Gang placing attempts that failed or were refused, by reason (does_not_fit, member_unplaceable, lost_place, timed_out).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
-	// podGroupStatusWrites counts PodGroup status patches and waiting
-	// annotation patches: one per change of a group's status or of why it
-	// waits, whatever the number of profiles.
+	// podGroupStatusWrites counts PodGroup status patches: one per change
+	// of a group's status, whatever the number of profiles.
 	podGroupStatusWrites = metrics.NewCounter(&metrics.CounterOpts{
 		Namespace: "flotilla", Name: "podgroup_status_writes_total",
-		Help:           "PodGroup status patches (and waiting-reason annotation patches) written by the scheduler.",
+		Help:           "PodGroup status patches written by the scheduler.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	// podGroupWaitingWrites counts the patches of PodGroups' waiting
+	// annotations: one each time a gang starts waiting, its reason or
+	// message changes, or it stops waiting.
+	podGroupWaitingWrites = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "flotilla", Name: "podgroup_waiting_writes_total",
+		Help:           "PodGroup waiting-reason annotation patches written by the scheduler.",
 		StabilityLevel: metrics.ALPHA,
 	})
 	// podGroupsByPhase and gangLongestWait are set by the survey of every
@@ -53,7 +60,7 @@ const (
 )
 
 func init() {
-	legacyregistry.MustRegister(gangWaitSeconds, gangRejections, podGroupStatusWrites, podGroupsByPhase, gangLongestWait)
+	legacyregistry.MustRegister(gangWaitSeconds, gangRejections, podGroupStatusWrites, podGroupWaitingWrites, podGroupsByPhase, gangLongestWait)
 	// Every reason's series exists from the start, at 0: a rate over a
 	// series that appears with its first increment misses that increment.
 	for _, reason := range []string{reasonDoesNotFit, reasonMemberUnplaceable, reasonLostPlace, reasonTimedOut} {

@@ -240,7 +240,7 @@ func (s *perScheduler) sayWhyWaiting(ctx context.Context, pg *schedv1alpha1.PodG
 		return nil
 	}
 	if err == nil {
-		podGroupStatusWrites.Inc()
+		podGroupWaitingWrites.Inc()
 	}
 	return err
 }

@@ -589,16 +589,17 @@ func (w *rbacWorld) gangStatusPublished(ctx context.Context, id string) error {
 }
 
 func (w *rbacWorld) gangWaitingSaid(ctx context.Context, id string) error {
-	if err := w.h.CreatePodGroup(ctx, "default", id, 2); err != nil {
+	group := id + "-waiting" // id names the gang of the status step
+	if err := w.h.CreatePodGroup(ctx, "default", group, 2); err != nil {
 		return err
 	}
-	first := w.pod(id, "member-0", cluster.PodSpec{CPU: "1", PodGroup: id})
+	first := w.pod(id, "waiting-0", cluster.PodSpec{CPU: "1", PodGroup: group})
 	if err := w.create(ctx, first); err != nil {
 		return err
 	}
 	says := func(want reasons.Reason) error {
 		return cluster.Poll(ctx, 100*time.Millisecond, 0, func(ctx context.Context) (bool, string, error) {
-			pg, err := w.h.PodGroups.SchedulingV1alpha1().PodGroups("default").Get(ctx, id, metav1.GetOptions{})
+			pg, err := w.h.PodGroups.SchedulingV1alpha1().PodGroups("default").Get(ctx, group, metav1.GetOptions{})
 			if err != nil {
 				return false, "", err
 			}
@@ -609,7 +610,7 @@ func (w *rbacWorld) gangWaitingSaid(ctx context.Context, id string) error {
 	if err := says(reasons.WaitingForMembers); err != nil {
 		return err
 	}
-	second := w.pod(id, "member-1", cluster.PodSpec{CPU: "1", PodGroup: id})
+	second := w.pod(id, "waiting-1", cluster.PodSpec{CPU: "1", PodGroup: group})
 	if err := w.create(ctx, second); err != nil {
 		return err
 	}
