@@ -41,6 +41,9 @@ type fitOutcome struct {
 	reason string
 	plan   []capacity.PlanSlot
 	domain []string
+	// roleDomains are the nodes of the domain chosen for each role with a
+	// topology of its own.
+	roleDomains map[string][]string
 }
 
 // verdictKind is what PreFilter does with a member.

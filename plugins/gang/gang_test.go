@@ -148,7 +148,8 @@ func TestQuorumCheckIsPlacementAware(t *testing.T) {
 	var plan []capacity.PlanSlot
 	check := func(nodes []fwk.NodeInfo) (reason string) {
 		g.store.Lock(func(locked *state.Locked) {
-			reason, plan, _ = g.quorumDoesNotFit(context.Background(), pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, nil)
+			out := g.quorumDoesNotFit(context.Background(), pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, nil)
+			reason, plan = out.reason, out.plan
 		})
 		return reason
 	}
@@ -378,7 +379,8 @@ func TestQuorumCountsSucceededMembers(t *testing.T) {
 				gang := locked.Gang(key)
 				count := locked.Quorum(gang, pg)
 				quorum, surplus = count.Counted(), count.Reached()
-				reason, plan, _ = g.quorumDoesNotFit(context.Background(), pg, gang, roomy, locked, nil, nil)
+				out := g.quorumDoesNotFit(context.Background(), pg, gang, roomy, locked, nil, nil)
+				reason, plan = out.reason, out.plan
 			})
 			planned := 0
 			for _, slot := range plan {
@@ -532,7 +534,8 @@ func TestQuorumCheckCountsDRADevices(t *testing.T) {
 			var reason string
 			var plan []capacity.PlanSlot
 			store.Lock(func(locked *state.Locked) {
-				reason, plan, _ = g.quorumDoesNotFit(context.Background(), pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, nil)
+				out := g.quorumDoesNotFit(context.Background(), pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, nil)
+				reason, plan = out.reason, out.plan
 			})
 			if tc.wantReason != "" {
 				assert.Contains(t, reason, tc.wantReason)
@@ -607,7 +610,7 @@ func TestQuorumCheckHandsOtherPlansToTheAllocator(t *testing.T) {
 						[]capacity.PlanSlot{{Node: "a", Members: 1, Held: held, Took: []int{0}, Pods: []*corev1.Pod{heldMember}}})
 				}
 				gang := locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"})
-				reason, _, _ = g.quorumDoesNotFit(context.Background(), groups[1], gang, nodes, locked, locked.HeldByPlans(gang), nil)
+				reason = g.quorumDoesNotFit(context.Background(), groups[1], gang, nodes, locked, locked.HeldByPlans(gang), nil).reason
 			})
 			if tc.wantReason == "" {
 				assert.Empty(t, reason)

@@ -76,8 +76,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 				if besidePlacing {
 					held = locked.HeldByPlans(gang)
 				}
-				reason, plan, domain := g.quorumDoesNotFit(ctx, pg, gang, nodes, locked, held, topo)
-				return fitOutcome{reason: reason, plan: plan, domain: domain}
+				return g.quorumDoesNotFit(ctx, pg, gang, nodes, locked, held, topo)
 			}
 		}
 		v := decide(view)
@@ -87,8 +86,11 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 			if topo != nil && topo.required != "" {
 				confine = confinedTo(topo.required, locked.PlacedOn(gang), nodes)
 			}
+			if topo != nil {
+				confine = roleConfined(locked, gang, topo, pod, nodes, confine)
+			}
 		case followAttempt:
-			window, confine = gang.PlanWindow(planWindow), gang.Domain()
+			window, confine = steer(locked, gang, topo, pod, nodes)
 		case waitTurn:
 			if v.nextTurn {
 				locked.WaitForRoom(gang)
@@ -120,7 +122,8 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 		case startAttempt:
 			locked.StartPlacing(gang, v.fit.plan)
 			locked.Confine(gang, v.fit.domain)
-			window, confine = gang.PlanWindow(planWindow), v.fit.domain
+			locked.ConfineRoles(gang, v.fit.roleDomains)
+			window, confine = steer(locked, gang, topo, pod, nodes)
 			started = true
 		}
 	})
@@ -220,13 +223,13 @@ func (g *Gang) activateSiblings(ctx context.Context, pod *corev1.Pod, key state.
 // A gang with a topology is fitted level by level (topology.levels) into
 // one domain of the level, the best fit among those it fits (see
 // topology.go); the domain's nodes are returned to confine the attempt.
-func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, locked *state.Locked, held map[string]capacity.Resources, topo *topology) (reason string, plan []capacity.PlanSlot, confine []string) {
+func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, locked *state.Locked, held map[string]capacity.Resources, topo *topology) fitOutcome {
 	members, short := locked.StillNeeded(gang, pg, nil)
 	if short > 0 {
-		return reasons.WaitingForMembers.Say("gang %s needs %d more members but only %d are pending", gang.Key, len(members)+short, len(members)), nil, nil
+		return fitOutcome{reason: reasons.WaitingForMembers.Say("gang %s needs %d more members but only %d are pending", gang.Key, len(members)+short, len(members))}
 	}
 	if len(members) == 0 {
-		return "", nil, nil
+		return fitOutcome{}
 	}
 	need := len(members)
 	// Devices a member's claims take count beside its requests, under
@@ -237,12 +240,12 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 		pending[i] = capacity.Request(m)
 		demand, err := catalog.Demand(m)
 		if err != nil {
-			return reasons.WaitingForClaims.Say("gang %s waits: %v", gang.Key, err), nil, nil
+			return fitOutcome{reason: reasons.WaitingForClaims.Say("gang %s waits: %v", gang.Key, err)}
 		}
 		pending[i].Add(demand)
 	}
 	if claim, users := catalog.SharedUnallocated(); claim != "" {
-		return reasons.InvalidSpec.Say("gang %s waits: ResourceClaim %s is shared by members %s and not allocated: the scheduler allocates a claim for one pod at a time, so members placed together cannot share it before it is allocated (give each member its own claim from a ResourceClaimTemplate, or run one pod of the claim first)", gang.Key, claim, strings.Join(users, ", ")), nil, nil
+		return fitOutcome{reason: reasons.InvalidSpec.Say("gang %s waits: ResourceClaim %s is shared by members %s and not allocated: the scheduler allocates a claim for one pod at a time, so members placed together cannot share it before it is allocated (give each member its own claim from a ResourceClaimTemplate, or run one pod of the claim first)", gang.Key, claim, strings.Join(users, ", "))}
 	}
 	// Largest first, the members in the same order: where a count of
 	// devices cannot judge their claims, the allocator confirms how many
@@ -273,24 +276,24 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 			return free
 		})
 	}
-	anywhereFit := func() (string, []capacity.PlanSlot, []string) {
+	anywhereFit := func() fitOutcome {
 		f := capacity.FirstFit(pending, view.All(), view)
 		if deviceErr != nil {
-			return reasons.InvalidSpec.Say("gang %s waits: reading devices: %v", gang.Key, deviceErr), nil, nil
+			return fitOutcome{reason: reasons.InvalidSpec.Say("gang %s waits: reading devices: %v", gang.Key, deviceErr)}
 		}
 		if f.Placed < need {
 			if short := devicesShort(ctx, catalog, keys, pending, view); short != "" {
 				if catalog.Capped() {
 					short += " (free: what the allocator can allocate to these claims together, fewer than the devices not allocated: their selectors or constraints, or devices that share counters)"
 				}
-				return reasons.InsufficientResources.Say("gang %s does not fit: %s", gang.Key, short), nil, nil
+				return fitOutcome{reason: reasons.InsufficientResources.Say("gang %s does not fit: %s", gang.Key, short)}
 			}
-			return reasons.InsufficientResources.Say("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity; %s", gang.Key, f.Placed, need, pg.Spec.MinMember, unplacedShort(pending, view, &f)), nil, nil
+			return fitOutcome{reason: reasons.InsufficientResources.Say("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity; %s", gang.Key, f.Placed, need, pg.Spec.MinMember, unplacedShort(pending, view, &f))}
 		}
 		if short := minResourcesShort(pg, pending, view, &f); short != "" {
-			return reasons.InsufficientResources.Say("gang %s does not fit: its minResources exceed the cluster's free capacity (%s)", gang.Key, short), nil, nil
+			return fitOutcome{reason: reasons.InsufficientResources.Say("gang %s does not fit: its minResources exceed the cluster's free capacity (%s)", gang.Key, short)}
 		}
-		return "", withPods(f.Plan, sortedMembers), nil
+		return fitOutcome{plan: withPods(f.Plan, sortedMembers)}
 	}
 	if topo == nil {
 		return anywhereFit()
@@ -310,6 +313,9 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 		}
 	}
 	scale := requestedScale(pending, nodes, devicesTotal)
+	if len(topo.roles) > 0 {
+		return g.fitRoles(locked, gang, pg, topo, nodes, view, scale, pending, sortedMembers, placedOn, func() error { return deviceErr })
+	}
 	var why []string
 	for _, level := range topo.levels {
 		if level == anywhere {
@@ -317,7 +323,7 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 		}
 		best, largest, most := chooseDomain(domainsOf(level, nodes), pinnedValues(level, placedOn, nodes), pending, view, scale)
 		if best != nil {
-			return "", withPods(best.Plan, sortedMembers), nodeNames(best.domain, nodes)
+			return fitOutcome{plan: withPods(best.Plan, sortedMembers), domain: nodeNames(best.domain, nodes)}
 		}
 		if largest.nodes == nil {
 			why = append(why, fmt.Sprintf("no %s domain holds its placed members", level))
@@ -325,7 +331,7 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 		}
 		why = append(why, fmt.Sprintf("no %s domain has room for %d members (largest free: %s, %d)", level, need, largest.value, most))
 	}
-	return reasons.WaitingForTopologyDomain.Say("gang %s does not fit: %s", gang.Key, strings.Join(why, "; ")), nil, nil
+	return fitOutcome{reason: reasons.WaitingForTopologyDomain.Say("gang %s does not fit: %s", gang.Key, strings.Join(why, "; "))}
 }
 
 // withPods names the members each slot of the plan was planned for, out

@@ -26,22 +26,64 @@ type topology struct {
 	required, preferred string
 	// levels to try in order: the preferred level, then each wider one of
 	// the plugin's topologyLevels up to the required level (or, without
-	// one, up to the widest and then anywhere).
+	// one, up to the widest and then anywhere). Only anywhere when the
+	// gang asks for no domain but some of its roles do.
+	levels []string
+	// roles are the gang's roles that ask for a domain of their own, in
+	// the order declared (the order they are fitted); of tells a pod's
+	// role.
+	roles []roleTopology
+	of    *flotillav1alpha1.Roles
+}
+
+// roleTopology is the domain one role of a gang asks for, inside the
+// gang's.
+type roleTopology struct {
+	name     string
+	required string
+	// levels as topology.levels, none wider than the gang's required level.
 	levels []string
 }
 
-// topologyOf reads the PodGroup's topology annotations against the
-// plugin's levels and the labels the nodes carry. It returns nil when the
-// PodGroup asks for none, and says what is wrong — naming the annotation —
+// role returns the topology of the role named, or nil when it asks for
+// no domain of its own.
+func (t *topology) role(name string) *roleTopology {
+	if t == nil || name == "" {
+		return nil
+	}
+	for i := range t.roles {
+		if t.roles[i].name == name {
+			return &t.roles[i]
+		}
+	}
+	return nil
+}
+
+// roleOf is the pod's role, "" for none.
+func (t *topology) roleOf(pod *corev1.Pod) string {
+	if t == nil || t.of == nil {
+		return ""
+	}
+	role, _ := t.of.Of(pod.Labels)
+	return role
+}
+
+// topologyOf reads the PodGroup's topology annotations, and the topology
+// fields of its roles, against the plugin's levels and the labels the
+// nodes carry. It returns nil when neither the PodGroup nor any role asks
+// for a domain, and says what is wrong — naming the annotation or field —
 // when the request cannot be honoured: the gang then waits.
 func (g *Gang) topologyOf(pg *schedv1alpha1.PodGroup, nodes []fwk.NodeInfo) (*topology, string) {
 	t := &topology{
 		required:  strings.TrimSpace(pg.Annotations[flotillav1alpha1.TopologyRequiredAnnotation]),
 		preferred: strings.TrimSpace(pg.Annotations[flotillav1alpha1.TopologyPreferredAnnotation]),
 	}
-	if t.required == "" && t.preferred == "" {
+	// An invalid roles annotation is PreEnqueue's to refuse.
+	roles, _ := g.store.RolesOf(pg)
+	if t.required == "" && t.preferred == "" && !roles.HasTopology() {
 		return nil, ""
 	}
+	t.of = roles
 	labelled := func(key string) bool {
 		for _, n := range nodes {
 			if _, ok := n.Node().Labels[key]; ok {
@@ -50,40 +92,100 @@ func (g *Gang) topologyOf(pg *schedv1alpha1.PodGroup, nodes []fwk.NodeInfo) (*to
 		}
 		return false
 	}
-	for _, a := range []struct{ annotation, key string }{
-		{flotillav1alpha1.TopologyRequiredAnnotation, t.required}, {flotillav1alpha1.TopologyPreferredAnnotation, t.preferred},
-	} {
-		if a.key != "" && !labelled(a.key) {
-			return nil, fmt.Sprintf("annotation %s names node label %q, which no node has", a.annotation, a.key)
+	t.levels = []string{anywhere}
+	if t.required != "" || t.preferred != "" {
+		levels, bad := g.levelsOf(t.required, t.preferred, flotillav1alpha1.TopologyRequiredAnnotation, flotillav1alpha1.TopologyPreferredAnnotation, labelled)
+		if bad != "" {
+			return nil, bad
 		}
+		t.levels = levels
 	}
-	if t.preferred == "" {
-		t.levels = []string{t.required}
+	if roles == nil {
 		return t, ""
 	}
-	p := slices.Index(g.topologyLevels, t.preferred)
+	for i, role := range roles.List() {
+		if role.TopologyRequired == "" && role.TopologyPreferred == "" {
+			continue
+		}
+		at := fmt.Sprintf("%s[%d]", flotillav1alpha1.RolesAnnotation, i)
+		levels, bad := g.levelsOf(role.TopologyRequired, role.TopologyPreferred, at+".topologyRequired", at+".topologyPreferred", labelled)
+		if bad != "" {
+			return nil, bad
+		}
+		if t.required != "" {
+			if levels, bad = g.insideGangs(levels, t.required, at); bad != "" {
+				return nil, bad
+			}
+		}
+		t.roles = append(t.roles, roleTopology{name: role.Name, required: role.TopologyRequired, levels: levels})
+	}
+	return t, ""
+}
+
+// insideGangs drops from a role's levels those wider than the gang's
+// required level (the gang's domain holds the role's anyway), and says
+// what is wrong when the role asks outright for a wider one, or for one
+// that cannot be ordered against the gang's.
+func (g *Gang) insideGangs(levels []string, gangRequired, at string) ([]string, string) {
+	gi := slices.Index(g.topologyLevels, gangRequired)
+	var inside []string
+	for k, level := range levels {
+		if level == anywhere || level == gangRequired {
+			inside = append(inside, level)
+			continue
+		}
+		li := slices.Index(g.topologyLevels, level)
+		if li < 0 || gi < 0 {
+			return nil, fmt.Sprintf("%s asks for node label %q and annotation %s for %q: both must be among the Gang plugin's topologyLevels %v to be ordered, since a role's domain lies inside its gang's",
+				at, level, flotillav1alpha1.TopologyRequiredAnnotation, gangRequired, g.topologyLevels)
+		}
+		if li >= gi {
+			inside = append(inside, level)
+		} else if k == 0 || k == len(levels)-1 {
+			// The role's own preferred or required level, not a fallback.
+			return nil, fmt.Sprintf("%s asks for %s, a wider level than annotation %s (%s): a role's domain lies inside its gang's",
+				at, level, flotillav1alpha1.TopologyRequiredAnnotation, gangRequired)
+		}
+	}
+	return inside, ""
+}
+
+// levelsOf reads one required and one preferred level (either may be
+// ""), named by their fields in what it says is wrong, into the levels to
+// try in order.
+func (g *Gang) levelsOf(required, preferred, requiredField, preferredField string, labelled func(string) bool) ([]string, string) {
+	for _, a := range []struct{ field, key string }{{requiredField, required}, {preferredField, preferred}} {
+		if a.key != "" && !labelled(a.key) {
+			return nil, fmt.Sprintf("annotation %s names node label %q, which no node has", a.field, a.key)
+		}
+	}
+	if preferred == "" {
+		return []string{required}, ""
+	}
+	p := slices.Index(g.topologyLevels, preferred)
 	if p < 0 {
 		return nil, fmt.Sprintf("annotation %s names %q, which is not one of the Gang plugin's topologyLevels %v: a preferred level needs the wider levels to fall back to",
-			flotillav1alpha1.TopologyPreferredAnnotation, t.preferred, g.topologyLevels)
+			preferredField, preferred, g.topologyLevels)
 	}
 	r := -1
-	if t.required != "" {
-		if r = slices.Index(g.topologyLevels, t.required); r < 0 {
+	if required != "" {
+		if r = slices.Index(g.topologyLevels, required); r < 0 {
 			return nil, fmt.Sprintf("annotation %s names %q, which is not one of the Gang plugin's topologyLevels %v: with %s set it must be, to be ordered against it",
-				flotillav1alpha1.TopologyRequiredAnnotation, t.required, g.topologyLevels, flotillav1alpha1.TopologyPreferredAnnotation)
+				requiredField, required, g.topologyLevels, preferredField)
 		}
 		if p < r {
 			return nil, fmt.Sprintf("annotation %s (%s) names a wider level than %s (%s): the preferred level must lie inside the required one",
-				flotillav1alpha1.TopologyPreferredAnnotation, t.preferred, flotillav1alpha1.TopologyRequiredAnnotation, t.required)
+				preferredField, preferred, requiredField, required)
 		}
 	}
+	var levels []string
 	for i := p; i >= 0 && i >= r; i-- {
-		t.levels = append(t.levels, g.topologyLevels[i])
+		levels = append(levels, g.topologyLevels[i])
 	}
-	if t.required == "" {
-		t.levels = append(t.levels, anywhere)
+	if required == "" {
+		levels = append(levels, anywhere)
 	}
-	return t, ""
+	return levels, ""
 }
 
 // domain is the nodes that share one value of a level's label, as

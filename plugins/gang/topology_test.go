@@ -146,7 +146,8 @@ func TestDomainChoice(t *testing.T) {
 			var plan []capacity.PlanSlot
 			var confine []string
 			g.store.Lock(func(locked *state.Locked) {
-				reason, plan, confine = g.quorumDoesNotFit(context.Background(), pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, topo)
+				out := g.quorumDoesNotFit(context.Background(), pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, topo)
+				reason, plan, confine = out.reason, out.plan, out.domain
 			})
 			if tt.wantReason != "" {
 				assert.Contains(t, reason, tt.wantReason)
@@ -246,7 +247,8 @@ func TestDomainChoiceWeighsDevices(t *testing.T) {
 	var reason string
 	var confine []string
 	store.Lock(func(locked *state.Locked) {
-		reason, _, confine = g.quorumDoesNotFit(context.Background(), pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, topo)
+		out := g.quorumDoesNotFit(context.Background(), pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, topo)
+		reason, confine = out.reason, out.domain
 	})
 	require.Empty(t, reason)
 	assert.ElementsMatch(t, []string{"b0", "b1"}, confine, "the rack the gang's 8 GPUs fill exactly")

@@ -34,6 +34,9 @@ type Gang struct {
 	// domain confines the attempt to one topology domain's nodes (nil:
 	// anywhere).
 	domain []string
+	// roleDomains confine the attempt's members of a role with a
+	// topology of its own to the domain chosen for that role.
+	roleDomains map[string][]string
 	// gated: the last PreEnqueue of a member held it (no PodGroup, an
 	// invalid one, or members short).
 	gated bool
@@ -161,6 +164,15 @@ func (locked *Locked) Confine(g *Gang, nodes []string) { g.domain = nodes }
 // Domain returns the nodes g's attempt is confined to, or nil.
 func (g *Gang) Domain() []string { return g.domain }
 
+// ConfineRoles keeps the rest of g's attempt's members of each role in
+// domains on that role's nodes: the domain its quorum check chose for the
+// role, inside the gang's.
+func (locked *Locked) ConfineRoles(g *Gang, domains map[string][]string) { g.roleDomains = domains }
+
+// RoleDomain returns the nodes g's attempt confines the members of role
+// to, or nil when the role has no domain of its own.
+func (g *Gang) RoleDomain(role string) []string { return g.roleDomains[role] }
+
 // InFlight reports whether g has an attempt under way or members reserved.
 func (g *Gang) InFlight() bool { return g.Attempting() || len(g.reserved) > 0 }
 
@@ -240,7 +252,7 @@ func (locked *Locked) Block(g *Gang, blocked GroupKey) { g.blocked[blocked] = tr
 // returns the gangs refused meanwhile, to be activated.
 func (locked *Locked) FinishPlacing(g *Gang) []GroupKey {
 	g.attemptStarted = time.Time{}
-	g.plan, g.domain = nil, nil
+	g.plan, g.domain, g.roleDomains = nil, nil, nil
 	if locked.IsPlacing(g) {
 		delete(locked.s.placing, g.Key)
 	}

@@ -1,6 +1,8 @@
 package state
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
@@ -11,12 +13,20 @@ import (
 // instead of every node makes its cycle cost O(n) rather than O(nodes):
 // for a gang of a thousand members that is most of its placing time.
 func (g *Gang) PlanWindow(n int) []string {
+	return g.PlanWindowFor(n, nil)
+}
+
+// PlanWindowFor is PlanWindow over the slots planned for at least one
+// pod that planned(pod) accepts (nil: every slot): the members of a role
+// with a domain of its own are steered to the nodes planned for their
+// role, not to those planned for another role's members.
+func (g *Gang) PlanWindowFor(n int, planned func(*corev1.Pod) bool) []string {
 	if g.planFailed {
 		return nil
 	}
 	var window []string
 	for _, slot := range g.plan {
-		if slot.Members > 0 {
+		if slot.Members > 0 && (planned == nil || slices.ContainsFunc(slot.Pods, planned)) {
 			window = append(window, slot.Node)
 			if len(window) == n {
 				break

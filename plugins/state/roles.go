@@ -2,6 +2,8 @@ package state
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -174,4 +176,35 @@ func roleOf(roles *flotillav1alpha1.Roles, pod *corev1.Pod) string {
 		return ""
 	}
 	return name
+}
+
+// PlacedOnByRole returns, for each role of the gang, the nodes its members
+// hold (as PlacedOn): a role with a topology of its own is pinned to the
+// domain its placed members are in.
+func (locked *Locked) PlacedOnByRole(g *Gang, roles *flotillav1alpha1.Roles) map[string][]string {
+	if roles == nil {
+		return nil
+	}
+	nodes := map[string]map[string]bool{}
+	add := func(p *corev1.Pod, node string) {
+		role := roleOf(roles, p)
+		if role == "" || node == "" {
+			return
+		}
+		if nodes[role] == nil {
+			nodes[role] = map[string]bool{}
+		}
+		nodes[role][node] = true
+	}
+	for _, p := range g.reserved {
+		add(p, p.Spec.NodeName)
+	}
+	for _, p := range locked.s.Members(g.Key) {
+		add(p, p.Spec.NodeName)
+	}
+	out := make(map[string][]string, len(nodes))
+	for role, on := range nodes {
+		out[role] = slices.Sorted(maps.Keys(on))
+	}
+	return out
 }

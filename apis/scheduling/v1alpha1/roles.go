@@ -44,6 +44,15 @@ type Role struct {
 	// first role whose selector matches it; else it has no role and counts
 	// only toward the PodGroup's minMember.
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// TopologyRequired is a node label whose one domain (one value) the
+	// role's members must share, inside the gang's own domain when the
+	// gang has one (TopologyRequiredAnnotation): workers in one NVLink
+	// clique while their leader may sit anywhere in the rack.
+	TopologyRequired string `json:"topologyRequired,omitempty"`
+	// TopologyPreferred is a level of the Gang plugin's topologyLevels
+	// the role's members should share; failing that the next wider level,
+	// up to TopologyRequired (or the gang's domain).
+	TopologyPreferred string `json:"topologyPreferred,omitempty"`
 }
 
 // Roles are a PodGroup's parsed roles.
@@ -56,6 +65,19 @@ type Roles struct {
 
 // List returns the roles in the order declared.
 func (r *Roles) List() []Role { return r.list }
+
+// HasTopology reports whether any role asks for a domain of its own.
+func (r *Roles) HasTopology() bool {
+	if r == nil {
+		return false
+	}
+	for _, role := range r.list {
+		if role.TopologyRequired != "" || role.TopologyPreferred != "" {
+			return true
+		}
+	}
+	return false
+}
 
 // ParseRoles reads the roles a PodGroup's annotations declare: nil when
 // it declares none, an error naming the bad field when the annotation is
@@ -70,7 +92,7 @@ func ParseRoles(annotations map[string]string, minMember int32) (*Roles, error) 
 	decoder := json.NewDecoder(bytes.NewReader([]byte(raw)))
 	decoder.DisallowUnknownFields()
 	if err := decoder.Decode(&list); err != nil {
-		return nil, fmt.Errorf("%s: not a JSON list of roles (name, minMember, selector): %v", field, err)
+		return nil, fmt.Errorf("%s: not a JSON list of roles (name, minMember, selector, topologyRequired, topologyPreferred): %v", field, err)
 	}
 	if len(list) == 0 {
 		return nil, fmt.Errorf("%s: declares no role", field)
@@ -100,6 +122,14 @@ func ParseRoles(annotations map[string]string, minMember int32) (*Roles, error) 
 			selector = s
 		}
 		roles.selectors = append(roles.selectors, selector)
+		for _, level := range []struct{ field, key string }{{"topologyRequired", role.TopologyRequired}, {"topologyPreferred", role.TopologyPreferred}} {
+			if level.key == "" {
+				continue
+			}
+			if errs := validation.IsQualifiedName(level.key); len(errs) > 0 {
+				return nil, fmt.Errorf("%s.%s %q: not a node label key: %s", at, level.field, level.key, errs[0])
+			}
+		}
 	}
 	if sum > minMember {
 		return nil, fmt.Errorf("%s: the roles' minMember add up to %d, more than the PodGroup's spec.minMember %d", field, sum, minMember)

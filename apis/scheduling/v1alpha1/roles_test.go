@@ -53,7 +53,8 @@ func TestParseRolesNamesTheBadField(t *testing.T) {
 		want      string
 	}{
 		{name: "not JSON", raw: `[{"name": "a"`, minMember: 1, want: "metadata.annotations[scheduling.flotilla.dev/roles]: not a JSON list of roles"},
-		{name: "unknown field", raw: `[{"name": "a", "minMember": 1, "topologyRequired": "zone"}]`, minMember: 1, want: `unknown field "topologyRequired"`},
+		{name: "unknown field", raw: `[{"name": "a", "minMember": 1, "topology": "zone"}]`, minMember: 1, want: `unknown field "topology"`},
+		{name: "topology not a label key", raw: `[{"name": "a", "minMember": 1, "topologyRequired": "a clique"}]`, minMember: 1, want: `[0].topologyRequired "a clique": not a node label key`},
 		{name: "empty", raw: `[]`, minMember: 1, want: "declares no role"},
 		{name: "bad name", raw: `[{"name": "Leader", "minMember": 1}]`, minMember: 1, want: `[0].name "Leader"`},
 		{name: "twice", raw: `[{"name": "a", "minMember": 1}, {"name": "a", "minMember": 1}]`, minMember: 2, want: `[1].name "a": declared twice`},

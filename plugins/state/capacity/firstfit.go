@@ -146,8 +146,19 @@ type Fit struct {
 	Placed int
 	Plan   []PlanSlot
 	// used is the free capacity left on the nodes the fit placed members
-	// on; every other node's is the view's.
+	// on; every other node's is after's, or without it the view's.
 	used map[int]Resources
+	// after is the fit this one continues (FirstFitAfter), nil for none.
+	after *Fit
+}
+
+// before is node i's free capacity before the fit: after the fit it
+// continues, or the view's.
+func (f *Fit) before(v *FreeView, i int) Resources {
+	if f.after != nil {
+		return f.after.FreeAt(v, i)
+	}
+	return v.At(i)
 }
 
 // FreeAt is node i's free capacity after the fit; the caller must not
@@ -156,13 +167,16 @@ func (f *Fit) FreeAt(v *FreeView, i int) Resources {
 	if u, ok := f.used[i]; ok {
 		return u
 	}
-	return v.At(i)
+	return f.before(v, i)
 }
 
 // FreeAmount is node i's free capacity of one resource after the fit.
 func (f *Fit) FreeAmount(v *FreeView, i int, name corev1.ResourceName) int64 {
 	if u, ok := f.used[i]; ok {
 		return u[name]
+	}
+	if f.after != nil {
+		return f.after.FreeAmount(v, i, name)
 	}
 	return v.Amount(i, name)
 }
@@ -172,6 +186,9 @@ func (f *Fit) FreeAmount(v *FreeView, i int, name corev1.ResourceName) int64 {
 func (f *Fit) fits(req Resources, v *FreeView, i int) bool {
 	if u, ok := f.used[i]; ok {
 		return req.FitsIn(u)
+	}
+	if f.after != nil {
+		return f.after.fits(req, v, i)
 	}
 	if v.Amount(i, corev1.ResourcePods) < 1 {
 		return false
@@ -193,7 +210,15 @@ func (f *Fit) fits(req Resources, v *FreeView, i int) bool {
 // members, the usual case, costs one pass over the nodes. The view is
 // left as it was.
 func FirstFit(pending []Resources, nodes []int, v *FreeView) Fit {
-	f := Fit{used: map[int]Resources{}}
+	return FirstFitAfter(nil, pending, nodes, v)
+}
+
+// FirstFitAfter is FirstFit over what is left after the fit prev (nil:
+// the view as it is): a gang whose roles each take a domain of their own
+// fits them one after another. prev is left as it was; the returned fit
+// reads it, so prev must not change while the fit is in use.
+func FirstFitAfter(prev *Fit, pending []Resources, nodes []int, v *FreeView) Fit {
+	f := Fit{used: map[int]Resources{}, after: prev}
 	slotOf := map[int]int{}
 	start := 0
 	for r, req := range pending {
@@ -208,7 +233,7 @@ func FirstFit(pending []Resources, nodes []int, v *FreeView) Fit {
 			}
 			free, ok := f.used[i]
 			if !ok {
-				free = v.At(i).Clone()
+				free = f.before(v, i).Clone()
 				f.used[i] = free
 			}
 			req.Take(free)
