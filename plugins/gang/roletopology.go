@@ -232,7 +232,7 @@ func (s *roleSearch) place(k int, within []int, in []bool, prev *capacity.Fit) b
 		s.passes++
 		f := capacity.FirstFitAfter(prev, requests, within, s.view)
 		if f.Placed < len(requests) {
-			s.stop(k, fmt.Sprintf("%d of the %d members of no role with a domain of its own fit beside the roles' domains", f.Placed, len(requests)))
+			s.stop(k, fmt.Sprintf("%d of the %d members without a domain of their own fit beside the roles' domains", f.Placed, len(requests)))
 			return false
 		}
 		s.fits[k] = &f

@@ -82,6 +82,31 @@ func TestFirstFit(t *testing.T) {
 	}
 }
 
+// FirstFitAfter places over what an earlier fit left, and leaves that fit
+// as it was: two roles fitted one after the other share no room, and a
+// second try from the same earlier fit starts afresh.
+func TestFirstFitAfter(t *testing.T) {
+	var nodes []fwk.NodeInfo
+	for i := 0; i < 2; i++ {
+		ni := framework.NewNodeInfo()
+		ni.SetNode(st.MakeNode().Name(fmt.Sprintf("n%d", i)).
+			Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "64Gi", corev1.ResourcePods: "110"}).Obj())
+		nodes = append(nodes, ni)
+	}
+	cpu := func(c int64) Resources { return Resources{corev1.ResourceCPU: c * 1000} }
+	view := NewFreeView(nodes, nil)
+	first := FirstFit([]Resources{cpu(6)}, view.All(), view)
+	second := FirstFitAfter(&first, []Resources{cpu(4), cpu(4)}, view.All(), view)
+	assert.Equal(t, 2, second.Placed)
+	assert.Equal(t, []PlanSlot{{Node: "n1", Members: 2, Held: cpu(8), Took: []int{0, 1}}}, second.Plan, "n0 has 2 cpu left after the first fit")
+	assert.Equal(t, int64(2000), second.FreeAmount(view, 0, corev1.ResourceCPU), "the second fit reads the first's")
+	assert.Equal(t, int64(0), second.FreeAmount(view, 1, corev1.ResourceCPU))
+	assert.Equal(t, int64(8000), first.FreeAmount(view, 1, corev1.ResourceCPU), "the first fit is left as it was")
+	again := FirstFitAfter(&first, []Resources{cpu(8)}, view.All(), view)
+	assert.Equal(t, 1, again.Placed, "a second try from the same fit sees n1 whole")
+	assert.Equal(t, int64(8000), view.At(1)[corev1.ResourceCPU], "the view is left as it was")
+}
+
 // A view counting devices: on a node without the resource in allocatable
 // the device count is its free amount (the node's requested, which counts
 // pods asking by extended resource, is ignored); a node serving it from
