@@ -158,9 +158,37 @@
 // victim). A role of minMember 0 never holds the gang up. A malformed
 // annotation, or minimums adding up to more than the PodGroup's minMember,
 // or a pod naming an undeclared role holds the gang with a Warning
-// InvalidSpec event naming the field. Per-role topology is not declared
-// yet: the annotation refuses fields it does not know. A PodGroup without
-// the annotation is one role-less gang, exactly as before.
+// InvalidSpec event naming the field. A PodGroup without the annotation
+// is one role-less gang, exactly as before.
+//
+// A role's own domain (roletopology.go): a role may set topologyRequired
+// and topologyPreferred, read like the PodGroup's annotations (a preferred
+// level falls back to wider ones), inside the gang's domain: never wider
+// than the gang's required level (an InvalidTopology event naming the
+// role's field says so). Workers in one NVLink clique while their leader
+// sits anywhere; prefill and decode each in a clique of their own.
+//   - The quorum check fits, within each candidate domain of the gang (or
+//     anywhere), the roles with a domain in the order declared, each role's
+//     members still needed into the best-fit domain of its level on what
+//     the roles before it left, then the other members anywhere in the
+//     gang's domain. When a role's best domain leaves too little for the
+//     roles after it, its next best is tried (a depth-first search,
+//     bounded at 256 first-fit passes): the roles' domains are chosen to
+//     fit together, not one greedily. The gang's own domain is then the
+//     best fit among those where every role fits.
+//   - The attempt steers each member to the planned nodes of its own
+//     role's domain (not another role's), and confines it to that domain:
+//     none lands outside.
+//   - Placed members pin their role's domain as they pin the gang's: once
+//     the quorum is reached, scaling a role out places its new members pod
+//     by pod inside the domain its running members are in, and a member
+//     with no room there waits; admitted roles are never gated again.
+//   - A gang that does not fit says which role and where it looked: "role
+//     workers (5 of its minimum 8 placed): no nvidia.com/gpu.clique domain
+//     has room for its 3 members (largest free: clique-b, 2)".
+//   - Not yet: gang-aware preemption plans room for the gang's level only,
+//     not for each role's domain; a plan it makes may not fit a role's
+//     domain, and the gang then waits as before.
 //
 // Opportunistic batching (KEP-5598; SignPod): a pod of no gang is signed
 // with nothing of Gang's, so kube-scheduler may reuse the previous pod's
