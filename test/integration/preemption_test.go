@@ -430,3 +430,47 @@ func TestPreemptionSaysOnlyWhatItFound(t *testing.T) {
 	message = messageOf("lost", `queue "ghost" does not exist`)
 	assert.NotContains(t, message, "no node has room", "room is not what is missing")
 }
+
+// Rule 3 with roles: a running gang of 1 leader + 10 workers, the workers'
+// minimum 8 (minMember 9), one whole node each. A high-priority gang
+// needing 2 nodes evicts exactly the 2 surplus workers, never the leader;
+// one then needing 3 more evicts the whole gang (9 pods), never leaving a
+// leader with 7 workers. Plain pods, not Jobs: a controller's replacements
+// would take the freed nodes back between the two steps, and the test is
+// of which pods preemption picks.
+func TestRolesKeepTheirMinimumUnderPreemption(t *testing.T) {
+	h := startPreemptionCluster(t, nodes(11, "8")...)
+	pg := cluster.PodGroup("default", "lws", 9)
+	pg.Annotations = map[string]string{flotillav1alpha1.RolesAnnotation: `[{"name": "leader", "minMember": 1}, {"name": "workers", "minMember": 8}]`}
+	_, err := h.PodGroups.SchedulingV1alpha1().PodGroups("default").Create(h.Ctx, pg, metav1.CreateOptions{})
+	require.NoError(t, err)
+	victims := gangWithPriority("lws", 11, "7", "low")
+	for i := range victims {
+		role := "workers"
+		if i == 0 {
+			role = "leader"
+		}
+		victims[i].Labels = map[string]string{flotillav1alpha1.RoleLabel: role}
+	}
+	require.NoError(t, h.CreatePods(h.Ctx, victims...))
+	_, err = h.WaitForPodsBound(h.Ctx, "default", "scheduling.x-k8s.io/pod-group=lws", 11, bindTimeout)
+	require.NoError(t, err)
+	deleted := watchDeletions(t, h)
+
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "urgent-a", 2))
+	require.NoError(t, h.CreatePods(h.Ctx, gangWithPriority("urgent-a", 2, "7", "high")...))
+	_, err = h.WaitForPodsBound(h.Ctx, "default", "scheduling.x-k8s.io/pod-group=urgent-a", 2, bindTimeout)
+	require.NoError(t, err)
+	taken := deleted.names("lws-")
+	assert.Len(t, taken, 2, "the 2 surplus workers: %v", taken)
+	assert.NotContains(t, taken, victims[0].Name, "the leader is its role's minimum")
+	assert.Equal(t, 9, bound(t, h, "scheduling.x-k8s.io/pod-group=lws"))
+
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "urgent-b", 3))
+	require.NoError(t, h.CreatePods(h.Ctx, gangWithPriority("urgent-b", 3, "7", "high")...))
+	_, err = h.WaitForPodsBound(h.Ctx, "default", "scheduling.x-k8s.io/pod-group=urgent-b", 3, bindTimeout)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(deleted.names("lws-")) == 11 }, bindTimeout, 100*time.Millisecond,
+		"no surplus left: the whole gang goes, not 3 of its 9 (deleted %v)", deleted.names("lws-"))
+	assert.Equal(t, 0, bound(t, h, "scheduling.x-k8s.io/pod-group=lws"))
+}
