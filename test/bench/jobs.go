@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
 )
 
@@ -28,6 +29,21 @@ type jobStream struct {
 	// bindTimeout, if set, replaces the default wait for every pod bound
 	// (a minute plus one second per 20 pods).
 	bindTimeout time.Duration
+	// indexed makes the Jobs Indexed: the completion index tells a
+	// leader (0) from its workers, as LeaderWorkerSet and JobSet do.
+	indexed bool
+}
+
+// leaderWorkerRoles declares, on an Indexed Job's PodGroup, its pod of
+// index 0 the leader and the others its workers: every worker is needed.
+// The Job controller labels each pod with its index under the
+// annotation's name.
+func leaderWorkerRoles(size int) map[string]string {
+	index := batchv1.JobCompletionIndexAnnotation
+	return map[string]string{flotillav1alpha1.RolesAnnotation: fmt.Sprintf(`[
+	  {"name": "leader", "minMember": 1, "selector": {"matchLabels": {%q: "0"}}},
+	  {"name": "workers", "minMember": %d, "selector": {"matchExpressions": [{"key": %q, "operator": "Exists"}, {"key": %q, "operator": "NotIn", "values": ["0"]}]}}]`,
+		index, size-1, index, index)}
 }
 
 // gpuTemplate is the ResourceClaimTemplate of a DRA GPU stream.
@@ -38,7 +54,7 @@ const gpuTemplate = "gpus"
 func (s jobStream) specs(src gpuSource) []cluster.WorkloadSpec {
 	specs := make([]cluster.WorkloadSpec, s.jobs)
 	for j := range specs {
-		specs[j] = cluster.WorkloadSpec{Name: groupName(j), Replicas: int32(s.size), CPU: s.cpu, Memory: s.memory, RunSeconds: s.runSeconds}
+		specs[j] = cluster.WorkloadSpec{Name: groupName(j), Replicas: int32(s.size), CPU: s.cpu, Memory: s.memory, RunSeconds: s.runSeconds, Indexed: s.indexed}
 		switch {
 		case s.podGPUs == 0:
 		case src == draGPUs:
@@ -157,7 +173,11 @@ func runJobs(e *env, v variant, nodes int, node cluster.NodeSpec, s jobStream) (
 	if err := e.publishGPUs(v, s); err != nil {
 		return nil, err
 	}
-	names, err := e.createJobs(v, s.specs(v.gpus), nil)
+	var annotations map[string]string
+	if v.roles {
+		annotations = leaderWorkerRoles(s.size)
+	}
+	names, err := e.createJobs(v, s.specs(v.gpus), annotations)
 	if err != nil {
 		return nil, err
 	}

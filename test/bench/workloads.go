@@ -28,6 +28,7 @@ type variant struct {
 	scheduler string
 	gangs     bool      // pods join PodGroups
 	topology  bool      // their PodGroups prefer one rack (T1)
+	roles     bool      // their PodGroups declare a leader and workers (R1)
 	gpus      gpuSource // where a GPU workload's devices come from
 }
 
@@ -47,6 +48,7 @@ var (
 	defaultPlain  = variant{name: "default profile", scheduler: defaultScheduler}
 	flotillaPlain = variant{name: "flotilla", scheduler: flotillaScheduler}
 	flotillaGangs = variant{name: "flotilla, gangs", scheduler: flotillaScheduler, gangs: true}
+	flotillaRoles = variant{name: "flotilla, gangs with roles", scheduler: flotillaScheduler, gangs: true, roles: true}
 	defaultDRA    = variant{name: "default profile, DRA GPUs", scheduler: defaultScheduler, gpus: draGPUs}
 	flotillaDRA   = variant{name: "flotilla, gangs, DRA GPUs", scheduler: flotillaScheduler, gangs: true, gpus: draGPUs}
 	flotillaGPUs  = variant{name: "flotilla, gangs, allocatable GPUs", scheduler: flotillaScheduler, gangs: true, gpus: allocatableGPUs}
@@ -131,6 +133,20 @@ func workloads(full bool) []workload {
 					jobStream{jobs: p2Gangs, size: 8, cpu: "1", memory: "1Gi", runSeconds: 5})
 			},
 			verdict: ratioVerdict("pods/s", flotillaGangs, 0.9, func(r *result) float64 { return r.PodsPerS }),
+		},
+		{
+			id: "R1", what: fmt.Sprintf("P2 as leader + workers: %d Indexed Jobs x 8 pods (1 cpu + 1Gi, run 5 s) on %d nodes, roles leader (index 0, minimum 1) and workers (minimum 7)", p2Gangs, p2Nodes),
+			target:   "pods/s >= 0.95 x the same Jobs' gangs without roles",
+			variants: []variant{flotillaGangs, flotillaRoles}, jobs: true,
+			run: func(e *env, v variant) (*result, error) {
+				return runJobs(e, v, p2Nodes, cluster.NodeSpec{Name: "n", CPU: "16", Memory: "64Gi"},
+					jobStream{jobs: p2Gangs, size: 8, cpu: "1", memory: "1Gi", runSeconds: 5, indexed: true})
+			},
+			verdict: func(m map[string]*result) (string, bool) {
+				r, g := m[flotillaRoles.name], m[flotillaGangs.name]
+				ratio := r.PodsPerS / g.PodsPerS
+				return fmt.Sprintf("pods/s %.0f vs %.0f = %.2f x", r.PodsPerS, g.PodsPerS, ratio), ratio >= 0.95
+			},
 		},
 		{
 			id: "D1", what: fmt.Sprintf("P2 with a GPU per pod: %d Jobs x 8 pods (1 cpu + 1Gi + 1 GPU, run 5 s) on %d nodes x 8 GPUs", d1Gangs, d1Nodes),
