@@ -186,9 +186,12 @@
 //   - A gang that does not fit says which role and where it looked: "role
 //     workers (5 of its minimum 8 placed): no nvidia.com/gpu.clique domain
 //     has room for its 3 members (largest free: clique-b, 2)".
-//   - Not yet: gang-aware preemption plans room for the gang's level only,
-//     not for each role's domain; a plan it makes may not fit a role's
-//     domain, and the gang then waits as before.
+//   - Not yet: gang-aware preemption plans room in the gang's domain only,
+//     not in each role's; for a gang with a role that requires a domain of
+//     its own it evicts nothing (its members say so) rather than evict for
+//     room the gang's check would refuse. A role with only a preferred
+//     domain falls back to the gang's, so preemption plans for it as for
+//     any gang.
 //
 // Opportunistic batching (KEP-5598; SignPod): a pod of no gang is signed
 // with nothing of Gang's, so kube-scheduler may reuse the previous pod's

@@ -116,6 +116,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 						room.Pinned = append(room.Pinned, val)
 					}
 				}
+				room.RoleDomains = topo.requiresRoleDomains()
 				cycle.Write(state.GangNeedsRoomKey, room)
 				status = fwk.NewStatus(fwk.Unschedulable, v.message)
 			}

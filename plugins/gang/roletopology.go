@@ -333,6 +333,19 @@ func levelName(level string) string {
 	return level
 }
 
+// requiresRoleDomains reports whether a role requires a domain of its own.
+func (t *topology) requiresRoleDomains() bool {
+	if t == nil {
+		return false
+	}
+	for _, r := range t.roles {
+		if r.required != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // domainRole is the pod's role when that role asks for a domain of its
 // own, else "": members are steered by the domain they share.
 func (t *topology) domainRole(pod *corev1.Pod) string {

@@ -134,7 +134,10 @@
 // planned on its own nodes with the victims on them, and the domain whose
 // victims cost least, by the cost above, is taken. Victims are never
 // chosen across two domains, so eviction never frees room the gang cannot
-// use (Kueue #10815, KAI #1591).
+// use (Kueue #10815, KAI #1591). A gang one of whose roles requires a
+// domain of its own (plugins/gang/doc.go, Roles) is not planned for: room
+// in the gang's domain may not be room in the role's, so nothing is
+// evicted for it and its members say so.
 //
 // Victims get the DisruptionTarget condition (reason
 // PreemptionByScheduler) and an event saying whether it was a preemption or

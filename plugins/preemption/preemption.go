@@ -271,6 +271,9 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 	if short > 0 {
 		return nil, fmt.Sprintf("not preempting: gang %s needs %d more members than are pending", key, short)
 	}
+	if room.RoleDomains {
+		return nil, fmt.Sprintf("not preempting: roles of gang %s require domains of their own, which preemption does not plan room in yet", key)
+	}
 	who.members = members
 	who.level, who.pinned = room.Level, room.Pinned
 	who.id = evictionID(pod, true)

@@ -159,6 +159,10 @@ type GangNeedsRoom struct {
 	Key    GroupKey
 	Level  string
 	Pinned []string
+	// RoleDomains: some of the gang's roles require a domain of their own,
+	// which preemption does not plan room for: it then evicts nothing for
+	// the gang rather than evict for a plan the gang's check would refuse.
+	RoleDomains bool
 }
 
 // Clone is required by fwk.StateData; the value is never modified.
