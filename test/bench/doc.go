@@ -3,12 +3,14 @@
 // scheduling throughput (P1), gangs at scale (P2, P3), memory with many
 // pending pods (P4), gang waves (Q1), queue fairness with reclaim (Q2) and
 // topology-aware gangs (T1: gangs preferring one rack, against the same
-// stream without annotations).
+// stream without annotations), devices through DRA (D1) and gangs with
+// roles (R1: P2's Jobs as a leader and workers, against the same gangs
+// without roles).
 //
 // Each run gets a fresh control plane and the real flotilla-scheduler binary
 // as its own process, serving both profiles from one configuration (the
 // replace-default one), so the default profile's numbers come from the same
-// binary and the scheduler's RSS is its own. P2, Q1, Q2 and T1 are Jobs on the
+// binary and the scheduler's RSS is its own. P2, R1, D1, Q1, Q2 and T1 are Jobs on the
 // realistic substrate (the Job and garbage-collector controllers, and KWOK
 // kubelets that run each pod for its run time): their pods are created by
 // the Job controller, run and finish, and gangs free their nodes by
