@@ -48,6 +48,17 @@ var (
 	staticSchedulerBuild = &binaryBuild{flags: []string{"-trimpath", "-ldflags", "-s -w"}, env: []string{"CGO_ENABLED=0"}}
 )
 
+// RemoveSchedulerBinaries deletes the binaries this process built (each
+// over 100 MB in the temporary directory): a test package's TestMain calls
+// it once its tests are done.
+func RemoveSchedulerBinaries() {
+	for _, b := range []*binaryBuild{schedulerBuild, staticSchedulerBuild} {
+		if b.path != "" {
+			_ = os.RemoveAll(filepath.Dir(b.path))
+		}
+	}
+}
+
 // SchedulerBinary builds the flotilla-scheduler command once per test
 // process and returns its path.
 func SchedulerBinary() (string, error) { return schedulerBuild.get() }

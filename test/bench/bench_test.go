@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/internal/report"
 )
 
@@ -29,6 +30,15 @@ var (
 	onlyVariants  = flag.String("bench.variants", "", "comma-separated variant names to run (e.g. \"flotilla, gangs, DRA GPUs\" is one; separate with ';'); empty: all. A workload missing variants gets no verdict")
 	cpuProfile    = flag.String("bench.cpuprofile", "", "save a 15 s CPU profile of the scheduler from the start of each run, its heap every 10 s, and its allocations at the end, into this directory")
 )
+
+// TestMain removes the scheduler binary the runs started once they are
+// done: each test process builds its own, and the temporary directory
+// would keep every one.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	cluster.RemoveSchedulerBinaries()
+	os.Exit(code)
+}
 
 var runs atomic.Int64
 

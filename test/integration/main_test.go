@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -17,6 +18,15 @@ import (
 const (
 	bindTimeout = 30 * time.Second
 )
+
+// TestMain removes the scheduler binaries the tests built once they are
+// done: each test process builds its own, and the temporary directory
+// would keep every one.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	cluster.RemoveSchedulerBinaries()
+	os.Exit(code)
+}
 
 // shippedConfig returns a configuration from manifests/, exactly as deployed.
 func shippedConfig(t *testing.T, name string) []byte {
