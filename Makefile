@@ -44,7 +44,8 @@ test-integration:
 ## process, reported into a scratch copy of docs/benchmarks.md: fails if a workload does not get
 ## all its pods scheduled, or if a configuration's figures are missing. Measures nothing worth
 ## reading (a few seconds per workload); it keeps the build-tagged harness compiling and working.
-UPSTREAM_SMOKE ?= SchedulingBasic/500Nodes PreemptionAsync/500Nodes GangScheduling/500Nodes_100Gangs_300Pods
+UPSTREAM_SMOKE ?= SchedulingBasic/500Nodes PreemptionAsync/500Nodes GangScheduling/500Nodes_100Gangs_300Pods \
+  HostPortConflict/10Nodes_10Pods_10BatchSize
 test-upstream-smoke: upstream-harness
 	rm -rf bin/upstream-smoke && mkdir -p bin/upstream-smoke && cp docs/benchmarks.md bin/upstream-smoke/
 	$(UPSTREAM_ENV) -data-items-dir=$(CURDIR)/bin/upstream-smoke -test.run '^$$' \
@@ -80,11 +81,15 @@ bench:
 ## median over the newest UPSTREAM_RUNS runs in bin/upstream. UPSTREAM_WORKLOADS picks
 ## test-case/workload names, e.g.
 ## UPSTREAM_WORKLOADS="SchedulingBasic/500Nodes GangScheduling/500Nodes_100Gangs_300Pods".
+## The batching cases (HostPortConflict, ResourceSaturation) run on and off (OpportunisticBatching)
+## in both configurations, each with the case's own PodTopologySpread args (test/upstream).
 ## scheduler_perf starts an etcd binary from PATH: built here from the etcd module in go.mod.
 UPSTREAM_WORKLOADS ?= SchedulingBasic/5000Nodes_10000Pods PreemptionAsync/5000Nodes \
   SchedulingWithMixedChurn/5000Nodes_10000Pods Unschedulable/5kNodes/100Init/10kPods \
   GangScheduling/5000Nodes_1000Gangs_3000Pods GangScheduling/5000Nodes_2000Gangs_6000Pods \
-  GangScheduling/5000Nodes_3000Gangs_9000Pods GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup
+  GangScheduling/5000Nodes_3000Gangs_9000Pods GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup \
+  HostPortConflict/20000Nodes_20000Pods_1000BatchSize HostPortConflict/20000Nodes_20000Pods_OpportunisticBatchingDisabled \
+  ResourceSaturation/20000Nodes_20000Pods_1000BatchSize ResourceSaturation/20000Nodes_20000Pods_OpportunisticBatchingDisabled
 UPSTREAM_RUNS ?= 3
 UPSTREAM_ENV = cd test/upstream && PATH="$(CURDIR)/bin:$$PATH" KUBE_CACHE_MUTATION_DETECTOR=false \
   $(CURDIR)/bin/upstream.test

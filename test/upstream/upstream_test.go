@@ -46,7 +46,7 @@ import (
 
 var (
 	workloads = flag.String("upstream.workloads", "",
-		"test-case/workload names (separated by commas or spaces) to run, or to report on, from upstream's misc and default_preemption topics and our gang-config.yaml; the Makefile lists issue 18's")
+		"test-case/workload names (separated by commas or spaces) to run, or to report on, from upstream's misc, default_preemption and batching topics and our gang-config.yaml; the Makefile lists issue 18's")
 	variants = flag.String("upstream.variants", strings.Join(report.UpstreamVariants, ","),
 		"the configurations to run each workload with (a report takes each one's newest run)")
 	pprofAddr   = flag.String("upstream.pprof", "", "serve net/http/pprof on this address (e.g. localhost:6060) to profile a phase of a run")
@@ -63,7 +63,7 @@ func chosenWorkloads(tb testing.TB) []string {
 }
 
 // topics are the upstream directories whose test cases may be chosen.
-var topics = []string{"misc", "default_preemption"}
+var topics = []string{"misc", "default_preemption", "batching"}
 
 // selectedLabel marks the chosen workloads; the run's label filter is it.
 const selectedLabel = "flotilla-upstream"
@@ -165,18 +165,19 @@ func writeTestCases(b *testing.B, dir string, chosen []string) string {
 			if len(kept) == 0 {
 				continue
 			}
-			if _, ok := tc["schedulerConfigPath"]; ok {
-				b.Fatalf("%s: test case %s has its own scheduler configuration; it cannot be compared", file, name)
+			caseConfigs := configs
+			if own, ok := tc["schedulerConfigPath"].(string); ok {
+				caseConfigs = withCaseConfig(b, dir, name, filepath.Join(base, own))
 			}
 			absolutePaths(tc, base)
 			for _, variant := range strings.Split(*variants, ",") {
-				if configs[variant] == "" {
+				if caseConfigs[variant] == "" {
 					b.Fatalf("-upstream.variants: no configuration %q (have default, flotilla)", variant)
 				}
 				copied := deepCopy(b, tc)
 				copied["name"] = name + "_" + variant
 				copied["workloads"] = kept
-				copied["schedulerConfigPath"] = configs[variant]
+				copied["schedulerConfigPath"] = caseConfigs[variant]
 				out = append(out, copied)
 			}
 		}
@@ -191,6 +192,65 @@ func writeTestCases(b *testing.B, dir string, chosen []string) string {
 		b.Fatal(err)
 	}
 	return writeFile(b, dir, "performance-config.yaml", data)
+}
+
+// withCaseConfig returns the two configurations of a test case that has
+// its own (the batching cases tune PodTopologySpread so that pods can be
+// signed): the default one is the case's, and flotilla's is the shipped
+// profile with the case's pluginConfig entries in place of its own for
+// those plugins. A case configuration that does more than set plugin args
+// of one default-scheduler profile cannot be compared, and fails the run.
+func withCaseConfig(b *testing.B, dir, name, path string) map[string]string {
+	b.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var own map[string]interface{}
+	if err := yaml.Unmarshal(data, &own); err != nil {
+		b.Fatalf("%s: %v", path, err)
+	}
+	profiles := asList(own["profiles"])
+	if len(profiles) != 1 {
+		b.Fatalf("%s: test case %s's configuration has %d profiles; only one default-scheduler profile's plugin args can be compared", path, name, len(profiles))
+	}
+	profile := profiles[0].(map[string]interface{})
+	for key := range profile {
+		if key != "schedulerName" && key != "pluginConfig" {
+			b.Fatalf("%s: test case %s's configuration sets profiles[0].%s; only its plugin args can be compared", path, name, key)
+		}
+	}
+	for key := range own {
+		if key != "apiVersion" && key != "kind" && key != "profiles" {
+			b.Fatalf("%s: test case %s's configuration sets %s; only its plugin args can be compared", path, name, key)
+		}
+	}
+	var flotilla map[string]interface{}
+	if err := yaml.Unmarshal(flotillaConfig(b), &flotilla); err != nil {
+		b.Fatal(err)
+	}
+	ours := asList(flotilla["profiles"])[0].(map[string]interface{})
+	args := asList(ours["pluginConfig"])
+	for _, entry := range asList(profile["pluginConfig"]) {
+		replaced := false
+		for i, mine := range args {
+			if mine.(map[string]interface{})["name"] == entry.(map[string]interface{})["name"] {
+				args[i], replaced = entry, true
+			}
+		}
+		if !replaced {
+			args = append(args, entry)
+		}
+	}
+	ours["pluginConfig"] = args
+	out, err := yaml.Marshal(flotilla)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return map[string]string{
+		"default":  path,
+		"flotilla": writeFile(b, dir, name+"-flotilla.yaml", out),
+	}
 }
 
 // flotillaConfig is the shipped configuration with its flotilla profile
