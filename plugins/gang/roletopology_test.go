@@ -42,14 +42,6 @@ func roleMembers(group, role string, n int, cpu, memory string) []*corev1.Pod {
 	return pods
 }
 
-// sizedNode is a node of a rack with the cpu and memory given.
-func sizedNode(name, r, cpu, memory string) fwk.NodeInfo {
-	ni := framework.NewNodeInfo()
-	ni.SetNode(st.MakeNode().Name(name).Label(zone, "z1").Label(rack, r).Label(host, name).
-		Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory, corev1.ResourcePods: "110"}).Obj())
-	return ni
-}
-
 // A role's topology is read like the gang's, naming the role's field, and
 // may not be wider than the gang's domain.
 func TestRoleTopologyOf(t *testing.T) {
@@ -164,7 +156,7 @@ func TestRoleDomains(t *testing.T) {
 	t.Run("domains chosen to fit together", func(t *testing.T) {
 		// Prefill's best fit alone is rack ra (less left over), but
 		// decode fits only there: prefill must take rb.
-		nodes := []fwk.NodeInfo{sizedNode("a0", "ra", "16", "16Gi"), sizedNode("b0", "rb", "8", "64Gi")}
+		nodes := []fwk.NodeInfo{sizedNode("a0", "z1", "ra", "16", "16Gi"), sizedNode("b0", "z1", "rb", "8", "64Gi")}
 		pg := withRoles(podGroup("g", t0, 2), `[{"name": "prefill", "minMember": 1, "topologyRequired": "`+rack+`"}, {"name": "decode", "minMember": 1, "topologyRequired": "`+rack+`"}]`)
 		pods := append(roleMembers("g", "prefill", 1, "6", "4Gi"), roleMembers("g", "decode", 1, "12", "1Gi")...)
 		out := check(t, pg, pods, nodes)

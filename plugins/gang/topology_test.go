@@ -36,9 +36,15 @@ var levels = []string{zone, rack, host}
 // rackNode is a node of cpu cores (and 64Gi) in a zone and a rack, with
 // pods already on it.
 func rackNode(name, z, r, cpu string, used ...*corev1.Pod) fwk.NodeInfo {
+	return sizedNode(name, z, r, cpu, "64Gi", used...)
+}
+
+// sizedNode is a node of cpu cores and memory in a zone and a rack, with
+// pods already on it.
+func sizedNode(name, z, r, cpu, memory string, used ...*corev1.Pod) fwk.NodeInfo {
 	ni := framework.NewNodeInfo(used...)
 	ni.SetNode(st.MakeNode().Name(name).Label(zone, z).Label(rack, r).Label(host, name).
-		Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourceMemory: "64Gi", corev1.ResourcePods: "110"}).Obj())
+		Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory, corev1.ResourcePods: "110"}).Obj())
 	return ni
 }
 
