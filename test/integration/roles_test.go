@@ -128,7 +128,8 @@ func scaleIndexedJob(t *testing.T, h *harness.Harness, name string, n int) {
 //     10 s, not a minute, keeps the suite short and shows the same).
 //  2. All 8 exist, clique B has 7 free: nothing binds, nothing lands in A,
 //     and the PodGroup says which role waits for which domain.
-//  3. A filler leaves: all 9 bind, every worker in clique B.
+//  3. A filler leaves: all 9 bind, every worker in clique B. A worker that
+//     fails is replaced in clique B too.
 //  4. Another leaves (1 free node in B) and the workers scale to 10: one
 //     more binds in B, the tenth waits; none goes to A's 6 free nodes.
 func TestWorkersShareOneCliqueTheirLeaderGoesAnywhere(t *testing.T) {
@@ -186,6 +187,31 @@ func TestWorkersShareOneCliqueTheirLeaderGoesAnywhere(t *testing.T) {
 	}
 	_, err = h.WaitForPodsBound(h.Ctx, "default", "app=lws-leader", 1, bindTimeout)
 	require.NoError(t, err, "%s", s.tl)
+
+	// 3b. A worker fails: the Job controller replaces it, and the
+	// replacement rejoins its role's clique (the node it left is free),
+	// though clique A has 6 free nodes.
+	var failed string
+	for pod := range workers {
+		failed = pod
+		break
+	}
+	require.NoError(t, h.Client.CoreV1().Pods("default").Delete(h.Ctx, failed, metav1.DeleteOptions{}))
+	s.tl.add("deleted worker %s (on %s)", failed, workers[failed])
+	require.Eventually(t, func() bool {
+		on := podsOn(t, h, "app=lws-worker")
+		_, old := on[failed]
+		bound := 0
+		for _, node := range on {
+			if node != "" {
+				bound++
+			}
+		}
+		return !old && len(on) == 8 && bound == 8
+	}, bindTimeout, 250*time.Millisecond, "the replacement is bound: %v\n%s", podsOn(t, h, "app=lws-worker"), s.tl)
+	for pod, node := range podsOn(t, h, "app=lws-worker") {
+		assert.True(t, strings.HasPrefix(node, "clique-b-"), "worker %s on %s, outside clique-b", pod, node)
+	}
 
 	// 4. Scale-out stays in the workers' clique.
 	require.NoError(t, h.Client.CoreV1().Pods("default").Delete(h.Ctx, fillers[1], metav1.DeleteOptions{}))
