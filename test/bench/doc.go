@@ -1,6 +1,7 @@
 // Package bench measures flotilla against the default profile on the same
 // workloads, side by side in one run, through the real-apiserver harness:
-// scheduling throughput (P1), gangs at scale (P2, P3), memory with many
+// scheduling throughput (P1, and S1 at three times its nodes), gangs at
+// scale (P2, P3), memory with many
 // pending pods (P4), gang waves (Q1), queue fairness with reclaim (Q2) and
 // topology-aware gangs (T1: gangs preferring one rack, against the same
 // stream without annotations), devices through DRA (D1) and gangs with

@@ -101,6 +101,7 @@ func workloads(full bool) []workload {
 	}
 	cpuNode := cluster.NodeSpec{Name: "n", CPU: "8", Memory: "32Gi"}
 	p1Nodes, p1Pods := pick(50, 5000), pick(200, 10000)
+	s1Nodes, s1Pods := pick(60, 15000), pick(120, 30000)
 	p2Nodes, p2Gangs := pick(20, 1000), pick(20, 1000)
 	// D1 is P2 with a DRA GPU per pod, at P2's size as the devices issue
 	// asks. With DRA the default profile binds about 10 pods/s there on
@@ -123,6 +124,20 @@ func workloads(full bool) []workload {
 				return runPods(e, v, podStream{nodes: p1Nodes, node: cpuNode, pods: p1Pods, perGroup: 1, cpu: "500m"})
 			},
 			verdict: ratioVerdict("pods/s", flotillaPlain, 1.0, func(r *result) float64 { return r.PodsPerS }),
+		},
+		{
+			id: "S1", what: fmt.Sprintf("P1 at scale: %d nodes, %d plain pods", s1Nodes, s1Pods),
+			target:   "flotilla pods/s >= 1.0 x and peak RSS <= 1.2 x the default profile",
+			variants: []variant{defaultPlain, flotillaPlain},
+			run: func(e *env, v variant) (*result, error) {
+				return runPods(e, v, podStream{nodes: s1Nodes, node: cpuNode, pods: s1Pods, perGroup: 1, cpu: "500m"})
+			},
+			verdict: func(m map[string]*result) (string, bool) {
+				f, d := m[flotillaPlain.name], m[defaultPlain.name]
+				speed, rss := f.PodsPerS/d.PodsPerS, f.PeakRSS/d.PeakRSS
+				return fmt.Sprintf("pods/s %.0f vs %.0f = %.2f x; peak RSS %.0f MiB vs %.0f MiB = %.2f x", f.PodsPerS, d.PodsPerS, speed, f.PeakRSS/mib, d.PeakRSS/mib, rss),
+					speed >= 1.0 && rss <= 1.2
+			},
 		},
 		{
 			id: "P2", what: fmt.Sprintf("%d Jobs x 8 pods (1 cpu + 1Gi, run 5 s) on %d nodes", p2Gangs, p2Nodes),
