@@ -17,6 +17,10 @@ type schedulerMetrics struct {
 	// Time inside scheduling algorithms and inside Bind, seconds summed
 	// over pods.
 	scheduling, binding float64
+	// Time pods waited in Permit and spent in PreBind, seconds summed over
+	// pods: with Bind, how long each pod's cycle state stays alive after
+	// its scheduling cycle (a DRA pod's holds its allocator).
+	permitWait, preBind float64
 	heapInUse           float64
 }
 
@@ -40,9 +44,20 @@ func scrape(url, profile string) (*schedulerMetrics, error) {
 	}
 	if f := families["scheduler_framework_extension_point_duration_seconds"]; f != nil {
 		for _, s := range f.GetMetric() {
-			if label(s, "extension_point") == "Bind" && label(s, "profile") == profile {
-				m.binding += s.GetHistogram().GetSampleSum()
+			if label(s, "profile") != profile {
+				continue
 			}
+			switch label(s, "extension_point") {
+			case "Bind":
+				m.binding += s.GetHistogram().GetSampleSum()
+			case "PreBind":
+				m.preBind += s.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	if f := families["scheduler_permit_wait_duration_seconds"]; f != nil {
+		for _, s := range f.GetMetric() {
+			m.permitWait += s.GetHistogram().GetSampleSum()
 		}
 	}
 	if f := families["go_memstats_heap_inuse_bytes"]; f != nil && len(f.GetMetric()) > 0 {

@@ -351,6 +351,10 @@ func (e *env) measureScheduler(r *result, v variant) error {
 	if m != nil {
 		r.P50, r.P90, r.P99 = m.p50, m.p90, m.p99
 		r.SchedulingSecs, r.BindingSecs, r.HeapInUse = m.scheduling, m.binding, m.heapInUse
+		if r.Extra == nil {
+			r.Extra = map[string]float64{}
+		}
+		r.Extra["permitWaitSeconds"], r.Extra["preBindSeconds"] = m.permitWait, m.preBind
 	}
 	r.PeakRSS = e.peakRSS()
 	if e.profileDir != "" {
