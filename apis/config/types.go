@@ -43,6 +43,10 @@ type GangArgs struct {
 	// to the narrowest (zone, rack, NVLink domain, host): a gang that
 	// prefers one level falls back to the next wider one.
 	TopologyLevels []string
+	// MaxMembersInFlight paces gangs by the binding backlog: no gang starts
+	// an attempt while this many members of gangs are placed and not yet
+	// bound (waiting in Permit for their siblings, or binding). 0: no limit.
+	MaxMembersInFlight int64
 }
 
 // ProportionArgs configures the Proportion plugin.

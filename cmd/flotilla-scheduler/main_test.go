@@ -142,7 +142,7 @@ func TestShippedConfigurations(t *testing.T) {
 			}
 			require.NotNil(t, args)
 			require.NotNil(t, gangArgs)
-			assert.Equal(t, &config.GangArgs{PermitWaitingTimeSeconds: 60, BackoffSeconds: 10,
+			assert.Equal(t, &config.GangArgs{PermitWaitingTimeSeconds: 60, BackoffSeconds: 10, MaxMembersInFlight: 96,
 				TopologyLevels: []string{"topology.kubernetes.io/zone", "nvidia.com/gpu.clique", "kubernetes.io/hostname"}}, gangArgs)
 			assert.Equal(t, wantBinpackArgs.Resources, args.Resources)
 			assert.Equal(t, wantBinpackArgs.ScarceResources, args.ScarceResources)
@@ -237,6 +237,10 @@ func TestBadPluginArgsRefusedAtStartup(t *testing.T) {
 		"gang negative backoff": {
 			config:    gangArgsConfig("      backoffSeconds: -5\n"),
 			wantError: []string{"args.backoffSeconds"},
+		},
+		"gang negative members in flight": {
+			config:    gangArgsConfig("      maxMembersInFlight: -1\n"),
+			wantError: []string{"args.maxMembersInFlight", "must be in the range 0-100000"},
 		},
 		"gang topology level not a label key": {
 			config:    gangArgsConfig("      topologyLevels: [topology.kubernetes.io/zone, 'not a label']\n"),

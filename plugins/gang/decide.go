@@ -27,6 +27,9 @@ type gangView struct {
 	// backoff is how long the gang still backs off, and backoffWhy why.
 	backoff    time.Duration
 	backoffWhy string
+	// backlog says why the binding backlog holds the gang (pacing.go), or
+	// "".
+	backlog string
 	// preempts: the profile runs gang-aware preemption.
 	preempts bool
 	// fit places the members still needed for the quorum, on the nodes'
@@ -60,6 +63,9 @@ const (
 	waitTurn
 	// backOff: refused while the gang backs off after a failed attempt.
 	backOff
+	// waitBindings: refused until the binding backlog drains; the pacer
+	// lets it in.
+	waitBindings
 	// doesNotFit: the quorum does not fit; refused (for preemption to
 	// decide, when the profile runs it).
 	doesNotFit
@@ -83,7 +89,8 @@ type verdict struct {
 // decide is PreFilter's rule for a member of a gang (see doc.go): the
 // quorum reached places freely; an attempt under way is followed; beside
 // placing gangs a gang waits its turn unless it fits beside them; a gang
-// backs off after a failed attempt; otherwise its quorum must fit.
+// backs off after a failed attempt; none starts while the binding backlog
+// is full; otherwise its quorum must fit.
 func decide(v gangView) verdict {
 	switch {
 	case v.quorumReached:
@@ -94,6 +101,8 @@ func decide(v gangView) verdict {
 		return turn(v, v.mayNotStart, false)
 	case v.backoff > 0:
 		return verdict{kind: backOff, message: reasons.BackingOff.Say("gang %s backs off for %s after: %s", v.key, v.backoff.Round(100*time.Millisecond), v.backoffWhy)}
+	case v.backlog != "":
+		return verdict{kind: waitBindings, message: reasons.WaitingForBindings.Say("gang %s waits: %s", v.key, v.backlog)}
 	}
 	fit := v.fit(true)
 	if fit.reason != "" && len(v.placing) > 0 {

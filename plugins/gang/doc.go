@@ -43,7 +43,17 @@
 //     members that DynamicResources' Filter then refuses attempt after
 //     attempt. A gang backing off after a failed attempt is refused until its
 //     back-off (args backoffSeconds) ends, and its members are then activated
-//     (room freed meanwhile re-queued them only to be refused). When the
+//     (room freed meanwhile re-queued them only to be refused). No gang
+//     starts an attempt while args maxMembersInFlight (default 96) members
+//     of gangs are placed and not yet bound — waiting in Permit, or in
+//     PreBind and Bind: each keeps its cycle's state until it binds (with
+//     DRA an allocator's snapshot), and gangs release members in bursts
+//     that outrun an apiserver taking a claim write and a binding per
+//     member. Its members say WaitingForBindings; held gangs are
+//     activated oldest first, every 100 ms, as many as the room below the
+//     limit takes (pacing.go). Attempts under way go on, and a gang larger
+//     than the limit starts whenever the backlog is below it, so pacing
+//     delays a gang but never stops one. When the
 //     attempt starts, the other pending members are activated so they follow
 //     at once. The check is the whole gang's: when it refuses, freed or added
 //     room re-queues only the member that ran it (every member once that one

@@ -84,7 +84,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		topologyLevels:       args.TopologyLevels,
 		nominatesWaitingPods: utilfeature.DefaultFeatureGate.Enabled(features.NominatedNodeNameForExpectation),
 	}
-	if g.shared, err = sharedFor(ctx, store, h, g.permitWait); err != nil {
+	if g.shared, err = sharedFor(ctx, store, h, g.permitWait, int(args.MaxMembersInFlight)); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return g, nil

@@ -44,6 +44,19 @@ var (
 		Help:           "PodGroups by status phase (Pending, Scheduling, Scheduled, Running, Finished, Failed).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"phase"})
+	// gangMembersInFlight and gangsPaced show the pacing by the binding
+	// backlog (pacing.go): how many members are placed and not yet bound,
+	// and how often a gang's attempt was held for it.
+	gangMembersInFlight = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "flotilla", Name: "gang_members_in_flight",
+		Help:           "Members of gangs placed and not yet bound (waiting in Permit or binding), measured every 100 ms.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	gangsPaced = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "flotilla", Name: "gang_attempts_paced_total",
+		Help:           "Gang attempts held because maxMembersInFlight members of gangs were placed and not yet bound.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	gangLongestWait = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace: "flotilla", Name: "gang_longest_wait_timeouts",
 		Help:           "The longest wait of a gang with all its members but not its quorum bound, from its oldest unbound member's creation, in multiples of that gang's schedule timeout.",
@@ -60,7 +73,7 @@ const (
 )
 
 func init() {
-	legacyregistry.MustRegister(gangWaitSeconds, gangRejections, podGroupStatusWrites, podGroupWaitingWrites, podGroupsByPhase, gangLongestWait)
+	legacyregistry.MustRegister(gangWaitSeconds, gangRejections, podGroupStatusWrites, podGroupWaitingWrites, podGroupsByPhase, gangLongestWait, gangMembersInFlight, gangsPaced)
 	// Every reason's series exists from the start, at 0: a rate over a
 	// series that appears with its first increment misses that increment.
 	for _, reason := range []string{reasonDoesNotFit, reasonMemberUnplaceable, reasonLostPlace, reasonTimedOut} {

@@ -56,7 +56,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 
 	var status *fwk.Status
 	preempts := g.store.GangPreemption(g.handle.ProfileName())
-	var started, doesNotFitNow bool
+	var started, doesNotFitNow, paced bool
 	var window, confine []string
 	var backoff time.Duration
 	var unblocked []state.GroupKey
@@ -71,6 +71,11 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 			view.placing = sortedKeys(others)
 			view.mayNotStart = locked.MayStartBeside(gang)
 			view.backoff, view.backoffWhy = locked.BackingOff(gang)
+			if limit := g.shared.maxInFlight; limit > 0 && locked.MembersInFlight() >= limit {
+				// The same words every time: a PodGroup's status is
+				// rewritten only when its message changes.
+				view.backlog = fmt.Sprintf("%d or more members of gangs are placed and not yet bound (maxMembersInFlight); it starts as they bind", limit)
+			}
 			view.fit = func(besidePlacing bool) fitOutcome {
 				var held map[string]capacity.Resources
 				if besidePlacing {
@@ -102,6 +107,9 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 		case backOff:
 			status = fwk.NewStatus(fwk.Unschedulable, v.message)
 			backoff = view.backoff
+		case waitBindings:
+			status = fwk.NewStatus(fwk.Unschedulable, v.message)
+			paced = true
 		case doesNotFit:
 			locked.NoLongerWaiting(gang)
 			locked.Refuse(gang, v.message, pod)
@@ -131,6 +139,10 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	if status != nil {
 		if backoff > 0 {
 			g.shared.activateAfterBackoff(logger, key, backoff)
+		}
+		if paced {
+			g.shared.pacer.hold(key)
+			gangsPaced.Inc()
 		}
 		if doesNotFitNow {
 			gangRejections.WithLabelValues(reasonDoesNotFit).Inc()

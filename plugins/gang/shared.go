@@ -41,6 +41,12 @@ type perScheduler struct {
 	// ends: one timer per gang, however many members its back-off refuses.
 	backingOffMu sync.Mutex
 	backingOff   map[state.GroupKey]bool
+
+	// maxInFlight is the first profile's MaxMembersInFlight (the queue
+	// sort's args are the same in every profile), and pacer the gangs it
+	// holds (pacing.go).
+	maxInFlight int
+	pacer       pacer
 }
 
 // activateAfterBackoff activates the gang's pending members once its
@@ -69,9 +75,9 @@ func (s *perScheduler) activateAfterBackoff(logger klog.Logger, key state.GroupK
 
 // sharedFor returns the scheduler's perScheduler, building it and its
 // informer handlers on first use.
-func sharedFor(ctx context.Context, store *state.Store, h fwk.Handle, permitWait time.Duration) (*perScheduler, error) {
+func sharedFor(ctx context.Context, store *state.Store, h fwk.Handle, permitWait time.Duration, maxInFlight int) (*perScheduler, error) {
 	return state.Shared(store, Name, func() (*perScheduler, error) {
-		s := &perScheduler{ctx: ctx, store: store, handle: h, permitWait: permitWait}
+		s := &perScheduler{ctx: ctx, store: store, handle: h, permitWait: permitWait, maxInFlight: maxInFlight}
 		s.status = state.NewStatusWriter(ctx, "flotilla-podgroup-status", statusCoalesce, s.writeStatus, func() {
 			s.catchUp()
 			s.publishSurveys()
@@ -109,6 +115,7 @@ func sharedFor(ctx context.Context, store *state.Store, h fwk.Handle, permitWait
 		}); err != nil {
 			return nil, err
 		}
+		go s.pace(ctx, maxInFlight)
 		return s, nil
 	})
 }

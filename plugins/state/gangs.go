@@ -302,6 +302,28 @@ func (locked *Locked) Placed(g *Gang) int {
 	return n
 }
 
+// MembersPlaced is Placed for a group, whether or not it has accounting
+// (none is created).
+func (locked *Locked) MembersPlaced(key GroupKey) int {
+	if g, ok := locked.s.gangs[key]; ok {
+		return locked.Placed(g)
+	}
+	return locked.Placed(&Gang{Key: key})
+}
+
+// MembersInFlight counts the members of every gang that passed Reserve and
+// are not yet seen bound or unreserved (waiting in Permit, or binding):
+// the backlog GangArgs.MaxMembersInFlight bounds. Counted from the
+// reserved sets rather than kept as a running count, so that no missed
+// event can leave a count behind that would hold every gang.
+func (locked *Locked) MembersInFlight() int {
+	n := 0
+	for _, g := range locked.s.gangs {
+		n += len(g.reserved)
+	}
+	return n
+}
+
 // trackBound keeps the bound members of each group and drops members from
 // the reserved set once the apiserver shows them bound or gone, so the set
 // only ever holds in-flight members. Both under one lock: a member is

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 	"github.com/flotilla-sched/flotilla/test/harness"
@@ -465,6 +466,57 @@ func TestGangTimesOutAndSaysSo(t *testing.T) {
 	assert.Contains(t, ev.Note, "timed out after 2s")
 	assert.GreaterOrEqual(t, time.Since(waiting), 2*time.Second)
 	assertNoneBoundFor(t, h, "slow", time.Second)
+}
+
+// The binding backlog paces gangs (maxMembersInFlight, here 2): while the
+// two placed members of gang slow wait in Permit for their third, a 4-member
+// gang does not start and says WaitingForBindings; once the third member is
+// let in, both gangs bind — the larger one though it exceeds the limit — and
+// the backlog drains to 0, so a later gang starts at once. A scheduling gate
+// on slow's third member is the idealization: it keeps the backlog full for
+// as long as the test needs (a Job's pods bind within milliseconds here).
+func TestGangsWaitForTheBindingBacklog(t *testing.T) {
+	shipped := shippedConfig(t, "scheduler-config.yaml")
+	config := bytes.Replace(shipped, []byte("maxMembersInFlight: 96"), []byte("maxMembersInFlight: 2"), 1)
+	require.NotEqual(t, shipped, config, "the shipped configuration sets maxMembersInFlight")
+	h := harness.Start(t, cluster.ControlPlaneOptions{})
+	require.NoError(t, h.CreateNodes(h.Ctx, nodes(2, "8")...))
+	h.StartScheduler(config, cluster.SchedulerOptions{})
+	inFlight := func() float64 { return metricValue(t, "flotilla_gang_members_in_flight", nil) }
+
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "slow", 3))
+	slow := cluster.GangPods("default", "slow", 3, "1")
+	require.NoError(t, h.CreatePods(h.Ctx, slow[:2]...))
+	gated := cluster.Pod(slow[2])
+	gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
+	_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, gated, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return inFlight() == 2 }, bindTimeout, 50*time.Millisecond, "slow's two members wait in Permit")
+
+	paced := metricValue(t, "flotilla_gang_attempts_paced_total", nil)
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "next", 4))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.GangPods("default", "next", 4, "1")...))
+	require.Eventually(t, func() bool { return waitingReason(t, h, "next") == string(reasons.WaitingForBindings) }, bindTimeout, 100*time.Millisecond,
+		"PodGroup next says %q", waitingReason(t, h, "next"))
+	assert.Contains(t, podGroupAnnotations(t, h, "next")[flotillav1alpha1.WaitingMessageAnnotation], "2 or more members of gangs are placed and not yet bound (maxMembersInFlight)")
+	assertNoneBoundFor(t, h, "next", 2*time.Second)
+	assert.Greater(t, metricValue(t, "flotilla_gang_attempts_paced_total", nil), paced)
+
+	pod, err := h.Client.CoreV1().Pods("default").Get(h.Ctx, "slow-2", metav1.GetOptions{})
+	require.NoError(t, err)
+	pod.Spec.SchedulingGates = nil
+	_, err = h.Client.CoreV1().Pods("default").Update(h.Ctx, pod, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	_, err = h.WaitForPodsBound(h.Ctx, "default", gangSelector+"slow", 3, bindTimeout)
+	require.NoError(t, err)
+	_, err = h.WaitForPodsBound(h.Ctx, "default", gangSelector+"next", 4, bindTimeout)
+	require.NoError(t, err, "the held gang starts once the backlog drains, though larger than the limit")
+	require.Eventually(t, func() bool { return inFlight() == 0 }, bindTimeout, 50*time.Millisecond, "no member is left counted in flight")
+
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "later", 2))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.GangPods("default", "later", 2, "1")...))
+	_, err = h.WaitForPodsBound(h.Ctx, "default", gangSelector+"later", 2, bindTimeout)
+	require.NoError(t, err)
 }
 
 // Pods of a gang that cannot start say why on themselves, not only in logs.

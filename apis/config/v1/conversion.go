@@ -28,6 +28,7 @@ func addConversionFuncs(s *runtime.Scheme) error {
 		in, out := a.(*GangArgs), b.(*config.GangArgs)
 		out.PermitWaitingTimeSeconds = ptr.Deref(in.PermitWaitingTimeSeconds, 0)
 		out.BackoffSeconds = ptr.Deref(in.BackoffSeconds, 0)
+		out.MaxMembersInFlight = ptr.Deref(in.MaxMembersInFlight, 0)
 		out.TopologyLevels = append([]string(nil), in.TopologyLevels...)
 		return nil
 	}); err != nil {
@@ -37,6 +38,7 @@ func addConversionFuncs(s *runtime.Scheme) error {
 		in, out := a.(*config.GangArgs), b.(*GangArgs)
 		out.PermitWaitingTimeSeconds = ptr.To(in.PermitWaitingTimeSeconds)
 		out.BackoffSeconds = ptr.To(in.BackoffSeconds)
+		out.MaxMembersInFlight = ptr.To(in.MaxMembersInFlight)
 		out.TopologyLevels = append([]string(nil), in.TopologyLevels...)
 		return nil
 	}); err != nil {

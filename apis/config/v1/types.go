@@ -49,6 +49,16 @@ type GangArgs struct {
 	// of them falls back level by level to the wider ones. Default empty:
 	// required placement still works with any label key.
 	TopologyLevels []string `json:"topologyLevels,omitempty"`
+	// MaxMembersInFlight paces gangs by the binding backlog: no gang starts
+	// an attempt while this many members of gangs are placed and not yet
+	// bound (waiting in Permit for their siblings, or binding). Gangs
+	// already placing go on, and a gang larger than the limit still starts
+	// when fewer are in flight. Every member past its scheduling cycle
+	// holds that cycle's state (with DRA, an allocator's snapshot) until it
+	// is bound: the limit keeps the scheduler from placing faster than the
+	// apiserver takes the bindings and claim writes. Default 96; 0 turns
+	// the limit off.
+	MaxMembersInFlight *int64 `json:"maxMembersInFlight,omitempty"`
 }
 
 // ProportionArgs configures the Proportion plugin.

@@ -83,6 +83,10 @@ func validateResourceName(path *field.Path, name corev1.ResourceName) field.Erro
 // gang that does not complete: an hour is already far beyond any sane wait.
 const MaxPermitWaitingTimeSeconds = 3600
 
+// MaxMembersInFlight bounds the gangs' binding backlog limit: beyond it a
+// limit is no limit (and a typo of an extra digit would pass unnoticed).
+const MaxMembersInFlight = 100000
+
 // ValidateGangArgs validates the Gang plugin's args.
 func ValidateGangArgs(path *field.Path, args *config.GangArgs) error {
 	var errs field.ErrorList
@@ -93,6 +97,10 @@ func ValidateGangArgs(path *field.Path, args *config.GangArgs) error {
 	if args.BackoffSeconds < 0 || args.BackoffSeconds > MaxPermitWaitingTimeSeconds {
 		errs = append(errs, field.Invalid(path.Child("backoffSeconds"), args.BackoffSeconds,
 			fmt.Sprintf("must be in the range 0-%d", MaxPermitWaitingTimeSeconds)))
+	}
+	if args.MaxMembersInFlight < 0 || args.MaxMembersInFlight > MaxMembersInFlight {
+		errs = append(errs, field.Invalid(path.Child("maxMembersInFlight"), args.MaxMembersInFlight,
+			fmt.Sprintf("must be in the range 0-%d (0: no limit)", MaxMembersInFlight)))
 	}
 	seen := map[string]int{}
 	for i, level := range args.TopologyLevels {

@@ -42,6 +42,9 @@ const (
 	WaitingForTurn Reason = "WaitingForTurn"
 	// BackingOff: its last attempt failed; it lets others try for a while.
 	BackingOff Reason = "BackingOff"
+	// WaitingForBindings: the members of gangs placed and not yet bound
+	// reach the scheduler's maxMembersInFlight; it starts once they bind.
+	WaitingForBindings Reason = "WaitingForBindings"
 	// InsufficientResources: its quorum (or its minResources) does not
 	// fit the nodes' free cpu, memory, pods or devices.
 	InsufficientResources Reason = "InsufficientResources"
@@ -64,7 +67,7 @@ const (
 // All is the set, in the order above.
 var All = []Reason{
 	WaitingForPodGroup, WaitingForMembers, WaitingForClaims, InvalidSpec, QueueOverShare, QueueCapability,
-	WaitingForTurn, BackingOff, InsufficientResources, WaitingForTopologyDomain, PreemptionPending, GangRejected, NoNodeFits,
+	WaitingForTurn, BackingOff, WaitingForBindings, InsufficientResources, WaitingForTopologyDomain, PreemptionPending, GangRejected, NoNodeFits,
 }
 
 // Say is a message of this reason: the reason, a colon, the details.

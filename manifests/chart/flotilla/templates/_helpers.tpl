@@ -28,6 +28,9 @@ of replace-default render them from here.
 permitWaitingTimeSeconds: {{ .Values.gang.permitWaitingTimeSeconds }}
 # A gang whose attempt failed lets others try for this long.
 backoffSeconds: {{ .Values.gang.backoffSeconds }}
+# No gang starts while this many members of gangs are placed and not
+# yet bound: placing no faster than the apiserver binds.
+maxMembersInFlight: {{ .Values.gang.maxMembersInFlight }}
 {{- with .Values.gang.topologyLevels }}
 # The cluster's topology node labels, widest first: a PodGroup
 # annotated scheduling.flotilla.dev/topology-preferred with one of

@@ -1,0 +1,106 @@
+package gang
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/flotilla-sched/flotilla/plugins/state"
+)
+
+// Pacing by the binding backlog (GangArgs.MaxMembersInFlight, doc.go): a
+// member past its scheduling cycle — waiting in Permit for its siblings,
+// or in PreBind and Bind — keeps its cycle's state (with DRA, an
+// allocator's snapshot and a copy of the allocated devices) until it is
+// bound. Gangs place members in bursts and release them to bind at once,
+// so without a bound they outrun an apiserver that takes a claim write
+// and a binding per member: on 2 cores with DRA GPUs (docs/benchmarks.md,
+// D1) about 180 members were past their cycle against the default
+// profile's 30, and the scheduler used twice its memory. A gang's attempt
+// therefore starts only while fewer than the limit are in flight; attempts
+// under way go on, and a gang larger than the limit still starts when the
+// backlog is below it, so pacing delays gangs but never stops one.
+
+// pacingTick is how often the backlog is measured and held gangs are let
+// in: short against a gang's placing time, long against a lock round.
+const pacingTick = 100 * time.Millisecond
+
+// pacer keeps the gangs whose attempt was refused for the backlog, oldest
+// refusal first, and lets them in as the backlog drains.
+type pacer struct {
+	mu   sync.Mutex
+	held []state.GroupKey
+}
+
+// hold records key as waiting for the backlog to drain, once.
+func (p *pacer) hold(key state.GroupKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !slices.Contains(p.held, key) {
+		p.held = append(p.held, key)
+	}
+}
+
+// release takes the gangs to let in with room members free below the
+// limit, oldest first: each takes the members it still needs (need), and
+// the first one goes in whatever it needs, as PreFilter lets a gang larger
+// than the limit start whenever the backlog is below it. Letting in more
+// than the room would only see them refused again.
+func (p *pacer) release(room int, need func(state.GroupKey) int) []state.GroupKey {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for n < len(p.held) && room > 0 {
+		room -= max(need(p.held[n]), 1)
+		n++
+	}
+	out := slices.Clone(p.held[:n])
+	p.held = slices.Delete(p.held, 0, n)
+	return out
+}
+
+// holding reports whether any gang waits for the backlog.
+func (p *pacer) holding() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.held) > 0
+}
+
+// pace measures the backlog every pacingTick until ctx ends: it publishes
+// it, and activates held gangs while it is below limit. Polling, not
+// events: a binding is seen by the pod informer, an unreserve by the
+// plugin, a deleted pod by either, and the count must drain whichever
+// comes.
+func (s *perScheduler) pace(ctx context.Context, limit int) {
+	logger := klog.FromContext(ctx)
+	ticker := time.NewTicker(pacingTick)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		var inFlight int
+		var release []state.GroupKey
+		s.store.Lock(func(locked *state.Locked) {
+			inFlight = locked.MembersInFlight()
+			if limit > 0 && inFlight < limit && s.pacer.holding() {
+				release = s.pacer.release(limit-inFlight, func(key state.GroupKey) int {
+					pg := s.store.PodGroup(key)
+					if pg == nil {
+						return 1
+					}
+					return int(pg.Spec.MinMember) - locked.MembersPlaced(key)
+				})
+			}
+		})
+		gangMembersInFlight.Set(float64(inFlight))
+		if len(release) > 0 {
+			s.activatePending(logger, "", release...)
+		}
+	}
+}
