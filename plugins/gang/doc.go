@@ -196,10 +196,11 @@
 //   - A gang that does not fit says which role and where it looked: "role
 //     workers (5 of its minimum 8 placed): no nvidia.com/gpu.clique domain
 //     has room for its 3 members (largest free: clique-b, 2)".
-//   - Not yet: gang-aware preemption plans room in the gang's domain only,
-//     not in each role's; for a gang with a role that requires a domain of
-//     its own it evicts nothing (its members say so) rather than evict for
-//     room the gang's check would refuse. A role with only a preferred
+//   - Preemption for such a gang plans room per role: PreFilter hands it
+//     the domains the roles require (state.GangNeedsRoom.RoleDomains, each
+//     pinned where the role's placed members are), and it keeps only
+//     victims after whose eviction each role's members fit in one domain
+//     of its own (plugins/preemption/doc.go). A role with only a preferred
 //     domain falls back to the gang's, so preemption plans for it as for
 //     any gang.
 //

@@ -124,7 +124,10 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 						room.Pinned = append(room.Pinned, val)
 					}
 				}
-				room.RoleDomains = topo.requiresRoleDomains()
+				room.RoleDomains = topo.roleRooms(locked, gang, nodes)
+				if len(room.RoleDomains) > 0 {
+					room.RoleOf = topo.roleOf
+				}
 				cycle.Write(state.GangNeedsRoomKey, room)
 				status = fwk.NewStatus(fwk.Unschedulable, v.message)
 			}

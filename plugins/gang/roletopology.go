@@ -2,6 +2,7 @@ package gang
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -333,17 +334,30 @@ func levelName(level string) string {
 	return level
 }
 
-// requiresRoleDomains reports whether a role requires a domain of its own.
-func (t *topology) requiresRoleDomains() bool {
+// roleRooms are the domains the gang's roles require of their own, in the
+// order declared, for preemption to make room in: each at its required
+// level, pinned to the values its placed members hold.
+func (t *topology) roleRooms(locked *state.Locked, gang *state.Gang, nodes []fwk.NodeInfo) []state.RoleDomain {
 	if t == nil {
-		return false
+		return nil
 	}
+	var placedOn map[string][]string
+	var out []state.RoleDomain
 	for _, r := range t.roles {
-		if r.required != "" {
-			return true
+		if r.required == "" {
+			continue
 		}
+		if placedOn == nil {
+			placedOn = locked.PlacedOnByRole(gang, t.of)
+		}
+		room := state.RoleDomain{Role: r.name, Level: r.required}
+		for v := range pinnedValues(r.required, placedOn[r.name], nodes) {
+			room.Pinned = append(room.Pinned, v)
+		}
+		slices.Sort(room.Pinned)
+		out = append(out, room)
 	}
-	return false
+	return out
 }
 
 // domainRole is the pod's role when that role asks for a domain of its

@@ -135,9 +135,15 @@
 // victims cost least, by the cost above, is taken. Victims are never
 // chosen across two domains, so eviction never frees room the gang cannot
 // use (Kueue #10815, KAI #1591). A gang one of whose roles requires a
-// domain of its own (plugins/gang/doc.go, Roles) is not planned for: room
-// in the gang's domain may not be room in the role's, so nothing is
-// evicted for it and its members say so.
+// domain of its own (plugins/gang/doc.go, Roles) has each such role's
+// members placed, in the simulation that confirms a set of victims, inside
+// one domain of the role's level (the one its placed members pin, if any),
+// on what the roles before it left, the other members anywhere in the
+// gang's domain: free room spread over several of the role's domains is
+// no room for it, and a victim set is kept only if the roles fit together
+// the way the gang's check will want them. Member-by-member planning,
+// blind to the roles' domains, is skipped for such a gang; the fewest
+// victims are found over the victim order instead.
 //
 // Victims get the DisruptionTarget condition (reason
 // PreemptionByScheduler) and an event saying whether it was a preemption or

@@ -183,6 +183,105 @@ func TestPlanGangInOneDomain(t *testing.T) {
 	}
 }
 
+// A gang one of whose roles requires a domain of its own gets room for
+// that role's members inside one domain of the role's level, on what the
+// roles before it left: free nodes split across domains are no room for
+// it, and a role pinned by its placed members is planned in their domain.
+func TestPlanGangWithRoleDomains(t *testing.T) {
+	const cliqueLabel = "nvidia.com/gpu.clique"
+	cliques := map[string][]string{"c1": {"c1-0", "c1-1"}, "c2": {"c2-0", "c2-1"}}
+	tests := []struct {
+		name    string
+		running map[string]runningPod
+		// workers need a whole node each, one clique for all of them
+		// unless noRoles; the leader (1 cpu) goes anywhere.
+		workers    int
+		noRoles    bool
+		pinned     []string
+		wantVictim []string
+		wantClique string // where every worker goes
+		wantReason string
+	}{
+		{name: "without roles the free nodes of two cliques are room enough",
+			running: map[string]runningPod{"low-c1": {"c1-0", 10}, "low-c2": {"c2-0", 10}},
+			workers: 2, noRoles: true, wantVictim: nil},
+		{name: "workers share one clique: one victim, both workers there",
+			running: map[string]runningPod{"low-c1": {"c1-0", 10}, "low-c2": {"c2-0", 10}},
+			workers: 2, wantVictim: []string{"low-c1"}, wantClique: "c1"},
+		{name: "workers pinned to the clique their placed worker holds",
+			running: map[string]runningPod{"low-c1": {"c1-0", 10}, "mid-c2": {"c2-0", 100}},
+			workers: 2, pinned: []string{"c2"}, wantVictim: []string{"mid-c2"}, wantClique: "c2"},
+		{name: "cheapest victims scattered: the role's clique is emptied instead",
+			running: map[string]runningPod{"low-c1": {"c1-0", 10}, "low-c2": {"c2-0", 10}, "mid-c1": {"c1-1", 100}, "mid-c2": {"c2-1", 100}},
+			workers: 2, wantVictim: []string{"low-c1", "mid-c1"}, wantClique: "c1"},
+		{name: "no clique holds the workers even evicting everything: no plan",
+			running: map[string]runningPod{"low-c1": {"c1-0", 10}},
+			workers: 3, wantReason: "even evicting all 1 pods it may evict would not make room for the 4 members gang ns/g needs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var pods []*corev1.Pod
+			for name, r := range tt.running {
+				pods = append(pods, wholeNodePod(name, r.priority, r.node))
+			}
+			var nodes []fwk.NodeInfo
+			cliqueOf := map[string]string{}
+			for clique, names := range cliques {
+				for _, name := range names {
+					cliqueOf[name] = clique
+					var on []*corev1.Pod
+					for _, p := range pods {
+						if p.Spec.NodeName == name {
+							on = append(on, p)
+						}
+					}
+					ni := framework.NewNodeInfo(on...)
+					ni.SetNode(st.MakeNode().Name(name).Label(cliqueLabel, clique).
+						Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", corev1.ResourcePods: "110"}).Obj())
+					nodes = append(nodes, ni)
+				}
+			}
+			sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node().Name < nodes[j].Node().Name })
+			leader := st.MakePod().Namespace("ns").Name("g-leader").UID("g-leader").Priority(1000).
+				Labels(map[string]string{schedv1alpha1.PodGroupLabel: "g", "role": "leader"}).
+				Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}).Obj()
+			members := []*corev1.Pod{leader}
+			for i := 0; i < tt.workers; i++ {
+				m := wholeNodePod(fmt.Sprintf("g-worker-%d", i), 1000, "")
+				m.Labels = map[string]string{schedv1alpha1.PodGroupLabel: "g", "role": "workers"}
+				members = append(members, m)
+			}
+			p := onNodes(t, nodes)
+			who := &preemptor{pod: members[0], members: members, priority: 1000, request: capacity.Request(members[0]),
+				group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: "gang ns/g"}
+			if !tt.noRoles {
+				who.roleDomains = []state.RoleDomain{{Role: "workers", Level: cliqueLabel, Pinned: tt.pinned}}
+				who.roleOf = func(p *corev1.Pod) string { return p.Labels["role"] }
+			}
+			ctx := context.Background()
+			w, err := p.survey(ctx, who, nodes, false)
+			require.NoError(t, err)
+
+			pl, reason := p.planGang(ctx, framework.NewCycleState(), who, w)
+			if tt.wantReason != "" {
+				assert.Nil(t, pl)
+				assert.Equal(t, tt.wantReason, reason)
+				return
+			}
+			require.NotNil(t, pl, reason)
+			got := names(pl)
+			sort.Strings(got)
+			assert.Equal(t, tt.wantVictim, got)
+			require.Len(t, pl.placement, len(members))
+			if tt.wantClique != "" {
+				for _, m := range members[1:] {
+					assert.Equal(t, tt.wantClique, cliqueOf[pl.placement[m.UID]], "%s on %s", m.Name, pl.placement[m.UID])
+				}
+			}
+		})
+	}
+}
+
 // roomWithout is the resource-only test that spares the simulation when
 // evicting every candidate could not make room anyway.
 func TestRoomWithout(t *testing.T) {

@@ -116,6 +116,11 @@ type preemptor struct {
 	// members hold (nil: any).
 	level  string
 	pinned []string
+	// roleDomains, for a gang some of whose roles require a domain of
+	// their own: each such role's members are placed inside one domain of
+	// its level (see placeRoles); roleOf tells a member's role.
+	roleDomains []state.RoleDomain
+	roleOf      func(*corev1.Pod) string
 	// For a preemptor asking for DRA devices: catalog is the attempt's
 	// device view, deviceKeys the class keys its members ask under, and
 	// demand each member's devices by claim (a DRA-backed extended
@@ -271,11 +276,9 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 	if short > 0 {
 		return nil, fmt.Sprintf("not preempting: gang %s needs %d more members than are pending", key, short)
 	}
-	if room.RoleDomains {
-		return nil, fmt.Sprintf("not preempting: roles of gang %s require domains of their own, which preemption does not plan room in yet", key)
-	}
 	who.members = members
 	who.level, who.pinned = room.Level, room.Pinned
+	who.roleDomains, who.roleOf = room.RoleDomains, room.RoleOf
 	who.id = evictionID(pod, true)
 	who.what = "gang " + key.String()
 	who.request = capacity.Resources{}

@@ -39,8 +39,10 @@ func TestPreemptorForAGang(t *testing.T) {
 		{name: "not waiting for room", members: 3, wantRefusal: "not preempting: gang ns/g is not waiting for room"},
 		{name: "another gang's room", members: 3, room: &state.GangNeedsRoom{Key: state.GroupKey{Namespace: "ns", Name: "other"}}, wantRefusal: "is not waiting for room"},
 		{name: "members missing", members: 2, room: &state.GangNeedsRoom{Key: key}, wantRefusal: "not preempting: gang ns/g needs 1 more members than are pending"},
-		{name: "roles requiring domains of their own", members: 3, room: &state.GangNeedsRoom{Key: key, RoleDomains: true},
-			wantRefusal: "not preempting: roles of gang ns/g require domains of their own"},
+		{name: "roles requiring domains of their own: planned for, each in its domain", members: 3,
+			room: &state.GangNeedsRoom{Key: key, RoleDomains: []state.RoleDomain{{Role: "workers", Level: "nvidia.com/gpu.clique"}},
+				RoleOf: func(*corev1.Pod) string { return "workers" }},
+			wantMembers: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -287,8 +287,13 @@ func (p *Preemption) planGang(ctx context.Context, cycle fwk.CycleState, who *pr
 		return nil, noRoom
 	}
 	if _, ok := fits(seq); ok {
-		if pl := p.memberByMember(ctx, cycle, who, w, seq); pl != nil {
-			return pl, ""
+		// Member by member places each member where its victims cost
+		// least, blind to the domains roles require; for such a gang the
+		// role-aware simulation chooses alone.
+		if len(who.roleDomains) == 0 {
+			if pl := p.memberByMember(ctx, cycle, who, w, seq); pl != nil {
+				return pl, ""
+			}
 		}
 		return minimal(seq, fits), ""
 	}

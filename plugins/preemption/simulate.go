@@ -2,9 +2,11 @@ package preemption
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sort"
 
+	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,23 +36,99 @@ func (p *Preemption) simulate(ctx context.Context, base fwk.CycleState, who *pre
 		return nil, false
 	}
 	placement := make(map[types.UID]string, len(who.members))
-	for _, m := range who.largest() {
-		placed := false
-		for _, n := range nodes {
-			if name := n.Node().Name; sc.fits(m, name) {
-				if !sc.place(m, name) {
-					return nil, false
-				}
-				placement[m.UID] = name
-				placed = true
-				break
-			}
-		}
-		if !placed {
+	sc, rest := sc.placeRoles(nodes, placement)
+	if sc == nil {
+		return nil, false
+	}
+	for _, m := range rest {
+		if !sc.placeFirstFit(m, nodes, placement) {
 			return nil, false
 		}
 	}
 	return placement, true
+}
+
+// placeFirstFit places m on the first of nodes with room that passes every
+// filter, and records where.
+func (sc *scene) placeFirstFit(m sized, nodes []fwk.NodeInfo, placement map[types.UID]string) bool {
+	for _, n := range nodes {
+		if name := n.Node().Name; sc.fits(m, name) {
+			if !sc.place(m, name) {
+				return false
+			}
+			placement[m.UID] = name
+			return true
+		}
+	}
+	return false
+}
+
+// placeRoles places the members of each role that requires a domain of its
+// own (in the order the roles are declared) inside one domain of the
+// role's level — the first, by label value, where all of them fit on what
+// the roles before it left — as the gang's own check will want them. It
+// returns the scene with them placed, and the members left to place
+// anywhere; a nil scene when a role's members fit in none of its domains.
+// (The gang's check searches the roles' domains further, so the evictions
+// this confirms are ones it accepts.)
+func (sc *scene) placeRoles(nodes []fwk.NodeInfo, placement map[types.UID]string) (*scene, []sized) {
+	who := sc.who
+	if len(who.roleDomains) == 0 {
+		return sc, who.largest()
+	}
+	byRole := map[string][]sized{}
+	var rest []sized
+	for _, m := range who.largest() {
+		role := who.roleOf(m.Pod)
+		if slices.ContainsFunc(who.roleDomains, func(r state.RoleDomain) bool { return r.Role == role }) {
+			byRole[role] = append(byRole[role], m)
+		} else {
+			rest = append(rest, m)
+		}
+	}
+	for _, r := range who.roleDomains {
+		members := byRole[r.Role]
+		if len(members) == 0 {
+			continue
+		}
+		var placedIn *scene
+		for _, domain := range domainsOf(nodes, r.Level, r.Pinned) {
+			trial := sc.fork()
+			here := map[types.UID]string{}
+			ok := true
+			for _, m := range members {
+				if ok = trial.placeFirstFit(m, domain, here); !ok {
+					break
+				}
+			}
+			if ok {
+				placedIn = trial
+				maps.Copy(placement, here)
+				break
+			}
+		}
+		if placedIn == nil {
+			return nil, nil
+		}
+		sc = placedIn
+	}
+	return sc, rest
+}
+
+// domainsOf groups the nodes by their value of the label, in value order,
+// only the pinned values when any are.
+func domainsOf(nodes []fwk.NodeInfo, label string, pinned []string) [][]fwk.NodeInfo {
+	byValue := map[string][]fwk.NodeInfo{}
+	for _, n := range nodes {
+		if v, ok := n.Node().Labels[label]; ok && (pinned == nil || slices.Contains(pinned, v)) {
+			byValue[v] = append(byValue[v], n)
+		}
+	}
+	out := make([][]fwk.NodeInfo, 0, len(byValue))
+	for _, v := range slices.Sorted(maps.Keys(byValue)) {
+		out = append(out, byValue[v])
+	}
+	return out
 }
 
 // admits reports whether the preemptor's queue admits it once the victims'

@@ -159,10 +159,22 @@ type GangNeedsRoom struct {
 	Key    GroupKey
 	Level  string
 	Pinned []string
-	// RoleDomains: some of the gang's roles require a domain of their own,
-	// which preemption does not plan room for: it then evicts nothing for
-	// the gang rather than evict for a plan the gang's check would refuse.
-	RoleDomains bool
+	// RoleDomains are the gang's roles that require a domain of their own
+	// (inside the gang's), in the order declared: preemption places each
+	// such role's members still needed inside one domain of its level, on
+	// what the roles before it left, so it never evicts for room the
+	// gang's check would refuse. RoleOf tells a member's role.
+	RoleDomains []RoleDomain
+	RoleOf      func(*corev1.Pod) string
+}
+
+// RoleDomain is the domain one role of a gang needing room requires: Level
+// is the node label whose one value its members must share, Pinned the
+// values its placed members already hold (nil: any).
+type RoleDomain struct {
+	Role   string
+	Level  string
+	Pinned []string
 }
 
 // Clone is required by fwk.StateData; the value is never modified.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -473,4 +474,56 @@ func TestRolesKeepTheirMinimumUnderPreemption(t *testing.T) {
 	require.Eventually(t, func() bool { return len(deleted.names("lws-")) == 11 }, bindTimeout, 100*time.Millisecond,
 		"no surplus left: the whole gang goes, not 3 of its 9 (deleted %v)", deleted.names("lws-"))
 	assert.Equal(t, 0, bound(t, h, "scheduling.x-k8s.io/pod-group=lws"))
+}
+
+// Preemption plans room per role: a high-priority gang of a leader (cpu)
+// and 3 workers (4 GPUs each, required in one NVLink clique) finds every
+// GPU node held by a low-priority pod. The three cheapest victims (two in
+// clique A, one in B) would free room the workers cannot use together;
+// preemption takes all of clique A instead (cheaper than all of B), and
+// the workers bind there, the leader on the cpu node, clique B untouched.
+// Before, such a gang evicted nothing. Plain pods, not Jobs, as in the test
+// above: a controller's replacements would race for the freed nodes.
+// GPUs from allocatable (the DRA device count is the same resource to the
+// planner; TestDRAPreemptionForAGangInOneRack covers claims in a domain).
+func TestPreemptionPlansRoomPerRole(t *testing.T) {
+	gpus := map[corev1.ResourceName]string{cluster.GPU: "4"}
+	specs := append(append([]cluster.NodeSpec{{Name: "cpu-0", CPU: "8", Memory: "32Gi"}},
+		cliqueNodes("clique-a", 3, gpus)...), cliqueNodes("clique-b", 3, gpus)...)
+	h := startPreemptionCluster(t, specs...)
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "mid", 100, false))
+	fillers := map[string]string{"clique-a-0": "low", "clique-a-1": "low", "clique-a-2": "mid", "clique-b-0": "low", "clique-b-1": "mid", "clique-b-2": "mid"}
+	for node, priority := range fillers {
+		require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: "filler-" + node, NodeName: node, CPU: "1", Memory: "2Gi",
+			PriorityClassName: priority, Extended: map[corev1.ResourceName]string{cluster.GPU: "4"}}))
+	}
+	deleted := watchDeletions(t, h)
+
+	pg := cluster.PodGroup("default", "lws", 4)
+	pg.Annotations = map[string]string{flotillav1alpha1.RolesAnnotation: `[{"name": "leader", "minMember": 1},
+		{"name": "workers", "minMember": 3, "topologyRequired": "` + cluster.CliqueLabel + `"}]`}
+	_, err := h.PodGroups.SchedulingV1alpha1().PodGroups("default").Create(h.Ctx, pg, metav1.CreateOptions{})
+	require.NoError(t, err)
+	members := gangWithPriority("lws", 4, "1", "high")
+	for i := range members {
+		members[i].Memory = "4Gi"
+		members[i].Labels = map[string]string{flotillav1alpha1.RoleLabel: "workers"}
+		members[i].Extended = map[corev1.ResourceName]string{cluster.GPU: "4"}
+	}
+	members[0].Labels[flotillav1alpha1.RoleLabel] = "leader"
+	members[0].Extended = nil
+	require.NoError(t, h.CreatePods(h.Ctx, members...))
+
+	placed, err := h.WaitForPodsBound(h.Ctx, "default", "scheduling.x-k8s.io/pod-group=lws", 4, bindTimeout)
+	require.NoError(t, err, "deleted so far: %v", deleted.names("filler-"))
+	taken := deleted.names("filler-")
+	sort.Strings(taken)
+	assert.Equal(t, []string{"filler-clique-a-0", "filler-clique-a-1", "filler-clique-a-2"}, taken)
+	for pod, node := range placed {
+		if pod == members[0].Name {
+			assert.Equal(t, "cpu-0", node, "the leader takes the free cpu node")
+		} else {
+			assert.True(t, strings.HasPrefix(node, "clique-a-"), "worker %s on %s", pod, node)
+		}
+	}
 }
