@@ -40,7 +40,7 @@ test-unit:
 test-integration:
 	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)
 
-## test-upstream-smoke: bench-upstream's whole path at 500 nodes, both configurations in one
+## test-upstream-smoke: bench-upstream's whole path at 500 nodes, every configuration in one
 ## process, reported into a scratch copy of docs/benchmarks.md: fails if a workload does not get
 ## all its pods scheduled, or if a configuration's figures are missing. Measures nothing worth
 ## reading (a few seconds per workload); it keeps the build-tagged harness compiling and working.
@@ -82,7 +82,9 @@ bench:
 ## test-case/workload names, e.g.
 ## UPSTREAM_WORKLOADS="SchedulingBasic/500Nodes GangScheduling/500Nodes_100Gangs_300Pods".
 ## The batching cases (HostPortConflict, ResourceSaturation) run on and off (OpportunisticBatching)
-## in both configurations, each with the case's own PodTopologySpread args (test/upstream).
+## in both configurations, each with the case's own PodTopologySpread args (test/upstream). The gang
+## cases run a third configuration, in-tree: upstream's own case with native PodGroups under the
+## in-tree GangScheduling plugin (GenericWorkload on), on the same nodes, gangs and pods.
 ## scheduler_perf starts an etcd binary from PATH: built here from the etcd module in go.mod.
 UPSTREAM_WORKLOADS ?= SchedulingBasic/5000Nodes_10000Pods PreemptionAsync/5000Nodes \
   SchedulingWithMixedChurn/5000Nodes_10000Pods Unschedulable/5kNodes/100Init/10kPods \
@@ -98,7 +100,8 @@ bench-upstream: upstream-harness
 	mkdir -p bin/upstream
 	for round in $$(seq $(UPSTREAM_RUNS)); do \
 	  order="default flotilla"; [ $$((round % 2)) = 0 ] && order="flotilla default"; \
-	  for w in $(UPSTREAM_WORKLOADS); do for v in $$order; do \
+	  for w in $(UPSTREAM_WORKLOADS); do vs="$$order"; case $$w in GangScheduling/*) vs="$$order in-tree";; esac; \
+	  for v in $$vs; do \
 	  log=$(CURDIR)/bin/upstream/$${w//\//_}-$$v.log; \
 	  ( $(UPSTREAM_RUN) -test.run '^$$' -test.bench BenchmarkPerfScheduling -test.benchtime=1x -test.timeout 120m \
 	    -upstream.workloads=$$w -upstream.variants=$$v > $$log 2>&1 ) \

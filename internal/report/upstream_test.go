@@ -16,6 +16,7 @@ func TestWorkloadOf(t *testing.T) {
 		{"BenchmarkPerfScheduling/SchedulingBasic_default/5000Nodes_10000Pods/namespace-2", "SchedulingBasic/5000Nodes_10000Pods", "default", true},
 		{"BenchmarkPerfScheduling/Unschedulable_flotilla/5kNodes/100Init/10kPods/namespace-3", "Unschedulable/5kNodes/100Init/10kPods", "flotilla", true},
 		{"BenchmarkPerfScheduling/GangScheduling_flotilla/500Nodes_100Gangs_300Pods/gang-ns-0", "GangScheduling/500Nodes_100Gangs_300Pods", "flotilla", true},
+		{"BenchmarkPerfScheduling/GangScheduling_in-tree/500Nodes_100Gangs_300Pods/gang-ns-0", "GangScheduling/500Nodes_100Gangs_300Pods", "in-tree", true},
 		{"BenchmarkPerfScheduling/SchedulingBasic/5000Nodes/namespace-2", "", "", false}, // no variant
 		{"BenchmarkPerfScheduling/SchedulingBasic_default", "", "", false},
 	} {
@@ -49,6 +50,8 @@ const (
 	basicDefault  = "BenchmarkPerfScheduling/SchedulingBasic_default/5000Nodes_10000Pods/namespace-2"
 	basicFlotilla = "BenchmarkPerfScheduling/SchedulingBasic_flotilla/5000Nodes_10000Pods/namespace-2"
 	gangFlotilla  = "BenchmarkPerfScheduling/GangScheduling_flotilla/5000Nodes_1000Gangs_3000Pods/gang-ns-0"
+	gangInTree    = "BenchmarkPerfScheduling/GangScheduling_in-tree/5000Nodes_1000Gangs_3000Pods/gang-ns-0"
+	gangDefault   = "BenchmarkPerfScheduling/GangScheduling_default/5000Nodes_1000Gangs_3000Pods/gang-ns-0"
 	basic         = "SchedulingBasic/5000Nodes_10000Pods"
 )
 
@@ -66,6 +69,11 @@ func TestReadUpstreamOneRunIsTheNewest(t *testing.T) {
 		item("SchedulingThroughput", basicFlotilla, "not applicable", `{"Average": 190}`),
 		item("SchedulingDuration", basicFlotilla, "not applicable", `{"Duration": 50}`),
 		item("flotilla_gang_wait_seconds", gangFlotilla, "not applicable", `{"Average": 7.5, "Perc99": 40}`),
+		item("SchedulingThroughput", gangFlotilla, "not applicable", `{"Average": 330}`),
+		item("SchedulingDuration", gangFlotilla, "not applicable", `{"Duration": 10}`),
+		item("SchedulingThroughput", gangInTree, "not applicable", `{"Average": 300}`),
+		item("scheduler_podgroup_scheduling_attempt_duration_seconds", gangInTree, "scheduled", `{"Average": 15}`),
+		item("SchedulingDuration", gangDefault, "not applicable", `{"Duration": 9}`),
 	)
 	got, err := ReadUpstream(d.dir, 1)
 	if err != nil {
@@ -91,8 +99,8 @@ func TestReadUpstreamOneRunIsTheNewest(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
 	}
-	gangs := GangTable(got, []string{"GangScheduling/5000Nodes_1000Gangs_3000Pods"}, map[string]float64{"GangScheduling/5000Nodes_1000Gangs_3000Pods": 8}, 0.5)
-	if want := "| GangScheduling/5000Nodes_1000Gangs_3000Pods | 7.5 ms | 40 ms | 8 ms → 4 ms | no |"; !strings.Contains(gangs, want) {
+	gangs := GangTable(got, []string{"GangScheduling/5000Nodes_1000Gangs_3000Pods"})
+	if want := "| GangScheduling/5000Nodes_1000Gangs_3000Pods | 1 / 1 / 1 | 300 | 330 | 1.10 x | 15.0 ms | 7.5 ms | 2.00 x | 9.0 s | 10.0 s | 0.90 x |"; !strings.Contains(gangs, want) {
 		t.Errorf("gang table lacks %q:\n%s", want, gangs)
 	}
 }

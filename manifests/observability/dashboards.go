@@ -198,6 +198,10 @@ func gangsDashboard() *dashboard.DashboardBuilder {
 			"ops", 12, query{fmt.Sprintf(`sum by (reason) (rate(flotilla_gang_rejections_total{%s}[%s]))`, job, interval), "{{reason}}"})).
 		WithPanel(graph("Members waiting in Permit", "kube-scheduler's Permit wait of gang members, by result: members hold their node here until their quorum is placed.",
 			"s", 12, query{quantile(0.99, "scheduler_permit_wait_duration_seconds_bucket", ", result"), "p99 {{result}}"})).
+		WithPanel(graph("Binding backlog", "Members of gangs placed and not yet bound (waiting in Permit, or binding), and gang attempts held per second because they reached maxMembersInFlight: a backlog held at the limit means the apiserver binds slower than gangs place.",
+			"short", 12,
+			query{fmt.Sprintf(`max(flotilla_gang_members_in_flight{%s})`, job), "members in flight"},
+			query{fmt.Sprintf(`sum(rate(flotilla_gang_attempts_paced_total{%s}[%s]))`, job, interval), "attempts held/s"})).
 		WithPanel(graph("PodGroups by phase", "Every PodGroup of the cluster by the phase flotilla wrote (none yet counts as Pending).",
 			"short", 16, query{fmt.Sprintf(`max by (phase) (flotilla_podgroups{%s})`, job), "{{phase}}"}).
 			Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal))).

@@ -189,10 +189,12 @@ func TestPlanGangInOneDomain(t *testing.T) {
 // it, and a role pinned by its placed members is planned in their domain.
 func TestPlanGangWithRoleDomains(t *testing.T) {
 	const cliqueLabel = "nvidia.com/gpu.clique"
-	cliques := map[string][]string{"c1": {"c1-0", "c1-1"}, "c2": {"c2-0", "c2-1"}}
 	tests := []struct {
-		name    string
-		running map[string]runningPod
+		name string
+		// perClique is how many nodes each of the cliques c1 and c2 has
+		// (2 if unset).
+		perClique int
+		running   map[string]runningPod
 		// workers need a whole node each, one clique for all of them
 		// unless noRoles; the leader (1 cpu) goes anywhere.
 		workers    int
@@ -214,6 +216,9 @@ func TestPlanGangWithRoleDomains(t *testing.T) {
 		{name: "cheapest victims scattered: the role's clique is emptied instead",
 			running: map[string]runningPod{"low-c1": {"c1-0", 10}, "low-c2": {"c2-0", 10}, "mid-c1": {"c1-1", 100}, "mid-c2": {"c2-1", 100}},
 			workers: 2, wantVictim: []string{"low-c1", "mid-c1"}, wantClique: "c1"},
+		{name: "the three cheapest victims span both cliques: a whole clique is taken, no more",
+			running:   map[string]runningPod{"low-c1": {"c1-0", 10}, "low2-c1": {"c1-1", 10}, "mid-c1": {"c1-2", 100}, "low-c2": {"c2-0", 10}, "mid-c2": {"c2-1", 100}, "mid2-c2": {"c2-2", 100}},
+			perClique: 3, workers: 3, wantVictim: []string{"low-c1", "low2-c1", "mid-c1"}, wantClique: "c1"},
 		{name: "no clique holds the workers even evicting everything: no plan",
 			running: map[string]runningPod{"low-c1": {"c1-0", 10}},
 			workers: 3, wantReason: "even evicting all 1 pods it may evict would not make room for the 4 members gang ns/g needs"},
@@ -226,8 +231,9 @@ func TestPlanGangWithRoleDomains(t *testing.T) {
 			}
 			var nodes []fwk.NodeInfo
 			cliqueOf := map[string]string{}
-			for clique, names := range cliques {
-				for _, name := range names {
+			for _, clique := range []string{"c1", "c2"} {
+				for i := range max(tt.perClique, 2) {
+					name := fmt.Sprintf("%s-%d", clique, i)
 					cliqueOf[name] = clique
 					var on []*corev1.Pod
 					for _, p := range pods {

@@ -340,7 +340,28 @@ func (sc *scene) fits(m sized, name string) bool {
 	if !req.FitsOn(ni) || !sc.allocatable(m, ni.Node()) {
 		return false
 	}
-	return sc.p.handle.RunFilterPluginsWithNominatedPods(sc.ctx, sc.cycle, sc.who.pod, ni).IsSuccess()
+	status := sc.p.handle.RunFilterPluginsWithNominatedPods(sc.ctx, sc.cycle, sc.who.pod, ni)
+	if status.IsSuccess() {
+		return true
+	}
+	// The filters run for the preemptor, with its cycle state: what they
+	// say of resources is said of its request. A member of another shape
+	// (a role's leader beside its workers) had its own resources and
+	// devices checked above, so a refusal for the preemptor's resources or
+	// devices alone is none for it. (The filters that run after
+	// NodeResourcesFit then go unchecked for such a member.)
+	refusedFor := status.Plugin()
+	return (refusedFor == pluginnames.NodeResourcesFit || refusedFor == pluginnames.DynamicResources) && !sc.who.sameShape(m)
+}
+
+// sameShape reports whether m asks for what the preemptor asks for.
+func (who *preemptor) sameShape(m sized) bool {
+	for _, s := range who.largest() {
+		if s.UID == who.pod.UID {
+			return s.request.Equal(m.request)
+		}
+	}
+	return true
 }
 
 // allocatable confirms with the structured allocator, where a count of

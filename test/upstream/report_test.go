@@ -5,14 +5,10 @@ package upstream
 import (
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-sched/flotilla/internal/report"
 )
@@ -22,21 +18,8 @@ var (
 		"rewrite the upstream-perf section of this markdown file (docs/benchmarks.md) from the data items in -data-items-dir")
 	reportRuns = flag.Int("upstream.runs", 3, "report each figure's median over this many newest runs of a workload and configuration (0: all)")
 	complete   = flag.Bool("upstream.complete", false,
-		"fail unless every workload was measured (its SchedulingDuration) under both configurations, and each gang workload's gang wait under flotilla (the smoke run in make test)")
+		"fail unless every workload was measured (its SchedulingDuration) under each of its configurations, each gang workload's gang wait under flotilla and its pod-group attempt under the in-tree gang scheduler (the smoke run in make test)")
 )
-
-// gangThresholdsMs are the in-tree GangScheduling thresholds issue 18
-// quotes: the mean gang attempt on upstream's hardware, by number of gangs.
-// The v1.37.1 performance-config.yaml itself sets none.
-var gangThresholdsMs = map[string]float64{
-	"GangScheduling/5000Nodes_1000Gangs_3000Pods": 8,
-	"GangScheduling/5000Nodes_2000Gangs_6000Pods": 10,
-	"GangScheduling/5000Nodes_3000Gangs_9000Pods": 12,
-}
-
-// yardstick is the workload that scales upstream's thresholds to this
-// machine: its threshold over what the default plugins reach here.
-const yardstick = "SchedulingBasic/5000Nodes_10000Pods"
 
 // minRatio is issue 18's target for every non-gang workload: flotilla's
 // throughput at least this share of the default plugins'.
@@ -84,20 +67,12 @@ func TestReport(t *testing.T) {
 	}
 
 	if len(gangs) > 0 {
-		scale := 0.0
-		theirs := threshold(t, yardstick)
-		if here := results[yardstick]["default"][report.Throughput]; here > 0 && theirs > 0 {
-			scale = theirs / here
-			fmt.Fprintf(&b, "Gang attempt durations. Scaling: upstream's %s threshold is %.0f pods/s on its CI hardware; the default plugins reach %.0f pods/s on it here, so a millisecond threshold of theirs is multiplied by %.0f / %.0f = %.2f.\n\n", yardstick, theirs, here, theirs, here, scale)
-		} else {
-			fmt.Fprintf(&b, "Gang attempt durations (%s not measured, so the thresholds are not scaled).\n\n", yardstick)
-			scale = 1
-		}
-		b.WriteString(report.GangTable(results, gangs, gangThresholdsMs, scale))
+		b.WriteString("Gangs side by side: flotilla on scheduler-plugins PodGroups (our gang case) against the in-tree gang scheduler on native PodGroups (upstream's case, GenericWorkload on), and against the same pods ungrouped under the default plugins. Gang wait: flotilla's from a gang's attempt starting to its quorum placed; the in-tree one's pod-group scheduling attempt.\n\n")
+		b.WriteString(report.GangTable(results, gangs))
 	}
 	if *complete {
 		for _, w := range chosenWorkloads(t) {
-			for _, v := range report.UpstreamVariants {
+			for _, v := range report.VariantsOf(w) {
 				// Duration, not throughput: a run too short for two
 				// throughput samples (the smoke's gangs) has none.
 				if _, ok := results[w][v][report.Duration]; !ok {
@@ -107,37 +82,13 @@ func TestReport(t *testing.T) {
 			if _, ok := results[w]["flotilla"][report.GangWaitAvg]; strings.HasPrefix(w, "GangScheduling/") && !ok {
 				t.Errorf("%s under flotilla: no gang wait (flotilla_gang_wait_seconds) in %s", w, dir)
 			}
+			if _, ok := results[w][report.InTree][report.NativeGangAvg]; strings.HasPrefix(w, "GangScheduling/") && !ok {
+				t.Errorf("%s under the in-tree gang scheduler: no pod-group attempt (scheduler_podgroup_scheduling_attempt_duration_seconds) in %s", w, dir)
+			}
 		}
 	}
 	if err := report.ReplaceSection(*reportPath, "upstream-perf", b.String()); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s:\n%s", *reportPath, b.String())
-}
-
-// threshold is upstream's throughput threshold for a test-case/workload of
-// its misc topic, from its YAML; 0 if it has none.
-func threshold(t *testing.T, workload string) float64 {
-	data, err := os.ReadFile(filepath.Join(upstream(t), "misc", "performance-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cases []struct {
-		Name      string `json:"name"`
-		Workloads []struct {
-			Name      string  `json:"name"`
-			Threshold float64 `json:"threshold"`
-		} `json:"workloads"`
-	}
-	if err := yaml.Unmarshal(data, &cases); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range cases {
-		for _, w := range tc.Workloads {
-			if tc.Name+"/"+w.Name == workload {
-				return w.Threshold
-			}
-		}
-	}
-	return 0
 }

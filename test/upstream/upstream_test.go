@@ -171,13 +171,23 @@ func writeTestCases(b *testing.B, dir string, chosen []string) string {
 			}
 			absolutePaths(tc, base)
 			for _, variant := range strings.Split(*variants, ",") {
-				if caseConfigs[variant] == "" {
-					b.Fatalf("-upstream.variants: no configuration %q (have default, flotilla)", variant)
+				source, config := tc, caseConfigs[variant]
+				if variant == report.InTree {
+					// Only the gang cases have an in-tree configuration:
+					// upstream's own case with native PodGroups, run on
+					// our case's workloads (same parameters).
+					if source = nativeCase(b, name, tc); source == nil {
+						continue
+					}
+					config = configs["default"]
 				}
-				copied := deepCopy(b, tc)
+				if config == "" {
+					b.Fatalf("-upstream.variants: no configuration %q (have %s)", variant, strings.Join(report.UpstreamVariants, ", "))
+				}
+				copied := deepCopy(b, source)
 				copied["name"] = name + "_" + variant
 				copied["workloads"] = kept
-				copied["schedulerConfigPath"] = caseConfigs[variant]
+				copied["schedulerConfigPath"] = config
 				out = append(out, copied)
 			}
 		}
@@ -192,6 +202,43 @@ func writeTestCases(b *testing.B, dir string, chosen []string) string {
 		b.Fatal(err)
 	}
 	return writeFile(b, dir, "performance-config.yaml", data)
+}
+
+// nativeCases are, by the name of our test case, the directory of
+// upstream's counterpart with native PodGroups (scheduling.k8s.io): the
+// in-tree GangScheduling plugin, under the GenericWorkload gate the case
+// turns on, as a user who enabled the gate would run it.
+var nativeCases = map[string]string{"GangScheduling": filepath.Join("podgroup", "gangscheduling")}
+
+// nativeCase is upstream's test case of that name with native PodGroups,
+// its paths made absolute and our case's metrics collected (the native
+// gang's attempt duration among them); nil when the case has none.
+func nativeCase(b *testing.B, name string, ours map[string]interface{}) map[string]interface{} {
+	b.Helper()
+	dir, ok := nativeCases[name]
+	if !ok {
+		return nil
+	}
+	base := filepath.Join(upstream(b), dir)
+	data, err := os.ReadFile(filepath.Join(base, "performance-config.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cases []map[string]interface{}
+	if err := yaml.Unmarshal(data, &cases); err != nil {
+		b.Fatalf("%s: %v", base, err)
+	}
+	for _, tc := range cases {
+		if tc["name"] == name {
+			absolutePaths(tc, base)
+			if metrics, ok := ours["metricsCollectorConfig"]; ok {
+				tc["metricsCollectorConfig"] = metrics
+			}
+			return tc
+		}
+	}
+	b.Fatalf("%s: no test case %s", base, name)
+	return nil
 }
 
 // withCaseConfig returns the two configurations of a test case that has
