@@ -86,6 +86,36 @@ type runningPod struct {
 	priority int32
 }
 
+// domainNodes builds nodes of 8 cpu, 32Gi and 110 pod slots, labelled
+// with their domain (domain value -> node names) under label, sorted by
+// name, running whole-node pods (name -> node and priority). It returns
+// the nodes, the pods, and each node's domain.
+func domainNodes(label string, domains map[string][]string, running map[string]runningPod) ([]fwk.NodeInfo, []*corev1.Pod, map[string]string) {
+	var pods []*corev1.Pod
+	for name, r := range running {
+		pods = append(pods, wholeNodePod(name, r.priority, r.node))
+	}
+	var nodes []fwk.NodeInfo
+	domainOf := map[string]string{}
+	for domain, names := range domains {
+		for _, name := range names {
+			domainOf[name] = domain
+			var on []*corev1.Pod
+			for _, p := range pods {
+				if p.Spec.NodeName == name {
+					on = append(on, p)
+				}
+			}
+			ni := framework.NewNodeInfo(on...)
+			ni.SetNode(st.MakeNode().Name(name).Label(label, domain).
+				Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", corev1.ResourcePods: "110"}).Obj())
+			nodes = append(nodes, ni)
+		}
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node().Name < nodes[j].Node().Name })
+	return nodes, pods, domainOf
+}
+
 // A gang confined to one domain plans each domain on its own nodes and
 // victims and takes the cheapest; room free across domains is no room.
 func TestPlanGangInOneDomain(t *testing.T) {
@@ -128,28 +158,7 @@ func TestPlanGangInOneDomain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var pods []*corev1.Pod
-			for name, r := range tt.running {
-				pods = append(pods, wholeNodePod(name, r.priority, r.node))
-			}
-			var nodes []fwk.NodeInfo
-			rackOf := map[string]string{}
-			for rack, names := range tt.racks {
-				for _, name := range names {
-					rackOf[name] = rack
-					var on []*corev1.Pod
-					for _, p := range pods {
-						if p.Spec.NodeName == name {
-							on = append(on, p)
-						}
-					}
-					ni := framework.NewNodeInfo(on...)
-					ni.SetNode(st.MakeNode().Name(name).Label(rackLabel, rack).
-						Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", corev1.ResourcePods: "110"}).Obj())
-					nodes = append(nodes, ni)
-				}
-			}
-			sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node().Name < nodes[j].Node().Name })
+			nodes, pods, rackOf := domainNodes(rackLabel, tt.racks, tt.running)
 			var members []*corev1.Pod
 			for i := 0; i < tt.members; i++ {
 				m := wholeNodePod(fmt.Sprintf("g-%d", i), 1000, "")
@@ -225,29 +234,13 @@ func TestPlanGangWithRoleDomains(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var pods []*corev1.Pod
-			for name, r := range tt.running {
-				pods = append(pods, wholeNodePod(name, r.priority, r.node))
-			}
-			var nodes []fwk.NodeInfo
-			cliqueOf := map[string]string{}
+			cliques := map[string][]string{}
 			for _, clique := range []string{"c1", "c2"} {
 				for i := range max(tt.perClique, 2) {
-					name := fmt.Sprintf("%s-%d", clique, i)
-					cliqueOf[name] = clique
-					var on []*corev1.Pod
-					for _, p := range pods {
-						if p.Spec.NodeName == name {
-							on = append(on, p)
-						}
-					}
-					ni := framework.NewNodeInfo(on...)
-					ni.SetNode(st.MakeNode().Name(name).Label(cliqueLabel, clique).
-						Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", corev1.ResourcePods: "110"}).Obj())
-					nodes = append(nodes, ni)
+					cliques[clique] = append(cliques[clique], fmt.Sprintf("%s-%d", clique, i))
 				}
 			}
-			sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node().Name < nodes[j].Node().Name })
+			nodes, _, cliqueOf := domainNodes(cliqueLabel, cliques, tt.running)
 			leader := st.MakePod().Namespace("ns").Name("g-leader").UID("g-leader").Priority(1000).
 				Labels(map[string]string{schedv1alpha1.PodGroupLabel: "g", "role": "leader"}).
 				Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}).Obj()
