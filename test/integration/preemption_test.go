@@ -485,31 +485,66 @@ func TestRolesKeepTheirMinimumUnderPreemption(t *testing.T) {
 // from the workers': the plan must not evict for it where it fits already.
 // Before, such a gang evicted nothing. Plain pods, not Jobs, as in the test
 // above: a controller's replacements would race for the freed nodes.
-// GPUs from allocatable (the DRA device count is the same resource to the
-// planner; TestDRAPreemptionForAGangInOneRack covers claims in a domain).
+// Once with GPUs from node allocatable, once from DRA devices behind a
+// DeviceClass-backed extended resource (TestDRAPreemptionForAGangInOneRack
+// covers claims from templates in a domain).
 func TestPreemptionPlansRoomPerRole(t *testing.T) {
-	gpus := map[corev1.ResourceName]string{cluster.GPU: "4"}
+	t.Run("allocatable GPUs", func(t *testing.T) { preemptionPlansRoomPerRole(t, false) })
+	t.Run("DRA GPUs", func(t *testing.T) { preemptionPlansRoomPerRole(t, true) })
+}
+
+// preemptionPlansRoomPerRole is TestPreemptionPlansRoomPerRole with GPUs
+// from node allocatable or, with dra, from ResourceSlices behind a DeviceClass that
+// backs the extended resource (the fillers then get their devices through
+// the scheduler, so they are scheduled onto their nodes, not bound; the
+// realistic substrate's controllers delete the evicted fillers' claims).
+func preemptionPlansRoomPerRole(t *testing.T, dra bool) {
+	gpu, gpus := cluster.GPU, map[corev1.ResourceName]string{cluster.GPU: "4"}
+	if dra {
+		gpu, gpus = draExtendedGPU, nil
+	}
 	specs := append(append([]cluster.NodeSpec{{Name: "cpu-0", CPU: "8", Memory: "32Gi"}},
 		cliqueNodes("clique-a", 3, gpus)...), cliqueNodes("clique-b", 3, gpus)...)
-	h := startPreemptionCluster(t, specs...)
+	var h *harness.Harness
+	if dra {
+		h = startRealisticCluster(t, specs...)
+		require.NoError(t, h.CreateDeviceClass(h.Ctx, draClassName, string(draExtendedGPU)))
+		for _, n := range specs[1:] {
+			require.NoError(t, h.PublishDevices(h.Ctx, n.Name, 4))
+		}
+		require.NoError(t, h.CreatePriorityClass(h.Ctx, "low", 10, false))
+		require.NoError(t, h.CreatePriorityClass(h.Ctx, "high", 1000, false))
+	} else {
+		h = startPreemptionCluster(t, specs...)
+	}
 	require.NoError(t, h.CreatePriorityClass(h.Ctx, "mid", 100, false))
 	fillers := map[string]string{"clique-a-0": "low", "clique-a-1": "low", "clique-a-2": "mid", "clique-b-0": "low", "clique-b-1": "mid", "clique-b-2": "mid"}
 	for node, priority := range fillers {
-		require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: "filler-" + node, NodeName: node, CPU: "1", Memory: "2Gi",
-			PriorityClassName: priority, Extended: map[corev1.ResourceName]string{cluster.GPU: "4"}}))
+		spec := cluster.PodSpec{Name: "filler-" + node, CPU: "1", Memory: "2Gi", PriorityClassName: priority, Extended: map[corev1.ResourceName]string{gpu: "4"}}
+		if !dra {
+			spec.NodeName = node
+			require.NoError(t, h.CreatePods(h.Ctx, spec))
+			continue
+		}
+		pod := cluster.Pod(spec)
+		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+		_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, pod, metav1.CreateOptions{})
+		require.NoError(t, err)
 	}
+	_, err := h.WaitForPodsBound(h.Ctx, "default", "", len(fillers), bindTimeout)
+	require.NoError(t, err)
 	deleted := watchDeletions(t, h)
 
 	pg := cluster.PodGroup("default", "lws", 4)
 	pg.Annotations = map[string]string{flotillav1alpha1.RolesAnnotation: `[{"name": "leader", "minMember": 1},
 		{"name": "workers", "minMember": 3, "topologyRequired": "` + cluster.CliqueLabel + `"}]`}
-	_, err := h.PodGroups.SchedulingV1alpha1().PodGroups("default").Create(h.Ctx, pg, metav1.CreateOptions{})
+	_, err = h.PodGroups.SchedulingV1alpha1().PodGroups("default").Create(h.Ctx, pg, metav1.CreateOptions{})
 	require.NoError(t, err)
 	members := gangWithPriority("lws", 4, "1", "high")
 	for i := range members {
 		members[i].Memory = "4Gi"
 		members[i].Labels = map[string]string{flotillav1alpha1.RoleLabel: "workers"}
-		members[i].Extended = map[corev1.ResourceName]string{cluster.GPU: "4"}
+		members[i].Extended = map[corev1.ResourceName]string{gpu: "4"}
 	}
 	members[0].Labels[flotillav1alpha1.RoleLabel] = "leader"
 	members[0].Extended = nil
