@@ -106,7 +106,9 @@
 // chosen: fewest PDB violations (each budget counted down over all the
 // plan's victims, as the framework's FilterVictimsWithPDBViolation does:
 // three evictions under a budget that allows one are two violations), then
-// lowest top victim priority, then fewest victims. Before it is taken, the
+// lowest top victim priority, then lowest sum of victim priorities (each
+// counted from the lowest priority there is, so two low victims and a mid
+// one cost less than a low one and two mid), then fewest victims. Before it is taken, the
 // cheapest plan is simulated (the node's pods less its victims, with every
 // Filter plugin, the nominated pods and the queue's admission); where the
 // simulation objects, that node's search is redone simulating every step,
@@ -142,8 +144,11 @@
 // gang's domain: free room spread over several of the role's domains is
 // no room for it, and a victim set is kept only if the roles fit together
 // the way the gang's check will want them. Member-by-member planning,
-// blind to the roles' domains, is skipped for such a gang; the fewest
-// victims are found over the victim order instead.
+// blind to the roles' domains, is skipped for such a gang; instead the
+// first such role is pinned to each of its domains in turn, the fewest
+// victims found over the victim order for each, and the cheapest of those
+// plans taken (the victim order alone would take the domain it happens to
+// complete first, not the cheapest).
 //
 // Victims get the DisruptionTarget condition (reason
 // PreemptionByScheduler) and an event saying whether it was a preemption or

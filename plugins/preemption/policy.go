@@ -2,10 +2,12 @@ package preemption
 
 import (
 	"cmp"
+	"math"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 )
 
@@ -36,18 +38,24 @@ func mayEvict(who *preemptor, podPriority int32, podQueue string, charged func()
 }
 
 // planCost is a plan's cost (see cost), compared by compareCost.
-type planCost [3]int64
+type planCost [4]int64
 
-// cost ranks plans: fewer evictions a PodDisruptionBudget forbids (the
-// budgets counted down over all the plan's victims), then a lower top
-// victim priority, then fewer victims.
+// cost ranks plans as DefaultPreemption ranks nodes: fewer evictions a
+// PodDisruptionBudget forbids (the budgets counted down over all the plan's
+// victims), then a lower top victim priority, then a lower sum of victim
+// priorities, each counted from the lowest priority there is (so every
+// victim adds to it: two low victims and a mid one cost less than one low
+// and two mid), then fewer victims.
 func (pl *plan) cost(pdbs []*policyv1.PodDisruptionBudget) planCost {
-	top := int64(-1 << 31)
-	for _, u := range pl.victims {
-		top = max(top, int64(u.priority))
-	}
+	top := int64(math.MinInt32)
+	var sum int64
 	victims := pl.pods()
-	return planCost{int64(budgetViolations(victims, pdbs)), top, int64(len(victims))}
+	for _, m := range victims {
+		priority := int64(corev1helpers.PodPriority(m.info.GetPod()))
+		top = max(top, priority)
+		sum += priority - math.MinInt32
+	}
+	return planCost{int64(budgetViolations(victims, pdbs)), top, sum, int64(len(victims))}
 }
 
 func cheaper(a, b planCost) bool { return compareCost(a, b) < 0 }

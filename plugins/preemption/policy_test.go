@@ -1,6 +1,7 @@
 package preemption
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -68,16 +69,17 @@ func TestLessImportant(t *testing.T) {
 }
 
 // compareCost: fewer budget violations first, then a lower top victim
-// priority, then fewer victims.
+// priority, then a lower sum of victim priorities, then fewer victims.
 func TestCompareCost(t *testing.T) {
 	tests := []struct {
 		name  string
 		cheap planCost
 		dear  planCost
 	}{
-		{name: "fewer budget violations beat a lower priority", cheap: planCost{0, 100, 5}, dear: planCost{1, 0, 1}},
-		{name: "lower top priority beats fewer victims", cheap: planCost{0, 1, 9}, dear: planCost{0, 2, 1}},
-		{name: "fewer victims", cheap: planCost{0, 1, 1}, dear: planCost{0, 1, 2}},
+		{name: "fewer budget violations beat a lower priority", cheap: planCost{0, 100, 500, 5}, dear: planCost{1, 0, 0, 1}},
+		{name: "lower top priority beats a lower sum", cheap: planCost{0, 1, 9, 9}, dear: planCost{0, 2, 2, 1}},
+		{name: "lower sum of priorities beats fewer victims", cheap: planCost{0, 1, 3, 3}, dear: planCost{0, 1, 4, 2}},
+		{name: "fewer victims", cheap: planCost{0, 1, 1, 1}, dear: planCost{0, 1, 1, 2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,4 +89,17 @@ func TestCompareCost(t *testing.T) {
 			assert.Zero(t, compareCost(tt.cheap, tt.cheap))
 		})
 	}
+}
+
+// cost: plans with the same top victim priority and as many victims differ
+// by the sum of their priorities; a victim of the lowest priority there is
+// still costs more than none.
+func TestPlanCost(t *testing.T) {
+	lowLowMid := &plan{victims: []*unit{victimUnit(t, "a", 1, 10, false), victimUnit(t, "b", 1, 10, false), victimUnit(t, "c", 1, 100, false)}}
+	lowMidMid := &plan{victims: []*unit{victimUnit(t, "d", 1, 10, false), victimUnit(t, "e", 1, 100, false), victimUnit(t, "f", 1, 100, false)}}
+	assert.True(t, cheaper(lowLowMid.cost(nil), lowMidMid.cost(nil)), "%v, %v", lowLowMid.cost(nil), lowMidMid.cost(nil))
+	lowest := &plan{victims: []*unit{victimUnit(t, "g", 1, math.MinInt32, false)}}
+	assert.True(t, cheaper((&plan{}).cost(nil), lowest.cost(nil)))
+	twoLowest := &plan{victims: []*unit{victimUnit(t, "h", 1, math.MinInt32, false), victimUnit(t, "i", 1, math.MinInt32, false)}}
+	assert.True(t, cheaper(lowest.cost(nil), twoLowest.cost(nil)))
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -289,15 +290,44 @@ func (p *Preemption) planGang(ctx context.Context, cycle fwk.CycleState, who *pr
 	if _, ok := fits(seq); ok {
 		// Member by member places each member where its victims cost
 		// least, blind to the domains roles require; for such a gang the
-		// role-aware simulation chooses alone.
-		if len(who.roleDomains) == 0 {
-			if pl := p.memberByMember(ctx, cycle, who, w, seq); pl != nil {
-				return pl, ""
-			}
+		// domains are tried one by one instead.
+		if len(who.roleDomains) > 0 {
+			return p.planRolesDomainByDomain(ctx, cycle, who, w, seq), ""
+		}
+		if pl := p.memberByMember(ctx, cycle, who, w, seq); pl != nil {
+			return pl, ""
 		}
 		return minimal(seq, fits), ""
 	}
 	return nil, noRoom
+}
+
+// planRolesDomainByDomain plans room for a gang whose first role that
+// requires a domain could go to several: once with the role pinned to each
+// of them, keeping the cheapest plan. The shortest fitting prefix of the
+// victim order alone would pick whichever domain the order happens to
+// complete first (among equally important victims, the newest), not the
+// one whose victims cost least. Later roles' domains are left to the
+// simulation's first fit. seq fits unpinned, so some domain has a plan.
+func (p *Preemption) planRolesDomainByDomain(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, seq []*unit) *plan {
+	fitsWith := func(roles []state.RoleDomain) func(victims []*unit) (map[types.UID]string, bool) {
+		return func(victims []*unit) (map[types.UID]string, bool) {
+			return p.simulateWithRoles(ctx, cycle, who, roles, w, victims, w.nodes)
+		}
+	}
+	first := who.roleDomains[0]
+	var best *plan
+	for _, domain := range domainsOf(w.nodes, first.Level, first.Pinned) {
+		roles := slices.Clone(who.roleDomains)
+		roles[0].Pinned = []string{domain[0].Node().Labels[first.Level]}
+		if pl := minimal(seq, fitsWith(roles)); pl != nil && (best == nil || cheaper(pl.cost(w.pdbs), best.cost(w.pdbs))) {
+			best = pl
+		}
+	}
+	if best == nil {
+		best = minimal(seq, fitsWith(who.roleDomains))
+	}
+	return best
 }
 
 // roomOnNode is roomWithout for one pod on one node, with the node's room

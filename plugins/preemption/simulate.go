@@ -28,6 +28,12 @@ import (
 // pods. The preemptor's queue must admit it with the victims' share given
 // back.
 func (p *Preemption) simulate(ctx context.Context, base fwk.CycleState, who *preemptor, w *world, victims []*unit, nodes []fwk.NodeInfo) (map[types.UID]string, bool) {
+	return p.simulateWithRoles(ctx, base, who, who.roleDomains, w, victims, nodes)
+}
+
+// simulateWithRoles is simulate with the domains the roles require given
+// (some of them pinned by the caller), not the preemptor's own.
+func (p *Preemption) simulateWithRoles(ctx context.Context, base fwk.CycleState, who *preemptor, roles []state.RoleDomain, w *world, victims []*unit, nodes []fwk.NodeInfo) (map[types.UID]string, bool) {
 	if !w.admits(who, victims) {
 		return nil, false
 	}
@@ -36,7 +42,7 @@ func (p *Preemption) simulate(ctx context.Context, base fwk.CycleState, who *pre
 		return nil, false
 	}
 	placement := make(map[types.UID]string, len(who.members))
-	sc, rest := sc.placeRoles(nodes, placement)
+	sc, rest := sc.placeRoles(roles, nodes, placement)
 	if sc == nil {
 		return nil, false
 	}
@@ -63,30 +69,30 @@ func (sc *scene) placeFirstFit(m sized, nodes []fwk.NodeInfo, placement map[type
 	return false
 }
 
-// placeRoles places the members of each role that requires a domain of its
-// own (in the order the roles are declared) inside one domain of the
+// placeRoles places the members of each of the roles that requires a
+// domain of its own (in the order the roles are declared) inside one domain of the
 // role's level — the first, by label value, where all of them fit on what
 // the roles before it left — as the gang's own check will want them. It
 // returns the scene with them placed, and the members left to place
 // anywhere; a nil scene when a role's members fit in none of its domains.
 // (The gang's check searches the roles' domains further, so the evictions
 // this confirms are ones it accepts.)
-func (sc *scene) placeRoles(nodes []fwk.NodeInfo, placement map[types.UID]string) (*scene, []sized) {
+func (sc *scene) placeRoles(roles []state.RoleDomain, nodes []fwk.NodeInfo, placement map[types.UID]string) (*scene, []sized) {
 	who := sc.who
-	if len(who.roleDomains) == 0 {
+	if len(roles) == 0 {
 		return sc, who.largest()
 	}
 	byRole := map[string][]sized{}
 	var rest []sized
 	for _, m := range who.largest() {
 		role := who.roleOf(m.Pod)
-		if slices.ContainsFunc(who.roleDomains, func(r state.RoleDomain) bool { return r.Role == role }) {
+		if slices.ContainsFunc(roles, func(r state.RoleDomain) bool { return r.Role == role }) {
 			byRole[role] = append(byRole[role], m)
 		} else {
 			rest = append(rest, m)
 		}
 	}
-	for _, r := range who.roleDomains {
+	for _, r := range roles {
 		members := byRole[r.Role]
 		if len(members) == 0 {
 			continue
