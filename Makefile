@@ -89,12 +89,14 @@ bench:
 ## The batching cases (HostPortConflict, ResourceSaturation) run on and off (OpportunisticBatching)
 ## in both configurations, each with the case's own PodTopologySpread args (test/upstream). The gang
 ## cases run a third configuration, in-tree: upstream's own case with native PodGroups under the
-## in-tree GangScheduling plugin (GenericWorkload on), on the same nodes, gangs and pods.
+## in-tree GangScheduling plugin (GenericWorkload on), on the same nodes, gangs and pods; the
+## 1000-pod gangs also with the feature gates flotilla's Deployment ships (_ShippedGates).
 ## scheduler_perf starts an etcd binary from PATH: built here from the etcd module in go.mod.
 UPSTREAM_WORKLOADS ?= SchedulingBasic/5000Nodes_10000Pods PreemptionAsync/5000Nodes \
   SchedulingWithMixedChurn/5000Nodes_10000Pods Unschedulable/5kNodes/100Init/10kPods \
   GangScheduling/5000Nodes_1000Gangs_3000Pods GangScheduling/5000Nodes_2000Gangs_6000Pods \
   GangScheduling/5000Nodes_3000Gangs_9000Pods GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup \
+  GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup_ShippedGates \
   HostPortConflict/20000Nodes_20000Pods_1000BatchSize HostPortConflict/20000Nodes_20000Pods_OpportunisticBatchingDisabled \
   ResourceSaturation/20000Nodes_20000Pods_1000BatchSize ResourceSaturation/20000Nodes_20000Pods_OpportunisticBatchingDisabled
 UPSTREAM_RUNS ?= 3
