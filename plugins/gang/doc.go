@@ -50,8 +50,9 @@
 //     DRA an allocator's snapshot), and gangs release members in bursts
 //     that outrun an apiserver taking a claim write and a binding per
 //     member. Its members say WaitingForBindings; held gangs are
-//     activated oldest first, every 100 ms, as many as the room below the
-//     limit takes (pacing.go). Attempts under way go on, and a gang larger
+//     activated oldest first (by their PodGroup's age, so a gang let in and
+//     refused again keeps its place), every 100 ms, as many as the room
+//     below the limit takes (pacing.go). Attempts under way go on, and a gang larger
 //     than the limit starts whenever the backlog is below it, so pacing
 //     delays a gang but never stops one. When the
 //     attempt starts, the other pending members are activated so they follow

@@ -3,6 +3,7 @@ package gang
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,19 +30,35 @@ import (
 const pacingTick = 100 * time.Millisecond
 
 // pacer keeps the gangs whose attempt was refused for the backlog, oldest
-// refusal first, and lets them in as the backlog drains.
+// gang first (by the time the queue sorts it by), and lets them in as the
+// backlog drains. A gang let in and refused again (another took the room
+// first) goes back to its place by age, not to the end.
 type pacer struct {
 	mu   sync.Mutex
-	held []state.GroupKey
+	held []heldGang
 }
 
-// hold records key as waiting for the backlog to drain, once.
-func (p *pacer) hold(key state.GroupKey) {
+// heldGang is a gang waiting for the backlog, and the time it is ordered by.
+type heldGang struct {
+	key   state.GroupKey
+	since time.Time
+}
+
+// hold records key, of a gang whose queue time is since, as waiting for
+// the backlog to drain, once.
+func (p *pacer) hold(key state.GroupKey, since time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !slices.Contains(p.held, key) {
-		p.held = append(p.held, key)
+	if slices.ContainsFunc(p.held, func(h heldGang) bool { return h.key == key }) {
+		return
 	}
+	at, _ := slices.BinarySearchFunc(p.held, heldGang{key: key, since: since}, func(a, b heldGang) int {
+		if c := a.since.Compare(b.since); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key.String(), b.key.String())
+	})
+	p.held = slices.Insert(p.held, at, heldGang{key: key, since: since})
 }
 
 // release takes the gangs to let in with room members free below the
@@ -52,13 +69,13 @@ func (p *pacer) hold(key state.GroupKey) {
 func (p *pacer) release(room int, need func(state.GroupKey) int) []state.GroupKey {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := 0
-	for n < len(p.held) && room > 0 {
-		room -= max(need(p.held[n]), 1)
-		n++
+	var out []state.GroupKey
+	for len(out) < len(p.held) && room > 0 {
+		key := p.held[len(out)].key
+		room -= max(need(key), 1)
+		out = append(out, key)
 	}
-	out := slices.Clone(p.held[:n])
-	p.held = slices.Delete(p.held, 0, n)
+	p.held = slices.Delete(p.held, 0, len(out))
 	return out
 }
 

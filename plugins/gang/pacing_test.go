@@ -35,9 +35,9 @@ func TestPacerRelease(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var p pacer
-			for _, name := range tc.held {
-				p.hold(key(name))
-				p.hold(key(name)) // held once however many members are refused
+			for i, name := range tc.held {
+				p.hold(key(name), t0.Add(time.Duration(i)*time.Second))
+				p.hold(key(name), t0) // held once however many members are refused
 			}
 			got := p.release(tc.room, func(k state.GroupKey) int { return needs[k.Name] })
 			var names []string
@@ -46,13 +46,31 @@ func TestPacerRelease(t *testing.T) {
 			}
 			assert.Equal(t, tc.want, names)
 			var left []string
-			for _, k := range p.held {
-				left = append(left, k.Name)
+			for _, h := range p.held {
+				left = append(left, h.key.Name)
 			}
 			assert.Equal(t, tc.wantLeft, left)
 			assert.Equal(t, len(tc.wantLeft) > 0, p.holding())
 		})
 	}
+}
+
+// A gang let in and refused again goes back to its place by age, ahead
+// of younger gangs held meanwhile, not to the end.
+func TestPacerHoldsOldestFirst(t *testing.T) {
+	key := func(name string) state.GroupKey { return state.GroupKey{Namespace: "ns", Name: name} }
+	var p pacer
+	p.hold(key("old"), t0)
+	p.hold(key("young"), t0.Add(2*time.Second))
+	require.Equal(t, []state.GroupKey{key("old")}, p.release(1, func(state.GroupKey) int { return 1 }))
+	p.hold(key("younger"), t0.Add(3*time.Second))
+	p.hold(key("middle"), t0.Add(time.Second))
+	p.hold(key("old"), t0) // let in, refused again
+	var order []string
+	for _, h := range p.held {
+		order = append(order, h.key.Name)
+	}
+	assert.Equal(t, []string{"old", "middle", "young", "younger"}, order)
 }
 
 // No gang starts while maxMembersInFlight members of gangs are placed and

@@ -144,7 +144,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 			g.shared.activateAfterBackoff(logger, key, backoff)
 		}
 		if paced {
-			g.shared.pacer.hold(key)
+			g.shared.pacer.hold(key, g.store.GroupTime(key, pod.CreationTimestamp.Time))
 			gangsPaced.Inc()
 		}
 		if doesNotFitNow {
