@@ -562,12 +562,8 @@ func preemptionPlansRoomPerRole(t *testing.T, dra bool) {
 			}
 		}
 	}
-	if !assert.Equal(t, []string{"filler-clique-a-0", "filler-clique-a-1", "filler-clique-a-2"}, taken, "evicted: %v", why) {
-		evs, _ := h.Client.EventsV1().Events("default").List(h.Ctx, metav1.ListOptions{})
-		for _, e := range evs.Items {
-			t.Logf("DEBUG %s %s %s: %s", e.CreationTimestamp.Format("15:04:05.000"), e.Regarding.Name, e.Reason, e.Note)
-		}
-	}
+	// On failure the harness prints the events and pods: the timeline.
+	assert.Equal(t, []string{"filler-clique-a-0", "filler-clique-a-1", "filler-clique-a-2"}, taken, "evicted: %v", why)
 	for pod, node := range placed {
 		if pod != members[0].Name { // the leader goes wherever it fits
 			assert.True(t, strings.HasPrefix(node, "clique-a-"), "worker %s on %s", pod, node)
