@@ -109,6 +109,26 @@ func TestQueueingHints(t *testing.T) {
 	}
 }
 
+// A binding is an assigned pod's Add, and the queue runs the hints of the
+// plugin that gates a pod at PreEnqueue for every pod it gates whenever one
+// of that plugin's events happens. So no event Gang registers may match a
+// binding, or every binding of a big gang costs a hint run per gated member
+// of the gangs still being created; a member's creation (an unscheduled
+// pod's Add) is the event that completes a count. A member that arrives
+// bound is reported by the store instead (TestMemberArrivingBoundWakesItsGang
+// in test/integration).
+func TestEventsToRegisterSkipBindings(t *testing.T) {
+	g, _ := testGang(t, nil, nil)
+	events, err := g.EventsToRegister(context.Background())
+	require.NoError(t, err)
+	var onCreation bool
+	for _, e := range events {
+		assert.False(t, framework.MatchClusterEvents(e.Event, framework.EventAssignedPodAdd), "event %s matches a binding", e.Event.Label())
+		onCreation = onCreation || framework.MatchClusterEvents(e.Event, framework.EventUnscheduledPodAdd)
+	}
+	assert.True(t, onCreation, "a member's creation re-queues its gated siblings")
+}
+
 // PreEnqueue lets a member into the queue only once its PodGroup exists,
 // is valid and has minMember pods; a gated member is told why.
 func TestPreEnqueue(t *testing.T) {

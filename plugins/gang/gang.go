@@ -241,8 +241,18 @@ func (g *Gang) badRoles(pod *corev1.Pod, pg *schedv1alpha1.PodGroup) string {
 // them proceed.
 func (g *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
-		// A new member can complete a gang's pod count.
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: g.isSchedulableAfterMemberAdded},
+		// A new member can complete a gang's pod count. Unscheduled pods
+		// only: every binding is an assigned pod's Add, and the queue runs
+		// the gating plugin's hint for every member it holds at PreEnqueue
+		// on each, under its lock, on the informer's goroutine. A 1000-pod
+		// gang binding while the next one's members were created cost a
+		// million hint runs and held back every pod event for seconds
+		// (docs/benchmarks.md). A member that arrives bound is reported by
+		// the store instead (sharedFor). kube-scheduler reports an
+		// unscheduled pod's Add to other pods only with GenericWorkload
+		// on; without it the member that completes the count passes its
+		// own PreEnqueue and starts the gang, which activates the rest.
+		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Add}, QueueingHintFn: g.isSchedulableAfterMemberAdded},
 		// A created PodGroup or a lowered minMember can release its pods.
 		{Event: fwk.ClusterEvent{Resource: podGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: g.isSchedulableAfterPodGroupChange},
 		// Freed or added capacity can let a refused gang fit.

@@ -308,6 +308,25 @@ func (s *Store) OnMemberChange(f func(GroupKey)) error {
 	return err
 }
 
+// OnMemberAddedBound calls f with the group of every member pod that
+// appears already bound to a node (created with spec.nodeName, or first
+// seen after its binding). Such a member counts toward its group's pods
+// but passes no PreEnqueue of its own, so it is the one arrival the
+// scheduling queue's own events would have to report for the gated
+// siblings it completes.
+func (s *Store) OnMemberAddedBound(f func(GroupKey)) error {
+	_, err := s.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			if pod, ok := unwrap(obj).(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+				if key, ok := GroupOf(pod); ok {
+					f(key)
+				}
+			}
+		},
+	})
+	return err
+}
+
 // NewStatic returns a Store over fixed PodGroups and pods, not connected to
 // any apiserver: for unit tests of the plugins that read it.
 func NewStatic(groups []*schedv1alpha1.PodGroup, pods []*corev1.Pod) *Store {

@@ -182,6 +182,25 @@ func TestPodGroupCreatedAfterItsPods(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// A member created already bound (spec.nodeName set, as a controller that
+// places its own pods does) completes its gang's count: the members held
+// at PreEnqueue for it are let in. The scheduling queue does not report
+// an assigned pod to Gang (bindings would cost a hint run per gated
+// member), so the store's informer does; the PodGroup's status, rewritten
+// with one more member scheduled, wakes them too, a little later.
+func TestMemberArrivingBoundWakesItsGang(t *testing.T) {
+	h := startCluster(t, "scheduler-config.yaml", nodes(2, "8")...)
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "prebound", 3))
+	members := cluster.GangPods("default", "prebound", 3, "2")
+	require.NoError(t, h.CreatePods(h.Ctx, members[:2]...))
+	_, err := h.WaitForEvent(h.Ctx, "default", members[0].Name, string(reasons.WaitingForMembers), bindTimeout)
+	require.NoError(t, err, "held at PreEnqueue for its third member")
+	members[2].NodeName = "node-000"
+	require.NoError(t, h.CreatePods(h.Ctx, members[2]))
+	_, err = h.WaitForPodsBound(h.Ctx, "default", gangSelector+"prebound", 3, bindTimeout)
+	require.NoError(t, err)
+}
+
 // 7. What the Kubeflow training operator creates for a PyTorchJob with
 // scheduler-plugins gang scheduling, unchanged but schedulerName.
 const pytorchJobObjects = `
