@@ -14,7 +14,10 @@
 //   - PreEnqueue: a member enters the queue only when its PodGroup exists
 //     with minMember >= 1 and at least minMember of its pods exist or
 //     Succeeded. It is re-queued by pod and PodGroup events (queueing
-//     hints) and by a member's success, not a timer.
+//     hints) and by a member's success, not a timer. Bindings are not among
+//     those events: the queue would run the hint for every held member on
+//     each one. A member that arrives already bound is reported by the
+//     store's informer instead.
 //   - PreFilter: the first member of an attempt checks, by first-fit
 //     decreasing over each node's free capacity, that the members still
 //     needed for the quorum fit; if not the gang is refused before anything
