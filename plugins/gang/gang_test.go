@@ -201,7 +201,8 @@ func TestUnplacedShort(t *testing.T) {
 			pending := []capacity.Resources{member, member}
 			view := capacity.NewFreeView(tc.nodes, nil)
 			f := capacity.FirstFit(pending, view.All(), view)
-			assert.Equal(t, tc.want, unplacedShort(pending, view, &f))
+			pods := []*corev1.Pod{st.MakePod().Name("a").UID("a").Obj(), st.MakePod().Name("b").UID("b").Obj()}
+			assert.Equal(t, tc.want, unplacedShort(pending, []int{0, 1}, newMemberCheck(pods, tc.nodes, nil), view, &f))
 		})
 	}
 }
@@ -593,7 +594,7 @@ func TestQuorumCheckHandsOtherPlansToTheAllocator(t *testing.T) {
 		otherPlan  bool
 		wantReason string
 	}{
-		{name: "another gang's plan holds domain a", otherPlan: true, wantReason: "needs 1 devices of class gpu.example.com: 0 free"},
+		{name: "another gang's plan holds domain a", otherPlan: true, wantReason: "member g0: its device claims cannot be allocated on 1 node(s) with room for it by count"},
 		{name: "no other plan", otherPlan: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -44,14 +44,20 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 	}
 	var count quorum.Count
 	var unblocked []state.GroupKey
+	var deferred map[string]*corev1.Pod
 	g.store.Lock(func(locked *state.Locked) {
 		gang := locked.Gang(key)
 		count = locked.Quorum(gang, pg)
 		if count.Reached() && gang.Attempting() {
 			gangWaitSeconds.Observe(locked.AttemptAge(gang).Seconds())
 			unblocked = locked.FinishPlacing(gang)
+			deferred = locked.TakeDeferred(gang)
 		}
 	})
+	if len(deferred) > 0 {
+		// The quorum is placed: the members the plan left out place now.
+		g.handle.Activate(klog.FromContext(ctx), deferred)
+	}
 	g.shared.status.Enqueue(key)
 	if !count.Reached() {
 		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("gang %s has %d of %d members placed or succeeded%s", key, count.Counted(), pg.Spec.MinMember, rolesShort(count))), g.timeout(pg)
@@ -107,6 +113,10 @@ func (g *Gang) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
+	if _, err := cycle.Read(deferredKey); err == nil {
+		// It waits for the planned members; PreFilter said so.
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
 	if _, err := cycle.Read(plannedKey); err == nil {
 		var attempt bool
 		g.store.Lock(func(locked *state.Locked) { attempt = locked.AbandonPlan(locked.Gang(key)) })
@@ -132,6 +142,7 @@ func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why, reason 
 	pg := g.store.PodGroup(key)
 	var ended bool
 	var unblocked []state.GroupKey
+	var deferred map[string]*corev1.Pod
 	g.store.Lock(func(locked *state.Locked) {
 		gang := locked.Gang(key)
 		if locked.Quorum(gang, pg).Reached() && !gang.Attempting() {
@@ -144,9 +155,13 @@ func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why, reason 
 		}
 		ended = true
 		unblocked = locked.FailAttempt(gang, why, g.backoff)
+		deferred = locked.TakeDeferred(gang)
 	})
 	if !ended {
 		return false
+	}
+	if len(deferred) > 0 {
+		g.handle.Activate(klog.FromContext(ctx), deferred)
 	}
 	gangRejections.WithLabelValues(reason).Inc()
 	klog.FromContext(ctx).V(2).Info("Gang attempt failed", "gang", key.String(), "reason", why)

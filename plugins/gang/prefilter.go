@@ -56,7 +56,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 
 	var status *fwk.Status
 	preempts := g.store.GangPreemption(g.handle.ProfileName())
-	var started, doesNotFitNow, paced bool
+	var started, doesNotFitNow, paced, deferred bool
 	var window, confine []string
 	var backoff time.Duration
 	var unblocked []state.GroupKey
@@ -95,7 +95,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 				confine = roleConfined(locked, gang, topo, pod, nodes, confine)
 			}
 		case followAttempt:
-			window, confine = steer(locked, gang, topo, pod, nodes)
+			window, confine, deferred = followPlan(locked, gang, topo, pod, nodes)
 		case waitTurn:
 			if v.nextTurn {
 				locked.WaitForRoom(gang)
@@ -135,10 +135,19 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 			locked.StartPlacing(gang, v.fit.plan)
 			locked.Confine(gang, v.fit.domain)
 			locked.ConfineRoles(gang, v.fit.roleDomains)
-			window, confine = steer(locked, gang, topo, pod, nodes)
+			window, confine, deferred = followPlan(locked, gang, topo, pod, nodes)
 			started = true
 		}
 	})
+	if deferred {
+		cycle.Write(deferredKey, deferredMember{})
+		if started {
+			logger.V(4).Info("Gang attempt started")
+			g.activateSiblings(ctx, pod, key)
+		}
+		g.shared.status.Enqueue(key)
+		return nil, fwk.NewStatus(fwk.Unschedulable, reasons.WaitingForTurn.Say("gang %s: member %s waits its turn: its gang's plan places other members for the quorum, and it is placed once they are", key, pod.Name))
+	}
 	if status != nil {
 		if backoff > 0 {
 			g.shared.activateAfterBackoff(logger, key, backoff)
@@ -176,6 +185,31 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 // for the score plugins (binpack) to still choose, few enough that a
 // member's filter and score cost does not grow with the cluster.
 const planWindow = 16
+
+// followPlan is where a member of a gang whose attempt runs goes: a
+// member the plan names to its own planned node only (the plan judged it
+// there); a member the plan does not name waits (deferred) while the plan
+// is followed, so it cannot take a planned member's node; once the plan
+// is abandoned, as steer says.
+func followPlan(locked *state.Locked, gang *state.Gang, topo *topology, pod *corev1.Pod, nodes []fwk.NodeInfo) (window, confine []string, deferred bool) {
+	if node, ok := gang.PlannedNode(pod.UID); ok {
+		return []string{node}, nil, false
+	}
+	if gang.FollowsPlan() {
+		locked.Defer(gang, pod)
+		return nil, nil, true
+	}
+	window, confine = steer(locked, gang, topo, pod, nodes)
+	return window, confine, false
+}
+
+// deferredKey marks, in the cycle state, a member that waits for the
+// planned members of its gang's attempt: its PostFilter ends nothing.
+const deferredKey fwk.StateKey = "flotilla.dev/gang-deferred"
+
+type deferredMember struct{}
+
+func (deferredMember) Clone() fwk.StateData { return deferredMember{} }
 
 // plannedKey marks, in the cycle state, a member steered to planned nodes.
 const plannedKey fwk.StateKey = "flotilla.dev/gang-planned"
@@ -230,124 +264,211 @@ func (g *Gang) activateSiblings(ctx context.Context, pod *corev1.Pod, key state.
 // quorumDoesNotFit tries to place the members still needed for the quorum,
 // largest first, each on the first node with room left (first-fit
 // decreasing) over the nodes' free capacity less what other placing gangs
-// hold. It compares per node, not cluster-wide sums, so free capacity
-// scattered in fragments too small for any member does not pass
-// (scheduler-plugins #429). For gangs of identical members, the usual
-// case, first-fit is exact. It returns why the quorum cannot fit, or "",
-// and where the members went: the attempt's plan.
+// hold, and each judged on that node as the scheduler's Filter will judge
+// it (memberCheck: its node selector, affinity and tolerations, and its
+// device claims allocated with what earlier members took marked
+// allocated). It compares per node, not cluster-wide sums, so free
+// capacity scattered in fragments too small for any member does not pass
+// (scheduler-plugins #429). It returns why the quorum cannot fit, or "",
+// and where the members went: the attempt's plan, naming each member's
+// node.
 //
 // A gang with a topology is fitted level by level (topology.levels) into
 // one domain of the level, the best fit among those it fits (see
 // topology.go); the domain's nodes are returned to confine the attempt.
+//
+// The members beyond each role's minimum are first the smallest pending
+// ones (QuorumChoice); when those cannot be placed, the plan chooses among
+// all pending members the ones it can place, each in its role's domain
+// (fillExtras).
 func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, locked *state.Locked, held map[string]capacity.Resources, topo *topology) fitOutcome {
-	members, short := locked.StillNeeded(gang, pg, nil)
-	if short > 0 {
-		return fitOutcome{reason: reasons.WaitingForMembers.Say("gang %s needs %d more members but only %d are pending", gang.Key, len(members)+short, len(members))}
+	choice := locked.QuorumChoice(gang, pg, nil)
+	primaryCount := len(choice.Required) + min(choice.Extra, len(choice.Candidates))
+	if choice.Short > 0 {
+		return fitOutcome{reason: reasons.WaitingForMembers.Say("gang %s needs %d more members but only %d are pending", gang.Key, primaryCount+choice.Short, primaryCount)}
 	}
-	if len(members) == 0 {
+	if primaryCount == 0 {
 		return fitOutcome{}
 	}
-	need := len(members)
+	// Every pending member the plan may choose, the smallest-first choice
+	// leading: a claim two of those share is checked among them.
+	members := append(append([]*corev1.Pod{}, choice.Required...), choice.Candidates...)
+	isPrimary := make(map[*corev1.Pod]bool, primaryCount)
+	for _, m := range members[:primaryCount] {
+		isPrimary[m] = true
+	}
 	// Devices a member's claims take count beside its requests, under
 	// their class's key (see package devices).
 	catalog := g.store.Devices().Catalog()
-	pending := make([]capacity.Resources, need)
+	all := make([]capacity.Resources, len(members))
 	for i, m := range members {
-		pending[i] = capacity.Request(m)
+		all[i] = capacity.Request(m)
 		demand, err := catalog.Demand(m)
 		if err != nil {
 			return fitOutcome{reason: reasons.WaitingForClaims.Say("gang %s waits: %v", gang.Key, err)}
 		}
-		pending[i].Add(demand)
+		all[i].Add(demand)
 	}
 	if claim, users := catalog.SharedUnallocated(); claim != "" {
 		return fitOutcome{reason: reasons.InvalidSpec.Say("gang %s waits: ResourceClaim %s is shared by members %s and not allocated: the scheduler allocates a claim for one pod at a time, so members placed together cannot share it before it is allocated (give each member its own claim from a ResourceClaimTemplate, or run one pod of the claim first)", gang.Key, claim, strings.Join(users, ", "))}
 	}
-	// Largest first, the members in the same order: where a count of
-	// devices cannot judge their claims, the allocator confirms how many
-	// of them a node takes, in the order first fit places them.
-	order := make([]int, need)
+	// Largest first: first-fit decreasing. The check and the plan name
+	// members by their index in this order.
+	order := make([]int, len(members))
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(i, j int) bool { return pending[order[j]].Less(pending[order[i]]) })
-	sortedPending, sortedMembers := make([]capacity.Resources, need), make([]*corev1.Pod, need)
+	sort.SliceStable(order, func(i, j int) bool { return all[order[j]].Less(all[order[i]]) })
+	sortedAll, sortedMembers := make([]capacity.Resources, len(members)), make([]*corev1.Pod, len(members))
+	var primary []int
 	for i, at := range order {
-		sortedPending[i], sortedMembers[i] = pending[at], members[at]
+		sortedAll[i], sortedMembers[i] = all[at], members[at]
+		if isPrimary[members[at]] {
+			primary = append(primary, i)
+		}
 	}
-	pending = sortedPending
+	pending := make([]capacity.Resources, len(primary))
+	for j, i := range primary {
+		pending[j] = sortedAll[i]
+	}
+	plan := planOf(sortedMembers, primary)
 
 	view := capacity.NewFreeView(nodes, held)
-	keys := catalog.Keys(pending...)
+	keys := catalog.Keys(sortedAll...)
 	var deviceErr error
+	var ledger *devices.Ledger
 	if len(keys) > 0 {
 		if held != nil {
 			deviceErr = catalog.Hold(locked.PlannedPods(gang))
 		}
+		// The count rules nodes out; the ledger, member by member, rules
+		// them in.
 		view.CountDevices(func(n fwk.NodeInfo) capacity.Resources {
-			free, err := catalog.FreeFor(ctx, n.Node(), keys, sortedMembers)
+			free, err := catalog.FreeOn(ctx, n.Node(), keys)
 			if err != nil && deviceErr == nil {
 				deviceErr = err
 			}
 			return free
 		})
+		var err error
+		if ledger, err = catalog.Ledger(ctx); err != nil && deviceErr == nil {
+			deviceErr = err
+		}
 	}
-	anywhereFit := func() fitOutcome {
-		f := capacity.FirstFit(pending, view.All(), view)
+	check := newMemberCheck(sortedMembers, nodes, ledger)
+	devicesFailed := func() error {
 		if deviceErr != nil {
-			return fitOutcome{reason: reasons.InvalidSpec.Say("gang %s waits: reading devices: %v", gang.Key, deviceErr)}
+			return deviceErr
 		}
-		if f.Placed < need {
-			if short := devicesShort(ctx, catalog, keys, pending, view); short != "" {
-				if catalog.Capped() {
-					short += " (free: what the allocator can allocate to these claims together, fewer than the devices not allocated: their selectors or constraints, or devices that share counters)"
+		if ledger != nil {
+			return ledger.Err()
+		}
+		return nil
+	}
+	outcome := func() fitOutcome {
+		anywhereFit := func() fitOutcome {
+			f := capacity.FirstFitChecked(nil, pending, primary, view.All(), view, check)
+			if err := devicesFailed(); err != nil {
+				return fitOutcome{reason: reasons.InvalidSpec.Say("gang %s waits: reading devices: %v", gang.Key, err)}
+			}
+			if f.Placed < len(pending) {
+				if short := devicesShort(ctx, catalog, keys, pending, view); short != "" {
+					return fitOutcome{reason: reasons.InsufficientResources.Say("gang %s does not fit: %s", gang.Key, short)}
 				}
-				return fitOutcome{reason: reasons.InsufficientResources.Say("gang %s does not fit: %s", gang.Key, short)}
+				return fitOutcome{reason: reasons.InsufficientResources.Say("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity; %s", gang.Key, f.Placed, len(pending), pg.Spec.MinMember, unplacedShort(pending, primary, check, view, &f))}
 			}
-			return fitOutcome{reason: reasons.InsufficientResources.Say("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity; %s", gang.Key, f.Placed, need, pg.Spec.MinMember, unplacedShort(pending, view, &f))}
-		}
-		if short := minResourcesShort(pg, pending, view, &f); short != "" {
-			return fitOutcome{reason: reasons.InsufficientResources.Say("gang %s does not fit: its minResources exceed the cluster's free capacity (%s)", gang.Key, short)}
-		}
-		return fitOutcome{plan: withPods(f.Plan, sortedMembers)}
-	}
-	if topo == nil {
-		return anywhereFit()
-	}
-	placedOn := locked.PlacedOn(gang)
-	var devicesTotal func(fwk.NodeInfo, corev1.ResourceName) (int64, bool)
-	if len(keys) > 0 {
-		devicesTotal = func(n fwk.NodeInfo, key corev1.ResourceName) (int64, bool) {
-			if !slices.Contains(keys, key) {
-				return 0, false
+			if short := minResourcesShort(pg, pending, view, &f); short != "" {
+				return fitOutcome{reason: reasons.InsufficientResources.Say("gang %s does not fit: its minResources exceed the cluster's free capacity (%s)", gang.Key, short)}
 			}
-			counts, err := catalog.CountOn(ctx, n.Node(), keys)
-			if err != nil {
-				return 0, false
-			}
-			return counts.Total[key], true
+			return fitOutcome{plan: withPods(f.Plan, plan)}
 		}
-	}
-	scale := requestedScale(pending, nodes, devicesTotal)
-	if len(topo.roles) > 0 {
-		return g.fitRoles(locked, gang, pg, topo, nodes, view, scale, pending, sortedMembers, placedOn, func() error { return deviceErr })
-	}
-	var why []string
-	for _, level := range topo.levels {
-		if level == anywhere {
+		if topo == nil {
 			return anywhereFit()
 		}
-		best, largest, most := chooseDomain(domainsOf(level, nodes), pinnedValues(level, placedOn, nodes), pending, view, scale)
-		if best != nil {
-			return fitOutcome{plan: withPods(best.Plan, sortedMembers), domain: nodeNames(best.domain, nodes)}
+		placedOn := locked.PlacedOn(gang)
+		var devicesTotal func(fwk.NodeInfo, corev1.ResourceName) (int64, bool)
+		if len(keys) > 0 {
+			devicesTotal = func(n fwk.NodeInfo, key corev1.ResourceName) (int64, bool) {
+				if !slices.Contains(keys, key) {
+					return 0, false
+				}
+				counts, err := catalog.CountOn(ctx, n.Node(), keys)
+				if err != nil {
+					return 0, false
+				}
+				return counts.Total[key], true
+			}
 		}
-		if largest.nodes == nil {
-			why = append(why, fmt.Sprintf("no %s domain holds its placed members", level))
-			continue
+		scale := requestedScale(sortedAll, nodes, devicesTotal)
+		if len(topo.roles) > 0 {
+			return g.fitRoles(locked, gang, pg, topo, nodes, view, scale, sortedAll, sortedMembers, primary, nil, check, placedOn, devicesFailed)
 		}
-		why = append(why, fmt.Sprintf("no %s domain has room for %d members (largest free: %s, %d)", level, need, largest.value, most))
+		var why []string
+		for _, level := range topo.levels {
+			if level == anywhere {
+				return anywhereFit()
+			}
+			best, largest, most := chooseDomain(domainsOf(level, nodes), pinnedValues(level, placedOn, nodes), pending, primary, check, view, scale)
+			if best != nil {
+				return fitOutcome{plan: withPods(best.Plan, plan), domain: nodeNames(best.domain, nodes)}
+			}
+			if largest.nodes == nil {
+				why = append(why, fmt.Sprintf("no %s domain holds its placed members", level))
+				continue
+			}
+			why = append(why, fmt.Sprintf("no %s domain has room for %d members (largest free: %s, %d)", level, len(pending), largest.value, most))
+		}
+		if err := devicesFailed(); err != nil {
+			return fitOutcome{reason: reasons.InvalidSpec.Say("gang %s waits: reading devices: %v", gang.Key, err)}
+		}
+		return fitOutcome{reason: reasons.WaitingForTopologyDomain.Say("gang %s does not fit: %s", gang.Key, strings.Join(why, "; "))}
+	}()
+	if outcome.reason == "" || choice.Extra == 0 || len(choice.Candidates) <= choice.Extra {
+		return outcome
 	}
-	return fitOutcome{reason: reasons.WaitingForTopologyDomain.Say("gang %s does not fit: %s", gang.Key, strings.Join(why, "; "))}
+	// The smallest members beyond the roles' minimums cannot be placed
+	// (their role's domain is full, their claims match no free device):
+	// the plan chooses among every pending member.
+	required := make([]int, 0, len(choice.Required))
+	var candidates []int
+	isRequired := make(map[*corev1.Pod]bool, len(choice.Required))
+	for _, m := range choice.Required {
+		isRequired[m] = true
+	}
+	for i, m := range sortedMembers {
+		if isRequired[m] {
+			required = append(required, i)
+		}
+	}
+	// Candidates smallest first, as QuorumChoice lists them.
+	at := make(map[*corev1.Pod]int, len(sortedMembers))
+	for i, m := range sortedMembers {
+		at[m] = i
+	}
+	for _, m := range choice.Candidates {
+		candidates = append(candidates, at[m])
+	}
+	t := topo
+	if t == nil {
+		t = &topology{levels: []string{anywhere}}
+	}
+	placedOn := locked.PlacedOn(gang)
+	scale := requestedScale(sortedAll, nodes, nil)
+	chosen := g.fitRoles(locked, gang, pg, t, nodes, view, scale, sortedAll, sortedMembers, required, &extraMembers{candidates: candidates, need: choice.Extra}, check, placedOn, devicesFailed)
+	if chosen.reason != "" {
+		return outcome
+	}
+	return chosen
+}
+
+// planOf names the members of a fit over ids: the pod of each of the
+// fit's requests, in the fit's order.
+func planOf(members []*corev1.Pod, ids []int) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(ids))
+	for j, i := range ids {
+		out[j] = members[i]
+	}
+	return out
 }
 
 // withPods names the members each slot of the plan was planned for, out
@@ -409,7 +530,10 @@ func devicesShort(ctx context.Context, catalog *devices.Catalog, keys []corev1.R
 // memory 1Gi: the most free on one node is cpu 3500m on node n3, 12 on
 // all 8 nodes"). When every resource is free somewhere but never all on one
 // node, it says so.
-func unplacedShort(pending []capacity.Resources, v *capacity.FreeView, f *capacity.Fit) string {
+//
+// ids name the pending members to check; when it refused the largest
+// unplaced member on nodes with room, it says that instead.
+func unplacedShort(pending []capacity.Resources, ids []int, check *memberCheck, v *capacity.FreeView, f *capacity.Fit) string {
 	placed := make([]bool, len(pending))
 	for _, slot := range f.Plan {
 		for _, r := range slot.Took {
@@ -451,6 +575,9 @@ func unplacedShort(pending []capacity.Resources, v *capacity.FreeView, f *capaci
 		left = fmt.Sprintf("%d members have", n)
 	}
 	what := fmt.Sprintf("%s no node; the largest needs %s", left, strings.Join(needs, ", "))
+	if why := check.why(ids[largest]); why != "" {
+		return what + "; " + why
+	}
 	if len(short) == 0 {
 		return what + ", which no node has free together"
 	}

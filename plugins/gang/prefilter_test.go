@@ -111,7 +111,7 @@ func TestPreFilterPlacesGangsSideBySide(t *testing.T) {
 		wantCCode fwk.Code
 		wantCMsg  string
 	}{
-		{name: "fits beside the placing gang", bSize: 2, wantCode: fwk.Success, wantPlan: []string{"n2", "n3"}},
+		{name: "fits beside the placing gang", bSize: 2, wantCode: fwk.Success, wantPlan: []string{"n2"}},
 		{name: "fits only once the placing gang is done: waits and has the next turn", bSize: 3, tryC: true,
 			wantCode: fwk.Unschedulable, wantMsg: "placing gang(s) ns/a hold the room its quorum needs",
 			wantCCode: fwk.Unschedulable, wantCMsg: "gang ns/b waits for room first"},
@@ -132,7 +132,10 @@ func TestPreFilterPlacesGangsSideBySide(t *testing.T) {
 			ctx := context.Background()
 			res, status := g.PreFilter(ctx, framework.NewCycleState(), a[0], nodes)
 			require.True(t, status.IsSuccess(), status.Message())
-			require.Equal(t, []string{"n0", "n1"}, sortedNames(res), "a plans the first nodes")
+			require.Equal(t, []string{"n0"}, sortedNames(res), "a plans the first nodes, each member held to its own")
+			res, status = g.PreFilter(ctx, framework.NewCycleState(), a[1], nodes)
+			require.True(t, status.IsSuccess(), status.Message())
+			require.Equal(t, []string{"n1"}, sortedNames(res), "a's second member is held to the second node")
 			assert.True(t, h.activated["ns/a-1"], "a's sibling follows at once")
 			if tc.offPlan {
 				g.store.Lock(func(locked *state.Locked) {

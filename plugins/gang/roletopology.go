@@ -29,7 +29,12 @@ import (
 // domain of their own: for each of the gang's levels, the best fit among
 // the gang's domains (those its placed members allow) in which every role
 // fits, as quorumDoesNotFit does for a gang without.
-func (g *Gang) fitRoles(locked *state.Locked, gang *state.Gang, pg *schedv1alpha1.PodGroup, topo *topology, nodes []fwk.NodeInfo, view *capacity.FreeView, scale capacity.Resources, pending []capacity.Resources, members []*corev1.Pod, placedOn []string, deviceErr func() error) fitOutcome {
+//
+// pending and members are every member the check may place (largest
+// first); ids are those to place, and extras (nil: none) the members the
+// plan chooses beyond them (see fillExtras). check judges each member on
+// its node.
+func (g *Gang) fitRoles(locked *state.Locked, gang *state.Gang, pg *schedv1alpha1.PodGroup, topo *topology, nodes []fwk.NodeInfo, view *capacity.FreeView, scale capacity.Resources, pending []capacity.Resources, members []*corev1.Pod, ids []int, extras *extraMembers, check *memberCheck, placedOn []string, deviceErr func() error) fitOutcome {
 	progress := map[string]string{}
 	for _, r := range locked.Quorum(gang, pg).Roles {
 		progress[r.Name] = fmt.Sprintf("(%d of its minimum %d placed)", r.Placed+r.Succeeded, r.MinMember)
@@ -51,7 +56,7 @@ func (g *Gang) fitRoles(locked *state.Locked, gang *state.Gang, pg *schedv1alpha
 		var bestAt, nearestAt domain
 		var bestLeft float64
 		for _, d := range candidates {
-			search := newRoleSearch(topo, nodes, view, scale, pending, members, placedByRole, progress)
+			search := newRoleSearch(topo, nodes, view, scale, pending, members, ids, extras, check, placedByRole, progress)
 			if !search.within(d.nodes) {
 				if nearest == nil || search.depth > nearest.depth {
 					nearest, nearestAt = search, d
@@ -67,7 +72,7 @@ func (g *Gang) fitRoles(locked *state.Locked, gang *state.Gang, pg *schedv1alpha
 			if err := deviceErr(); err != nil {
 				return fitOutcome{reason: reasons.InvalidSpec.Say("gang %s waits: reading devices: %v", gang.Key, err)}
 			}
-			if short := minResourcesShort(pg, pending, view, best.last()); short != "" {
+			if short := minResourcesShort(pg, best.placedRequests(), view, best.last()); short != "" {
 				return fitOutcome{reason: reasons.InsufficientResources.Say("gang %s does not fit: its minResources exceed the cluster's free capacity (%s)", gang.Key, short)}
 			}
 			out := fitOutcome{plan: best.plan(members), roleDomains: best.roleDomains()}
@@ -122,15 +127,33 @@ type roleSearch struct {
 	depth int
 	// fits[k] and domains[k] are where roles[k]'s members went (fits
 	// chained in role order; domains nil for anywhere in the gang's).
+	// fits chained in role order; domains nil for anywhere in the gang's).
+	// Beyond len(roles)+1, each extra member chosen has a fit and a group
+	// of its own.
 	fits    []*capacity.Fit
 	domains [][]int
+
+	check *memberCheck
+	// extras are the members the plan chooses beyond the groups (nil:
+	// none); roleAt tells a member's role's index in roles (-1: none).
+	extras *extraMembers
+	roleAt []int
 }
 
-func newRoleSearch(topo *topology, nodes []fwk.NodeInfo, view *capacity.FreeView, scale capacity.Resources, pending []capacity.Resources, members []*corev1.Pod, placedOnByRole map[string][]string, progress map[string]string) *roleSearch {
+// extraMembers are the members a plan may choose from to fill minMember
+// beyond the roles' minimums: candidates (indexes into the search's
+// members, smallest first), need of them.
+type extraMembers struct {
+	candidates []int
+	need       int
+}
+
+func newRoleSearch(topo *topology, nodes []fwk.NodeInfo, view *capacity.FreeView, scale capacity.Resources, pending []capacity.Resources, members []*corev1.Pod, ids []int, extras *extraMembers, check *memberCheck, placedOnByRole map[string][]string, progress map[string]string) *roleSearch {
 	s := &roleSearch{
 		nodes: nodes, view: view, scale: scale, roles: topo.roles, pending: pending, progress: progress,
 		groups: make([][]int, len(topo.roles)+1), pinned: make([][]string, len(topo.roles)),
 		fits: make([]*capacity.Fit, len(topo.roles)+1), domains: make([][]int, len(topo.roles)),
+		check: check, extras: extras, roleAt: make([]int, len(members)),
 	}
 	at := map[string]int{}
 	for k, r := range topo.roles {
@@ -140,11 +163,65 @@ func newRoleSearch(topo *topology, nodes []fwk.NodeInfo, view *capacity.FreeView
 	for i, m := range members {
 		k, ok := at[topo.roleOf(m)]
 		if !ok {
+			k = -1
+		}
+		s.roleAt[i] = k
+	}
+	for _, i := range ids {
+		k := s.roleAt[i]
+		if k < 0 {
 			k = len(topo.roles)
 		}
 		s.groups[k] = append(s.groups[k], i)
 	}
 	return s
+}
+
+// placedRequests are the requests of every member the search placed.
+func (s *roleSearch) placedRequests() []capacity.Resources {
+	var out []capacity.Resources
+	for _, g := range s.groups {
+		for _, i := range g {
+			out = append(out, s.pending[i])
+		}
+	}
+	return out
+}
+
+// fit is first fit of group's members (indexes into pending) after prev
+// over nodes, each judged by the check.
+func (s *roleSearch) fit(prev *capacity.Fit, group []int, nodes []int) capacity.Fit {
+	return capacity.FirstFitChecked(prev, s.requestsOf(group), group, nodes, s.view, s.check)
+}
+
+// fillExtras chooses, after the fit prev of every group, the members
+// beyond the roles' minimums: the candidates smallest first, each placed
+// in its role's domain (if the search chose one) or anywhere within, the
+// ones that cannot be placed passed over, until enough are placed. It
+// reports whether enough were.
+func (s *roleSearch) fillExtras(prev *capacity.Fit, within []int) bool {
+	s.fits, s.groups = s.fits[:len(s.roles)+1], s.groups[:len(s.roles)+1]
+	if s.extras == nil || s.extras.need == 0 {
+		return true
+	}
+	placed := 0
+	for _, c := range s.extras.candidates {
+		nodes := within
+		if k := s.roleAt[c]; k >= 0 && s.domains[k] != nil {
+			nodes = s.domains[k]
+		}
+		f := s.fit(prev, []int{c}, nodes)
+		if f.Placed == 0 {
+			continue
+		}
+		s.fits, s.groups = append(s.fits, &f), append(s.groups, []int{c})
+		prev = &f
+		if placed++; placed == s.extras.need {
+			return true
+		}
+	}
+	s.stop(len(s.roles)+1, fmt.Sprintf("%d of the %d members beyond the roles' minimums can be placed", placed, s.extras.need))
+	return false
 }
 
 // within fits every group inside the nodes given (indexes into nodes),
@@ -206,9 +283,12 @@ func (s *roleSearch) roleDomains() map[string][]string {
 }
 
 // requests are group k's members' requests, largest first.
-func (s *roleSearch) requests(k int) []capacity.Resources {
-	out := make([]capacity.Resources, len(s.groups[k]))
-	for j, i := range s.groups[k] {
+func (s *roleSearch) requests(k int) []capacity.Resources { return s.requestsOf(s.groups[k]) }
+
+// requestsOf are the requests of the members (indexes into pending).
+func (s *roleSearch) requestsOf(group []int) []capacity.Resources {
+	out := make([]capacity.Resources, len(group))
+	for j, i := range group {
 		out[j] = s.pending[i]
 	}
 	return out
@@ -231,13 +311,13 @@ func (s *roleSearch) place(k int, within []int, in []bool, prev *capacity.Fit) b
 	requests := s.requests(k)
 	if k == len(s.roles) {
 		s.passes++
-		f := capacity.FirstFitAfter(prev, requests, within, s.view)
+		f := s.fit(prev, s.groups[k], within)
 		if f.Placed < len(requests) {
 			s.stop(k, fmt.Sprintf("%d of the %d members without a domain of their own fit beside the roles' domains", f.Placed, len(requests)))
 			return false
 		}
 		s.fits[k] = &f
-		return true
+		return s.fillExtras(&f, within)
 	}
 	role := s.roles[k]
 	if len(requests) == 0 {
@@ -263,7 +343,7 @@ func (s *roleSearch) place(k int, within []int, in []bool, prev *capacity.Fit) b
 		most := -1
 		for _, d := range candidates {
 			s.passes++
-			f := capacity.FirstFitAfter(prev, requests, d.nodes, s.view)
+			f := s.fit(prev, s.groups[k], d.nodes)
 			if f.Placed > most {
 				largest, most = d, f.Placed
 			}

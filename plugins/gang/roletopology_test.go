@@ -209,7 +209,12 @@ func TestMembersFollowTheirRolesDomain(t *testing.T) {
 	res, status := g.PreFilter(context.Background(), framework.NewCycleState(), workers[0], nodes)
 	require.True(t, status.IsSuccess(), status.Message())
 	workerWindow := sortedNames(res)
+	require.Len(t, workerWindow, 1, "each member is held to the node planned for it")
+	res, status = g.PreFilter(context.Background(), framework.NewCycleState(), workers[1], nodes)
+	require.True(t, status.IsSuccess(), status.Message())
+	workerWindow = append(workerWindow, sortedNames(res)...)
 	require.Len(t, workerWindow, 2)
+	assert.NotEqual(t, workerWindow[0], workerWindow[1], "the workers are planned on nodes of their own")
 	rackOf := func(name string) string { return name[:2] }
 	assert.Equal(t, rackOf(workerWindow[0]), rackOf(workerWindow[1]), "both workers planned in one rack")
 	res, status = g.PreFilter(context.Background(), framework.NewCycleState(), leader, nodes)

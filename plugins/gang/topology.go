@@ -262,12 +262,14 @@ type domainChoice struct {
 // capacity left after the gang, ties to the fewest nodes, then by value —
 // so that big domains stay whole for big gangs. Without one it returns the
 // domain where the most members fit, for the message.
-func chooseDomain(domains []domain, allowed map[string]bool, pending []capacity.Resources, v *capacity.FreeView, scale capacity.Resources) (best *domainChoice, largest domain, largestFit int) {
+//
+// ids name the pending members to check, which judges each on its node.
+func chooseDomain(domains []domain, allowed map[string]bool, pending []capacity.Resources, ids []int, check capacity.MemberCheck, v *capacity.FreeView, scale capacity.Resources) (best *domainChoice, largest domain, largestFit int) {
 	for _, d := range domains {
 		if allowed != nil && !allowed[d.value] {
 			continue
 		}
-		f := capacity.FirstFit(pending, d.nodes, v)
+		f := capacity.FirstFitChecked(nil, pending, ids, d.nodes, v, check)
 		if f.Placed > largestFit || largest.nodes == nil {
 			largest, largestFit = d, f.Placed
 		}

@@ -31,6 +31,12 @@ type Gang struct {
 	// found room on (see plan.go).
 	plan       []capacity.PlanSlot
 	planFailed bool
+	// plannedOn is the node the plan gives each member it names.
+	plannedOn map[types.UID]string
+	// deferred are pending members the attempt's plan does not place:
+	// they wait until the quorum is placed or the attempt ends, so they
+	// cannot take a planned member's node.
+	deferred map[types.UID]*corev1.Pod
 	// domain confines the attempt to one topology domain's nodes (nil:
 	// anywhere).
 	domain []string
@@ -123,6 +129,12 @@ func (locked *Locked) StartPlacing(g *Gang, plan []capacity.PlanSlot) {
 	g.retrier = nil
 	g.attemptStarted = locked.s.now()
 	g.plan, g.planFailed = plan, false
+	g.plannedOn = map[types.UID]string{}
+	for _, slot := range plan {
+		for _, pod := range slot.Pods {
+			g.plannedOn[pod.UID] = slot.Node
+		}
+	}
 }
 
 // Attempting reports whether an attempt of g is under way.
@@ -252,7 +264,7 @@ func (locked *Locked) Block(g *Gang, blocked GroupKey) { g.blocked[blocked] = tr
 // returns the gangs refused meanwhile, to be activated.
 func (locked *Locked) FinishPlacing(g *Gang) []GroupKey {
 	g.attemptStarted = time.Time{}
-	g.plan, g.domain, g.roleDomains = nil, nil, nil
+	g.plan, g.domain, g.roleDomains, g.plannedOn = nil, nil, nil, nil
 	if locked.IsPlacing(g) {
 		delete(locked.s.placing, g.Key)
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
@@ -34,6 +35,46 @@ func (g *Gang) PlanWindowFor(n int, planned func(*corev1.Pod) bool) []string {
 		}
 	}
 	return window
+}
+
+// PlannedNode is the node the attempt's plan gives the member, while the
+// attempt follows its plan; ok is false for a member the plan does not
+// place. A member held to its own planned node cannot take another
+// member's: the plan judged each member on its node (its selectors,
+// taints, device claims), not any member on any planned node.
+func (g *Gang) PlannedNode(uid types.UID) (node string, ok bool) {
+	if !g.hasPlan() {
+		return "", false
+	}
+	node, ok = g.plannedOn[uid]
+	return node, ok
+}
+
+// FollowsPlan reports whether the gang's attempt places by a plan that
+// names its members: a member the plan does not name then waits (Defer).
+func (g *Gang) FollowsPlan() bool { return g.hasPlan() && len(g.plannedOn) > 0 }
+
+// Defer records a pending member the attempt's plan does not place: it is
+// activated when the quorum is placed or the attempt ends (TakeDeferred).
+func (locked *Locked) Defer(g *Gang, pod *corev1.Pod) {
+	if g.deferred == nil {
+		g.deferred = map[types.UID]*corev1.Pod{}
+	}
+	g.deferred[pod.UID] = pod
+}
+
+// TakeDeferred returns the members deferred (by namespace/name, as the
+// scheduler activates pods) and forgets them.
+func (locked *Locked) TakeDeferred(g *Gang) map[string]*corev1.Pod {
+	if len(g.deferred) == 0 {
+		return nil
+	}
+	out := make(map[string]*corev1.Pod, len(g.deferred))
+	for _, pod := range g.deferred {
+		out[pod.Namespace+"/"+pod.Name] = pod
+	}
+	g.deferred = nil
+	return out
 }
 
 // takePlanSlot records a member requesting request reserved on node: the

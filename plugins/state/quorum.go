@@ -218,7 +218,8 @@ type candidate struct {
 // quorum, and by how many members the pending ones fall short of it (0
 // when there are enough). It is the one answer to "which members must fit
 // for this gang to run" that admission, the gang's fit check and
-// preemption all ask.
+// preemption all ask: QuorumChoice's required members and its first
+// candidates.
 //
 // first, if given, is the member being scheduled: it is among them
 // whatever its size. The others are the smallest by request (cpu, then
@@ -227,13 +228,38 @@ type candidate struct {
 // for. Pending means known to the scheduler, neither reserved nor bound,
 // and not being deleted.
 func (locked *Locked) StillNeeded(g *Gang, pg *schedv1alpha1.PodGroup, first *corev1.Pod) (members []*corev1.Pod, short int) {
+	c := locked.QuorumChoice(g, pg, first)
+	members = append(c.Required, c.Candidates[:min(c.Extra, len(c.Candidates))]...)
+	return members, c.Short
+}
+
+// QuorumChoice is which pending members can complete a gang's quorum.
+// Every one of Required must be placed (the member being scheduled, and
+// each role's shortfall from that role's own members); Extra more, any of
+// Candidates, fill minMember. The gang's plan chooses those: first the
+// smallest (StillNeeded's answer), else whichever it can place — a Ray
+// gang's fifth member may be a CPU worker when its GPU workers' clique is
+// full.
+type QuorumChoice struct {
+	Required []*corev1.Pod
+	// Candidates are the pending members not required, smallest first.
+	Candidates []*corev1.Pod
+	Extra      int
+	// Short is by how many members the pending ones fall short (0 when
+	// there are enough).
+	Short int
+}
+
+// QuorumChoice is StillNeeded's choice before the extra members are
+// picked (see QuorumChoice).
+func (locked *Locked) QuorumChoice(g *Gang, pg *schedv1alpha1.PodGroup, first *corev1.Pod) QuorumChoice {
 	if pg == nil {
-		return nil, 0
+		return QuorumChoice{}
 	}
 	count := locked.Quorum(g, pg)
 	need := count.Short()
 	if need == 0 {
-		return nil, 0
+		return QuorumChoice{}
 	}
 	roles, _ := locked.s.RolesOf(pg)
 	var pending []candidate
@@ -253,29 +279,30 @@ func (locked *Locked) StillNeeded(g *Gang, pg *schedv1alpha1.PodGroup, first *co
 		return a.pod.Name < b.pod.Name
 	})
 	if roles != nil {
-		return stillNeededByRole(roles, count, pending, first)
+		return chooseByRole(roles, count, pending, first)
 	}
+	var c QuorumChoice
 	if first != nil {
-		members = append(members, first)
+		c.Required = append(c.Required, first)
 	}
-	for _, c := range pending {
-		if len(members) == need {
-			break
-		}
-		members = append(members, c.pod)
+	for _, p := range pending {
+		c.Candidates = append(c.Candidates, p.pod)
 	}
-	return members, need - len(members)
+	c.Extra = max(0, need-len(c.Required))
+	c.Short = max(0, c.Extra-len(c.Candidates))
+	return c
 }
 
-// stillNeededByRole is StillNeeded for a gang with roles: first each
-// role's shortfall from its own pending members, smallest first, then
-// what the total still lacks from any; short counts what the pending
+// chooseByRole is QuorumChoice for a gang with roles: required are each
+// role's shortfall from its own pending members, smallest first; the
+// total's remainder is extra, from any; short counts what the pending
 // members cannot cover, for the roles and the total alike.
-func stillNeededByRole(roles *flotillav1alpha1.Roles, count quorum.Count, pending []candidate, first *corev1.Pod) (members []*corev1.Pod, short int) {
+func chooseByRole(roles *flotillav1alpha1.Roles, count quorum.Count, pending []candidate, first *corev1.Pod) QuorumChoice {
+	var c QuorumChoice
 	roleShort := count.RolesShort()
 	taken := map[types.UID]bool{}
 	take := func(p *corev1.Pod) {
-		members = append(members, p)
+		c.Required = append(c.Required, p)
 		taken[p.UID] = true
 		if r := roleOf(roles, p); roleShort[r] > 0 {
 			roleShort[r]--
@@ -284,23 +311,22 @@ func stillNeededByRole(roles *flotillav1alpha1.Roles, count quorum.Count, pendin
 	if first != nil {
 		take(first)
 	}
-	for _, c := range pending {
-		if r := roleOf(roles, c.pod); roleShort[r] > 0 && !taken[c.pod.UID] {
-			take(c.pod)
+	for _, p := range pending {
+		if r := roleOf(roles, p.pod); roleShort[r] > 0 && !taken[p.pod.UID] {
+			take(p.pod)
+		}
+	}
+	for _, p := range pending {
+		if !taken[p.pod.UID] {
+			c.Candidates = append(c.Candidates, p.pod)
 		}
 	}
 	totalShort := max(0, count.MinMember-count.Counted())
-	for _, c := range pending {
-		if len(members) >= totalShort {
-			break
-		}
-		if !taken[c.pod.UID] {
-			take(c.pod)
-		}
-	}
+	c.Extra = max(0, totalShort-len(c.Required))
 	rolesLeft := 0
 	for _, n := range roleShort {
 		rolesLeft += n
 	}
-	return members, max(totalShort-len(members), rolesLeft)
+	c.Short = max(c.Extra-len(c.Candidates), rolesLeft)
+	return c
 }

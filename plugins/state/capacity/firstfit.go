@@ -1,6 +1,9 @@
 package capacity
 
 import (
+	"slices"
+	"sync/atomic"
+
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 )
@@ -143,6 +146,9 @@ func (v *FreeView) Amount(i int, name corev1.ResourceName) int64 {
 
 // Fit is where first fit put members over some nodes of a view.
 type Fit struct {
+	// id names the fit to a MemberCheck, which keeps per fit what its
+	// members took beyond a count (devices); copies keep it.
+	id     uint64
 	Placed int
 	Plan   []PlanSlot
 	// used is the free capacity left on the nodes the fit placed members
@@ -150,6 +156,38 @@ type Fit struct {
 	used map[int]Resources
 	// after is the fit this one continues (FirstFitAfter), nil for none.
 	after *Fit
+}
+
+// ID names the fit for a MemberCheck (unique in the process).
+func (f *Fit) ID() uint64 { return f.id }
+
+// Chain is the ids of the fits f continues and f's own, oldest first:
+// what a MemberCheck must have applied to judge a member of f.
+func (f *Fit) Chain() []uint64 {
+	var chain []uint64
+	for at := f; at != nil; at = at.after {
+		chain = append(chain, at.id)
+	}
+	slices.Reverse(chain)
+	return chain
+}
+
+// fitIDs numbers fits.
+var fitIDs atomic.Uint64
+
+// MemberCheck judges, member by member, what a count of free capacity
+// cannot: the member's own constraints on the node (its node selector and
+// affinity, taints) and what its claims take there (the device
+// allocator). A count rules a node out quickly; only the check rules it
+// in.
+type MemberCheck interface {
+	// Alike reports whether members a and b (the caller's ids) are judged
+	// alike on every node: then b may start where a went.
+	Alike(a, b int) bool
+	// Place reports whether member m may go on node i (an index into the
+	// view) in the fit f, after everything f and the fits it continues
+	// placed; when it may, the check records what m takes there under f.
+	Place(f *Fit, m, i int) bool
 }
 
 // before is node i's free capacity before the fit: after the fit it
@@ -218,17 +256,28 @@ func FirstFit(pending []Resources, nodes []int, v *FreeView) Fit {
 // fits them one after another. prev is left as it was; the returned fit
 // reads it, so prev must not change while the fit is in use.
 func FirstFitAfter(prev *Fit, pending []Resources, nodes []int, v *FreeView) Fit {
-	f := Fit{used: map[int]Resources{}, after: prev}
+	return FirstFitChecked(prev, pending, nil, nodes, v, nil)
+}
+
+// FirstFitChecked is FirstFitAfter with each member also judged by check
+// (nil: none) on the node the count lets it onto: ids[r] names
+// pending[r] to the check. A node the check refuses is passed over for
+// that member, as a node without room is.
+func FirstFitChecked(prev *Fit, pending []Resources, ids []int, nodes []int, v *FreeView, check MemberCheck) Fit {
+	f := Fit{id: fitIDs.Add(1), used: map[int]Resources{}, after: prev}
 	slotOf := map[int]int{}
 	start := 0
 	for r, req := range pending {
-		if r > 0 && !req.Equal(pending[r-1]) {
+		if r > 0 && (!req.Equal(pending[r-1]) || (check != nil && !check.Alike(ids[r-1], ids[r]))) {
 			start = 0
 		}
 		at := len(nodes)
 		for k := start; k < len(nodes); k++ {
 			i := nodes[k]
 			if !f.fits(req, v, i) {
+				continue
+			}
+			if check != nil && !check.Place(&f, ids[r], i) {
 				continue
 			}
 			free, ok := f.used[i]

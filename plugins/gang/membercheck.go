@@ -1,0 +1,162 @@
+package gang
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	v1helper "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+)
+
+// memberCheck judges each member of a plan on the node first fit offers
+// it, as kube-scheduler's Filter plugins will in the member's own cycle,
+// beyond the resources a count sees (see doc.go, Planning):
+//   - NodeUnschedulable: a cordoned node takes only a member tolerating
+//     node.kubernetes.io/unschedulable;
+//   - NodeAffinity: the member's nodeSelector and required node affinity;
+//   - TaintToleration: no NoSchedule or NoExecute taint it does not
+//     tolerate;
+//   - DynamicResources: the structured allocator allocates its claims (and
+//     extended resources a DeviceClass serves) on the node, with what the
+//     plan's earlier members took there marked allocated (devices.Ledger).
+//
+// Members are ids into members (the check's pending members, in the order
+// the fit lists them). The first three depend on the member's spec and
+// the node only, and are kept per kind of member (alike) and node.
+type memberCheck struct {
+	members []*corev1.Pod
+	nodes   []fwk.NodeInfo
+	// kind[m] numbers member m's kind: members of one kind are judged
+	// alike on every node (same selectors, affinity, tolerations, claim
+	// templates); affinity[k] is kind k's required node affinity and
+	// tolerations[k] its tolerations.
+	kind        []int
+	affinity    []nodeaffinity.RequiredNodeAffinity
+	tolerations [][]corev1.Toleration
+	// static caches the spec checks per kind and node.
+	static map[[2]int]bool
+	// ledger allocates devices; nil when no member asks for any.
+	ledger      *devices.Ledger
+	needDevices []bool
+	// refused counts, per member, the nodes with room by count that the
+	// spec checks refused it on.
+	refused []int
+}
+
+// newMemberCheck prepares the check of members over nodes; ledger may be
+// nil (no member asks for devices).
+func newMemberCheck(members []*corev1.Pod, nodes []fwk.NodeInfo, ledger *devices.Ledger) *memberCheck {
+	c := &memberCheck{members: members, nodes: nodes, kind: make([]int, len(members)), static: map[[2]int]bool{}, ledger: ledger,
+		needDevices: make([]bool, len(members)), refused: make([]int, len(members))}
+	kinds := map[string]int{}
+	for m, pod := range members {
+		key := kindKey(pod)
+		k, ok := kinds[key]
+		if !ok {
+			k = len(kinds)
+			kinds[key] = k
+			c.affinity = append(c.affinity, nodeaffinity.GetRequiredNodeAffinity(pod))
+			c.tolerations = append(c.tolerations, pod.Spec.Tolerations)
+		}
+		c.kind[m] = k
+		c.needDevices[m] = ledger != nil && ledger.Needs(pod)
+	}
+	return c
+}
+
+// kindKey is what the spec checks and the device allocator read of a
+// pod's spec: pods with equal keys are judged alike on every node. A pod
+// naming a claim of its own (not a template) is a kind of its own.
+func kindKey(pod *corev1.Pod) string {
+	named := ""
+	for _, ref := range pod.Spec.ResourceClaims {
+		if ref.ResourceClaimName != nil {
+			named = string(pod.UID)
+		}
+	}
+	var affinity *corev1.NodeAffinity
+	if pod.Spec.Affinity != nil {
+		affinity = pod.Spec.Affinity.NodeAffinity
+	}
+	b, err := json.Marshal(struct {
+		NodeSelector   map[string]string
+		Affinity       *corev1.NodeAffinity
+		Tolerations    []corev1.Toleration
+		ResourceClaims []corev1.PodResourceClaim
+		Named          string
+	}{pod.Spec.NodeSelector, affinity, pod.Spec.Tolerations, pod.Spec.ResourceClaims, named})
+	if err != nil {
+		return string(pod.UID)
+	}
+	return string(b)
+}
+
+// Alike implements capacity.MemberCheck.
+func (c *memberCheck) Alike(a, b int) bool { return c.kind[a] == c.kind[b] }
+
+// Place implements capacity.MemberCheck.
+func (c *memberCheck) Place(f *capacity.Fit, m, i int) bool {
+	if !c.specAllows(m, i) {
+		c.refused[m]++
+		return false
+	}
+	if !c.needDevices[m] {
+		return true
+	}
+	return c.ledger.Place(f.Chain(), c.members[m], c.nodes[i].Node())
+}
+
+// specAllows reports whether member m's spec lets it onto node i.
+func (c *memberCheck) specAllows(m, i int) bool {
+	k := c.kind[m]
+	if ok, seen := c.static[[2]int{k, i}]; seen {
+		return ok
+	}
+	ok := specAllows(c.affinity[k], c.tolerations[k], c.nodes[i].Node())
+	c.static[[2]int{k, i}] = ok
+	return ok
+}
+
+// specAllows is what NodeUnschedulable, NodeAffinity and TaintToleration
+// decide for a pod of the given affinity and tolerations on the node.
+func specAllows(affinity nodeaffinity.RequiredNodeAffinity, tolerations []corev1.Toleration, node *corev1.Node) bool {
+	if node.Spec.Unschedulable && !v1helper.TolerationsTolerateTaint(klog.Background(), tolerations, &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}, true) {
+		return false
+	}
+	if ok, _ := affinity.Match(node); !ok {
+		return false
+	}
+	_, untolerated := v1helper.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}, true)
+	return !untolerated
+}
+
+// why says, for a member first fit could not place, what the checks
+// refused it for ("" when only the count did).
+func (c *memberCheck) why(m int) string {
+	pod := c.members[m]
+	var said []string
+	if n := c.refused[m]; n > 0 {
+		said = append(said, fmt.Sprintf("its node selector, affinity or tolerations refuse %d node(s) with room for it", n))
+	}
+	if c.ledger != nil {
+		if n := c.ledger.Refused(pod); n > 0 {
+			said = append(said, fmt.Sprintf("its device claims cannot be allocated on %d node(s) with room for it by count (their selectors or constraints match no free device there, or the devices are taken by earlier members)", n))
+		}
+	}
+	if len(said) == 0 {
+		return ""
+	}
+	out := "member " + pod.Name + ": " + said[0]
+	for _, s := range said[1:] {
+		out += "; " + s
+	}
+	return out
+}
