@@ -1,0 +1,289 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/utils/ptr"
+
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/internal/cluster"
+	"github.com/flotilla-sched/flotilla/test/harness"
+)
+
+// Gangs whose members differ — a leader unlike its workers, roles asking
+// for different devices or domains — are planned member by member, each
+// member judged on its planned node as the scheduler's Filter will judge
+// it. A gang the cluster can hold runs, with no attempt given up on the
+// way (no GangRejected); a gang it cannot hold waits with nothing bound
+// and no device allocated.
+
+// gangRejections counts the GangRejected events on the PodGroup.
+func gangRejections(t *testing.T, h *harness.Harness, group string) int {
+	t.Helper()
+	events, err := h.Client.EventsV1().Events("default").List(h.Ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("regarding.name", group).String()})
+	require.NoError(t, err)
+	n := 0
+	for _, e := range events.Items {
+		if e.Reason == "GangRejected" {
+			n += max(1, int(e.DeprecatedCount))
+			if e.Series != nil {
+				n += int(e.Series.Count) - 1
+			}
+		}
+	}
+	return n
+}
+
+// publishModel publishes, as the driver does, the node's n devices all of
+// the given model (attribute gpu.example.com/model), replacing its slice.
+func publishModel(t *testing.T, h *harness.Harness, node string, n int, model string) {
+	t.Helper()
+	slices := h.Client.ResourceV1().ResourceSlices()
+	generation := int64(1)
+	if old, err := slices.Get(h.Ctx, cluster.DeviceSliceName(node), metav1.GetOptions{}); err == nil {
+		generation = old.Spec.Pool.Generation + 1
+		require.NoError(t, slices.Delete(h.Ctx, old.Name, metav1.DeleteOptions{}))
+	} else {
+		require.True(t, apierrors.IsNotFound(err), "%v", err)
+	}
+	slice := cluster.DeviceSlice(node, n, generation)
+	for i := range slice.Spec.Devices {
+		slice.Spec.Devices[i].Attributes["model"] = resourcev1.DeviceAttribute{StringValue: ptr.To(model)}
+	}
+	_, err := slices.Create(h.Ctx, slice, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// modelSelector selects devices of one model.
+func modelSelector(model string) []resourcev1.DeviceSelector {
+	return []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+		Expression: fmt.Sprintf(`device.attributes[%q].model == %q`, cluster.DRADriver, model),
+	}}}
+}
+
+// createModelTemplate creates a claim template of count devices of the
+// class, of one model.
+func createModelTemplate(t *testing.T, h *harness.Harness, name, class string, count int64, model string) {
+	t.Helper()
+	tmpl := cluster.ClaimTemplate("default", name, class, count)
+	tmpl.Spec.Spec.Devices.Requests[0].Exactly.Selectors = modelSelector(model)
+	_, err := h.Client.ResourceV1().ResourceClaimTemplates("default").Create(h.Ctx, tmpl, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// createRolesGroup creates a PodGroup of minMember with the roles given
+// (the roles annotation) and other annotations.
+func createRolesGroup(t *testing.T, h *harness.Harness, name string, minMember int32, roles string, annotations map[string]string) {
+	t.Helper()
+	pg := cluster.PodGroup("default", name, minMember)
+	pg.Annotations = map[string]string{}
+	if roles != "" {
+		pg.Annotations[flotillav1alpha1.RolesAnnotation] = roles
+	}
+	for k, v := range annotations {
+		pg.Annotations[k] = v
+	}
+	_, err := h.PodGroups.SchedulingV1alpha1().PodGroups("default").Create(h.Ctx, pg, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// prefixOf is a node's name up to its last dash: its clique or zone here.
+func prefixOf(node string) string { return node[:strings.LastIndex(node, "-")] }
+
+// A Ray-style gang: a head (2 cpu), 4 GPU workers (1 cpu, 1 GPU from
+// allocatable) required in one NVLink clique, 2 CPU workers (2 cpu);
+// minMember 5 with roles head 1, gpu-workers 3, cpu-workers 0. Two cliques
+// of 3 one-GPU nodes and 2 cpu nodes. The smallest fifth member is a GPU
+// worker, for which no clique has room beside its 3 siblings: the plan
+// chooses a CPU worker instead. The head, 3 GPU workers in one clique and
+// both CPU workers bind, the fourth GPU worker waits (its clique is full),
+// and no attempt is given up.
+func TestRayStyleGangChoosesItsQuorumByWhatFits(t *testing.T) {
+	gpu := map[corev1.ResourceName]string{cluster.GPU: "1"}
+	specs := append(append([]cluster.NodeSpec{{Name: "cpu-0", CPU: "8", Memory: "32Gi"}, {Name: "cpu-1", CPU: "8", Memory: "32Gi"}},
+		cliqueNodes("clique-a", 3, gpu)...), cliqueNodes("clique-b", 3, gpu)...)
+	h := startRealisticCluster(t, specs...)
+	roles := `[{"name": "head", "minMember": 1, "selector": {"matchLabels": {"app": "ray-head"}}},
+	           {"name": "gpu-workers", "minMember": 3, "topologyRequired": "` + cluster.CliqueLabel + `", "selector": {"matchLabels": {"app": "ray-gpu"}}},
+	           {"name": "cpu-workers", "minMember": 0, "selector": {"matchLabels": {"app": "ray-cpu"}}}]`
+	createRolesGroup(t, h, "ray", 5, roles, nil)
+	for _, d := range []cluster.WorkloadSpec{
+		{Name: "ray-head", Replicas: 1, CPU: "2", Memory: "4Gi", PodGroup: "ray"},
+		{Name: "ray-gpu", Replicas: 4, CPU: "1", Memory: "4Gi", GPU: "1", PodGroup: "ray"},
+		{Name: "ray-cpu", Replicas: 2, CPU: "2", Memory: "4Gi", PodGroup: "ray"},
+	} {
+		_, err := h.CreateDeployment(h.Ctx, d)
+		require.NoError(t, err)
+	}
+	_, err := h.WaitForPodsBound(h.Ctx, "default", "app=ray-head", 1, bindTimeout)
+	require.NoError(t, err)
+	_, err = h.WaitForPodsBound(h.Ctx, "default", "app=ray-cpu", 2, bindTimeout)
+	require.NoError(t, err)
+	// Three bound, the fourth pending (WaitForPodsBound waits for all).
+	gpuWorkers := map[string]string{}
+	require.Eventually(t, func() bool {
+		gpuWorkers = map[string]string{}
+		for pod, node := range podsOn(t, h, "app=ray-gpu") {
+			if node != "" {
+				gpuWorkers[pod] = node
+			}
+		}
+		return len(gpuWorkers) == 3
+	}, bindTimeout, 250*time.Millisecond, "3 GPU workers bound: %v", podsOn(t, h, "app=ray-gpu"))
+	cliques := map[string]bool{}
+	for _, node := range gpuWorkers {
+		cliques[prefixOf(node)] = true
+	}
+	assert.Len(t, cliques, 1, "the GPU workers share one clique: %v", gpuWorkers)
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		on := podsOn(t, h, "app=ray-gpu")
+		bound := 0
+		for _, node := range on {
+			if node != "" {
+				bound++
+				require.True(t, cliques[prefixOf(node)], "a GPU worker outside its role's clique: %v", on)
+			}
+		}
+		require.Equal(t, 3, bound, "the fourth GPU worker waits for room in its role's clique: %v", on)
+		time.Sleep(250 * time.Millisecond)
+	}
+	assert.Zero(t, gangRejections(t, h, "ray"), "a gang the cluster holds is never given up")
+}
+
+// Disaggregated serving on DRA: one DeviceClass over h100 devices (zone
+// zh, 2 nodes of 8) and l40 devices (zone zl, 2 nodes of 8), and a cpu
+// zone zc. Prefill (2 pods × 4 h100, by a CEL selector in the claim) and
+// decode (4 pods × 2 l40) each required in one zone, and a router, as
+// Deployments under one PodGroup of 7. A count of the class sees 16
+// devices in either zone; only the allocator, member by member, tells
+// prefill goes where the h100s are and decode where the l40s are. All 7
+// bind at once, with no attempt given up.
+func TestDisaggregatedServingOnDRAPlacesEachRoleOnItsDevices(t *testing.T) {
+	node := func(name, zone string) cluster.NodeSpec {
+		return cluster.NodeSpec{Name: name, CPU: "64", Memory: "256Gi", Labels: map[string]string{cluster.ZoneLabel: zone, corev1.LabelHostname: name}}
+	}
+	specs := []cluster.NodeSpec{node("zc-0", "zc"), node("zh-0", "zh"), node("zh-1", "zh"), node("zl-0", "zl"), node("zl-1", "zl")}
+	s := startDRAClusterOn(t, specs, 0)
+	h := s.h
+	for _, n := range []string{"zh-0", "zh-1"} {
+		publishModel(t, h, n, 8, "h100")
+	}
+	for _, n := range []string{"zl-0", "zl-1"} {
+		publishModel(t, h, n, 8, "l40")
+	}
+	createModelTemplate(t, h, "prefill-gpus", draClassName, 4, "h100")
+	createModelTemplate(t, h, "decode-gpus", draClassName, 2, "l40")
+	roles := `[{"name": "prefill", "minMember": 2, "topologyRequired": "` + cluster.ZoneLabel + `", "selector": {"matchLabels": {"app": "serve-prefill"}}},
+	           {"name": "decode", "minMember": 4, "topologyRequired": "` + cluster.ZoneLabel + `", "selector": {"matchLabels": {"app": "serve-decode"}}},
+	           {"name": "router", "minMember": 1, "selector": {"matchLabels": {"app": "serve-router"}}}]`
+	createRolesGroup(t, h, "serve", 7, roles, nil)
+	start := time.Now()
+	for _, d := range []cluster.WorkloadSpec{
+		{Name: "serve-prefill", Replicas: 2, CPU: "8", Memory: "32Gi", ClaimTemplate: "prefill-gpus", PodGroup: "serve"},
+		{Name: "serve-decode", Replicas: 4, CPU: "2", Memory: "8Gi", ClaimTemplate: "decode-gpus", PodGroup: "serve"},
+		{Name: "serve-router", Replicas: 1, CPU: "1", Memory: "2Gi", PodGroup: "serve"},
+	} {
+		_, err := h.CreateDeployment(h.Ctx, d)
+		require.NoError(t, err)
+	}
+	prefill, err := h.WaitForPodsBound(h.Ctx, "default", "app=serve-prefill", 2, bindTimeout)
+	require.NoError(t, err, "%s", s.tl)
+	decode, err := h.WaitForPodsBound(h.Ctx, "default", "app=serve-decode", 4, bindTimeout)
+	require.NoError(t, err, "%s", s.tl)
+	_, err = h.WaitForPodsBound(h.Ctx, "default", "app=serve-router", 1, bindTimeout)
+	require.NoError(t, err, "%s", s.tl)
+	t.Logf("7 serving pods bound %s after their Deployments were created", time.Since(start).Round(100*time.Millisecond))
+	for pod, n := range prefill {
+		assert.Equal(t, "zh", prefixOf(n), "prefill %s on the h100s", pod)
+	}
+	for pod, n := range decode {
+		assert.Equal(t, "zl", prefixOf(n), "decode %s on the l40s", pod)
+	}
+	assert.Zero(t, gangRejections(t, h, "serve"), "a gang the cluster holds is never given up\n%s", s.tl)
+}
+
+// A LeaderWorkerSet-style group of 8 in one NVLink clique (the PodGroup's
+// topology-required annotation): 7 workers claim one device of
+// gpu.example.com, the leader one of h100.example.com, a narrower class
+// over the same devices. Clique a has 7 free devices, clique b 4 (fillers
+// hold the rest). A count per class sees 7 of each in clique a, enough for
+// 7 workers and a leader; the devices are the same 7. Nothing binds, no
+// claim of the group is allocated, no attempt is started to be given up.
+// When clique b's fillers leave (8 free), all 8 bind there.
+func TestLeaderOfANarrowerClassWaitsForRoomBesideItsWorkers(t *testing.T) {
+	specs := append(cliqueNodes("clique-a", 2, nil), cliqueNodes("clique-b", 2, nil)...)
+	s := startDRAClusterOn(t, specs, 0)
+	h := s.h
+	for _, n := range specs {
+		publishModel(t, h, n.Name, 4, "h100")
+	}
+	h100 := cluster.DeviceClass("h100.example.com", "")
+	h100.Spec.Selectors = append(h100.Spec.Selectors, modelSelector("h100")...)
+	_, err := h.Client.ResourceV1().DeviceClasses().Create(h.Ctx, h100, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, h.CreateClaimTemplate(h.Ctx, "default", "one-h100", "h100.example.com", 1))
+
+	var cliqueBFillers []string
+	filler := func(node string, i int) string {
+		pod := withClaimFrom(cluster.Pod(cluster.PodSpec{Name: fmt.Sprintf("filler-%s-%d", node, i), CPU: "1", Memory: "1Gi"}), "one-gpu")
+		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+		_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, pod, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return pod.Name
+	}
+	filler("clique-a-0", 0)
+	for _, node := range []string{"clique-b-0", "clique-b-1"} {
+		for i := 0; i < 2; i++ {
+			cliqueBFillers = append(cliqueBFillers, filler(node, i))
+		}
+	}
+	_, err = h.WaitForPodsBound(h.Ctx, "default", "", 5, bindTimeout)
+	require.NoError(t, err, "fillers placed\n%s", s.tl)
+
+	createRolesGroup(t, h, "lws", 8, "", map[string]string{flotillav1alpha1.TopologyRequiredAnnotation: cluster.CliqueLabel})
+	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "lws-leader", Replicas: 1, CPU: "2", Memory: "8Gi", ClaimTemplate: "one-h100", PodGroup: "lws"})
+	require.NoError(t, err)
+	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "lws-worker", Replicas: 7, CPU: "2", Memory: "8Gi", ClaimTemplate: "one-gpu", PodGroup: "lws", Indexed: true})
+	require.NoError(t, err)
+
+	require.Eventually(t, func() bool {
+		return waitingReason(t, h, "lws") == "WaitingForTopologyDomain"
+	}, bindTimeout, 250*time.Millisecond, "PodGroup lws says %q\n%s", waitingReason(t, h, "lws"), s.tl)
+	deadline := time.Now().Add(8 * time.Second)
+	for time.Now().Before(deadline) {
+		bound, _, err := h.BoundMembers(h.Ctx, "default", "lws")
+		require.NoError(t, err)
+		require.Zero(t, bound, "gang lws has bound members though no clique has 8 devices for it\n%s", s.tl)
+		claims, err := h.Client.ResourceV1().ResourceClaims("default").List(h.Ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		for _, c := range claims.Items {
+			if strings.HasPrefix(c.Name, "lws-") && c.Status.Allocation != nil {
+				t.Fatalf("claim %s of the waiting gang holds devices\n%s", c.Name, s.tl)
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	assert.Zero(t, gangRejections(t, h, "lws"), "no attempt starts that the devices cannot hold\n%s", s.tl)
+
+	for _, name := range cliqueBFillers {
+		require.NoError(t, h.Client.CoreV1().Pods("default").Delete(h.Ctx, name, metav1.DeleteOptions{}))
+		s.tl.add("deleted filler %s", name)
+	}
+	placed, err := h.WaitForPodsBound(h.Ctx, "default", gangSelector+"lws", 8, 60*time.Second)
+	require.NoError(t, err, "gang placed once clique b freed\n%s", s.tl)
+	for pod, node := range placed {
+		assert.Equal(t, "clique-b", prefixOf(node), "member %s in the clique with room for all 8", pod)
+	}
+	assert.Zero(t, gangRejections(t, h, "lws"), "%s", s.tl)
+}
