@@ -99,12 +99,10 @@ type Catalog struct {
 	beyondCounts bool
 	partitioned  map[string]bool
 	// heldClaims are, per node, the claims of other gangs' members planned
-	// there (see Hold), and heldDemand what they take.
+	// there (see Hold).
 	heldClaims   map[string][]*resourceapi.ResourceClaim
-	heldDemand   map[string]capacity.Resources
 	allocator    structured.Allocator
 	allocatorErr error
-	capped       bool
 }
 
 // Catalog starts a check's view; nothing is read until asked.

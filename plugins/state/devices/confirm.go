@@ -3,7 +3,6 @@ package devices
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -19,14 +18,11 @@ import (
 // where the allocator has more to satisfy than a class: a request's own
 // selectors, constraints between a claim's devices (matchAttribute,
 // distinctAttribute), consumable capacity, allocationMode All, a
-// prioritized list; and devices that share counters (partitions of one
-// GPU) or capacity. Where either is present, the structured allocator
-// itself — the one the DynamicResources plugin runs in Filter, built with
-// the scheduler's features over the same allocated state — confirms how
-// many of the check's pods it can allocate together on a node, and the
-// node's free count is lowered to what those pods take. A gang then waits
-// with nothing bound instead of planning members onto nodes whose Filter
-// refuses them attempt after attempt.
+// prioritized list; devices that share counters (partitions of one GPU)
+// or capacity; and two classes matching the same devices. Gang's plans
+// confirm every member with the allocator (ledger.go); preemption's
+// simulation confirms its plans where a count may over-count
+// (NeedsAllocator, AllocatableOn).
 
 // toAllocate records a claim the pod still needs allocated: the claim, or
 // one as its template will make it.
@@ -63,7 +59,7 @@ func (c *Catalog) Hold(planned map[string][]*corev1.Pod) error {
 	if err := c.loadClasses(); err != nil {
 		return err
 	}
-	c.heldClaims, c.heldDemand = map[string][]*resourceapi.ResourceClaim{}, map[string]capacity.Resources{}
+	c.heldClaims = map[string][]*resourceapi.ResourceClaim{}
 	for node, pods := range planned {
 		demand := capacity.Resources{}
 		for _, pod := range pods {
@@ -86,7 +82,6 @@ func (c *Catalog) Hold(planned map[string][]*corev1.Pod) error {
 				}
 			}
 		}
-		c.heldDemand[node] = demand
 	}
 	return nil
 }
@@ -106,54 +101,6 @@ func beyondCount(spec *resourceapi.ResourceClaimSpec) bool {
 		}
 	}
 	return false
-}
-
-// FreeFor is FreeOn for pods, in the order a fit places them, whose
-// Demand the check has read: where the count may over-count for them (see
-// above), each class's free count on the node is lowered to what the
-// longest run of them the allocator can allocate together there takes.
-func (c *Catalog) FreeFor(ctx context.Context, node *corev1.Node, keys []corev1.ResourceName, pods []*corev1.Pod) (capacity.Resources, error) {
-	counts, err := c.CountOn(ctx, node, keys)
-	if err != nil || !c.NeedsAllocator(node.Name) {
-		return counts.Free, err
-	}
-	// The pods the count lets onto the node bound what the allocator can
-	// do there: a node full by count needs no allocator. Devices other
-	// gangs' plans hold are not free for them (the caller's view takes
-	// them off the count).
-	held := c.heldDemand[node.Name]
-	left := counts.Free.Clone()
-	left.Sub(held)
-	most := 0
-	for _, pod := range pods {
-		demand := c.demandOf[pod.UID]
-		if !within(demand, left) {
-			break
-		}
-		left.Sub(demand)
-		most++
-	}
-	n, err := c.allocatableTogether(ctx, node, pods[:most])
-	if err != nil {
-		return nil, err
-	}
-	if n == most {
-		return counts.Free, nil
-	}
-	free := held.Clone()
-	if free == nil {
-		free = capacity.Resources{}
-	}
-	for _, pod := range pods[:n] {
-		free.Add(c.demandOf[pod.UID])
-	}
-	for key, v := range counts.Free {
-		if free[key] < v {
-			c.capped = true
-		}
-		free[key] = min(free[key], v)
-	}
-	return free, nil
 }
 
 // NeedsAllocator reports whether a count of the node's free devices may
@@ -192,66 +139,6 @@ func (c *Catalog) AllocatableOn(ctx context.Context, node *corev1.Node, pods []*
 		return false, fmt.Errorf("allocating on node %s: %w", node.Name, err)
 	}
 	return result != nil, nil
-}
-
-// Capped reports whether the allocator allowed fewer devices on some node
-// than the count: a message saying how many devices are free should say
-// that not all of them can serve these claims.
-func (c *Catalog) Capped() bool { return c.capped }
-
-func within(demand, free capacity.Resources) bool {
-	for key, v := range demand {
-		if v > free[key] {
-			return false
-		}
-	}
-	return true
-}
-
-// allocatableTogether is how many of the pods, from the first, the
-// allocator can allocate the claims of together on the node, with the
-// claims other gangs' plans hold there (see Hold). It assumes
-// that a run which cannot be allocated does not become allocatable with
-// more pods, and searches by halves.
-func (c *Catalog) allocatableTogether(ctx context.Context, node *corev1.Node, pods []*corev1.Pod) (int, error) {
-	if len(pods) == 0 {
-		return 0, nil
-	}
-	allocator, err := c.allocatorFor(ctx)
-	if err != nil {
-		return 0, err
-	}
-	fits := func(n int) (bool, error) {
-		claims := slices.Clone(c.heldClaims[node.Name])
-		for _, pod := range pods[:n] {
-			claims = append(claims, c.claimsOf[pod.UID]...)
-		}
-		if len(claims) == 0 {
-			return true, nil
-		}
-		result, err := allocator.Allocate(ctx, node, claims)
-		if err != nil {
-			return false, fmt.Errorf("allocating on node %s: %w", node.Name, err)
-		}
-		return result != nil, nil
-	}
-	if ok, err := fits(len(pods)); ok || err != nil {
-		return len(pods), err
-	}
-	low, high := 0, len(pods) // fits(low), !fits(high)
-	for high-low > 1 {
-		mid := (low + high) / 2
-		ok, err := fits(mid)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			low = mid
-		} else {
-			high = mid
-		}
-	}
-	return low, nil
 }
 
 // allocatorFor builds the check's allocator once, over the state the
