@@ -3,11 +3,13 @@ package gang
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -230,4 +232,72 @@ func TestMembersFollowTheirRolesDomain(t *testing.T) {
 	res, status = g.PreFilter(context.Background(), framework.NewCycleState(), workers[2], nodes)
 	require.True(t, status.IsSuccess(), status.Message())
 	assert.Equal(t, []string{"r2-0", "r2-1", "r2-2"}, sortedNames(res), "scale-out stays in the workers' pinned rack")
+}
+
+// The members beyond the roles' minimums are chosen by the plan: a
+// Ray-style gang (head 1, GPU workers 3 in one rack, CPU workers 0; minMember
+// 5) whose smallest pending member is a fourth GPU worker, for which no
+// rack has room beside its siblings, plans a CPU worker as its fifth
+// member instead, and the fourth GPU worker is left out of the plan. Each
+// member is judged on its node: a GPU worker never lands on a node
+// without GPUs, a member whose node selector names one node goes there.
+func TestPlanChoosesTheQuorumsExtraMembers(t *testing.T) {
+	gpuNode := func(name, r string) fwk.NodeInfo {
+		ni := framework.NewNodeInfo()
+		ni.SetNode(st.MakeNode().Name(name).Label(zone, "z1").Label(rack, r).Label(host, name).
+			Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", corev1.ResourcePods: "110", "nvidia.com/gpu": "1"}).Obj())
+		return ni
+	}
+	nodes := []fwk.NodeInfo{sizedNode("cpu-0", "z1", "r0", "8", "32Gi"), sizedNode("cpu-1", "z1", "r0", "8", "32Gi")}
+	for i := 0; i < 3; i++ {
+		nodes = append(nodes, gpuNode(fmt.Sprintf("a-%d", i), "ra"), gpuNode(fmt.Sprintf("b-%d", i), "rb"))
+	}
+	ray := `[{"name": "head", "minMember": 1}, {"name": "gpu", "minMember": 3, "topologyRequired": "` + rack + `"}, {"name": "cpu", "minMember": 0}]`
+	pg := withRoles(podGroup("g", t0, 5), ray)
+	head := roleMembers("g", "head", 1, "2", "4Gi")
+	gpus := roleMembers("g", "gpu", 4, "1", "4Gi")
+	for _, p := range gpus {
+		p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1")
+	}
+	cpus := roleMembers("g", "cpu", 2, "2", "4Gi")
+	cpus[1].Spec.NodeSelector = map[string]string{host: "cpu-1"}
+	pods := append(append(append([]*corev1.Pod{}, head...), gpus...), cpus...)
+
+	g, _ := testGang(t, []*schedv1alpha1.PodGroup{pg}, pods)
+	g.topologyLevels = levels
+	topo, bad := g.topologyOf(pg, nodes)
+	require.Empty(t, bad)
+	var out fitOutcome
+	g.store.Lock(func(locked *state.Locked) {
+		out = g.quorumDoesNotFit(context.Background(), pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, topo)
+	})
+	require.Empty(t, out.reason)
+	planned := map[string]string{}
+	for _, slot := range out.plan {
+		for _, p := range slot.Pods {
+			planned[p.Name] = slot.Node
+		}
+	}
+	assert.Len(t, planned, 5, "minMember members planned: %v", planned)
+	racks := map[string]bool{}
+	gpuPlanned := 0
+	for name, node := range planned {
+		if strings.Contains(name, "-gpu-") {
+			gpuPlanned++
+			racks[node[:1]] = true
+		}
+	}
+	assert.Equal(t, 3, gpuPlanned, "three GPU workers, the role's minimum: %v", planned)
+	assert.Len(t, racks, 1, "the GPU workers share one rack: %v", planned)
+	assert.Contains(t, planned, "g-head-0")
+	var cpuPlanned []string
+	for name := range planned {
+		if strings.Contains(name, "-cpu-") {
+			cpuPlanned = append(cpuPlanned, name)
+		}
+	}
+	require.Len(t, cpuPlanned, 1, "a CPU worker is the fifth member: %v", planned)
+	if node, ok := planned["g-cpu-1"]; ok {
+		assert.Equal(t, "cpu-1", node, "its node selector is honoured")
+	}
 }

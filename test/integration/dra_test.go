@@ -171,7 +171,8 @@ func TestDRAGangFitsDevicesPerNode(t *testing.T) {
 // by count (a member per node) but not by the allocator: it waits with
 // nothing bound and says the free devices cannot serve its claims
 // together, rather than planning members onto nodes whose Filter refuses
-// them. Once one filler per node leaves, a domain of 4 frees on each node
+// them; the member it names cannot have its claims allocated on the nodes
+// with room by count. Once one filler per node leaves, a domain of 4 frees on each node
 // and the gang places 2/2.
 func TestDRAGangWaitsUntilTheAllocatorCanSatisfyItsConstraints(t *testing.T) {
 	s, specs := startDRACluster(t, 2, 8)
@@ -206,8 +207,8 @@ func TestDRAGangWaitsUntilTheAllocatorCanSatisfyItsConstraints(t *testing.T) {
 	}
 	cond, err := h.WaitForPodUnschedulable(h.Ctx, "default", "island-0", 10*time.Second)
 	require.NoError(t, err)
-	assert.Contains(t, cond.Message, "needs 8 devices of class gpu.example.com")
-	assert.Contains(t, cond.Message, "fewer than the devices not allocated")
+	assert.Contains(t, cond.Message, "0 of the 2 members needed for minMember 2 fit")
+	assert.Contains(t, cond.Message, "member island-0: its device claims cannot be allocated on 2 node(s) with room for it by count")
 
 	for _, name := range leaving {
 		require.NoError(t, h.Client.CoreV1().Pods("default").Delete(h.Ctx, name, metav1.DeleteOptions{}))

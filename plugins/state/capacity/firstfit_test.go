@@ -150,3 +150,81 @@ func TestFreeViewCountsDevices(t *testing.T) {
 		})
 	}
 }
+
+// refusingCheck refuses member m on the nodes refuse[m] names, and records
+// where it placed each member under which fit.
+type refusingCheck struct {
+	kind   []int
+	refuse map[int]map[int]bool
+	asked  map[int][]int
+	placed map[int]uint64
+}
+
+func (c *refusingCheck) Alike(a, b int) bool { return c.kind[a] == c.kind[b] }
+
+func (c *refusingCheck) Place(f *Fit, m, i int) bool {
+	c.asked[m] = append(c.asked[m], i)
+	if c.refuse[m][i] {
+		return false
+	}
+	c.placed[m] = f.ID()
+	return true
+}
+
+// FirstFitChecked: a node the count lets a member onto is only ruled in
+// by the member check; a member refused there goes on to the next node,
+// and a member of another kind than the one before starts from the first
+// node, though their requests are equal.
+func TestFirstFitChecked(t *testing.T) {
+	var nodes []fwk.NodeInfo
+	for i := 0; i < 3; i++ {
+		ni := framework.NewNodeInfo()
+		ni.SetNode(st.MakeNode().Name(fmt.Sprintf("n%d", i)).
+			Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "64Gi", corev1.ResourcePods: "110"}).Obj())
+		nodes = append(nodes, ni)
+	}
+	four := Resources{corev1.ResourceCPU: 4000, corev1.ResourceMemory: 1 << 30}
+	tests := []struct {
+		name     string
+		kind     []int
+		refuse   map[int]map[int]bool
+		wantPlan map[string][]int // node -> members (ids)
+		placed   int
+	}{
+		{name: "no refusal: first fit as a count sees it", kind: []int{0, 0, 0},
+			wantPlan: map[string][]int{"n0": {10, 11}, "n1": {12}}, placed: 3},
+		{name: "a member refused on n0 goes to n1; its kind starts there", kind: []int{0, 0, 0},
+			refuse:   map[int]map[int]bool{10: {0: true}, 11: {0: true}, 12: {0: true}},
+			wantPlan: map[string][]int{"n1": {10, 11}, "n2": {12}}, placed: 3},
+		{name: "another kind starts from the first node again", kind: []int{0, 1, 1},
+			refuse:   map[int]map[int]bool{10: {0: true}},
+			wantPlan: map[string][]int{"n1": {10}, "n0": {11, 12}}, placed: 3},
+		{name: "refused everywhere: not placed, the rest still are", kind: []int{0, 1, 1},
+			refuse:   map[int]map[int]bool{10: {0: true, 1: true, 2: true}},
+			wantPlan: map[string][]int{"n0": {11, 12}}, placed: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			view := NewFreeView(nodes, nil)
+			kind := make([]int, 13)
+			for j, k := range tt.kind {
+				kind[10+j] = k
+			}
+			check := &refusingCheck{kind: kind, refuse: tt.refuse, asked: map[int][]int{}, placed: map[int]uint64{}}
+			f := FirstFitChecked(nil, []Resources{four, four, four}, []int{10, 11, 12}, view.All(), view, check)
+			got := map[string][]int{}
+			for _, slot := range f.Plan {
+				for _, r := range slot.Took {
+					got[slot.Node] = append(got[slot.Node], 10+r)
+				}
+			}
+			assert.Equal(t, tt.wantPlan, got)
+			assert.Equal(t, tt.placed, f.Placed)
+			for m, id := range check.placed {
+				assert.Equal(t, f.ID(), id, "member %d recorded under the fit it is placed in", m)
+			}
+			after := FirstFitChecked(&f, nil, nil, view.All(), view, check)
+			assert.Equal(t, []uint64{f.ID(), after.ID()}, after.Chain(), "a fit's chain names the fits it continues, oldest first")
+		})
+	}
+}
