@@ -37,12 +37,11 @@
 //     allocated: the scheduler allocates a claim for one pod at a time and
 //     refuses the claim's other pods until that pod binds, which a gang's
 //     first member, waiting in Permit for the others, never does. The
-//     count is the cheap check; where it cannot judge the claims (a
-//     request's selectors, matchAttribute, partitioned or shared devices)
-//     the structured allocator confirms how many members a node takes,
-//     with the claims of other placing gangs' members planned on the node
-//     taken first, so a gang whose free devices cannot serve its claims
-//     together waits with nothing bound and says so, instead of planning
+//     counts are the cheap check: they rule a node out, never in. Every
+//     member is then judged on the node first fit offers it, as the
+//     scheduler's Filter will judge it (see Planning below), so a gang
+//     whose free devices cannot serve its claims together waits with
+//     nothing bound and says which member and why, instead of planning
 //     members that DynamicResources' Filter then refuses attempt after
 //     attempt. A gang backing off after a failed attempt is refused until its
 //     back-off (args backoffSeconds) ends, and its members are then activated
@@ -66,6 +65,15 @@
 //     all. The rule itself is decide (decide.go), a pure function of what the
 //     store shows (gangView) to a verdict, tested by table; PreFilter gathers
 //     the view and applies the verdict under the store's lock.
+//   - Following the plan: while an attempt follows its plan, a member the
+//     plan names is held to its own planned node (PreFilterResult of that
+//     one node): the plan judged that member there, not any member on any
+//     planned node. A member the plan does not name (beyond minMember, or
+//     one the plan passed over) waits with WaitingForTurn and is activated
+//     when the quorum is placed or the attempt ends, so it cannot take a
+//     planned member's node. A member that finds its planned node refused
+//     by a Filter the plan does not run drops the plan: the rest of the
+//     attempt places over every node of the gang's domain, as before.
 //   - Reserve/Permit: placed members wait in Permit (scheduleTimeoutSeconds,
 //     else args permitWaitingTimeSeconds) until minMember members are placed
 //     (reserved or bound), then all are allowed at once. Members beyond
@@ -75,6 +83,46 @@
 //     cannot complete this attempt: every waiting member is rejected at once,
 //     releasing its node, the gang backs off, and a GangRejected event on the
 //     PodGroup says which member failed and why.
+//
+// Planning (membercheck.go, capacity.FirstFitChecked, devices.Ledger).
+// A plan places each quorum member it needs, member by member, in first-
+// fit-decreasing order (largest request first; ties in the order
+// QuorumChoice gives), each on the first node of its role's (or gang's)
+// domain where
+//   - the counts leave room: cpu, memory, pods, extended resources, and
+//     free devices per class, less what earlier members of the plan and
+//     other placing gangs' plans take;
+//   - its spec allows the node, as NodeUnschedulable, NodeAffinity
+//     (nodeSelector and required node affinity) and TaintToleration
+//     decide;
+//   - the structured allocator, with the scheduler's features, allocates
+//     its claims there (selectors, matchAttribute and distinctAttribute,
+//     prioritized lists in order, allocationMode All, admin access,
+//     consumable capacity) and the extended resources a DeviceClass serves
+//     on a node without them in allocatable, with the devices the plan's
+//     earlier members took (and other placing gangs' planned members, on
+//     that node) marked allocated. A device two classes match is taken
+//     once, by whichever member's request gets it.
+//
+// Members of one kind (same selectors, affinity, tolerations, claim
+// templates, requests) start where the one before went: a gang of
+// identical members costs one pass over the nodes, as before. The roles'
+// domains are searched jointly (see Roles), each candidate domain judged
+// with these checks, so a role whose claims need h100s goes where h100s
+// are. What the plan leaves to the member's own cycle: inter-pod affinity
+// and topology spread, host ports, volumes, and anything that changed
+// since the plan (a member refused on its planned node drops the plan).
+// An allocator run is bounded (2 s) and counts as a refusal when cut
+// short. The plan runs under the store's lock, as the count did; taking
+// it out of the lock is not done yet.
+//
+// The quorum's members: each role's shortfall comes from that role's own
+// pending members; the rest of minMember comes first from the smallest
+// pending members (QuorumChoice), and when those cannot be placed (their
+// role's domain is full, their claims match no free device) from whichever
+// pending members the plan can place, smallest first, each in its role's
+// chosen domain (fillExtras). A Ray gang whose GPU workers' clique holds
+// three takes a CPU worker as its fifth member.
 //
 // The quorum (package plugins/state/quorum, the rule every policy counts
 // by). A gang's quorum counts its members that are placed
@@ -190,9 +238,9 @@
 //     bounded at 256 first-fit passes): the roles' domains are chosen to
 //     fit together, not one greedily. The gang's own domain is then the
 //     best fit among those where every role fits.
-//   - The attempt steers each member to the planned nodes of its own
-//     role's domain (not another role's), and confines it to that domain:
-//     none lands outside.
+//   - The attempt holds each planned member to its own planned node in
+//     its role's domain (not another role's), and confines a member off
+//     the plan to that domain: none lands outside.
 //   - Placed members pin their role's domain as they pin the gang's: once
 //     the quorum is reached, scaling a role out places its new members pod
 //     by pod inside the domain its running members are in, and a member

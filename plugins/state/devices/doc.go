@@ -42,20 +42,26 @@
 // demanding requests do not tolerate. It is a count, the cheap first
 // check, exact for claims of n whole devices of a class.
 //
-// Where a count can over-count (Catalog.FreeFor, confirm.go) — a
+// A count rules a node out; it never rules one in. It over-counts where a
 // request's own selectors, constraints between a claim's devices
-// (matchAttribute, distinctAttribute), consumable capacity, allocationMode
-// All, a prioritized list, or a node whose devices share counters or
-// allow several allocations — the structured allocator, built with the
-// scheduler's features over the same allocated state, confirms how many
-// of the check's pods (in the order first fit places them) it can
-// allocate together on the node, and the node's free count becomes what
-// those pods take. It runs only on nodes the count lets at least one pod
-// onto, by halves over the pods the count allows. Other placing gangs'
-// plans are set aside from the count, and where the allocator confirms,
-// the unallocated claims of the members those plans still place on the
-// node are handed to it first (Catalog.Hold): which devices a plan will
-// take is as much beyond a count as which devices a gang can use.
+// (matchAttribute, distinctAttribute), consumable capacity,
+// allocationMode All or a prioritized list apply, where devices share
+// counters, and where two classes match the same devices (each class's
+// count includes them). So a gang's plan confirms every member that asks
+// for devices with the Ledger (ledger.go): the structured allocator, built
+// with the scheduler's features over a copy of the same allocated state,
+// allocates that member's claims (and, as DynamicResources does, one
+// claim for the extended resources a class serves on a node without them
+// in allocatable) on the node the plan gives it, with every device the
+// plan's earlier members took marked allocated, and with the claims of
+// other placing gangs' members planned on the node (Catalog.Hold)
+// allocated first. The Ledger keeps what each fit of the plan took, so
+// the plan's search can leave a candidate domain and return to another
+// with exactly the devices the fits on its way took. Each run is bounded
+// (2 s); a run cut short is a refusal of the node, not an error. What it
+// cannot see: allocations made after the catalog was read; and the counts
+// still read a ResourceSlice spanning several nodes once per node (the
+// allocator sees its pool once).
 //
 // Preemption's simulation confirms its plans with the allocator too, on
 // the devices its victims free (Catalog.AllocatableOn,
