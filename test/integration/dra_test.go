@@ -135,20 +135,7 @@ func TestDRAGangFitsDevicesPerNode(t *testing.T) {
 		_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, pod, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	deadline := time.Now().Add(8 * time.Second)
-	for time.Now().Before(deadline) {
-		bound, _, err := h.BoundMembers(h.Ctx, "default", "wide")
-		require.NoError(t, err)
-		require.Zero(t, bound, "gang wide has bound members with room for 2 of 4\n%s", s.tl)
-		claims, err := h.Client.ResourceV1().ResourceClaims("default").List(h.Ctx, metav1.ListOptions{})
-		require.NoError(t, err)
-		for _, c := range claims.Items {
-			if strings.HasPrefix(c.Name, "wide-") && c.Status.Allocation != nil {
-				t.Fatalf("claim %s of the waiting gang holds devices\n%s", c.Name, s.tl)
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	s.assertGangHoldsNothingFor("wide", 8*time.Second, "with room for 2 of 4")
 	// Why it waits, on the pod: the devices per node, and that evicting
 	// the fillers (of its own priority) is not allowed.
 	cond, err := h.WaitForPodUnschedulable(h.Ctx, "default", "wide-0", 10*time.Second)
@@ -216,6 +203,28 @@ func TestDRAGangWaitsUntilTheAllocatorCanSatisfyItsConstraints(t *testing.T) {
 	}
 	_, err = h.WaitForPodsBound(h.Ctx, "default", gangSelector+"island", 2, 60*time.Second)
 	require.NoError(t, err, "gang placed once a domain of 4 freed on each node\n%s", s.tl)
+}
+
+// assertGangHoldsNothingFor checks for a while that no member of the
+// group (whose Job or pods are named after it) is bound and no claim of
+// its members holds devices.
+func (s *scenario) assertGangHoldsNothingFor(group string, d time.Duration, why string) {
+	t, h := s.t, s.h
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		bound, _, err := h.BoundMembers(h.Ctx, "default", group)
+		require.NoError(t, err)
+		require.Zero(t, bound, "gang %s has bound members %s\n%s", group, why, s.tl)
+		claims, err := h.Client.ResourceV1().ResourceClaims("default").List(h.Ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		for _, c := range claims.Items {
+			if strings.HasPrefix(c.Name, group+"-") && c.Status.Allocation != nil {
+				t.Fatalf("claim %s of the waiting gang holds devices\n%s", c.Name, s.tl)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // createDomainTemplates creates the claim templates of the interconnect

@@ -260,20 +260,7 @@ func TestLeaderOfANarrowerClassWaitsForRoomBesideItsWorkers(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return waitingReason(t, h, "lws") == "WaitingForTopologyDomain"
 	}, bindTimeout, 250*time.Millisecond, "PodGroup lws says %q\n%s", waitingReason(t, h, "lws"), s.tl)
-	deadline := time.Now().Add(8 * time.Second)
-	for time.Now().Before(deadline) {
-		bound, _, err := h.BoundMembers(h.Ctx, "default", "lws")
-		require.NoError(t, err)
-		require.Zero(t, bound, "gang lws has bound members though no clique has 8 devices for it\n%s", s.tl)
-		claims, err := h.Client.ResourceV1().ResourceClaims("default").List(h.Ctx, metav1.ListOptions{})
-		require.NoError(t, err)
-		for _, c := range claims.Items {
-			if strings.HasPrefix(c.Name, "lws-") && c.Status.Allocation != nil {
-				t.Fatalf("claim %s of the waiting gang holds devices\n%s", c.Name, s.tl)
-			}
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	s.assertGangHoldsNothingFor("lws", 8*time.Second, "though no clique has 8 devices for it")
 	assert.Zero(t, gangRejections(t, h, "lws"), "no attempt starts that the devices cannot hold\n%s", s.tl)
 
 	for _, name := range cliqueBFillers {
