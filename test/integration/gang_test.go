@@ -66,8 +66,10 @@ func TestGangThatFitsBindsWhole(t *testing.T) {
 }
 
 // 2. A gang of N with room for N-1: none bound, its reservations released
-// at once, and the reason on the PodGroup. The members fit by resources, so
-// the gang starts placing; one member's node selector matches no node.
+// at once, and the reason on the PodGroup. The members fit by resources and
+// by what the plan judges of each (a node selector would be seen there),
+// so the gang starts placing; one member's required pod affinity matches
+// no pod, which the plan leaves to the member's own cycle.
 //
 // Run with the shipped feature gates and with NominatedNodeNameForExpectation
 // on (Kubernetes' default, off in the shipped Deployment): the scheduler
@@ -92,7 +94,10 @@ func gangWithoutRoomBindsNothingAndReleases(t *testing.T, flags []string) {
 	for i, spec := range members {
 		p := cluster.Pod(spec)
 		if i == 3 {
-			p.Spec.NodeSelector = map[string]string{"accelerator": "none-such"}
+			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "none-such"}},
+				TopologyKey:   corev1.LabelHostname,
+			}}}}
 		}
 		pods = append(pods, p)
 	}
