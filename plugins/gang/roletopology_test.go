@@ -117,17 +117,7 @@ func TestRoleDomains(t *testing.T) {
 		pg := withRoles(podGroup("g", t0, 9), lws)
 		return pg, append(roleMembers("g", "leader", 1, "2", "1Gi"), roleMembers("g", "workers", 8, "8", "1Gi")...)
 	}
-	check := func(t *testing.T, pg *schedv1alpha1.PodGroup, pods []*corev1.Pod, nodes []fwk.NodeInfo) fitOutcome {
-		g, _ := testGang(t, []*schedv1alpha1.PodGroup{pg}, pods)
-		g.topologyLevels = levels
-		topo, bad := g.topologyOf(pg, nodes)
-		require.Empty(t, bad)
-		var out fitOutcome
-		g.store.Lock(func(locked *state.Locked) {
-			out = g.quorumDoesNotFit(context.Background(), pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, topo)
-		})
-		return out
-	}
+	check := quorumCheckOf
 
 	t.Run("workers in the one rack with room for all 8, the leader anywhere", func(t *testing.T) {
 		pg, pods := gang()
@@ -263,14 +253,7 @@ func TestPlanChoosesTheQuorumsExtraMembers(t *testing.T) {
 	cpus[1].Spec.NodeSelector = map[string]string{host: "cpu-1"}
 	pods := append(append(append([]*corev1.Pod{}, head...), gpus...), cpus...)
 
-	g, _ := testGang(t, []*schedv1alpha1.PodGroup{pg}, pods)
-	g.topologyLevels = levels
-	topo, bad := g.topologyOf(pg, nodes)
-	require.Empty(t, bad)
-	var out fitOutcome
-	g.store.Lock(func(locked *state.Locked) {
-		out = g.quorumDoesNotFit(context.Background(), pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, topo)
-	})
+	out := quorumCheckOf(t, pg, pods, nodes)
 	require.Empty(t, out.reason)
 	planned := map[string]string{}
 	for _, slot := range out.plan {
@@ -300,4 +283,19 @@ func TestPlanChoosesTheQuorumsExtraMembers(t *testing.T) {
 	if node, ok := planned["g-cpu-1"]; ok {
 		assert.Equal(t, "cpu-1", node, "its node selector is honoured")
 	}
+}
+
+// quorumCheckOf runs gang ns/g's quorum check (its roles and topology read
+// from pg, at the test levels) over the nodes, with nothing else placing.
+func quorumCheckOf(t *testing.T, pg *schedv1alpha1.PodGroup, pods []*corev1.Pod, nodes []fwk.NodeInfo) fitOutcome {
+	t.Helper()
+	g, _ := testGang(t, []*schedv1alpha1.PodGroup{pg}, pods)
+	g.topologyLevels = levels
+	topo, bad := g.topologyOf(pg, nodes)
+	require.Empty(t, bad)
+	var out fitOutcome
+	g.store.Lock(func(locked *state.Locked) {
+		out = g.quorumDoesNotFit(context.Background(), pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, topo)
+	})
+	return out
 }

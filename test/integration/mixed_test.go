@@ -107,7 +107,7 @@ func prefixOf(node string) string { return node[:strings.LastIndex(node, "-")] }
 // worker, for which no clique has room beside its 3 siblings: the plan
 // chooses a CPU worker instead. The head, 3 GPU workers in one clique and
 // both CPU workers bind, the fourth GPU worker waits (its clique is full),
-// and no attempt is given up.
+// and no attempt is given up. A CPU worker that fails is replaced and placed.
 func TestRayStyleGangChoosesItsQuorumByWhatFits(t *testing.T) {
 	gpu := map[corev1.ResourceName]string{cluster.GPU: "1"}
 	specs := append(append([]cluster.NodeSpec{{Name: "cpu-0", CPU: "8", Memory: "32Gi"}, {Name: "cpu-1", CPU: "8", Memory: "32Gi"}},
@@ -158,6 +158,27 @@ func TestRayStyleGangChoosesItsQuorumByWhatFits(t *testing.T) {
 		require.Equal(t, 3, bound, "the fourth GPU worker waits for room in its role's clique: %v", on)
 		time.Sleep(250 * time.Millisecond)
 	}
+	// A CPU worker fails: its Deployment replaces it, and the replacement
+	// is placed as a surplus member while the quorum holds.
+	var gone string
+	for pod, node := range podsOn(t, h, "app=ray-cpu") {
+		if node != "" {
+			gone = pod
+			break
+		}
+	}
+	require.NoError(t, h.Client.CoreV1().Pods("default").Delete(h.Ctx, gone, metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		on := podsOn(t, h, "app=ray-cpu")
+		_, old := on[gone]
+		bound := 0
+		for _, node := range on {
+			if node != "" {
+				bound++
+			}
+		}
+		return !old && bound == 2
+	}, bindTimeout, 250*time.Millisecond, "the CPU worker's replacement is bound: %v", podsOn(t, h, "app=ray-cpu"))
 	assert.Zero(t, gangRejections(t, h, "ray"), "a gang the cluster holds is never given up")
 }
 
