@@ -95,7 +95,7 @@ func (b *Binpack) PreScore(ctx context.Context, cycle fwk.CycleState, pod *corev
 // scoreInput turns the pod's requests, and the devices its claims take
 // (with a catalog), into the score's terms.
 func (b *Binpack) scoreInput(pod *corev1.Pod, catalog *devices.Catalog) (*podScoreInput, error) {
-	requests := capacity.Request(pod)
+	requests := b.devices.Requests(pod)
 	if catalog != nil {
 		demand, err := catalog.Demand(pod)
 		if err != nil {

@@ -302,7 +302,7 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 	catalog := g.store.Devices().Catalog()
 	all := make([]capacity.Resources, len(members))
 	for i, m := range members {
-		all[i] = capacity.Request(m)
+		all[i] = g.store.Devices().Requests(m)
 		demand, err := catalog.Demand(m)
 		if err != nil {
 			return fitOutcome{reason: reasons.WaitingForClaims.Say("gang %s waits: %v", gang.Key, err)}

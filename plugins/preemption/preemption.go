@@ -225,7 +225,7 @@ func (p *Preemption) countDevices(ctx context.Context, who *preemptor) string {
 		}
 		who.demand[m.UID] = demand
 		who.request.Add(demand)
-		asked = append(asked, capacity.Request(m), demand)
+		asked = append(asked, p.store.Devices().Requests(m), demand)
 	}
 	who.catalog, who.deviceKeys = catalog, catalog.Keys(asked...)
 	who.freeDevices = func(node *corev1.Node) capacity.Resources {
@@ -244,7 +244,7 @@ func (p *Preemption) countDevices(ctx context.Context, who *preemptor) string {
 func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preemptor, string) {
 	who := &preemptor{
 		id: evictionID(pod, false), pod: pod, members: []*corev1.Pod{pod},
-		priority: corev1helpers.PodPriority(pod), request: capacity.Request(pod),
+		priority: corev1helpers.PodPriority(pod), request: p.store.Devices().Requests(pod),
 		what: fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name),
 	}
 	if queues := p.store.Queues(); queues != nil {
@@ -283,7 +283,7 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 	who.what = "gang " + key.String()
 	who.request = capacity.Resources{}
 	for _, m := range who.members {
-		who.request.Add(capacity.Request(m))
+		who.request.Add(p.store.Devices().Requests(m))
 	}
 	return who, ""
 }

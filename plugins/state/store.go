@@ -170,10 +170,10 @@ func NewDeviceReader(h fwk.Handle) *devices.Reader {
 
 // Charge is what a pod counts for in its queue: its requests and the
 // devices its claims hold or will hold (devices.Reader.Charge), each
-// class under its key, so that a Queue's capability of nvidia.com/gpu
+// class under its key however the pod names it (devices.Reader.Requests), so that a Queue's capability of nvidia.com/gpu
 // caps GPUs however they are asked for.
 func (s *Store) Charge(pod *corev1.Pod) capacity.Resources {
-	charge := capacity.Request(pod)
+	charge := s.devices.Requests(pod)
 	charge.Add(s.devices.Charge(pod))
 	return charge
 }

@@ -302,7 +302,10 @@ func TestDRAQueueCapabilityCapsClaimedDevices(t *testing.T) {
 // A ResourceClaim two pods share counts once in their queue: a queue of
 // capability example.com/gpu 2, one claim of 2 devices used by two pods.
 // Both run (charged 2 devices, not 4), and the Queue's status shows 2
-// allocated.
+// allocated. A pod asking for the class by its implicit name
+// (deviceclass.resource.kubernetes.io/gpu.example.com) is charged under
+// example.com/gpu: it waits while the pair holds the queue's 2, and runs,
+// shown as example.com/gpu, once they are gone.
 func TestDRASharedClaimCountsOnceInItsQueue(t *testing.T) {
 	s, _ := startDRACluster(t, 2, 8)
 	h := s.h
@@ -330,6 +333,28 @@ func TestDRASharedClaimCountsOnceInItsQueue(t *testing.T) {
 		got := q.Status.Allocated[draExtendedGPU]
 		return got.Value() == 2
 	}, 30*time.Second, 200*time.Millisecond, "queue pair shows the shared claim's 2 devices allocated once\n%s", s.tl)
+
+	implicit := corev1.ResourceName(resourcev1.ResourceDeviceClassPrefix + draClassName)
+	byImplicitName := cluster.Pod(cluster.PodSpec{Name: "implicit", CPU: "1", Memory: "1Gi", Extended: map[corev1.ResourceName]string{implicit: "1"},
+		Labels: map[string]string{flotillav1alpha1.QueueLabel: "pair", "asks": "implicit-name"}})
+	_, err = h.Client.CoreV1().Pods("default").Create(h.Ctx, byImplicitName, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assertStaysPending(t, h, "implicit", 5*time.Second) // queue pair's 2 example.com/gpu are the pair's
+	for i := 0; i < 2; i++ {
+		require.NoError(t, h.Client.CoreV1().Pods("default").Delete(h.Ctx, fmt.Sprintf("pair-%d", i), metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}))
+	}
+	require.NoError(t, h.Client.ResourceV1().ResourceClaims("default").Delete(h.Ctx, claim.Name, metav1.DeleteOptions{}))
+	_, err = h.WaitForPodsBound(h.Ctx, "default", "asks=implicit-name", 1, 60*time.Second)
+	require.NoError(t, err, "the pod asking by the implicit name runs once the queue has room\n%s", s.tl)
+	require.Eventually(t, func() bool {
+		q, err := h.GetQueue(h.Ctx, "pair")
+		if err != nil {
+			return false
+		}
+		got := q.Status.Allocated[draExtendedGPU]
+		_, byImplicit := q.Status.Allocated[implicit]
+		return got.Value() == 1 && !byImplicit
+	}, 30*time.Second, 200*time.Millisecond, "queue pair shows the implicit-name pod's device as 1 example.com/gpu\n%s", s.tl)
 }
 
 // Device taints: a NoSchedule DeviceTaintRule on the devices of 2 of 8

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -388,6 +389,8 @@ func (s *scenario) checkDevices(ctx context.Context) map[corev1.ResourceName]boo
 		if c.Spec.ExtendedResourceName != nil {
 			served[corev1.ResourceName(*c.Spec.ExtendedResourceName)] = true
 		}
+		// Every class also serves its implicit name.
+		served[corev1.ResourceName(resourcev1.ResourceDeviceClassPrefix+c.Name)] = true
 	}
 	claims, err := s.h.Client.ResourceV1().ResourceClaims(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {

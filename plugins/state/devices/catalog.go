@@ -33,6 +33,37 @@ func Key(class *resourceapi.DeviceClass) corev1.ResourceName {
 	return corev1.ResourceName(resourceapi.ResourceDeviceClassPrefix + class.Name)
 }
 
+// Requests are the pod's requests (capacity.Request) with a device class
+// asked for by its implicit name, deviceclass.resource.kubernetes.io/<class>,
+// counted under the class's Key: a pod asking that way for a class whose
+// extendedResourceName is example.com/gpu is charged, capped and placed
+// as one asking for example.com/gpu. An implicit name of no class stays
+// as it is (nothing serves it; the pod does not fit).
+func (r *Reader) Requests(pod *corev1.Pod) capacity.Resources {
+	requests := capacity.Request(pod)
+	if r == nil || r.dra == nil {
+		return requests
+	}
+	var renamed capacity.Resources
+	for name, n := range requests {
+		className, implicit := strings.CutPrefix(string(name), resourceapi.ResourceDeviceClassPrefix)
+		if !implicit {
+			continue
+		}
+		class, err := r.dra.DeviceClasses().Get(className)
+		if err != nil || class == nil || Key(class) == name {
+			continue
+		}
+		delete(requests, name)
+		if renamed == nil {
+			renamed = capacity.Resources{}
+		}
+		renamed[Key(class)] += n
+	}
+	requests.Add(renamed)
+	return requests
+}
+
 // Reader reads the scheduler's DRA state. One per scheduler: it holds the
 // CEL cache the classes' selectors compile into.
 type Reader struct {

@@ -258,6 +258,39 @@ func TestTotals(t *testing.T) {
 	assert.Equal(t, capacity.Resources{"example.com/gpu": 14, "deviceclass.resource.kubernetes.io/a100": 6}, r.Totals())
 }
 
+// Requests: a class asked for by its implicit name counts under its Key.
+func TestRequests(t *testing.T) {
+	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", ""), class("a100", "", "")}}
+	asking := func(requests corev1.ResourceList) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: requests}}}}}
+	}
+	tests := []struct {
+		name     string
+		requests corev1.ResourceList
+		want     capacity.Resources
+	}{
+		{name: "no devices: requests unchanged", requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, want: capacity.Resources{corev1.ResourceCPU: 1000}},
+		{name: "implicit name of a class with an extended resource counts under that resource",
+			requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), "deviceclass.resource.kubernetes.io/gpu": resource.MustParse("2")},
+			want:     capacity.Resources{corev1.ResourceCPU: 1000, "example.com/gpu": 2}},
+		{name: "both names of one class add up",
+			requests: corev1.ResourceList{"example.com/gpu": resource.MustParse("1"), "deviceclass.resource.kubernetes.io/gpu": resource.MustParse("2")},
+			want:     capacity.Resources{"example.com/gpu": 3}},
+		{name: "implicit name of a class without one is its key already",
+			requests: corev1.ResourceList{"deviceclass.resource.kubernetes.io/a100": resource.MustParse("1")},
+			want:     capacity.Resources{"deviceclass.resource.kubernetes.io/a100": 1}},
+		{name: "implicit name of no class stays",
+			requests: corev1.ResourceList{"deviceclass.resource.kubernetes.io/missing": resource.MustParse("1")},
+			want:     capacity.Resources{"deviceclass.resource.kubernetes.io/missing": 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, NewReader(dra, nil, structured.Features{}).Requests(asking(tc.requests)))
+		})
+	}
+	assert.Equal(t, capacity.Resources{"deviceclass.resource.kubernetes.io/gpu": 1}, (*Reader)(nil).Requests(asking(corev1.ResourceList{"deviceclass.resource.kubernetes.io/gpu": resource.MustParse("1")})), "without DRA nothing is renamed")
+}
+
 func TestAsks(t *testing.T) {
 	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", "")}, Claims: []*resourceapi.ResourceClaim{claimOf("held", true, exactly("gpu", 1))}}
 	extended := podWithClaims("e")
