@@ -18,6 +18,17 @@ type BinpackArgs struct {
 	// pod that does not request them should avoid, so that those nodes stay
 	// free for the pods that need them.
 	ScarceResources []corev1.ResourceName
+	// DeviceClasses scores every DRA DeviceClass's devices, under the
+	// class's resource name, unless Resources or ScarceResources name it.
+	DeviceClasses DeviceClassScoring
+}
+
+// DeviceClassScoring is how Binpack counts every DeviceClass's devices.
+type DeviceClassScoring struct {
+	// Weight of a class's devices in the packing score; 0: not scored.
+	Weight int64
+	// Scarce: a class's devices are protected as ScarceResources are.
+	Scarce bool
 }
 
 // ResourceWeight is one resource's share of a score.

@@ -169,6 +169,8 @@ func TestValues(t *testing.T) {
 		{name: "KubeRay's hard-coded name as an alias", values: map[string]any{"schedulerNameAliases": []any{"scheduler-plugins-scheduler"}},
 			wantIn: []string{"- schedulerName: flotilla-scheduler", "- schedulerName: scheduler-plugins-scheduler"}},
 		{name: "scarce resources off", values: map[string]any{"binpack": map[string]any{"scarceResources": []any{}}}, wantIn: []string{"scarceResources: []"}},
+		{name: "device classes not scarce", values: map[string]any{"binpack": map[string]any{"deviceClasses": map[string]any{"scarce": false}}}, wantIn: []string{"scarce: false", "weight: 4"}},
+		{name: "device class weight out of range", values: map[string]any{"binpack": map[string]any{"deviceClasses": map[string]any{"weight": 200}}}, wantErr: "/binpack/deviceClasses/weight"},
 		{name: "replace-default shares the gang args", values: map[string]any{"mode": ReplaceDefault, "gang": map[string]any{"backoffSeconds": 3}},
 			wantIn: []string{"schedulerName: default-scheduler", "resourceName: kube-scheduler"}},
 	} {

@@ -3,6 +3,7 @@ package binpack
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,6 +27,9 @@ const preScoreStateKey fwk.StateKey = Name + "/request"
 type Binpack struct {
 	resources []config.ResourceWeight
 	scarce    []corev1.ResourceName
+	// deviceClasses scores every DeviceClass's devices that resources and
+	// scarce leave out.
+	deviceClasses config.DeviceClassScoring
 	// devices reads DRA devices (nil without a handle: none are counted).
 	devices *devices.Reader
 }
@@ -43,7 +47,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err != nil {
 		return nil, err
 	}
-	b := &Binpack{resources: args.Resources, scarce: args.ScarceResources}
+	b := &Binpack{resources: args.Resources, scarce: args.ScarceResources, deviceClasses: args.DeviceClasses}
 	if h != nil {
 		b.devices = state.NewDeviceReader(h)
 	}
@@ -104,14 +108,31 @@ func (b *Binpack) scoreInput(pod *corev1.Pod, catalog *devices.Catalog) (*podSco
 		requests.Add(demand)
 	}
 	in := &podScoreInput{}
+	listed := make(map[corev1.ResourceName]bool, len(b.resources))
 	for _, r := range b.resources {
+		listed[r.Name] = true
 		if r.Weight <= 0 || requests[r.Name] <= 0 {
 			continue
 		}
 		in.terms = append(in.terms, weightedRequest{name: r.Name, weight: r.Weight, request: requests[r.Name]})
 		in.weightSum += r.Weight
 	}
-	for _, s := range b.scarce {
+	scarce := b.scarce
+	if catalog != nil {
+		classKeys := catalog.ClassKeys()
+		for _, key := range classKeys {
+			if w := b.deviceClasses.Weight; w > 0 && !listed[key] && requests[key] > 0 {
+				in.terms = append(in.terms, weightedRequest{name: key, weight: w, request: requests[key]})
+				in.weightSum += w
+			}
+		}
+		if b.deviceClasses.Scarce {
+			scarce = append(slices.Clone(scarce), classKeys...)
+			slices.Sort(scarce)
+			scarce = slices.Compact(scarce)
+		}
+	}
+	for _, s := range scarce {
 		if requests[s] <= 0 {
 			in.unrequested = append(in.unrequested, s)
 		}

@@ -196,6 +196,7 @@ func TestBadArgsAreRefusedWithTheFieldNamed(t *testing.T) {
 		"all zero":        {cpuMemArgs(0, 0), "at least one weight must be greater than 0"},
 		"empty name":      {&config.BinpackArgs{Resources: []config.ResourceWeight{{Weight: 1}}}, "args.resources[0].name: Required value"},
 		"bad scarce":      {&config.BinpackArgs{Resources: []config.ResourceWeight{{Name: "cpu", Weight: 1}}, ScarceResources: []corev1.ResourceName{"a b"}}, "args.scarceResources[0]"},
+		"device weight":   {&config.BinpackArgs{Resources: []config.ResourceWeight{{Name: "cpu", Weight: 1}}, DeviceClasses: config.DeviceClassScoring{Weight: 101}}, "args.deviceClasses.weight"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := New(context.Background(), tc.args, nil)
@@ -256,12 +257,16 @@ func TestExtendedResources(t *testing.T) {
 	}
 }
 
-// DRA devices where nodes have none in allocatable: a DeviceClass serving
-// nvidia.com/gpu makes the node's free devices of the class count as its
-// GPUs, for a pod asking by extended resource or by claim, in the packing
-// score and in the scarce-resource protection.
-func TestDRADevicesAreScoredAndProtected(t *testing.T) {
-	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"}, Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To(string(gpu))}}
+// draNodeSize is the allocatable of draNodes' nodes.
+var draNodeSize = map[corev1.ResourceName]string{corev1.ResourceCPU: "32", corev1.ResourceMemory: "128Gi"}
+
+// draNodes are a DeviceClass gpu.example.com serving the extended resource
+// named, two nodes dra-busy (6 of 8 devices allocated) and dra-empty (8
+// free) publishing its devices, a node cpu without any, all of 32 cpu and
+// 128Gi, and a claim template "two" (2 devices of the class); withDevices
+// builds the plugin reading them.
+func draNodes(t *testing.T, extended corev1.ResourceName) (withDevices func(*config.BinpackArgs) *Binpack, busy, empty, cpuOnly fwk.NodeInfo) {
+	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"}, Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To(string(extended))}}
 	slice := func(node string) *resourceapi.ResourceSlice {
 		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", Pool: resourceapi.ResourcePool{Name: node, ResourceSliceCount: 1}, NodeName: ptr.To(node)}}
 		for i := 0; i < 8; i++ {
@@ -279,13 +284,20 @@ func TestDRADevicesAreScoredAndProtected(t *testing.T) {
 	templates := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	require.NoError(t, templates.Add(template))
 	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class}, Slices: []*resourceapi.ResourceSlice{slice("dra-busy"), slice("dra-empty")}, Allocated: allocated}
-	withDevices := func(args *config.BinpackArgs) *Binpack {
+	withDevices = func(args *config.BinpackArgs) *Binpack {
 		b := newPlugin(t, args)
 		b.devices = devices.NewReader(dra, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{})
 		return b
 	}
-	cpuMem := map[corev1.ResourceName]string{corev1.ResourceCPU: "32", corev1.ResourceMemory: "128Gi"}
-	busy, empty, cpuOnly := nodeWith("dra-busy", cpuMem), nodeWith("dra-empty", cpuMem), nodeWith("cpu", cpuMem)
+	return withDevices, nodeWith("dra-busy", draNodeSize), nodeWith("dra-empty", draNodeSize), nodeWith("cpu", draNodeSize)
+}
+
+// DRA devices where nodes have none in allocatable: a DeviceClass serving
+// nvidia.com/gpu makes the node's free devices of the class count as its
+// GPUs, for a pod asking by extended resource or by claim, in the packing
+// score and in the scarce-resource protection.
+func TestDRADevicesAreScoredAndProtected(t *testing.T) {
+	withDevices, busy, empty, cpuOnly := draNodes(t, gpu)
 
 	packing := withDevices(&config.BinpackArgs{Resources: []config.ResourceWeight{{Name: corev1.ResourceCPU, Weight: 1}, {Name: gpu, Weight: 4}}})
 	byExtended := pod("t", map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "16Gi", gpu: "2"})
@@ -301,7 +313,44 @@ func TestDRADevicesAreScoredAndProtected(t *testing.T) {
 	// the fuller one.
 	protecting := cpuMemArgs(1, 0)
 	protecting.ScarceResources = []corev1.ResourceName{gpu}
-	fullerWithGPUs := nodeWith("dra-empty", cpuMem, pod("u", map[corev1.ResourceName]string{corev1.ResourceCPU: "28"}))
+	fullerWithGPUs := nodeWith("dra-empty", draNodeSize, pod("u", map[corev1.ResourceName]string{corev1.ResourceCPU: "28"}))
 	got := normalized(t, withDevices(protecting), pod("cpu", map[corev1.ResourceName]string{corev1.ResourceCPU: "2"}), cpuOnly, fullerWithGPUs)
 	assert.Greater(t, got["cpu"], got["dra-empty"], "scores %v", got)
+}
+
+// Every DeviceClass's devices are weighed and protected (deviceClasses),
+// whatever name the class serves: here example.com/gpu, which neither
+// resources nor scarceResources name, as in a cluster whose driver is not
+// NVIDIA's.
+func TestEveryDeviceClassIsScoredAndProtected(t *testing.T) {
+	const served corev1.ResourceName = "example.com/gpu"
+	withDevices, busy, empty, cpuOnly := draNodes(t, served)
+	shipped := func(d config.DeviceClassScoring) *config.BinpackArgs {
+		args := &config.BinpackArgs{Resources: []config.ResourceWeight{{Name: corev1.ResourceCPU, Weight: 1}, {Name: gpu, Weight: 4}}, ScarceResources: []corev1.ResourceName{gpu}, DeviceClasses: d}
+		return args
+	}
+	byExtended := pod("t", map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "16Gi", served: "2"})
+	byImplicitName := pod("i", map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "16Gi", "deviceclass.resource.kubernetes.io/gpu.example.com": "2"})
+	byClaim := pod("c", map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "16Gi"})
+	byClaim.Namespace = "default"
+	byClaim.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: ptr.To("two")}}
+	cpuPod := pod("cpu", map[corev1.ResourceName]string{corev1.ResourceCPU: "2", corev1.ResourceMemory: "4Gi"})
+	fullerWithGPUs := nodeWith("dra-empty", draNodeSize, pod("u", map[corev1.ResourceName]string{corev1.ResourceCPU: "28"}))
+
+	on := withDevices(shipped(config.DeviceClassScoring{Weight: 4, Scarce: true}))
+	for _, p := range []*corev1.Pod{byExtended, byImplicitName, byClaim} {
+		assert.Equal(t, int64(85), scoreOn(t, on, p, busy), "%s: (1*8/32 + 4*(6+2)/8) / 5", p.Name)
+		assert.Equal(t, int64(25), scoreOn(t, on, p, empty), "%s: (1*8/32 + 4*2/8) / 5", p.Name)
+	}
+	got := normalized(t, on, cpuPod, cpuOnly, fullerWithGPUs)
+	assert.Greater(t, got["cpu"], got["dra-empty"], "a CPU-only pod keeps off free devices of any class: %v", got)
+
+	off := withDevices(shipped(config.DeviceClassScoring{}))
+	assert.Equal(t, int64(25), scoreOn(t, off, byExtended, busy), "weight 0: cpu 8/32 alone ranks the node")
+	got = normalized(t, off, cpuPod, cpuOnly, fullerWithGPUs)
+	assert.Greater(t, got["dra-empty"], got["cpu"], "not scarce: the fuller node wins: %v", got)
+
+	listed := shipped(config.DeviceClassScoring{Weight: 4, Scarce: true})
+	listed.Resources = append(listed.Resources, config.ResourceWeight{Name: served, Weight: 0})
+	assert.Equal(t, int64(25), scoreOn(t, withDevices(listed), byExtended, busy), "resources naming the class's resource with weight 0 overrides deviceClasses")
 }

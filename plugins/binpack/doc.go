@@ -46,6 +46,18 @@
 // in allocatable nor served by a class is left out of the score: the node
 // is ranked on the pod's other weighted resources.
 //
+// Every DeviceClass's devices are scored without being listed (args
+// deviceClasses, default weight 4 and scarce): a pod's devices of a class
+// whose resource name resources does not list weigh deviceClasses.weight,
+// and every class's resource name is scarce beside scarceResources. So a
+// cluster whose GPUs come from a DRA driver serving example.com/gpu, or
+// no extended resource at all (deviceclass.resource.kubernetes.io/<class>),
+// packs and protects them as the shipped profile does nvidia.com/gpu. A
+// pod asking for a class by its implicit name counts under the class's
+// resource name. Listing a class's name in resources (weight 0 included)
+// overrides the weight; deviceClasses.scarce false leaves the protection
+// to scarceResources.
+//
 // The plugin's weight in the profile is its weight among the scores; the
 // shipped profile disables the in-tree scores that spread pods out.
 package binpack

@@ -67,6 +67,11 @@ func Convert_v1_BinpackArgs_To_config_BinpackArgs(in *BinpackArgs, out *config.B
 		out.Resources = append(out.Resources, config.ResourceWeight{Name: r.Name, Weight: w})
 	}
 	out.ScarceResources = append(out.ScarceResources[:0:0], in.ScarceResources...)
+	out.DeviceClasses = config.DeviceClassScoring{}
+	if d := in.DeviceClasses; d != nil {
+		out.DeviceClasses.Weight = ptr.Deref(d.Weight, 0)
+		out.DeviceClasses.Scarce = ptr.Deref(d.Scarce, false)
+	}
 	return nil
 }
 
@@ -79,5 +84,6 @@ func Convert_config_BinpackArgs_To_v1_BinpackArgs(in *config.BinpackArgs, out *B
 		out.Resources = append(out.Resources, ResourceWeight{Name: r.Name, Weight: &w})
 	}
 	out.ScarceResources = append(out.ScarceResources[:0:0], in.ScarceResources...)
+	out.DeviceClasses = &DeviceClassScoring{Weight: ptr.To(in.DeviceClasses.Weight), Scarce: ptr.To(in.DeviceClasses.Scarce)}
 	return nil
 }

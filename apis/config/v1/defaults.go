@@ -8,6 +8,10 @@ import (
 // DefaultScarceResource is the accelerator most clusters mean by "scarce".
 const DefaultScarceResource corev1.ResourceName = "nvidia.com/gpu"
 
+// DefaultDeviceClassWeight weighs DRA devices as the shipped profile
+// weighs nvidia.com/gpu: a device is worth several cores.
+const DefaultDeviceClassWeight int64 = 4
+
 // SetDefaults_BinpackArgs fills what the user left out.
 func SetDefaults_BinpackArgs(obj *BinpackArgs) {
 	if len(obj.Resources) == 0 {
@@ -25,6 +29,15 @@ func SetDefaults_BinpackArgs(obj *BinpackArgs) {
 	// non-nil slice and switches the protection off.
 	if obj.ScarceResources == nil {
 		obj.ScarceResources = []corev1.ResourceName{DefaultScarceResource}
+	}
+	if obj.DeviceClasses == nil {
+		obj.DeviceClasses = &DeviceClassScoring{}
+	}
+	if obj.DeviceClasses.Weight == nil {
+		obj.DeviceClasses.Weight = ptr.To(DefaultDeviceClassWeight)
+	}
+	if obj.DeviceClasses.Scarce == nil {
+		obj.DeviceClasses.Scarce = ptr.To(true)
 	}
 }
 

@@ -18,6 +18,23 @@ type BinpackArgs struct {
 	// should avoid. Default: [nvidia.com/gpu]. An explicit empty list turns
 	// the protection off.
 	ScarceResources []corev1.ResourceName `json:"scarceResources,omitempty"`
+	// DeviceClasses scores the devices DRA DeviceClasses serve, each class's
+	// under its resource name (its extendedResourceName, else
+	// deviceclass.resource.kubernetes.io/<class>), without listing every
+	// class here. Default: weight 4, scarce true.
+	DeviceClasses *DeviceClassScoring `json:"deviceClasses,omitempty"`
+}
+
+// DeviceClassScoring is how Binpack counts every DeviceClass's devices.
+type DeviceClassScoring struct {
+	// Weight of a class's devices in the packing score, 0..100, unless
+	// resources names the class's resource. Default 4 (as the shipped
+	// profile weighs nvidia.com/gpu); 0 leaves them out of the score.
+	Weight *int64 `json:"weight,omitempty"`
+	// Scarce keeps pods that do not ask for a class's devices off the nodes
+	// with such devices free, as scarceResources does for the resources it
+	// names. Default true.
+	Scarce *bool `json:"scarce,omitempty"`
 }
 
 // ResourceWeight is one resource's share of a score.

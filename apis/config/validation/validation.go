@@ -23,6 +23,9 @@ func ValidateBinpackArgs(path *field.Path, args *config.BinpackArgs) error {
 	var errs field.ErrorList
 	errs = append(errs, validateResourceWeights(path.Child("resources"), args.Resources)...)
 	errs = append(errs, validateResourceNames(path.Child("scarceResources"), args.ScarceResources)...)
+	if w := args.DeviceClasses.Weight; w < 0 || w > MaxResourceWeight {
+		errs = append(errs, field.Invalid(path.Child("deviceClasses", "weight"), w, fmt.Sprintf("must be in the range 0-%d", MaxResourceWeight)))
+	}
 	return errs.ToAggregate()
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -174,6 +175,24 @@ func (c *Catalog) IsDeviceKey(name corev1.ResourceName) bool {
 	}
 	_, ok := c.byKey[name]
 	return ok
+}
+
+// ClassKeys are the keys every DeviceClass's devices count under, sorted,
+// each once (nil when the classes cannot be read).
+func (c *Catalog) ClassKeys() []corev1.ResourceName {
+	if err := c.loadClasses(); err != nil {
+		return nil
+	}
+	seen := make(map[corev1.ResourceName]bool, len(c.classes))
+	keys := make([]corev1.ResourceName, 0, len(c.classes))
+	for _, class := range c.classes {
+		if key := Key(class); !seen[key] {
+			seen[key] = true
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // ClassOf names the class counted under key, for messages.

@@ -153,6 +153,12 @@ profiles:
       {{- toYaml .Values.binpack.scarceResources | nindent 6 }}
       {{- else }} []
       {{- end }}
+      # Devices of every DRA DeviceClass (under its extendedResourceName or
+      # deviceclass.resource.kubernetes.io/<class>): their weight, and
+      # whether pods that do not ask for them keep off their nodes.
+      deviceClasses:
+        weight: {{ .Values.binpack.deviceClasses.weight }}
+        scarce: {{ .Values.binpack.deviceClasses.scarce }}
 {{- end }}
 {{- end }}
 {{- end }}
