@@ -337,7 +337,7 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 	keys := catalog.Keys(sortedAll...)
 	var deviceErr error
 	var ledger *devices.Ledger
-	if len(keys) > 0 {
+	if len(keys) > 0 || catalog.Allocates() {
 		if held != nil {
 			deviceErr = catalog.Hold(locked.PlannedPods(gang))
 		}

@@ -295,3 +295,138 @@ func TestLeaderOfANarrowerClassWaitsForRoomBesideItsWorkers(t *testing.T) {
 	}
 	assert.Zero(t, gangRejections(t, h, "lws"), "%s", s.tl)
 }
+
+// createModelClass creates a DeviceClass of the harness driver's devices
+// of one model, as an administrator names a GPU type.
+func createModelClass(t *testing.T, h *harness.Harness, name, model string) {
+	t.Helper()
+	class := cluster.DeviceClass(name, "")
+	class.Spec.Selectors = append(class.Spec.Selectors, modelSelector(model)...)
+	_, err := h.Client.ResourceV1().DeviceClasses().Create(h.Ctx, class, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// createFillers creates, per node, a pod pinned there holding devices
+// from the template, and waits until they are bound; it returns their names.
+func createFillers(t *testing.T, s *scenario, template string, perNode int, nodes ...string) []string {
+	t.Helper()
+	h := s.h
+	var names []string
+	for _, node := range nodes {
+		for i := 0; i < perNode; i++ {
+			pod := withClaimFrom(cluster.Pod(cluster.PodSpec{Name: fmt.Sprintf("filler-%s-%d", node, i), CPU: "1", Memory: "1Gi", Labels: map[string]string{"role": "filler"}}), template)
+			pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+			_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, pod, metav1.CreateOptions{})
+			require.NoError(t, err)
+			names = append(names, pod.Name)
+		}
+	}
+	_, err := h.WaitForPodsBound(h.Ctx, "default", "role=filler", len(names), bindTimeout)
+	require.NoError(t, err, "fillers placed\n%s", s.tl)
+	return names
+}
+
+// A prioritized list: workers' claims ask first for 2 devices of class
+// h100.example.com, else 2 of l40.example.com (two classes, as an
+// administrator names GPU types); the leader asks for none. Fillers hold
+// every h100. A count of the first alternative's class sees no h100 free
+// anywhere; the allocator, member by member, falls back to the l40s as
+// DynamicResources will. The gang (leader and 3 workers) binds at once on
+// the l40 nodes, each worker's claim allocated by its l40 alternative, and
+// no attempt is given up.
+func TestGangOfPrioritizedClaimsFallsBackWhileItsFirstChoiceIsTaken(t *testing.T) {
+	node := func(name string) cluster.NodeSpec {
+		return cluster.NodeSpec{Name: name, CPU: "64", Memory: "256Gi", Labels: map[string]string{corev1.LabelHostname: name}}
+	}
+	specs := []cluster.NodeSpec{node("h100-0"), node("h100-1"), node("l40-0"), node("l40-1")}
+	s := startDRAClusterOn(t, specs, 0)
+	h := s.h
+	for _, n := range specs {
+		publishModel(t, h, n.Name, 4, prefixOf(n.Name))
+	}
+	createModelClass(t, h, "h100.example.com", "h100")
+	createModelClass(t, h, "l40.example.com", "l40")
+	require.NoError(t, h.CreateClaimTemplate(h.Ctx, "default", "four-h100", "h100.example.com", 4))
+	createFillers(t, s, "four-h100", 1, "h100-0", "h100-1")
+
+	tmpl := cluster.ClaimTemplate("default", "h100-else-l40", "h100.example.com", 2)
+	tmpl.Spec.Spec.Devices.Requests = []resourcev1.DeviceRequest{{Name: "gpus", FirstAvailable: []resourcev1.DeviceSubRequest{
+		{Name: "h100", DeviceClassName: "h100.example.com", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 2},
+		{Name: "l40", DeviceClassName: "l40.example.com", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 2},
+	}}}
+	_, err := h.Client.ResourceV1().ResourceClaimTemplates("default").Create(h.Ctx, tmpl, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	createRolesGroup(t, h, "infer", 4, "", nil)
+	start := time.Now()
+	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "infer-leader", Replicas: 1, CPU: "4", Memory: "16Gi", PodGroup: "infer"})
+	require.NoError(t, err)
+	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "infer-worker", Replicas: 3, CPU: "2", Memory: "8Gi", ClaimTemplate: "h100-else-l40", PodGroup: "infer", Indexed: true})
+	require.NoError(t, err)
+	placed, err := h.WaitForPodsBound(h.Ctx, "default", gangSelector+"infer", 4, bindTimeout)
+	require.NoError(t, err, "gang placed on its second choice\n%s", s.tl)
+	t.Logf("4 members bound %s after their Jobs were created", time.Since(start).Round(100*time.Millisecond))
+	for pod, n := range placed {
+		if strings.HasPrefix(pod, "infer-worker") {
+			assert.Equal(t, "l40", prefixOf(n), "worker %s on the l40s", pod)
+		}
+	}
+	claims, err := h.Client.ResourceV1().ResourceClaims("default").List(h.Ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	workerClaims := 0
+	for _, c := range claims.Items {
+		if !strings.HasPrefix(c.Name, "infer-worker") {
+			continue
+		}
+		workerClaims++
+		require.NotNil(t, c.Status.Allocation, "claim %s allocated", c.Name)
+		for _, r := range c.Status.Allocation.Devices.Results {
+			assert.Equal(t, "gpus/l40", r.Request, "claim %s took its l40 alternative", c.Name)
+		}
+	}
+	assert.Equal(t, 3, workerClaims)
+	assert.Zero(t, gangRejections(t, h, "infer"), "a gang the cluster holds is never given up\n%s", s.tl)
+}
+
+// A LeaderWorkerSet-style group of 8 that must share one NVLink clique
+// (the PodGroup's topology-required annotation): a leader (3 cpu, 6Gi, one
+// device) unlike its 7 workers (1 cpu, 4Gi, one device each). Two cliques
+// of 2 nodes (8 cpu, 32Gi) × 4 devices, fillers holding 2 devices on every node: 4 free in
+// each clique, 8 in all. Nothing binds, no claim of the group is
+// allocated, no attempt is given up; when clique a's fillers leave, all 8
+// bind there.
+func TestLeaderWorkerGroupWaitsWhileNoCliqueHoldsIt(t *testing.T) {
+	specs := append(cliqueNodes("clique-a", 2, nil), cliqueNodes("clique-b", 2, nil)...)
+	s := startDRAClusterOn(t, specs, 4)
+	h := s.h
+	var cliqueAFillers []string
+	for _, n := range specs {
+		names := createFillers(t, s, "one-gpu", 2, n.Name)
+		if prefixOf(n.Name) == "clique-a" {
+			cliqueAFillers = append(cliqueAFillers, names...)
+		}
+	}
+
+	createRolesGroup(t, h, "lws", 8, "", map[string]string{flotillav1alpha1.TopologyRequiredAnnotation: cluster.CliqueLabel})
+	_, err := h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "lws-leader", Replicas: 1, CPU: "3", Memory: "6Gi", ClaimTemplate: "one-gpu", PodGroup: "lws"})
+	require.NoError(t, err)
+	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "lws-worker", Replicas: 7, CPU: "1", Memory: "4Gi", ClaimTemplate: "one-gpu", PodGroup: "lws", Indexed: true})
+	require.NoError(t, err)
+
+	require.Eventually(t, func() bool {
+		return waitingReason(t, h, "lws") == "WaitingForTopologyDomain"
+	}, bindTimeout, 250*time.Millisecond, "PodGroup lws says %q\n%s", waitingReason(t, h, "lws"), s.tl)
+	s.assertGangHoldsNothingFor("lws", 8*time.Second, "though no clique has 8 devices for it")
+	assert.Zero(t, gangRejections(t, h, "lws"), "no attempt starts that no clique can hold\n%s", s.tl)
+
+	for _, name := range cliqueAFillers {
+		require.NoError(t, h.Client.CoreV1().Pods("default").Delete(h.Ctx, name, metav1.DeleteOptions{}))
+		s.tl.add("deleted filler %s", name)
+	}
+	placed, err := h.WaitForPodsBound(h.Ctx, "default", gangSelector+"lws", 8, 60*time.Second)
+	require.NoError(t, err, "gang placed once clique a freed\n%s", s.tl)
+	for pod, node := range placed {
+		assert.Equal(t, "clique-a", prefixOf(node), "member %s in the clique with room for all 8", pod)
+	}
+	assert.Zero(t, gangRejections(t, h, "lws"), "%s", s.tl)
+}

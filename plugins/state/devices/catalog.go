@@ -357,10 +357,10 @@ func (c *Catalog) addRequest(demand capacity.Resources, req resourceapi.DeviceRe
 func (c *Catalog) countRequest(demand capacity.Resources, req resourceapi.DeviceRequest) (*resourceapi.ExactDeviceRequest, error) {
 	exact := req.Exactly
 	if exact == nil && len(req.FirstAvailable) > 0 {
-		// The first alternative is the one preferred; the allocator falls
-		// back to the others per node.
-		sub := req.FirstAvailable[0]
-		exact = &resourceapi.ExactDeviceRequest{DeviceClassName: sub.DeviceClassName, AllocationMode: sub.AllocationMode, Count: sub.Count, Tolerations: sub.Tolerations}
+		var err error
+		if exact, err = c.leastAlternative(req.FirstAvailable); exact == nil || err != nil {
+			return nil, err
+		}
 	}
 	if exact == nil {
 		return nil, nil
@@ -378,6 +378,37 @@ func (c *Catalog) countRequest(demand capacity.Resources, req resourceapi.Device
 	}
 	demand[Key(class)] += count
 	return exact, nil
+}
+
+// leastAlternative is what a prioritized list takes at least, as one
+// request for the count: the allocator tries the alternatives in order on
+// each node, so a count must not rule a node out that a later, smaller
+// or other-class alternative fits. When every alternative is of one class
+// key, that is the fewest devices any of them takes, tolerating what any
+// of them tolerates; when they differ in class, nothing is counted (nil)
+// and the allocator, member by member, decides alone. An alternative of
+// adminAccess or allocationMode All counts as one device.
+func (c *Catalog) leastAlternative(alternatives []resourceapi.DeviceSubRequest) (*resourceapi.ExactDeviceRequest, error) {
+	var least *resourceapi.ExactDeviceRequest
+	var key corev1.ResourceName
+	for _, sub := range alternatives {
+		class, ok := c.classes[sub.DeviceClassName]
+		if !ok {
+			return nil, fmt.Errorf("DeviceClass %s not found", sub.DeviceClassName)
+		}
+		count := int64(1)
+		if sub.AllocationMode == resourceapi.DeviceAllocationModeExactCount || sub.AllocationMode == "" {
+			count = max(sub.Count, 1)
+		}
+		if least == nil {
+			least, key = &resourceapi.ExactDeviceRequest{DeviceClassName: sub.DeviceClassName, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count}, Key(class)
+		} else if Key(class) != key {
+			return nil, nil
+		}
+		least.Count = min(least.Count, count)
+		least.Tolerations = append(least.Tolerations, sub.Tolerations...)
+	}
+	return least, nil
 }
 
 func (c *Catalog) load() error {

@@ -98,6 +98,10 @@ func TestDemand(t *testing.T) {
 		{Name: "big", DeviceClassName: "plain", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 3},
 		{Name: "small", DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1},
 	}}
+	prioritizedOneClass := resourceapi.DeviceRequest{Name: "r", FirstAvailable: []resourceapi.DeviceSubRequest{
+		{Name: "four", DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 4},
+		{Name: "two", DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2},
+	}}
 	dra := &devicestest.DRA{
 		Classes: []*resourceapi.DeviceClass{gpu, plain},
 		Claims: []*resourceapi.ResourceClaim{
@@ -107,6 +111,7 @@ func TestDemand(t *testing.T) {
 			claimOf("all", false, all),
 			claimOf("admin", false, admin),
 			claimOf("prioritized", false, prioritized),
+			claimOf("prioritized-one-class", false, prioritizedOneClass),
 			claimOf("unknown-class", false, exactly("nope", 1)),
 		},
 	}
@@ -126,7 +131,8 @@ func TestDemand(t *testing.T) {
 		{name: "a generated claim is read, not its template", pods: []*corev1.Pod{generated}, want: []capacity.Resources{{"example.com/gpu": 5}}},
 		{name: "allocationMode All takes at least one", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "all"))}, want: []capacity.Resources{{"example.com/gpu": 1}}},
 		{name: "adminAccess takes nothing", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "admin"))}, want: []capacity.Resources{{}}},
-		{name: "a prioritized list counts its first alternative under its class's implicit name", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "prioritized"))}, want: []capacity.Resources{{"deviceclass.resource.kubernetes.io/plain": 3}}},
+		{name: "a prioritized list over two classes counts nothing: the allocator alone can rule a node out", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "prioritized"))}, want: []capacity.Resources{{}}},
+		{name: "a prioritized list over one class counts its smallest alternative", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "prioritized-one-class"))}, want: []capacity.Resources{{"example.com/gpu": 2}}},
 		{name: "a missing template is named", pods: []*corev1.Pod{podWithClaims("p", byTemplate("g", "missing"))}, wantErr: "ResourceClaimTemplate ns/missing"},
 		{name: "a missing claim is named", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "missing"))}, wantErr: "ResourceClaim missing"},
 		{name: "a missing class is named", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "unknown-class"))}, wantErr: "DeviceClass nope not found"},

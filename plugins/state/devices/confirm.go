@@ -33,6 +33,18 @@ func (c *Catalog) toAllocate(pod *corev1.Pod, ref corev1.PodResourceClaim, claim
 	}
 }
 
+// Allocates reports whether a pod Demand read has claims not allocated
+// yet: some, like a prioritized list over two classes, count nothing, and
+// only the allocator judges them.
+func (c *Catalog) Allocates() bool {
+	for _, claims := range c.claimsOf {
+		if len(claims) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // claimToAllocate is the claim, or before it exists one as its template
 // will make it.
 func claimToAllocate(pod *corev1.Pod, ref corev1.PodResourceClaim, claim *resourceapi.ResourceClaim, spec *resourceapi.ResourceClaimSpec) *resourceapi.ResourceClaim {

@@ -29,11 +29,17 @@
 //     an exact count charges its count (default 1), allocationMode All
 //     one device (at least one; the allocator decides how many), an
 //     adminAccess request nothing (it consumes no device), a prioritized
-//     list (firstAvailable) its first alternative;
+//     list (firstAvailable) the fewest devices any alternative takes when
+//     all alternatives are of one class key, and nothing when they are of
+//     several (the allocator alone judges it: counting the first choice
+//     would rule out the nodes only a later alternative fits);
 //   - a claim referenced by several pods counts once: for the first pod of
 //     a check that reaches it;
 //   - an extended resource a class serves is in the pod's requests
-//     already (capacity.Request) under the class's Key: nothing more.
+//     already, under the class's Key however the pod names the class
+//     (Reader.Requests: the implicit deviceclass.resource.kubernetes.io/
+//     name of a class with an extendedResourceName counts under the
+//     latter): nothing more.
 //
 // What a node has free (Catalog.FreeOn): devices of its slices (by node
 // name, all nodes, or node selector, slice-wide or per device) that match
@@ -65,8 +71,9 @@
 //
 // Preemption's simulation confirms its plans with the allocator too, on
 // the devices its victims free (Catalog.AllocatableOn,
-// Reader.ReleasedDevices). Binpack reads the count (FreeOn) only: it
-// scores, and Filter has refused the nodes the allocator would. In queue
+// Reader.ReleasedDevices). Binpack reads the count (CountOn) only, for
+// every class (ClassKeys): it scores, and Filter has refused the nodes
+// the allocator would. In queue
 // accounting (Reader.Charge) a claim several pods share is charged once,
 // to the first pod its reservedFor lists (Pays).
 //
