@@ -13,8 +13,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
@@ -401,10 +403,23 @@ func (s *scenario) checkDevices(ctx context.Context) map[corev1.ResourceName]boo
 		return served
 	}
 	published := map[string]int{}
+	// capacityOf is, per device several claims may share, its capacities.
+	capacityOf := map[string]map[resourcev1.QualifiedName]resource.Quantity{}
 	for _, sl := range slices.Items {
 		published[sl.Spec.Driver+"/"+sl.Spec.Pool.Name] += len(sl.Spec.Devices)
+		for _, d := range sl.Spec.Devices {
+			if ptr.Deref(d.AllowMultipleAllocations, false) {
+				capacityOf[sl.Spec.Driver+"/"+sl.Spec.Pool.Name+"/"+d.Name] = map[resourcev1.QualifiedName]resource.Quantity{}
+				for name, c := range d.Capacity {
+					capacityOf[sl.Spec.Driver+"/"+sl.Spec.Pool.Name+"/"+d.Name][name] = c.Value
+				}
+			}
+		}
 	}
+	// A device is the whole of one claim's (owner), or shared by claims
+	// taking shares of its capacity (consumed), never both.
 	owner := map[string]string{}
+	consumed := map[string]map[resourcev1.QualifiedName]*resource.Quantity{}
 	allocated := map[string]int{}
 	for _, c := range claims.Items {
 		if c.Status.Allocation == nil {
@@ -415,8 +430,31 @@ func (s *scenario) checkDevices(ctx context.Context) map[corev1.ResourceName]boo
 			if other, ok := owner[id]; ok {
 				s.violate("device %s allocated to claims %s and %s/%s", id, other, c.Namespace, c.Name)
 			}
+			if r.ShareID != nil {
+				if consumed[id] == nil {
+					consumed[id] = map[resourcev1.QualifiedName]*resource.Quantity{}
+					allocated[r.Driver+"/"+r.Pool]++
+				}
+				for name, q := range r.ConsumedCapacity {
+					if consumed[id][name] == nil {
+						consumed[id][name] = resource.NewQuantity(0, q.Format)
+					}
+					consumed[id][name].Add(q)
+				}
+				continue
+			}
+			if _, shared := consumed[id]; shared {
+				s.violate("device %s shared and allocated whole to claim %s/%s", id, c.Namespace, c.Name)
+			}
 			owner[id] = c.Namespace + "/" + c.Name
 			allocated[r.Driver+"/"+r.Pool]++
+		}
+	}
+	for id, used := range consumed {
+		for name, q := range used {
+			if have, ok := capacityOf[id][name]; ok && q.Cmp(have) > 0 {
+				s.violate("device %s: %s of its %s %s consumed", id, q.String(), name, have.String())
+			}
 		}
 	}
 	for pool, n := range allocated {

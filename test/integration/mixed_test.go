@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/utils/ptr"
@@ -429,4 +430,44 @@ func TestLeaderWorkerGroupWaitsWhileNoCliqueHoldsIt(t *testing.T) {
 		assert.Equal(t, "clique-a", prefixOf(node), "member %s in the clique with room for all 8", pod)
 	}
 	assert.Zero(t, gangRejections(t, h, "lws"), "%s", s.tl)
+}
+
+// Consumable capacity: one node's GPU, published as a device several
+// claims may share (allowMultipleAllocations, 80Gi of memory), and a cpu
+// node. A filler takes a 20Gi share. A gang of a leader (cpu only) and 3
+// workers each claiming a 20Gi share binds at once, the three shares and
+// the filler's on the one device: a share taken does not take the device.
+// No device is over-consumed (scenario invariant), no attempt is given up.
+func TestGangTakesSharesOfADeviceWithCapacityLeft(t *testing.T) {
+	node := func(name string) cluster.NodeSpec {
+		return cluster.NodeSpec{Name: name, CPU: "64", Memory: "256Gi", Labels: map[string]string{corev1.LabelHostname: name}}
+	}
+	s := startDRAClusterOn(t, []cluster.NodeSpec{node("cpu-0"), node("gpu-0")}, 0)
+	h := s.h
+	// Replaces the empty slice the cluster published (a new pool generation).
+	require.NoError(t, h.UnpublishDevices(h.Ctx, "gpu-0"))
+	slice := cluster.DeviceSlice("gpu-0", 1, 2)
+	slice.Spec.Devices[0].AllowMultipleAllocations = ptr.To(true)
+	slice.Spec.Devices[0].Capacity = map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"memory": {Value: resource.MustParse("80Gi")}}
+	_, err := h.Client.ResourceV1().ResourceSlices().Create(h.Ctx, slice, metav1.CreateOptions{})
+	require.NoError(t, err)
+	tmpl := cluster.ClaimTemplate("default", "share-20gi", draClassName, 1)
+	tmpl.Spec.Spec.Devices.Requests[0].Exactly.Capacity = &resourcev1.CapacityRequirements{Requests: map[resourcev1.QualifiedName]resource.Quantity{"memory": resource.MustParse("20Gi")}}
+	_, err = h.Client.ResourceV1().ResourceClaimTemplates("default").Create(h.Ctx, tmpl, metav1.CreateOptions{})
+	require.NoError(t, err)
+	createFillers(t, s, "share-20gi", 1, "gpu-0")
+
+	createRolesGroup(t, h, "shares", 4, "", nil)
+	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "shares-leader", Replicas: 1, CPU: "4", Memory: "8Gi", PodGroup: "shares"})
+	require.NoError(t, err)
+	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "shares-worker", Replicas: 3, CPU: "2", Memory: "4Gi", ClaimTemplate: "share-20gi", PodGroup: "shares", Indexed: true})
+	require.NoError(t, err)
+	placed, err := h.WaitForPodsBound(h.Ctx, "default", gangSelector+"shares", 4, bindTimeout)
+	require.NoError(t, err, "gang placed on the device's capacity left\n%s", s.tl)
+	for pod, n := range placed {
+		if strings.HasPrefix(pod, "shares-worker") {
+			assert.Equal(t, "gpu-0", n, "worker %s on the shared GPU", pod)
+		}
+	}
+	assert.Zero(t, gangRejections(t, h, "shares"), "a gang the cluster holds is never given up\n%s", s.tl)
 }

@@ -501,17 +501,27 @@ func (c *Catalog) CountOn(ctx context.Context, node *corev1.Node, keys []corev1.
 				}
 			}
 			id := structured.MakeDeviceID(slice.Spec.Driver, slice.Spec.Pool.Name, device.Name)
+			// A device several claims may share (consumable capacity) is
+			// free while it has capacity left: shares taken do not take it.
+			// How many more shares fit the count cannot tell, so it counts
+			// once per pod the node can hold, a bound no plan exceeds; the
+			// allocator, member by member, judges the capacity.
+			shareable := ptr.Deref(device.AllowMultipleAllocations, false)
+			units := int64(1)
 			allocated := structured.IsDeviceAllocated(id, c.allocated)
-			if len(device.ConsumesCounters) > 0 || ptr.Deref(device.AllowMultipleAllocations, false) {
+			if shareable {
+				units, allocated = podsOn(node), c.allocated.AllocatedDevices.Has(id)
+			}
+			if len(device.ConsumesCounters) > 0 || shareable {
 				c.partitioned[node.Name] = true
 			}
 			for key := range counts.Total {
 				if !matchOf[key][i] {
 					continue
 				}
-				counts.Total[key]++
+				counts.Total[key] += units
 				if !allocated && c.tolerated(key, device.Taints) {
-					counts.Free[key]++
+					counts.Free[key] += units
 				}
 			}
 		}
@@ -529,6 +539,15 @@ func (c *Catalog) CountOn(ctx context.Context, node *corev1.Node, keys []corev1.
 	}
 	c.counts[node.Name] = counts
 	return counts, nil
+}
+
+// podsOn is how many pods the node can hold: its allocatable pods, else
+// the kubelet's default of 110.
+func podsOn(node *corev1.Node) int64 {
+	if q, ok := node.Status.Allocatable[corev1.ResourcePods]; ok && q.Value() > 0 {
+		return q.Value()
+	}
+	return 110
 }
 
 func (c *Catalog) onNode(node *corev1.Node, name *string, all *bool, selector *corev1.NodeSelector) (bool, error) {

@@ -154,7 +154,14 @@ func TestDemand(t *testing.T) {
 }
 
 func TestFreeOn(t *testing.T) {
-	node := func(name string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+	node := func(name string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("4")}}}
+	}
+	shareable := slice("n1", 2, "h100", nil)
+	for i := range shareable.Spec.Devices {
+		shareable.Spec.Devices[i].AllowMultipleAllocations = ptr.To(true)
+	}
+	share := structured.MakeSharedDeviceID(structured.MakeDeviceID(driver, "n1-h100", "h100-0"), ptr.To(types.UID("share-1")))
 	noSchedule := &resourceapi.DeviceTaint{Key: "maintenance", Effect: resourceapi.DeviceTaintEffectNoSchedule}
 	tolerating := claimOf("tolerating", false, exactly("gpu", 1))
 	tolerating.Spec.Devices.Requests[0].Exactly.Tolerations = []resourceapi.DeviceToleration{{Key: "maintenance", Operator: resourceapi.DeviceTolerationOpExists}}
@@ -163,8 +170,10 @@ func TestFreeOn(t *testing.T) {
 	tests := []struct {
 		name   string
 		slices []*resourceapi.ResourceSlice
-		// allocated devices, as driver/pool/device
+		// allocated devices, as driver/pool/device, and shares of devices
+		// several claims may share
 		allocated []structured.DeviceID
+		shared    []structured.SharedDeviceID
 		// tolerate: the demand read before counting tolerates the taint.
 		tolerate bool
 		node     string
@@ -177,15 +186,18 @@ func TestFreeOn(t *testing.T) {
 		{name: "a class's selector picks its devices", slices: []*resourceapi.ResourceSlice{slice("n1", 8, "h100", nil), slice("n1", 2, "a100", nil)}, node: "n1", keys: []corev1.ResourceName{gpuKey, a100Key}, want: capacity.Resources{gpuKey: 10, a100Key: 2}},
 		{name: "a NoSchedule-tainted device is not free", slices: []*resourceapi.ResourceSlice{slice("n1", 4, "h100", noSchedule), slice("n1", 2, "a100", nil)}, node: "n1", keys: []corev1.ResourceName{gpuKey}, want: capacity.Resources{gpuKey: 2}},
 		{name: "unless the demand tolerates it", slices: []*resourceapi.ResourceSlice{slice("n1", 4, "h100", noSchedule), slice("n1", 2, "a100", nil)}, tolerate: true, node: "n1", keys: []corev1.ResourceName{gpuKey}, want: capacity.Resources{gpuKey: 6}},
+		{name: "a shareable device with a share taken is free: once per pod the node holds", slices: []*resourceapi.ResourceSlice{shareable}, shared: []structured.SharedDeviceID{share}, node: "n1", keys: []corev1.ResourceName{gpuKey}, want: capacity.Resources{gpuKey: 2 * 4}},
+		{name: "a shareable device allocated whole is not", slices: []*resourceapi.ResourceSlice{shareable}, allocated: []structured.DeviceID{structured.MakeDeviceID(driver, "n1-h100", "h100-1")}, shared: []structured.SharedDeviceID{share}, node: "n1", keys: []corev1.ResourceName{gpuKey}, want: capacity.Resources{gpuKey: 4}},
 		{name: "a name no class counts is left out", slices: []*resourceapi.ResourceSlice{slice("n1", 8, "h100", nil)}, node: "n1", keys: []corev1.ResourceName{"nvidia.com/gpu"}, want: capacity.Resources{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dra := &devicestest.DRA{
-				Classes:   []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", ""), class("a100", "", `device.attributes["gpu.example.com"].model == "a100"`)},
-				Claims:    []*resourceapi.ResourceClaim{tolerating},
-				Slices:    tc.slices,
-				Allocated: sets.New(tc.allocated...),
+				Classes:         []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", ""), class("a100", "", `device.attributes["gpu.example.com"].model == "a100"`)},
+				Claims:          []*resourceapi.ResourceClaim{tolerating},
+				Slices:          tc.slices,
+				Allocated:       sets.New(tc.allocated...),
+				SharedAllocated: sets.New(tc.shared...),
 			}
 			catalog := NewReader(dra, nil, structured.Features{}).Catalog()
 			if tc.tolerate {

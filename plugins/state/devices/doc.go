@@ -45,8 +45,12 @@
 // name, all nodes, or node selector, slice-wide or per device) that match
 // the class's selectors, are not allocated and carry no NoSchedule or
 // NoExecute taint (from the slice or a DeviceTaintRule) that the
-// demanding requests do not tolerate. It is a count, the cheap first
-// check, exact for claims of n whole devices of a class.
+// demanding requests do not tolerate. A device several claims may share
+// (allowMultipleAllocations, consumable capacity) is free while no claim
+// holds it whole, shares taken or not, and counts once per pod the node
+// can hold: how many more shares its capacity left takes, only the
+// allocator can tell. It is a count, the cheap first check, exact for
+// claims of n whole devices of a class.
 //
 // A count rules a node out; it never rules one in. It over-counts where a
 // request's own selectors, constraints between a claim's devices

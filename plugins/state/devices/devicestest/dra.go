@@ -21,6 +21,9 @@ type DRA struct {
 	Claims    []*resourceapi.ResourceClaim
 	Slices    []*resourceapi.ResourceSlice
 	Allocated sets.Set[structured.DeviceID]
+	// SharedAllocated are shares of devices that allow several
+	// allocations (consumable capacity).
+	SharedAllocated sets.Set[structured.SharedDeviceID]
 }
 
 var _ fwk.SharedDRAManager = &DRA{}
@@ -47,7 +50,7 @@ func (t claimTracker) ListAllAllocatedDevices() (sets.Set[structured.DeviceID], 
 	return t.f.Allocated, nil
 }
 func (t claimTracker) GatherAllocatedState() (*structured.AllocatedState, error) {
-	return &structured.AllocatedState{AllocatedDevices: t.f.Allocated}, nil
+	return &structured.AllocatedState{AllocatedDevices: t.f.Allocated, AllocatedSharedDeviceIDs: t.f.SharedAllocated}, nil
 }
 func (t claimTracker) SignalClaimPendingAllocation(types.UID, *resourceapi.ResourceClaim) error {
 	return errReadOnly
