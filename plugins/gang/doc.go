@@ -272,7 +272,9 @@
 // restart or a fail-over) first rewrites every PodGroup not yet Finished,
 // since what finished while no scheduler was writing was heard by nobody.
 // scheduler-plugins' PodGroup status has no field for the number of
-// scheduled members; phase Scheduled says the quorum is bound. A group is
+// scheduled members; phase Scheduled says the quorum is bound, Running
+// that it runs, each counting every role's minimum too (a Ray gang whose
+// workers run without its head is neither). A group is
 // Finished when minMember of its pods succeeded, or when it ran (Scheduled
 // or Running) and none of its pods is left running or waiting with at
 // least one succeeded: an MPI job's launcher succeeds and its workers are

@@ -31,6 +31,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/handletest"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
@@ -290,7 +291,7 @@ func TestComputeStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			group := pg.DeepCopy()
 			group.Status.Phase = tc.was
-			got := computeStatus(group, tc.pods, tc.placing, now)
+			got := computeStatus(group, nil, tc.pods, tc.placing, now)
 			assert.Equal(t, tc.want, got.Phase)
 			assert.Equal(t, tc.running, got.Running)
 			assert.Equal(t, tc.want == schedv1alpha1.PodGroupPending, got.ScheduleStartTime.IsZero())
@@ -299,7 +300,41 @@ func TestComputeStatus(t *testing.T) {
 	// Pods of a same-named group in another namespace are not counted.
 	other := pod("x", "n1", corev1.PodRunning)
 	other.Namespace = "elsewhere"
-	assert.Equal(t, int32(0), computeStatus(pg, []corev1.Pod{other}, false, now).Running)
+	assert.Equal(t, int32(0), computeStatus(pg, nil, []corev1.Pod{other}, false, now).Running)
+}
+
+// With roles, the phase waits for every role's minimum: a Ray-style gang
+// (head 1, workers 2; minMember 3) whose workers run without its head is
+// not Running, nor Scheduled while its head is not bound.
+func TestComputeStatusCountsRoles(t *testing.T) {
+	pg := podGroup("g", t0, 3)
+	pg.Annotations = map[string]string{flotillav1alpha1.RolesAnnotation: `[{"name": "head", "minMember": 1, "selector": {"matchLabels": {"ray.io/node-type": "head"}}},
+		{"name": "workers", "minMember": 2, "selector": {"matchLabels": {"ray.io/node-type": "worker"}}}]`}
+	roles, err := flotillav1alpha1.ParseRoles(pg.Annotations, pg.Spec.MinMember)
+	require.NoError(t, err)
+	now := metav1.NewTime(t0.Add(time.Minute))
+	pod := func(name, kind, node string, phase corev1.PodPhase) corev1.Pod {
+		return *st.MakePod().Namespace("ns").Name(name).Label("ray.io/node-type", kind).Node(node).Phase(phase).Obj()
+	}
+	for _, tc := range []struct {
+		name string
+		pods []corev1.Pod
+		want schedv1alpha1.PodGroupPhase
+	}{
+		{name: "three workers run, the head waits: not running", want: schedv1alpha1.PodGroupScheduling,
+			pods: []corev1.Pod{pod("w1", "worker", "n1", corev1.PodRunning), pod("w2", "worker", "n2", corev1.PodRunning), pod("w3", "worker", "n3", corev1.PodRunning), pod("h", "head", "", corev1.PodPending)}},
+		{name: "head bound, not yet running: scheduled", want: PodGroupScheduled,
+			pods: []corev1.Pod{pod("w1", "worker", "n1", corev1.PodRunning), pod("w2", "worker", "n2", corev1.PodRunning), pod("h", "head", "n3", corev1.PodPending)}},
+		{name: "head and two workers run: running", want: schedv1alpha1.PodGroupRunning,
+			pods: []corev1.Pod{pod("w1", "worker", "n1", corev1.PodRunning), pod("w2", "worker", "n2", corev1.PodRunning), pod("h", "head", "n3", corev1.PodRunning)}},
+		{name: "a worker succeeded, its sibling and the head run: running", want: schedv1alpha1.PodGroupRunning,
+			pods: []corev1.Pod{pod("w1", "worker", "n1", corev1.PodSucceeded), pod("w2", "worker", "n2", corev1.PodRunning), pod("h", "head", "n3", corev1.PodRunning)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, computeStatus(pg, roles, tc.pods, false, now).Phase)
+			assert.NotEqual(t, schedv1alpha1.PodGroupRunning, computeStatus(pg, roles, tc.pods[:1], false, now).Phase, "one member alone never runs the gang")
+		})
+	}
 }
 
 // When the store learns of a PodGroup (after the framework's informer may

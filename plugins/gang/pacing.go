@@ -111,7 +111,7 @@ func (s *perScheduler) pace(ctx context.Context, limit int) {
 					if pg == nil {
 						return 1
 					}
-					return int(pg.Spec.MinMember) - locked.MembersPlaced(key)
+					return locked.QuorumShort(key, pg)
 				})
 			}
 		})

@@ -88,14 +88,15 @@ func (s *perScheduler) writeStatus(ctx context.Context, key state.GroupKey) erro
 		placing = g.InFlight()
 		locked.Forget(g)
 	})
-	status := computeStatus(pg, pods.Items, placing, metav1.Now())
+	roles, rolesErr := s.store.RolesOf(pg)
+	status := computeStatus(pg, roles, pods.Items, placing, metav1.Now())
 	// The status first: a refused annotation patch must not hold back
 	// the phase and counts.
 	statusErr := s.patchStatus(ctx, key, pg, status, len(pods.Items))
 	why := waiting{}
 	waits := status.Phase == schedv1alpha1.PodGroupPending || status.Phase == schedv1alpha1.PodGroupScheduling
-	if roles, err := s.store.RolesOf(pg); err != nil && waits {
-		why = waiting{reason: reasons.InvalidSpec, message: reasons.InvalidSpec.Say("gang %s waits: %v", key, err)}
+	if rolesErr != nil && waits {
+		why = waiting{reason: reasons.InvalidSpec, message: reasons.InvalidSpec.Say("gang %s waits: %v", key, rolesErr)}
 	} else {
 		why = waitingOf(pg, roles, pods.Items, status, placing, retrier)
 	}
@@ -245,9 +246,13 @@ func (s *perScheduler) sayWhyWaiting(ctx context.Context, pg *schedv1alpha1.PodG
 	return err
 }
 
-// computeStatus derives a PodGroup's status from its pods.
-func computeStatus(pg *schedv1alpha1.PodGroup, pods []corev1.Pod, placing bool, now metav1.Time) schedv1alpha1.PodGroupStatus {
+// computeStatus derives a PodGroup's status from its pods. With roles
+// (nil: none), Running and Scheduled also need every role's minimum of
+// its members running (or succeeded) and bound: a gang whose head is
+// missing does not run, however many workers do.
+func computeStatus(pg *schedv1alpha1.PodGroup, roles *flotillav1alpha1.Roles, pods []corev1.Pod, placing bool, now metav1.Time) schedv1alpha1.PodGroupStatus {
 	var bound, running, succeeded, failed, live int32
+	var boundLabels, runningLabels, succeededLabels []map[string]string
 	for i := range pods {
 		p := &pods[i]
 		if p.Namespace != pg.Namespace || p.DeletionTimestamp != nil {
@@ -257,8 +262,10 @@ func computeStatus(pg *schedv1alpha1.PodGroup, pods []corev1.Pod, placing bool, 
 		case corev1.PodRunning:
 			running++
 			live++
+			runningLabels = append(runningLabels, p.Labels)
 		case corev1.PodSucceeded:
 			succeeded++
+			succeededLabels = append(succeededLabels, p.Labels)
 		case corev1.PodFailed:
 			failed++
 		default:
@@ -266,7 +273,15 @@ func computeStatus(pg *schedv1alpha1.PodGroup, pods []corev1.Pod, placing bool, 
 		}
 		if p.Spec.NodeName != "" {
 			bound++
+			boundLabels = append(boundLabels, p.Labels)
 		}
+	}
+	reached := func(placed int32, placedLabels, succeededLabels []map[string]string, succeeded int32) bool {
+		c := quorum.Count{MinMember: int(pg.Spec.MinMember), Placed: int(placed), Succeeded: int(succeeded)}
+		if roles != nil {
+			c.Roles = state.RoleCounts(roles, placedLabels, succeededLabels)
+		}
+		return c.Reached()
 	}
 	min := pg.Spec.MinMember
 	status := schedv1alpha1.PodGroupStatus{
@@ -279,7 +294,7 @@ func computeStatus(pg *schedv1alpha1.PodGroup, pods []corev1.Pod, placing bool, 
 		status.Phase = schedv1alpha1.PodGroupFinished
 	case failed > 0 && int32(len(pods))-failed < min:
 		status.Phase = schedv1alpha1.PodGroupFailed
-	case quorum.Count{MinMember: int(min), Placed: int(running), Succeeded: int(succeeded)}.Reached():
+	case reached(running, runningLabels, succeededLabels, succeeded):
 		status.Phase = schedv1alpha1.PodGroupRunning
 	case live == 0 && succeeded > 0 && ranBefore(pg.Status.Phase):
 		// A gang that ran and has nothing left running or waiting is
@@ -288,7 +303,8 @@ func computeStatus(pg *schedv1alpha1.PodGroup, pods []corev1.Pod, placing bool, 
 		// Spark driver's executors end before it. Without this its group
 		// went back to Pending, a finished job shown as waiting.
 		status.Phase = schedv1alpha1.PodGroupFinished
-	case bound >= min:
+	case reached(bound, boundLabels, nil, 0):
+		// Bound counts the succeeded members too (they keep their node).
 		status.Phase = PodGroupScheduled
 	case placing || bound > 0:
 		status.Phase = schedv1alpha1.PodGroupScheduling

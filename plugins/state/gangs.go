@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
@@ -314,13 +315,15 @@ func (locked *Locked) Placed(g *Gang) int {
 	return n
 }
 
-// MembersPlaced is Placed for a group, whether or not it has accounting
-// (none is created).
-func (locked *Locked) MembersPlaced(key GroupKey) int {
-	if g, ok := locked.s.gangs[key]; ok {
-		return locked.Placed(g)
+// QuorumShort is how many more members the group's quorum needs placed
+// (Quorum's Short: succeeded members count, and every role's minimum),
+// whether or not it has accounting (none is created).
+func (locked *Locked) QuorumShort(key GroupKey, pg *schedv1alpha1.PodGroup) int {
+	g, ok := locked.s.gangs[key]
+	if !ok {
+		g = &Gang{Key: key}
 	}
-	return locked.Placed(&Gang{Key: key})
+	return locked.Quorum(g, pg).Short()
 }
 
 // MembersInFlight counts the members of every gang that passed Reserve and

@@ -62,10 +62,10 @@ func (s *Store) forgetRoles(pg *schedv1alpha1.PodGroup) {
 	delete(s.roles.parsed, pg.UID)
 }
 
-// roleCounts counts the placed and succeeded members of each role. A
-// member whose role cannot be told (a role label naming no role, which
-// PreEnqueue refuses) counts in no role.
-func roleCounts(roles *flotillav1alpha1.Roles, placed, succeeded []map[string]string) []quorum.RoleCount {
+// RoleCounts counts the placed and succeeded members of each role (their
+// labels). A member whose role cannot be told (a role label naming no
+// role, which PreEnqueue refuses) counts in no role.
+func RoleCounts(roles *flotillav1alpha1.Roles, placed, succeeded []map[string]string) []quorum.RoleCount {
 	counts := make([]quorum.RoleCount, len(roles.List()))
 	at := map[string]int{}
 	for i, r := range roles.List() {
@@ -93,7 +93,7 @@ func (s *Store) withRoles(c quorum.Count, pg *schedv1alpha1.PodGroup, placed, su
 	if err != nil || roles == nil {
 		return c
 	}
-	c.Roles = roleCounts(roles, placed, succeeded)
+	c.Roles = RoleCounts(roles, placed, succeeded)
 	return c
 }
 
@@ -142,7 +142,7 @@ func (s *Store) MembersShort(key GroupKey, pg *schedv1alpha1.PodGroup) string {
 // RolesShortOfPods says which roles have fewer pods than their minimum
 // among pods and succeeded (their labels), or "".
 func RolesShortOfPods(roles *flotillav1alpha1.Roles, pods, succeeded []map[string]string) string {
-	counts := roleCounts(roles, pods, succeeded)
+	counts := RoleCounts(roles, pods, succeeded)
 	var short []string
 	for _, r := range counts {
 		if n := r.Placed + r.Succeeded; n < r.MinMember {
