@@ -514,6 +514,12 @@ func TestQuorumCheckCountsDRADevices(t *testing.T) {
 	templates := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	require.NoError(t, templates.Add(template))
 	nodes := []fwk.NodeInfo{nodeInfo("a", "64"), nodeInfo("b", "64")}
+	// allNodes is a pool of n network-attached devices every node sees.
+	allNodes := func(n int) *resourceapi.ResourceSlice {
+		s := slice("net", n)
+		s.Spec.NodeName, s.Spec.AllNodes = nil, ptr.To(true)
+		return s
+	}
 	var allocatedOnA []structured.DeviceID
 	for i := 0; i < 6; i++ {
 		allocatedOnA = append(allocatedOnA, structured.MakeDeviceID("gpu.example.com", "a", fmt.Sprintf("d%d", i)))
@@ -524,6 +530,8 @@ func TestQuorumCheckCountsDRADevices(t *testing.T) {
 		members   []*corev1.Pod
 		claims    []*resourceapi.ResourceClaim
 		allocated []structured.DeviceID
+		// slices replace the nodes' slices (a 8 devices, b 3) when set.
+		slices []*resourceapi.ResourceSlice
 		// wantReason: "" when the quorum fits; wantNot is not in it.
 		wantReason string
 		wantNot    string
@@ -556,6 +564,12 @@ func TestQuorumCheckCountsDRADevices(t *testing.T) {
 		{name: "extended resource: more devices than the nodes have at all",
 			members:    []*corev1.Pod{byExtended("m0", "4"), byExtended("m1", "4"), byExtended("m2", "4")},
 			wantReason: "needs 12 devices of class gpu.example.com: 11 free, at most 8 on one node; the nodes have 11 in all, at most 8 on one node: it waits until more are published"},
+		{name: "devices every node sees are one pool, not one per node",
+			members: []*corev1.Pod{byExtended("m0", "2"), byExtended("m1", "2"), byExtended("m2", "2"), byExtended("m3", "2")}, slices: []*resourceapi.ResourceSlice{allNodes(6)},
+			wantReason: "needs 8 devices of class gpu.example.com: 6 free, at most 6 on one node; the nodes have 6 in all, at most 6 on one node: it waits until more are published"},
+		{name: "a pool every node sees holds what fits in it",
+			members: []*corev1.Pod{byExtended("m0", "2"), byExtended("m1", "2"), byExtended("m2", "2")}, slices: []*resourceapi.ResourceSlice{allNodes(6)},
+			wantPlan: map[string]int{"a": 3}},
 		{name: "extended resource: one member needs more than any node has",
 			members:    []*corev1.Pod{byExtended("m0", "9")},
 			wantReason: "needs 9 devices of class gpu.example.com: 11 free, at most 8 on one node; the nodes have 11 in all, at most 8 on one node"},
@@ -563,7 +577,11 @@ func TestQuorumCheckCountsDRADevices(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pg := podGroup("g", t0, int32(len(tc.members)))
-			dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Slices: []*resourceapi.ResourceSlice{slice("a", 8), slice("b", 3)}, Claims: tc.claims, Allocated: sets.New(tc.allocated...)}
+			slices := []*resourceapi.ResourceSlice{slice("a", 8), slice("b", 3)}
+			if tc.slices != nil {
+				slices = tc.slices
+			}
+			dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Slices: slices, Claims: tc.claims, Allocated: sets.New(tc.allocated...)}
 			store := state.NewStatic([]*schedv1alpha1.PodGroup{pg}, tc.members).
 				WithDevices(devices.NewReader(dra, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
 			g := &Gang{store: store}

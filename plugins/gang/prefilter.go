@@ -489,7 +489,24 @@ func withPods(plan []capacity.PlanSlot, members []*corev1.Pod) []capacity.PlanSl
 // more than the nodes have free, or of which one member needs more than
 // any node has, with the nodes' totals of the class when even those are
 // too few.
+//
+// Devices several nodes see (a slice for all nodes or a node selector)
+// are in every such node's count but one pool: the sums count them once.
 func devicesShort(ctx context.Context, catalog *devices.Catalog, keys []corev1.ResourceName, pending []capacity.Resources, v *capacity.FreeView) string {
+	shared, err := catalog.SharedOnce(ctx, keys)
+	if err != nil {
+		return ""
+	}
+	// countsOn is node i's device counts, when its devices of key come
+	// from slices: a node with the resource in allocatable serves it by
+	// device plugin (see FreeView.CountDevices).
+	countsOn := func(i int, key corev1.ResourceName) (devices.Counts, bool) {
+		if capacity.AllocatableAmount(v.Node(i), key) > 0 {
+			return devices.Counts{}, false
+		}
+		counts, err := catalog.CountOn(ctx, v.Node(i).Node(), keys)
+		return counts, err == nil
+	}
 	for _, key := range keys {
 		short := devices.Shortage{Class: catalog.ClassOf(key)}
 		for _, req := range pending {
@@ -498,26 +515,28 @@ func devicesShort(ctx context.Context, catalog *devices.Catalog, keys []corev1.R
 		}
 		for _, i := range v.All() {
 			n := max(v.Amount(i, key), 0)
-			short.Free += n
 			short.MostFree = max(short.MostFree, n)
+			if counts, ok := countsOn(i, key); ok {
+				n = max(n-counts.SharedFree[key], 0)
+			}
+			short.Free += n
 		}
+		short.Free += shared.SharedFree[key]
 		if short.Need <= short.Free && short.Each <= short.MostFree {
 			continue
 		}
 		for _, i := range v.All() {
-			// A node with the resource in allocatable serves it by device
-			// plugin (see FreeView.CountDevices), not by its slices.
 			total := capacity.AllocatableAmount(v.Node(i), key)
-			if total == 0 {
-				counts, err := catalog.CountOn(ctx, v.Node(i).Node(), keys)
-				if err != nil {
-					continue
-				}
+			if counts, ok := countsOn(i, key); ok {
 				total = counts.Total[key]
+				short.MostTotal = max(short.MostTotal, total)
+				short.Total += total - counts.SharedTotal[key]
+				continue
 			}
 			short.Total += total
 			short.MostTotal = max(short.MostTotal, total)
 		}
+		short.Total += shared.SharedTotal[key]
 		return short.String()
 	}
 	return ""

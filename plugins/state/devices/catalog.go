@@ -445,9 +445,24 @@ func (c *Catalog) load() error {
 
 // Counts are a node's devices per class key: Total match the class;
 // Free of those are not allocated and carry no taint the demanding
-// requests do not tolerate.
+// requests do not tolerate. SharedFree and SharedTotal are the part of
+// Free and Total from slices several nodes see (all nodes, a node
+// selector: network-attached devices): summed over nodes, those count
+// once per node, though they are one pool (see Catalog.SharedOnce).
 type Counts struct {
-	Free, Total capacity.Resources
+	Free, Total             capacity.Resources
+	SharedFree, SharedTotal capacity.Resources
+}
+
+// newCounts are zero counts for the keys a class is counted under.
+func (c *Catalog) newCounts(keys []corev1.ResourceName) Counts {
+	counts := Counts{Free: capacity.Resources{}, Total: capacity.Resources{}, SharedFree: capacity.Resources{}, SharedTotal: capacity.Resources{}}
+	for _, key := range keys {
+		if _, ok := c.byKey[key]; ok {
+			counts.Free[key], counts.Total[key] = 0, 0
+		}
+	}
+	return counts
 }
 
 // FreeOn is, per device key in keys, how many devices of that class the
@@ -468,77 +483,115 @@ func (c *Catalog) CountOn(ctx context.Context, node *corev1.Node, keys []corev1.
 	if err := c.load(); err != nil {
 		return Counts{}, err
 	}
-	counts := Counts{Free: capacity.Resources{}, Total: capacity.Resources{}}
-	for _, key := range keys {
-		if _, ok := c.byKey[key]; ok {
-			counts.Free[key], counts.Total[key] = 0, 0
-		}
-	}
-	count := func(slice *resourceapi.ResourceSlice) error {
-		sliceWide := !ptr.Deref(slice.Spec.PerDeviceNodeSelection, false)
-		if sliceWide {
-			if ok, err := c.onNode(node, slice.Spec.NodeName, slice.Spec.AllNodes, slice.Spec.NodeSelector); err != nil || !ok {
-				return err
-			}
-		}
-		matchOf := make(map[corev1.ResourceName][]bool, len(counts.Total))
-		for key := range counts.Total {
-			match, err := c.r.deviceMatches(ctx, c.byKey[key], slice)
-			if err != nil {
-				return err
-			}
-			matchOf[key] = match
-		}
-		for i := range slice.Spec.Devices {
-			device := &slice.Spec.Devices[i]
-			if !sliceWide {
-				ok, err := c.onNode(node, device.NodeName, device.AllNodes, device.NodeSelector)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					continue
-				}
-			}
-			id := structured.MakeDeviceID(slice.Spec.Driver, slice.Spec.Pool.Name, device.Name)
-			// A device several claims may share (consumable capacity) is
-			// free while it has capacity left: shares taken do not take it.
-			// How many more shares fit the count cannot tell, so it counts
-			// once per pod the node can hold, a bound no plan exceeds; the
-			// allocator, member by member, judges the capacity.
-			shareable := ptr.Deref(device.AllowMultipleAllocations, false)
-			units := int64(1)
-			allocated := structured.IsDeviceAllocated(id, c.allocated)
-			if shareable {
-				units, allocated = podsOn(node), c.allocated.AllocatedDevices.Has(id)
-			}
-			if len(device.ConsumesCounters) > 0 || shareable {
-				c.partitioned[node.Name] = true
-			}
-			for key := range counts.Total {
-				if !matchOf[key][i] {
-					continue
-				}
-				counts.Total[key] += units
-				if !allocated && c.tolerated(key, device.Taints) {
-					counts.Free[key] += units
-				}
-			}
-		}
-		return nil
-	}
+	counts := c.newCounts(keys)
 	for _, slice := range c.sliceOf[node.Name] {
-		if err := count(slice); err != nil {
+		if err := c.countSlice(ctx, node, slice, counts); err != nil {
 			return Counts{}, err
 		}
 	}
 	for _, slice := range c.anyNode {
-		if err := count(slice); err != nil {
+		if err := c.countSlice(ctx, node, slice, counts); err != nil {
 			return Counts{}, err
 		}
 	}
 	c.counts[node.Name] = counts
 	return counts, nil
+}
+
+// SharedOnce counts the devices of slices several nodes see once each,
+// whichever nodes see them: what the nodes' SharedFree and SharedTotal
+// are, in all. A device several claims may share counts once here.
+func (c *Catalog) SharedOnce(ctx context.Context, keys []corev1.ResourceName) (Counts, error) {
+	if err := c.load(); err != nil {
+		return Counts{}, err
+	}
+	counts := c.newCounts(keys)
+	for _, slice := range c.anyNode {
+		if err := c.countSlice(ctx, nil, slice, counts); err != nil {
+			return Counts{}, err
+		}
+	}
+	return counts, nil
+}
+
+// countSlice adds the slice's devices the node sees (nil: every device
+// several nodes see, once) to counts.
+func (c *Catalog) countSlice(ctx context.Context, node *corev1.Node, slice *resourceapi.ResourceSlice, counts Counts) error {
+	sliceWide := !ptr.Deref(slice.Spec.PerDeviceNodeSelection, false)
+	sees := func(name *string, all *bool, selector *corev1.NodeSelector) (seen, shared bool, err error) {
+		shared = ptr.Deref(name, "") == ""
+		if node == nil {
+			return shared, shared, nil
+		}
+		seen, err = c.onNode(node, name, all, selector)
+		return seen, shared, err
+	}
+	var sliceShared bool
+	if sliceWide {
+		seen, shared, err := sees(slice.Spec.NodeName, slice.Spec.AllNodes, slice.Spec.NodeSelector)
+		if err != nil || !seen {
+			return err
+		}
+		sliceShared = shared
+	}
+	matchOf := make(map[corev1.ResourceName][]bool, len(counts.Total))
+	for key := range counts.Total {
+		match, err := c.r.deviceMatches(ctx, c.byKey[key], slice)
+		if err != nil {
+			return err
+		}
+		matchOf[key] = match
+	}
+	for i := range slice.Spec.Devices {
+		device := &slice.Spec.Devices[i]
+		shared := sliceShared
+		if !sliceWide {
+			seen, deviceShared, err := sees(device.NodeName, device.AllNodes, device.NodeSelector)
+			if err != nil {
+				return err
+			}
+			if !seen {
+				continue
+			}
+			shared = deviceShared
+		}
+		id := structured.MakeDeviceID(slice.Spec.Driver, slice.Spec.Pool.Name, device.Name)
+		// A device several claims may share (consumable capacity) is
+		// free while it has capacity left: shares taken do not take it.
+		// How many more shares fit the count cannot tell, so on a node it
+		// counts once per pod the node can hold, a bound no plan exceeds;
+		// the allocator, member by member, judges the capacity.
+		shareable := ptr.Deref(device.AllowMultipleAllocations, false)
+		units := int64(1)
+		allocated := structured.IsDeviceAllocated(id, c.allocated)
+		if shareable {
+			allocated = c.allocated.AllocatedDevices.Has(id)
+			if node != nil {
+				units = podsOn(node)
+				c.partitioned[node.Name] = true
+			}
+		}
+		if node != nil && len(device.ConsumesCounters) > 0 {
+			c.partitioned[node.Name] = true
+		}
+		for key := range counts.Total {
+			if !matchOf[key][i] {
+				continue
+			}
+			free := !allocated && c.tolerated(key, device.Taints)
+			counts.Total[key] += units
+			if free {
+				counts.Free[key] += units
+			}
+			if shared {
+				counts.SharedTotal[key] += units
+				if free {
+					counts.SharedFree[key] += units
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // podsOn is how many pods the node can hold: its allocatable pods, else

@@ -276,6 +276,35 @@ func TestTotals(t *testing.T) {
 	assert.Equal(t, capacity.Resources{"example.com/gpu": 14, "deviceclass.resource.kubernetes.io/a100": 6}, r.Totals())
 }
 
+// A slice every node sees counts on each node (a node may use any of its
+// devices) and is marked shared there; SharedOnce counts it once.
+func TestSharedOnce(t *testing.T) {
+	network := slice("net", 4, "h100", nil)
+	network.Spec.NodeName, network.Spec.AllNodes = nil, ptr.To(true)
+	dra := &devicestest.DRA{
+		Classes:   []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", "")},
+		Slices:    []*resourceapi.ResourceSlice{network, slice("n1", 2, "h100", nil)},
+		Allocated: sets.New(structured.MakeDeviceID(driver, "net-h100", "h100-0")),
+	}
+	key := corev1.ResourceName("example.com/gpu")
+	catalog := NewReader(dra, nil, structured.Features{}).Catalog()
+	for _, tc := range []struct {
+		node                    string
+		free, total, sharedFree int64
+	}{{"n1", 3 + 2, 4 + 2, 3}, {"n2", 3, 4, 3}} {
+		counts, err := catalog.CountOn(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: tc.node}}, []corev1.ResourceName{key})
+		require.NoError(t, err)
+		assert.Equal(t, tc.free, counts.Free[key], tc.node)
+		assert.Equal(t, tc.total, counts.Total[key], tc.node)
+		assert.Equal(t, tc.sharedFree, counts.SharedFree[key], tc.node)
+		assert.Equal(t, int64(4), counts.SharedTotal[key], tc.node)
+	}
+	once, err := catalog.SharedOnce(context.Background(), []corev1.ResourceName{key})
+	require.NoError(t, err)
+	assert.Equal(t, capacity.Resources{key: 3}, once.SharedFree)
+	assert.Equal(t, capacity.Resources{key: 4}, once.SharedTotal)
+}
+
 // Requests: a class asked for by its implicit name counts under its Key.
 func TestRequests(t *testing.T) {
 	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", ""), class("a100", "", "")}}

@@ -69,9 +69,16 @@
 // the plan's search can leave a candidate domain and return to another
 // with exactly the devices the fits on its way took. Each run is bounded
 // (2 s); a run cut short is a refusal of the node, not an error. What it
-// cannot see: allocations made after the catalog was read; and the counts
-// still read a ResourceSlice spanning several nodes once per node (the
-// allocator sees its pool once).
+// cannot see: allocations made after the catalog was read.
+//
+// A ResourceSlice several nodes see (all nodes, a node selector:
+// network-attached devices) is one pool. Each node's count includes its
+// devices, since a member on any of those nodes may take them (the
+// Ledger's allocator then sees the pool once, so members placed on
+// different nodes never take one device twice); Counts.SharedFree says
+// which part of a node's count they are, and Catalog.SharedOnce counts
+// them once, for sums over nodes such as the gang's shortage message.
+// The scale a gang's domains are compared on still sums per node.
 //
 // Preemption's simulation confirms its plans with the allocator too, on
 // the devices its victims free (Catalog.AllocatableOn,
