@@ -471,3 +471,35 @@ func TestGangTakesSharesOfADeviceWithCapacityLeft(t *testing.T) {
 	}
 	assert.Zero(t, gangRejections(t, h, "shares"), "a gang the cluster holds is never given up\n%s", s.tl)
 }
+
+// Network-attached devices: one ResourceSlice of 6 devices every node sees
+// (allNodes), three nodes without devices of their own. It is one pool,
+// not 6 per node: a gang of 4 members × 2 devices waits with nothing bound,
+// saying it needs 8 of the 6; a gang of a leader (no devices) and 3
+// workers × 2 devices binds beside it, every device allocated once.
+func TestDevicesEveryNodeSeesAreOnePool(t *testing.T) {
+	s := startDRAClusterOn(t, nodeSpecs("n", 3, cluster.NodeSpec{CPU: "32", Memory: "128Gi"}), 0)
+	h := s.h
+	pool := cluster.DeviceSlice("network", 6, 1)
+	pool.Spec.NodeName, pool.Spec.AllNodes = nil, ptr.To(true)
+	_, err := h.Client.ResourceV1().ResourceSlices().Create(h.Ctx, pool, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, h.CreateClaimTemplate(h.Ctx, "default", "two-gpus", draClassName, 2))
+
+	createRolesGroup(t, h, "wide", 4, "", nil)
+	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "wide", Replicas: 4, CPU: "2", Memory: "4Gi", ClaimTemplate: "two-gpus", PodGroup: "wide"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return strings.Contains(podGroupAnnotations(t, h, "wide")[flotillav1alpha1.WaitingMessageAnnotation], "needs 8 devices of class gpu.example.com: 6 free")
+	}, bindTimeout, 250*time.Millisecond, "PodGroup wide says %q\n%s", podGroupAnnotations(t, h, "wide")[flotillav1alpha1.WaitingMessageAnnotation], s.tl)
+
+	createRolesGroup(t, h, "fits", 4, "", nil)
+	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "fits-leader", Replicas: 1, CPU: "4", Memory: "8Gi", PodGroup: "fits"})
+	require.NoError(t, err)
+	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "fits-worker", Replicas: 3, CPU: "2", Memory: "4Gi", ClaimTemplate: "two-gpus", PodGroup: "fits", Indexed: true})
+	require.NoError(t, err)
+	_, err = h.WaitForPodsBound(h.Ctx, "default", gangSelector+"fits", 4, bindTimeout)
+	require.NoError(t, err, "the gang the pool holds binds\n%s", s.tl)
+	s.assertGangHoldsNothingFor("wide", 2*time.Second, "though the pool has 6 devices, not 8")
+	assert.Zero(t, gangRejections(t, h, "fits"), "%s", s.tl)
+}
