@@ -226,6 +226,10 @@ func TestBadPluginArgsRefusedAtStartup(t *testing.T) {
 			config:    profileWithBinpackArgs("      scarceResources: ['-bad-']\n"),
 			wantError: []string{"args.scarceResources[0]"},
 		},
+		"device class weight out of range": {
+			config:    profileWithBinpackArgs("      deviceClasses: {weight: 101}\n"),
+			wantError: []string{"args.deviceClasses.weight", "must be in the range 0-100"},
+		},
 		"unknown field": {
 			config:    profileWithBinpackArgs("      resourcez: []\n"),
 			wantError: []string{"pluginConfig[0]", "plugin Binpack", `unknown field "resourcez"`},
