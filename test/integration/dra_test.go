@@ -325,14 +325,7 @@ func TestDRASharedClaimCountsOnceInItsQueue(t *testing.T) {
 	}
 	_, err = h.WaitForPodsBound(h.Ctx, "default", "", 2, 60*time.Second)
 	require.NoError(t, err, "both pods of the shared claim bound within the queue's 2 devices\n%s", s.tl)
-	require.Eventually(t, func() bool {
-		q, err := h.GetQueue(h.Ctx, "pair")
-		if err != nil {
-			return false
-		}
-		got := q.Status.Allocated[draExtendedGPU]
-		return got.Value() == 2
-	}, 30*time.Second, 200*time.Millisecond, "queue pair shows the shared claim's 2 devices allocated once\n%s", s.tl)
+	s.assertQueueAllocates("pair", draExtendedGPU, 2, "the shared claim's 2 devices allocated once")
 
 	implicit := corev1.ResourceName(resourcev1.ResourceDeviceClassPrefix + draClassName)
 	byImplicitName := cluster.Pod(cluster.PodSpec{Name: "implicit", CPU: "1", Memory: "1Gi", Extended: map[corev1.ResourceName]string{implicit: "1"},
@@ -346,15 +339,24 @@ func TestDRASharedClaimCountsOnceInItsQueue(t *testing.T) {
 	require.NoError(t, h.Client.ResourceV1().ResourceClaims("default").Delete(h.Ctx, claim.Name, metav1.DeleteOptions{}))
 	_, err = h.WaitForPodsBound(h.Ctx, "default", "asks=implicit-name", 1, 60*time.Second)
 	require.NoError(t, err, "the pod asking by the implicit name runs once the queue has room\n%s", s.tl)
-	require.Eventually(t, func() bool {
-		q, err := h.GetQueue(h.Ctx, "pair")
+	s.assertQueueAllocates("pair", draExtendedGPU, 1, "the implicit-name pod's device")
+	q, err := h.GetQueue(h.Ctx, "pair")
+	require.NoError(t, err)
+	assert.NotContains(t, q.Status.Allocated, implicit, "the device is shown under the class's extended resource only")
+}
+
+// assertQueueAllocates waits until the Queue's status shows want of the
+// resource allocated.
+func (s *scenario) assertQueueAllocates(queue string, name corev1.ResourceName, want int64, what string) {
+	s.t.Helper()
+	require.Eventually(s.t, func() bool {
+		q, err := s.h.GetQueue(s.h.Ctx, queue)
 		if err != nil {
 			return false
 		}
-		got := q.Status.Allocated[draExtendedGPU]
-		_, byImplicit := q.Status.Allocated[implicit]
-		return got.Value() == 1 && !byImplicit
-	}, 30*time.Second, 200*time.Millisecond, "queue pair shows the implicit-name pod's device as 1 example.com/gpu\n%s", s.tl)
+		got := q.Status.Allocated[name]
+		return got.Value() == want
+	}, 30*time.Second, 200*time.Millisecond, "queue %s shows %d %s allocated (%s)\n%s", queue, want, name, what, s.tl)
 }
 
 // Device taints: a NoSchedule DeviceTaintRule on the devices of 2 of 8

@@ -279,22 +279,32 @@ func TestLeaderOfANarrowerClassWaitsForRoomBesideItsWorkers(t *testing.T) {
 	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "lws-worker", Replicas: 7, CPU: "2", Memory: "8Gi", ClaimTemplate: "one-gpu", PodGroup: "lws", Indexed: true})
 	require.NoError(t, err)
 
-	require.Eventually(t, func() bool {
-		return waitingReason(t, h, "lws") == "WaitingForTopologyDomain"
-	}, bindTimeout, 250*time.Millisecond, "PodGroup lws says %q\n%s", waitingReason(t, h, "lws"), s.tl)
-	s.assertGangHoldsNothingFor("lws", 8*time.Second, "though no clique has 8 devices for it")
-	assert.Zero(t, gangRejections(t, h, "lws"), "no attempt starts that the devices cannot hold\n%s", s.tl)
+	s.assertWaitsForACliqueThenBindsIn("lws", 8, cliqueBFillers, "clique-b")
+}
 
-	for _, name := range cliqueBFillers {
+// assertWaitsForACliqueThenBindsIn checks that the group of members waits
+// for a clique with nothing held and no attempt given up, then deletes
+// the fillers and checks that every member binds in clique, still with no
+// attempt given up.
+func (s *scenario) assertWaitsForACliqueThenBindsIn(group string, members int, fillers []string, clique string) {
+	t, h := s.t, s.h
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return waitingReason(t, h, group) == "WaitingForTopologyDomain"
+	}, bindTimeout, 250*time.Millisecond, "PodGroup %s says %q\n%s", group, waitingReason(t, h, group), s.tl)
+	s.assertGangHoldsNothingFor(group, 8*time.Second, fmt.Sprintf("though no clique has devices for its %d members", members))
+	assert.Zero(t, gangRejections(t, h, group), "no attempt starts that no clique can hold\n%s", s.tl)
+
+	for _, name := range fillers {
 		require.NoError(t, h.Client.CoreV1().Pods("default").Delete(h.Ctx, name, metav1.DeleteOptions{}))
 		s.tl.add("deleted filler %s", name)
 	}
-	placed, err := h.WaitForPodsBound(h.Ctx, "default", gangSelector+"lws", 8, 60*time.Second)
-	require.NoError(t, err, "gang placed once clique b freed\n%s", s.tl)
+	placed, err := h.WaitForPodsBound(h.Ctx, "default", gangSelector+group, members, 60*time.Second)
+	require.NoError(t, err, "gang placed once %s freed\n%s", clique, s.tl)
 	for pod, node := range placed {
-		assert.Equal(t, "clique-b", prefixOf(node), "member %s in the clique with room for all 8", pod)
+		assert.Equal(t, clique, prefixOf(node), "member %s in the clique with room for all %d", pod, members)
 	}
-	assert.Zero(t, gangRejections(t, h, "lws"), "%s", s.tl)
+	assert.Zero(t, gangRejections(t, h, group), "%s", s.tl)
 }
 
 // createModelClass creates a DeviceClass of the harness driver's devices
@@ -414,22 +424,7 @@ func TestLeaderWorkerGroupWaitsWhileNoCliqueHoldsIt(t *testing.T) {
 	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "lws-worker", Replicas: 7, CPU: "1", Memory: "4Gi", ClaimTemplate: "one-gpu", PodGroup: "lws", Indexed: true})
 	require.NoError(t, err)
 
-	require.Eventually(t, func() bool {
-		return waitingReason(t, h, "lws") == "WaitingForTopologyDomain"
-	}, bindTimeout, 250*time.Millisecond, "PodGroup lws says %q\n%s", waitingReason(t, h, "lws"), s.tl)
-	s.assertGangHoldsNothingFor("lws", 8*time.Second, "though no clique has 8 devices for it")
-	assert.Zero(t, gangRejections(t, h, "lws"), "no attempt starts that no clique can hold\n%s", s.tl)
-
-	for _, name := range cliqueAFillers {
-		require.NoError(t, h.Client.CoreV1().Pods("default").Delete(h.Ctx, name, metav1.DeleteOptions{}))
-		s.tl.add("deleted filler %s", name)
-	}
-	placed, err := h.WaitForPodsBound(h.Ctx, "default", gangSelector+"lws", 8, 60*time.Second)
-	require.NoError(t, err, "gang placed once clique a freed\n%s", s.tl)
-	for pod, node := range placed {
-		assert.Equal(t, "clique-a", prefixOf(node), "member %s in the clique with room for all 8", pod)
-	}
-	assert.Zero(t, gangRejections(t, h, "lws"), "%s", s.tl)
+	s.assertWaitsForACliqueThenBindsIn("lws", 8, cliqueAFillers, "clique-a")
 }
 
 // Consumable capacity: one node's GPU, published as a device several
