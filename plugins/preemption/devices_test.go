@@ -37,7 +37,10 @@ import (
 func TestRoomOnNodeCountsDevicesVictimsGiveBack(t *testing.T) {
 	const key = corev1.ResourceName("example.com/gpu")
 	gpu := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To(string(key))}}
-	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}}
+	// h100 is a narrower class over the same devices, all of model h100.
+	h100 := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "h100"}, Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
+		CEL: &resourceapi.CELDeviceSelector{Expression: `device.attributes["gpu.example.com"].model == "h100"`}}}}}
+	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu, h100}, Slices: []*resourceapi.ResourceSlice{nodeSlice("n", 8)}}
 	store := state.NewStatic(nil, nil).WithDevices(devices.NewReader(dra, nil, structured.Features{}))
 
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
@@ -79,6 +82,32 @@ func TestRoomOnNodeCountsDevicesVictimsGiveBack(t *testing.T) {
 	assert.True(t, room(victims[:5]), "v0…v4 free 4")
 	assert.True(t, room(victims[1:5]), "v1…v4 free 4")
 	assert.False(t, room(victims[1:4]), "v1…v3 free 3")
+
+	// A preemptor asking by the narrower class: the victims' devices,
+	// claimed by class gpu, are h100s and free for it as much.
+	const h100Key = corev1.ResourceName("deviceclass.resource.kubernetes.io/h100")
+	byModel := &preemptor{members: []*corev1.Pod{asking}, demand: map[types.UID]capacity.Resources{"p": {h100Key: 4}},
+		catalog: store.Devices().Catalog(), deviceKeys: []corev1.ResourceName{h100Key},
+		freeDevices: func(*corev1.Node) capacity.Resources { return capacity.Resources{h100Key: 0} }}
+	w.who = byModel
+	for i, v := range victims {
+		// Units count what they give back once, for the preemptor surveyed.
+		victims[i] = &unit{members: v.members, w: w}
+	}
+	room = w.roomOnNode(byModel, ni)
+	assert.True(t, room(victims[1:5]), "v1…v4 free 4 h100s, whichever class they were claimed by")
+	assert.False(t, room(victims[1:4]), "v1…v3 free 3 h100s")
+}
+
+// nodeSlice publishes n devices gpu-0… of model h100 on node, in a pool
+// named after it.
+func nodeSlice(node string, n int) *resourceapi.ResourceSlice {
+	s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", Pool: resourceapi.ResourcePool{Name: node, ResourceSliceCount: 1}, NodeName: ptr.To(node)}}
+	for i := 0; i < n; i++ {
+		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i),
+			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"model": {StringValue: ptr.To("h100")}}})
+	}
+	return s
 }
 
 // A gang confined to one rack that asks for DRA devices plans each rack
@@ -92,6 +121,9 @@ func TestPlanGangInOneDomainCountsDevices(t *testing.T) {
 	gpu := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To(string(key))}}
 	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}}
 	rackOf := map[string]string{"r1-0": "r1", "r1-1": "r1", "r2-0": "r2", "r2-1": "r2"}
+	for node := range rackOf {
+		dra.Slices = append(dra.Slices, nodeSlice(node, 8))
+	}
 	holders := map[string][]string{"r1-0": {"low-a", "low-b"}, "r1-1": {"low-c", "low-d"}, "r2-0": {"low-e", "low-f"}}
 	var pods []*corev1.Pod
 	for node, names := range holders {

@@ -10,7 +10,10 @@
 // keys; a node offers its free devices as the scheduler's DRA state shows
 // them, and a victim gives back the devices of its allocated claims that
 // no pod outside its victim unit uses (a claim another pod keeps stays
-// allocated). The simulation counts devices that way instead of running
+// allocated), counted under every class the preemptor asks by that
+// matches them, whichever class the victim's claims named (a victim's
+// devices of a broad class free h100s for a preemptor asking by an h100
+// class). The simulation counts devices that way instead of running
 // DynamicResources' Filter, which sees the victims' claims allocated until
 // the resourceclaim controller deallocates them, after the victims are
 // gone (and which has no AddPod/RemovePod to keep in step). An eviction

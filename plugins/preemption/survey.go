@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
@@ -131,10 +132,12 @@ func (u *unit) computeRequests() {
 
 // devicesGivenBack makes r, a victim member's requests, count the DRA
 // devices the preemptor asks for as evicting it gives them back: those of
-// its allocated claims no pod outside its unit uses, not the extended
-// resources it requests (a DRA-backed one is its claim's devices, counted
-// from the claim). A node with the resource in allocatable serves it by
-// device plugin: there the request is what it gives back.
+// its allocated claims no pod outside its unit uses, under every class
+// the preemptor asks by that matches them (whichever class the victim's
+// claims named), not the extended resources it requests (a DRA-backed
+// one is its claim's devices, counted from the claim). A node with the
+// resource in allocatable serves it by device plugin: there the request
+// is what it gives back.
 func (w *world) devicesGivenBack(u *unit, m member, r capacity.Resources) {
 	inUnit := func(uid types.UID) bool {
 		for _, other := range u.members {
@@ -144,7 +147,13 @@ func (w *world) devicesGivenBack(u *unit, m member, r capacity.Resources) {
 		}
 		return false
 	}
-	_, released := w.store.Devices().Released(m.info.GetPod(), inUnit)
+	freed := w.store.Devices().ReleasedDevices(m.info.GetPod(), inUnit)
+	w.who.catalogMu.Lock()
+	released, err := w.who.catalog.CountMatching(context.Background(), freed, w.who.deviceKeys)
+	w.who.catalogMu.Unlock()
+	if err != nil {
+		klog.Background().V(4).Info("Counting a victim's devices", "pod", klog.KObj(m.info.GetPod()), "err", err)
+	}
 	node := w.byName[m.node]
 	for _, key := range w.who.deviceKeys {
 		if node != nil && capacity.AllocatableAmount(node, key) > 0 {

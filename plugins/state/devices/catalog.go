@@ -130,6 +130,8 @@ type Catalog struct {
 	claimsOf     map[types.UID][]*resourceapi.ResourceClaim
 	beyondCounts bool
 	partitioned  map[string]bool
+	// deviceAt finds a published device by ID (CountMatching), built once.
+	deviceAt map[structured.DeviceID]publishedDevice
 	// heldClaims are, per node, the claims of other gangs' members planned
 	// there (see Hold).
 	heldClaims   map[string][]*resourceapi.ResourceClaim
@@ -175,6 +177,54 @@ func (c *Catalog) IsDeviceKey(name corev1.ResourceName) bool {
 	}
 	_, ok := c.byKey[name]
 	return ok
+}
+
+// CountMatching counts, per key of keys, the devices of ids the class
+// counted under that key matches: the devices an eviction frees, under
+// every class that could use them, whichever class their claims asked by
+// (a victim's devices of gpu.example.com serve a preemptor asking by the
+// narrower h100.example.com where they are h100s). A device no slice
+// publishes any more counts nowhere.
+func (c *Catalog) CountMatching(ctx context.Context, ids []structured.DeviceID, keys []corev1.ResourceName) (capacity.Resources, error) {
+	if err := c.load(); err != nil {
+		return nil, err
+	}
+	if c.deviceAt == nil {
+		c.deviceAt = map[structured.DeviceID]publishedDevice{}
+		for _, slice := range c.slices {
+			for i := range slice.Spec.Devices {
+				c.deviceAt[structured.MakeDeviceID(slice.Spec.Driver, slice.Spec.Pool.Name, slice.Spec.Devices[i].Name)] = publishedDevice{slice: slice, index: i}
+			}
+		}
+	}
+	counts := capacity.Resources{}
+	for _, key := range keys {
+		class, ok := c.byKey[key]
+		if !ok {
+			continue
+		}
+		counts[key] = 0
+		for _, id := range ids {
+			at, ok := c.deviceAt[id]
+			if !ok {
+				continue
+			}
+			match, err := c.r.deviceMatches(ctx, class, at.slice)
+			if err != nil {
+				return nil, err
+			}
+			if match[at.index] {
+				counts[key]++
+			}
+		}
+	}
+	return counts, nil
+}
+
+// publishedDevice is where a device is published: its slice and index.
+type publishedDevice struct {
+	slice *resourceapi.ResourceSlice
+	index int
 }
 
 // ClassKeys are the keys every DeviceClass's devices count under, sorted,
@@ -868,12 +918,13 @@ func (r *Reader) Released(pod *corev1.Pod, leaving func(types.UID) bool) (claims
 // ReleasedDevices is the devices Released counts, by ID, for an allocator
 // to see free. A device allocated to be shared (a share of its consumable
 // capacity) is left out: the allocator keeps counting it as used, which
-// errs towards evicting nothing rather than evicting in vain.
+// errs towards evicting nothing rather than evicting in vain. So is one
+// allocated for admin access, which took no device.
 func (r *Reader) ReleasedDevices(pod *corev1.Pod, leaving func(types.UID) bool) []structured.DeviceID {
 	var ids []structured.DeviceID
 	r.eachHeld(pod, leavesWith(pod, leaving), func(_ string, claim *resourceapi.ResourceClaim, _ capacity.Resources) {
 		for _, result := range claim.Status.Allocation.Devices.Results {
-			if result.ShareID == nil {
+			if result.ShareID == nil && !ptr.Deref(result.AdminAccess, false) {
 				ids = append(ids, structured.MakeDeviceID(result.Driver, result.Pool, result.Device))
 			}
 		}

@@ -305,6 +305,23 @@ func TestSharedOnce(t *testing.T) {
 	assert.Equal(t, capacity.Resources{key: 4}, once.SharedTotal)
 }
 
+// CountMatching counts freed devices under every class that matches them;
+// a device no slice publishes counts nowhere.
+func TestCountMatching(t *testing.T) {
+	dra := &devicestest.DRA{
+		Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", ""), class("a100", "", `device.attributes["gpu.example.com"].model == "a100"`)},
+		Slices:  []*resourceapi.ResourceSlice{slice("n1", 4, "h100", nil), slice("n1", 2, "a100", nil)},
+	}
+	ids := []structured.DeviceID{
+		structured.MakeDeviceID(driver, "n1-h100", "h100-0"), structured.MakeDeviceID(driver, "n1-h100", "h100-3"),
+		structured.MakeDeviceID(driver, "n1-a100", "a100-1"), structured.MakeDeviceID(driver, "gone", "d0"),
+	}
+	gpuKey, a100Key := corev1.ResourceName("example.com/gpu"), corev1.ResourceName("deviceclass.resource.kubernetes.io/a100")
+	got, err := NewReader(dra, nil, structured.Features{}).Catalog().CountMatching(context.Background(), ids, []corev1.ResourceName{gpuKey, a100Key, "nvidia.com/gpu"})
+	require.NoError(t, err)
+	assert.Equal(t, capacity.Resources{gpuKey: 3, a100Key: 1}, got)
+}
+
 // Requests: a class asked for by its implicit name counts under its Key.
 func TestRequests(t *testing.T) {
 	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", ""), class("a100", "", "")}}
