@@ -498,3 +498,37 @@ func TestDevicesEveryNodeSeesAreOnePool(t *testing.T) {
 	s.assertGangHoldsNothingFor("wide", 2*time.Second, "though the pool has 6 devices, not 8")
 	assert.Zero(t, gangRejections(t, h, "fits"), "%s", s.tl)
 }
+
+// Preemption for a gang asking by a narrower class: two nodes of 4 h100s
+// each, all held by a low-priority gang of 8 claiming one device each of
+// the broad class gpu.example.com. A high-priority gang of a leader (cpu
+// only) and 3 workers claiming 2 devices each of h100.example.com evicts
+// the low gang, whose devices are h100s whichever class claimed them, and
+// binds.
+func TestPreemptionFreesDevicesForAGangAskingByANarrowerClass(t *testing.T) {
+	node := func(name string) cluster.NodeSpec {
+		return cluster.NodeSpec{Name: name, CPU: "16", Memory: "64Gi", Labels: map[string]string{corev1.LabelHostname: name}}
+	}
+	specs := []cluster.NodeSpec{node("h100-0"), node("h100-1")}
+	s := startDRAClusterOn(t, specs, 0)
+	h := s.h
+	for _, n := range specs {
+		publishModel(t, h, n.Name, 4, "h100")
+	}
+	createModelClass(t, h, "h100.example.com", "h100")
+	require.NoError(t, h.CreateClaimTemplate(h.Ctx, "default", "two-h100", "h100.example.com", 2))
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "low", 10, false))
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "high", 1000, false))
+	deleted := watchDeletions(t, h)
+	low := s.gangJob(draGPU(cluster.WorkloadSpec{Name: "low", Replicas: 8, CPU: "1", Memory: "1Gi", PriorityClassName: "low", IgnoreDisruptions: true}, true), 8)
+	s.waitRunning(low, 8, "the low gang holds every device")
+
+	createRolesGroup(t, h, "high", 4, "", nil)
+	_, err := h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "high-leader", Replicas: 1, CPU: "2", Memory: "4Gi", PodGroup: "high", PriorityClassName: "high"})
+	require.NoError(t, err)
+	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "high-worker", Replicas: 3, CPU: "2", Memory: "4Gi", ClaimTemplate: "two-h100", PodGroup: "high", PriorityClassName: "high", Indexed: true})
+	require.NoError(t, err)
+	_, err = h.WaitForPodsBound(h.Ctx, "default", gangSelector+"high", 4, 90*time.Second)
+	require.NoError(t, err, "the high gang binds on the low gang's devices\n%s", s.tl)
+	assert.NotEmpty(t, deleted.names("low-"), "the low gang was evicted for it\n%s", s.tl)
+}
