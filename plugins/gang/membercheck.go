@@ -5,11 +5,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	v1helper "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 )
@@ -17,11 +15,9 @@ import (
 // memberCheck judges each member of a plan on the node first fit offers
 // it, as kube-scheduler's Filter plugins will in the member's own cycle,
 // beyond the resources a count sees (see doc.go, Planning):
-//   - NodeUnschedulable: a cordoned node takes only a member tolerating
-//     node.kubernetes.io/unschedulable;
-//   - NodeAffinity: the member's nodeSelector and required node affinity;
-//   - TaintToleration: no NoSchedule or NoExecute taint it does not
-//     tolerate;
+//   - NodeUnschedulable, NodeAffinity (nodeSelector and required node
+//     affinity) and TaintToleration, by the member's own spec
+//     (state.MemberSpec);
 //   - DynamicResources: the structured allocator allocates its claims (and
 //     extended resources a DeviceClass serves) on the node, with what the
 //     plan's earlier members took there marked allocated (devices.Ledger).
@@ -34,11 +30,9 @@ type memberCheck struct {
 	nodes   []fwk.NodeInfo
 	// kind[m] numbers member m's kind: members of one kind are judged
 	// alike on every node (same selectors, affinity, tolerations, claim
-	// templates); affinity[k] is kind k's required node affinity and
-	// tolerations[k] its tolerations.
-	kind        []int
-	affinity    []nodeaffinity.RequiredNodeAffinity
-	tolerations [][]corev1.Toleration
+	// templates); spec[k] is what kind k's spec allows.
+	kind []int
+	spec []state.MemberSpec
 	// static caches the spec checks per kind and node.
 	static map[[2]int]bool
 	// ledger allocates devices; nil when no member asks for any.
@@ -61,8 +55,7 @@ func newMemberCheck(members []*corev1.Pod, nodes []fwk.NodeInfo, ledger *devices
 		if !ok {
 			k = len(kinds)
 			kinds[key] = k
-			c.affinity = append(c.affinity, nodeaffinity.GetRequiredNodeAffinity(pod))
-			c.tolerations = append(c.tolerations, pod.Spec.Tolerations)
+			c.spec = append(c.spec, state.SpecOf(pod))
 		}
 		c.kind[m] = k
 		c.needDevices[m] = ledger != nil && ledger.Needs(pod)
@@ -118,24 +111,9 @@ func (c *memberCheck) specAllows(m, i int) bool {
 	if ok, seen := c.static[[2]int{k, i}]; seen {
 		return ok
 	}
-	ok := specAllows(c.affinity[k], c.tolerations[k], c.nodes[i].Node())
+	ok := c.spec[k].Allows(c.nodes[i].Node())
 	c.static[[2]int{k, i}] = ok
 	return ok
-}
-
-// specAllows is what NodeUnschedulable, NodeAffinity and TaintToleration
-// decide for a pod of the given affinity and tolerations on the node.
-func specAllows(affinity nodeaffinity.RequiredNodeAffinity, tolerations []corev1.Toleration, node *corev1.Node) bool {
-	if node.Spec.Unschedulable && !v1helper.TolerationsTolerateTaint(klog.Background(), tolerations, &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}, true) {
-		return false
-	}
-	if ok, _ := affinity.Match(node); !ok {
-		return false
-	}
-	_, untolerated := v1helper.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, tolerations, func(t *corev1.Taint) bool {
-		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-	}, true)
-	return !untolerated
 }
 
 // why says, for a member first fit could not place, what the checks

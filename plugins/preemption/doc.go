@@ -127,9 +127,13 @@
 // A gang member that Gang refused because its quorum does not fit
 // preempts for the whole quorum: the members still needed are placed together by simulation
 // (first fit, largest first) on the nodes less the victims, every member
-// checked for its resources and the node for the preemptor's constraints
-// (members of a gang share a pod template); if even evicting every eligible
-// pod would not make room for all of them, nothing is evicted. The
+// checked for its own resources and devices, its own node selector,
+// affinity and tolerations (state.MemberSpec, the rule the gang's plan
+// applies), and the node for the preemptor's other constraints (pod
+// affinity, ports, volumes; a refusal of the preemptor for resources,
+// devices, selectors or taints is none for a member of another shape, a
+// leader beside its workers); if even evicting every eligible pod would
+// not make room for all of them, nothing is evicted. The
 // placement found is nominated: the preemptor through the scheduler, its
 // siblings by their status.
 //

@@ -132,6 +132,9 @@ type preemptor struct {
 	// scheduler's DRA state shows them (allocated ones, in-flight ones
 	// of pods waiting in Permit included, are not free).
 	freeDevices func(*corev1.Node) capacity.Resources
+	// requestOf is a member's requests, each device class under its key
+	// (devices.Reader.Requests).
+	requestOf func(*corev1.Pod) capacity.Resources
 	// catalogMu guards catalog: a single pod's plans are searched and
 	// confirmed on several goroutines, and a catalog is for one.
 	catalogMu sync.Mutex
@@ -244,7 +247,7 @@ func (p *Preemption) countDevices(ctx context.Context, who *preemptor) string {
 func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preemptor, string) {
 	who := &preemptor{
 		id: evictionID(pod, false), pod: pod, members: []*corev1.Pod{pod},
-		priority: corev1helpers.PodPriority(pod), request: p.store.Devices().Requests(pod),
+		priority: corev1helpers.PodPriority(pod), request: p.store.Devices().Requests(pod), requestOf: p.store.Devices().Requests,
 		what: fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name),
 	}
 	if queues := p.store.Queues(); queues != nil {

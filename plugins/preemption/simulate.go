@@ -9,6 +9,7 @@ import (
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -160,6 +161,9 @@ type sized struct {
 	*corev1.Pod
 	request capacity.Resources
 	info    fwk.PodInfo // nil if the pod's affinity terms do not parse
+	// spec is what the member's own selectors, affinity and tolerations
+	// allow.
+	spec state.MemberSpec
 }
 
 // largest returns the preemptor's members sized and largest first, made
@@ -168,9 +172,13 @@ type sized struct {
 // nodes, which would otherwise each compute (and cache) them.
 func (who *preemptor) largest() []sized {
 	who.sizedOnce.Do(func() {
+		requestOf := who.requestOf
+		if requestOf == nil {
+			requestOf = capacity.Request
+		}
 		out := make([]sized, len(who.members))
 		for i, p := range who.members {
-			out[i] = sized{Pod: p, request: capacity.Request(p)}
+			out[i] = sized{Pod: p, request: requestOf(p), spec: state.SpecOf(p)}
 			out[i].request.Add(who.demand[p.UID])
 			if info, err := framework.NewPodInfo(p); err == nil {
 				info.CalculateResource()
@@ -325,8 +333,10 @@ func (sc *scene) addDevices(name string, r capacity.Resources, sign int64) {
 }
 
 // fits reports whether member m would go on the node: its own resources
-// (and DRA devices) fit, and the node passes every Filter for the
-// preemptor, whose constraints the members share.
+// (and DRA devices) fit, its own spec allows the node (state.MemberSpec),
+// and the node passes every Filter for the preemptor, whose other
+// constraints (pod affinity, ports, volumes) the members are taken to
+// share.
 func (sc *scene) fits(m sized, name string) bool {
 	ni := sc.node(name)
 	req := m.request
@@ -343,7 +353,7 @@ func (sc *scene) fits(m sized, name string) bool {
 			delete(req, key)
 		}
 	}
-	if !req.FitsOn(ni) || !sc.allocatable(m, ni.Node()) {
+	if !req.FitsOn(ni) || !m.spec.Allows(ni.Node()) || !sc.allocatable(m, ni.Node()) {
 		return false
 	}
 	status := sc.p.handle.RunFilterPluginsWithNominatedPods(sc.ctx, sc.cycle, sc.who.pod, ni)
@@ -351,23 +361,42 @@ func (sc *scene) fits(m sized, name string) bool {
 		return true
 	}
 	// The filters run for the preemptor, with its cycle state: what they
-	// say of resources is said of its request. A member of another shape
-	// (a role's leader beside its workers) had its own resources and
-	// devices checked above, so a refusal for the preemptor's resources or
-	// devices alone is none for it. (The filters that run after
-	// NodeResourcesFit then go unchecked for such a member.)
-	refusedFor := status.Plugin()
-	return (refusedFor == pluginnames.NodeResourcesFit || refusedFor == pluginnames.DynamicResources) && !sc.who.sameShape(m)
+	// say of resources, devices, selectors and taints is said of its
+	// spec. A member of another shape (a role's leader beside its
+	// workers) had its own resources, devices and spec checked above, so
+	// such a refusal for the preemptor alone is none for it. (The filters
+	// that run after the refusing one then go unchecked for such a member.)
+	switch status.Plugin() {
+	case pluginnames.NodeResourcesFit, pluginnames.DynamicResources, pluginnames.NodeAffinity, pluginnames.TaintToleration, pluginnames.NodeUnschedulable:
+		return !sc.who.sameShape(m)
+	}
+	return false
 }
 
-// sameShape reports whether m asks for what the preemptor asks for.
+// sameShape reports whether m is judged as the preemptor is: it asks for
+// what the preemptor asks for, and its spec allows the same nodes (the
+// same node selector, affinity and tolerations).
 func (who *preemptor) sameShape(m sized) bool {
 	for _, s := range who.largest() {
 		if s.UID == who.pod.UID {
-			return s.request.Equal(m.request)
+			return s.request.Equal(m.request) && sameSpec(s.Pod, m.Pod)
 		}
 	}
 	return true
+}
+
+// sameSpec reports whether two pods' specs allow the same nodes.
+func sameSpec(a, b *corev1.Pod) bool {
+	return equality.Semantic.DeepEqual(a.Spec.NodeSelector, b.Spec.NodeSelector) &&
+		equality.Semantic.DeepEqual(nodeAffinityOf(a), nodeAffinityOf(b)) &&
+		equality.Semantic.DeepEqual(a.Spec.Tolerations, b.Spec.Tolerations)
+}
+
+func nodeAffinityOf(pod *corev1.Pod) *corev1.NodeAffinity {
+	if pod.Spec.Affinity == nil {
+		return nil
+	}
+	return pod.Spec.Affinity.NodeAffinity
 }
 
 // allocatable confirms with the structured allocator, where a count of
