@@ -247,7 +247,10 @@
 //     with no room there waits; admitted roles are never gated again.
 //   - A gang that does not fit says which role and where it looked: "role
 //     workers (5 of its minimum 8 placed): no nvidia.com/gpu.clique domain
-//     has room for its 3 members (largest free: clique-b, 2)".
+//     has room for its 3 members (largest free: clique-b, 2)", and, where
+//     a member's own checks refused it in that largest domain, which
+//     member and why ("; there member decode-3: its device claims cannot
+//     be allocated on 2 node(s) with room for it by count ...").
 //   - Preemption for such a gang plans room per role: PreFilter hands it
 //     the domains the roles require (state.GangNeedsRoom.RoleDomains, each
 //     pinned where the role's placed members are), and it keeps only

@@ -340,12 +340,13 @@ func (s *roleSearch) place(k int, within []int, in []bool, prev *capacity.Fit) b
 		}
 		var fitting []choice
 		var largest domain
+		var largestFit capacity.Fit
 		most := -1
 		for _, d := range candidates {
 			s.passes++
 			f := s.fit(prev, s.groups[k], d.nodes)
 			if f.Placed > most {
-				largest, most = d, f.Placed
+				largest, largestFit, most = d, f, f.Placed
 			}
 			if f.Placed == len(requests) {
 				fitting = append(fitting, choice{domain: d, fit: f, left: left(&f, d, s.view, s.scale)})
@@ -374,7 +375,11 @@ func (s *roleSearch) place(k int, within []int, in []bool, prev *capacity.Fit) b
 		case largest.nodes == nil:
 			why = append(why, fmt.Sprintf("no %s domain holds its placed members", level))
 		default:
-			why = append(why, fmt.Sprintf("no %s domain has room for its %d members (largest free: %s, %d)", level, len(requests), largest.value, most))
+			msg := fmt.Sprintf("no %s domain has room for its %d members (largest free: %s, %d)", level, len(requests), largest.value, most)
+			if member := s.whyUnplaced(k, &largestFit); member != "" {
+				msg += "; there " + member
+			}
+			why = append(why, msg)
 		}
 	}
 	said := "role " + role.name
@@ -383,6 +388,29 @@ func (s *roleSearch) place(k int, within []int, in []bool, prev *capacity.Fit) b
 	}
 	s.stop(k, fmt.Sprintf("%s: %s", said, strings.Join(why, "; ")))
 	return false
+}
+
+// whyUnplaced says what the checks refused the first member of group k
+// that the fit f left unplaced for ("member decode-3: its device claims
+// cannot be allocated on ..."), or "" when only counts did.
+func (s *roleSearch) whyUnplaced(k int, f *capacity.Fit) string {
+	if s.check == nil {
+		return ""
+	}
+	placed := make([]bool, len(s.groups[k]))
+	for _, slot := range f.Plan {
+		for _, r := range slot.Took {
+			if r < len(placed) {
+				placed[r] = true
+			}
+		}
+	}
+	for r, m := range s.groups[k] {
+		if !placed[r] {
+			return s.check.why(m)
+		}
+	}
+	return ""
 }
 
 // domainsWithin are the domains of level cut to the nodes in, those

@@ -299,3 +299,18 @@ func quorumCheckOf(t *testing.T, pg *schedv1alpha1.PodGroup, pods []*corev1.Pod,
 	})
 	return out
 }
+
+// When no domain holds a role, the message names the role's member the
+// largest domain could not place and what refused it there: two workers
+// that must share a rack, each pinned by its node selector to a node of
+// another rack.
+func TestRoleWaitingMessageNamesTheMemberAndWhy(t *testing.T) {
+	nodes := []fwk.NodeInfo{sizedNode("a-0", "z1", "ra", "8", "32Gi"), sizedNode("a-1", "z1", "ra", "8", "32Gi"), sizedNode("b-0", "z1", "rb", "8", "32Gi")}
+	pg := withRoles(podGroup("g", t0, 2), `[{"name": "workers", "minMember": 2, "topologyRequired": "`+rack+`"}]`)
+	workers := roleMembers("g", "workers", 2, "1", "1Gi")
+	workers[0].Spec.NodeSelector = map[string]string{host: "a-0"}
+	workers[1].Spec.NodeSelector = map[string]string{host: "b-0"}
+	out := quorumCheckOf(t, pg, workers, nodes)
+	assert.Contains(t, out.reason, "role workers (0 of its minimum 2 placed): no "+rack+" domain has room for its 2 members (largest free: ra, 1)")
+	assert.Contains(t, out.reason, "there member g-workers-1: its node selector, affinity or tolerations refuse")
+}
