@@ -387,7 +387,11 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 		}
 		placedOn := locked.PlacedOn(gang)
 		var devicesTotal func(fwk.NodeInfo, corev1.ResourceName) (int64, bool)
+		var shared devices.Counts
 		if len(keys) > 0 {
+			// Devices several nodes see are one pool: counted once, after
+			// the nodes' own.
+			shared, _ = catalog.SharedOnce(ctx, keys)
 			devicesTotal = func(n fwk.NodeInfo, key corev1.ResourceName) (int64, bool) {
 				if !slices.Contains(keys, key) {
 					return 0, false
@@ -396,10 +400,15 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 				if err != nil {
 					return 0, false
 				}
-				return counts.Total[key], true
+				return counts.Total[key] - counts.SharedTotal[key], true
 			}
 		}
 		scale := requestedScale(sortedAll, nodes, devicesTotal)
+		for key, n := range shared.SharedTotal {
+			if _, asked := scale[key]; asked {
+				scale[key] += n
+			}
+		}
 		if len(topo.roles) > 0 {
 			return g.fitRoles(locked, gang, pg, topo, nodes, view, scale, sortedAll, sortedMembers, primary, nil, check, placedOn, devicesFailed)
 		}

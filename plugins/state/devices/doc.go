@@ -77,8 +77,8 @@
 // Ledger's allocator then sees the pool once, so members placed on
 // different nodes never take one device twice); Counts.SharedFree says
 // which part of a node's count they are, and Catalog.SharedOnce counts
-// them once, for sums over nodes such as the gang's shortage message.
-// The scale a gang's domains are compared on still sums per node.
+// them once, for sums over nodes: the gang's shortage message, and the
+// cluster totals its domains' best fit is scaled by.
 //
 // Preemption's simulation confirms its plans with the allocator too, on
 // the devices its victims free (Catalog.AllocatableOn,
