@@ -202,6 +202,10 @@ func gangsDashboard() *dashboard.DashboardBuilder {
 			"short", 12,
 			query{fmt.Sprintf(`max(flotilla_gang_members_in_flight{%s})`, job), "members in flight"},
 			query{fmt.Sprintf(`sum(rate(flotilla_gang_attempts_paced_total{%s}[%s]))`, job, interval), "attempts held/s"})).
+		WithPanel(graph("Quorum checks", "How long one gang quorum check takes (placing the members its quorum needs, member by member, device allocator included; made without the gangs' lock), and checks made again because the gangs' accounting changed while they ran.",
+			"s", 12,
+			query{quantile(0.99, "flotilla_gang_quorum_check_seconds_bucket", ""), "p99"},
+			query{fmt.Sprintf(`sum(rate(flotilla_gang_quorum_checks_overtaken_total{%s}[%s]))`, job, interval), "checks made again/s"})).
 		WithPanel(graph("PodGroups by phase", "Every PodGroup of the cluster by the phase flotilla wrote (none yet counts as Pending).",
 			"short", 16, query{fmt.Sprintf(`max by (phase) (flotilla_podgroups{%s})`, job), "{{phase}}"}).
 			Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal))).

@@ -92,17 +92,8 @@ type verdict struct {
 // backs off after a failed attempt; none starts while the binding backlog
 // is full; otherwise its quorum must fit.
 func decide(v gangView) verdict {
-	switch {
-	case v.quorumReached:
-		return verdict{kind: placeFreely}
-	case v.attempting:
-		return verdict{kind: followAttempt}
-	case v.mayNotStart != "":
-		return turn(v, v.mayNotStart, false)
-	case v.backoff > 0:
-		return verdict{kind: backOff, message: reasons.BackingOff.Say("gang %s backs off for %s after: %s", v.key, v.backoff.Round(100*time.Millisecond), v.backoffWhy)}
-	case v.backlog != "":
-		return verdict{kind: waitBindings, message: reasons.WaitingForBindings.Say("gang %s waits: %s", v.key, v.backlog)}
+	if out, ok := settled(v); ok {
+		return out
 	}
 	fit := v.fit(true)
 	if fit.reason != "" && len(v.placing) > 0 {
@@ -124,6 +115,24 @@ func decide(v gangView) verdict {
 		return verdict{kind: doesNotFit, message: fit.reason, fit: fit}
 	}
 	return verdict{kind: startAttempt, fit: fit}
+}
+
+// settled is decide's verdict when it needs no quorum check; ok is false
+// when it does.
+func settled(v gangView) (out verdict, ok bool) {
+	switch {
+	case v.quorumReached:
+		return verdict{kind: placeFreely}, true
+	case v.attempting:
+		return verdict{kind: followAttempt}, true
+	case v.mayNotStart != "":
+		return turn(v, v.mayNotStart, false), true
+	case v.backoff > 0:
+		return verdict{kind: backOff, message: reasons.BackingOff.Say("gang %s backs off for %s after: %s", v.key, v.backoff.Round(100*time.Millisecond), v.backoffWhy)}, true
+	case v.backlog != "":
+		return verdict{kind: waitBindings, message: reasons.WaitingForBindings.Say("gang %s waits: %s", v.key, v.backlog)}, true
+	}
+	return verdict{}, false
 }
 
 func turn(v gangView, why string, nextTurn bool) verdict {

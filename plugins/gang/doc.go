@@ -64,7 +64,18 @@
 //     change, not n. Members held at PreEnqueue are not re-queued by room at
 //     all. The rule itself is decide (decide.go), a pure function of what the
 //     store shows (gangView) to a verdict, tested by table; PreFilter gathers
-//     the view and applies the verdict under the store's lock.
+//     the view and applies the verdict under the store's lock. The quorum
+//     check itself runs without it (planinputs.go): what it reads of the
+//     gangs' accounting (the quorum's candidates, the nodes the gang's and
+//     its roles' members hold, the room and members other placing gangs'
+//     plans hold) is copied under the lock with the accounting's version;
+//     the check runs; the verdict is applied under the lock only if the
+//     version is unchanged, else the check is made again (at most 3
+//     times; past that the member waits and is tried again in a second).
+//     Bindings, Permit waits and event handlers never wait on an
+//     allocator run. flotilla_gang_quorum_check_seconds says how long
+//     checks take, flotilla_gang_quorum_checks_overtaken_total how often
+//     one was made again.
 //   - Following the plan: while an attempt follows its plan, a member the
 //     plan names is held to its own planned node (PreFilterResult of that
 //     one node): the plan judged that member there, not any member on any
@@ -113,8 +124,7 @@
 // and topology spread, host ports, volumes, and anything that changed
 // since the plan (a member refused on its planned node drops the plan).
 // An allocator run is bounded (2 s) and counts as a refusal when cut
-// short. The plan runs under the store's lock, as the count did; taking
-// it out of the lock is not done yet.
+// short. The plan runs without the store's lock (see PreFilter above).
 //
 // The quorum's members: each role's shortfall comes from that role's own
 // pending members; the rest of minMember comes first from the smallest

@@ -44,6 +44,9 @@ type Gang struct {
 	// nominatesWaitingPods: kube-scheduler writes a nominated node to every
 	// pod waiting in Permit (NominatedNodeNameForExpectation).
 	nominatesWaitingPods bool
+	// duringQuorumCheck, when set (tests only), runs inside every quorum
+	// check, where the store's lock is not held.
+	duringQuorumCheck func()
 
 	// lastArrival remembers the member count seen for the last added pod:
 	// the queue asks the same question for every gated sibling of one

@@ -149,7 +149,7 @@ func TestQuorumCheckIsPlacementAware(t *testing.T) {
 	var plan []capacity.PlanSlot
 	check := func(nodes []fwk.NodeInfo) (reason string) {
 		g.store.Lock(func(locked *state.Locked) {
-			out := g.quorumDoesNotFit(context.Background(), pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, nil)
+			out := g.quorumDoesNotFit(context.Background(), pg, readPlanInputs(locked, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), pg, nil), false, nodes, nil)
 			reason, plan = out.reason, out.plan
 		})
 		return reason
@@ -415,7 +415,7 @@ func TestQuorumCountsSucceededMembers(t *testing.T) {
 				gang := locked.Gang(key)
 				count := locked.Quorum(gang, pg)
 				quorum, surplus = count.Counted(), count.Reached()
-				out := g.quorumDoesNotFit(context.Background(), pg, gang, roomy, locked, nil, nil)
+				out := g.quorumDoesNotFit(context.Background(), pg, readPlanInputs(locked, gang, pg, nil), false, roomy, nil)
 				reason, plan = out.reason, out.plan
 			})
 			planned := 0
@@ -588,7 +588,7 @@ func TestQuorumCheckCountsDRADevices(t *testing.T) {
 			var reason string
 			var plan []capacity.PlanSlot
 			store.Lock(func(locked *state.Locked) {
-				out := g.quorumDoesNotFit(context.Background(), pg, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), nodes, locked, nil, nil)
+				out := g.quorumDoesNotFit(context.Background(), pg, readPlanInputs(locked, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), pg, nil), false, nodes, nil)
 				reason, plan = out.reason, out.plan
 			})
 			if tc.wantReason != "" {
@@ -664,7 +664,7 @@ func TestQuorumCheckHandsOtherPlansToTheAllocator(t *testing.T) {
 						[]capacity.PlanSlot{{Node: "a", Members: 1, Held: held, Took: []int{0}, Pods: []*corev1.Pod{heldMember}}})
 				}
 				gang := locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"})
-				reason = g.quorumDoesNotFit(context.Background(), groups[1], gang, nodes, locked, locked.HeldByPlans(gang), nil).reason
+				reason = g.quorumDoesNotFit(context.Background(), groups[1], readPlanInputs(locked, gang, groups[1], nil), true, nodes, nil).reason
 			})
 			if tc.wantReason == "" {
 				assert.Empty(t, reason)

@@ -57,6 +57,21 @@ var (
 		Help:           "Gang attempts held because maxMembersInFlight members of gangs were placed and not yet bound.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	// quorumCheckSeconds and quorumChecksOvertaken show the quorum checks
+	// (prefilter.go), made without the store's lock: how long one takes,
+	// and how often the accounting changed under one so that it was
+	// made again.
+	quorumCheckSeconds = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace: "flotilla", Name: "gang_quorum_check_seconds",
+		Help:           "Time one gang quorum check (placing the members its quorum still needs, member by member) took.",
+		Buckets:        metrics.ExponentialBuckets(0.0001, 2, 18),
+		StabilityLevel: metrics.ALPHA,
+	})
+	quorumChecksOvertaken = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "flotilla", Name: "gang_quorum_checks_overtaken_total",
+		Help:           "Gang quorum checks whose verdict was dropped because the gangs' accounting changed while they ran.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	gangLongestWait = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace: "flotilla", Name: "gang_longest_wait_timeouts",
 		Help:           "The longest wait of a gang with all its members but not its quorum bound, from its oldest unbound member's creation, in multiples of that gang's schedule timeout.",
@@ -73,7 +88,7 @@ const (
 )
 
 func init() {
-	legacyregistry.MustRegister(gangWaitSeconds, gangRejections, podGroupStatusWrites, podGroupWaitingWrites, podGroupsByPhase, gangLongestWait, gangMembersInFlight, gangsPaced)
+	legacyregistry.MustRegister(gangWaitSeconds, gangRejections, podGroupStatusWrites, podGroupWaitingWrites, podGroupsByPhase, gangLongestWait, gangMembersInFlight, gangsPaced, quorumCheckSeconds, quorumChecksOvertaken)
 	// Every reason's series exists from the start, at 0: a rate over a
 	// series that appears with its first increment misses that increment.
 	for _, reason := range []string{reasonDoesNotFit, reasonMemberUnplaceable, reasonLostPlace, reasonTimedOut} {

@@ -61,84 +61,109 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	var backoff time.Duration
 	var unblocked []state.GroupKey
 	defer func() { g.activateGangs(ctx, unblocked) }()
-	g.store.Lock(func(locked *state.Locked) {
-		gang := locked.Gang(key)
-		view := gangView{key: key, quorumReached: locked.Quorum(gang, pg).Reached(), attempting: gang.Attempting(), preempts: preempts}
-		var others []*state.Gang
-		if !view.quorumReached && !view.attempting {
-			unblocked = g.finishStale(locked, gang)
-			others = locked.PlacingBesides(gang)
-			view.placing = sortedKeys(others)
-			view.mayNotStart = locked.MayStartBeside(gang)
-			view.backoff, view.backoffWhy = locked.BackingOff(gang)
-			if limit := g.shared.maxInFlight; limit > 0 && locked.MembersInFlight() >= limit {
-				// The same words every time: a PodGroup's status is
-				// rewritten only when its message changes.
-				view.backlog = fmt.Sprintf("%d or more members of gangs are placed and not yet bound (maxMembersInFlight); it starts as they bind", limit)
-			}
-			view.fit = func(besidePlacing bool) fitOutcome {
-				var held map[string]capacity.Resources
-				if besidePlacing {
-					held = locked.HeldByPlans(gang)
+	// The quorum check runs without the store's lock, on what it read
+	// under it (planInputs); its verdict is applied, under the lock, only
+	// if nothing it read changed meanwhile, else it is made again.
+	var fits *quorumFits
+	overtaken := false
+	for checks := 0; ; checks++ {
+		var inputs *planInputs
+		g.store.Lock(func(locked *state.Locked) {
+			gang := locked.Gang(key)
+			view := gangView{key: key, quorumReached: locked.Quorum(gang, pg).Reached(), attempting: gang.Attempting(), preempts: preempts}
+			var others []*state.Gang
+			if !view.quorumReached && !view.attempting {
+				unblocked = append(unblocked, g.finishStale(locked, gang)...)
+				others = locked.PlacingBesides(gang)
+				view.placing = sortedKeys(others)
+				view.mayNotStart = locked.MayStartBeside(gang)
+				view.backoff, view.backoffWhy = locked.BackingOff(gang)
+				if limit := g.shared.maxInFlight; limit > 0 && locked.MembersInFlight() >= limit {
+					// The same words every time: a PodGroup's status is
+					// rewritten only when its message changes.
+					view.backlog = fmt.Sprintf("%d or more members of gangs are placed and not yet bound (maxMembersInFlight); it starts as they bind", limit)
 				}
-				return g.quorumDoesNotFit(ctx, pg, gang, nodes, locked, held, topo)
+				if fits != nil && fits.version == locked.Version() {
+					view.fit = fits.fit
+				}
 			}
-		}
-		v := decide(view)
-		// Apply the verdict to the gangs' accounting, still under the lock.
-		switch v.kind {
-		case placeFreely:
-			if topo != nil && topo.required != "" {
-				confine = confinedTo(topo.required, locked.PlacedOn(gang), nodes)
+			if _, ok := settled(view); !ok && view.fit == nil {
+				if fits != nil {
+					quorumChecksOvertaken.Inc()
+				}
+				if checks < maxQuorumChecks {
+					inputs = readPlanInputs(locked, gang, pg, topo)
+					return
+				}
+				overtaken = true
+				status = fwk.NewStatus(fwk.Unschedulable, reasons.WaitingForTurn.Say("gang %s waits its turn: the placing gangs changed while its quorum was checked, %d times; it is checked again shortly", key, maxQuorumChecks))
+				return
 			}
-			if topo != nil {
-				confine = roleConfined(locked, gang, topo, pod, nodes, confine)
-			}
-		case followAttempt:
-			window, confine, deferred = followPlan(locked, gang, topo, pod, nodes)
-		case waitTurn:
-			if v.nextTurn {
-				locked.WaitForRoom(gang)
-			}
-			for _, placing := range others {
-				locked.Block(placing, key)
-			}
-			status = fwk.NewStatus(fwk.Unschedulable, v.message)
-		case backOff:
-			status = fwk.NewStatus(fwk.Unschedulable, v.message)
-			backoff = view.backoff
-		case waitBindings:
-			status = fwk.NewStatus(fwk.Unschedulable, v.message)
-			paced = true
-		case doesNotFit:
-			locked.NoLongerWaiting(gang)
-			locked.Refuse(gang, v.message, pod)
-			doesNotFitNow = true
-			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.message)
-			if preempts {
-				room := &state.GangNeedsRoom{Key: key}
+			v := decide(view)
+			// Apply the verdict to the gangs' accounting, still under the lock.
+			switch v.kind {
+			case placeFreely:
 				if topo != nil && topo.required != "" {
-					// Room freed outside one domain is room it cannot use.
-					room.Level = topo.required
-					for val := range pinnedValues(topo.required, locked.PlacedOn(gang), nodes) {
-						room.Pinned = append(room.Pinned, val)
-					}
+					confine = confinedTo(topo.required, locked.PlacedOn(gang), nodes)
 				}
-				room.RoleDomains = topo.roleRooms(locked, gang, nodes)
-				if len(room.RoleDomains) > 0 {
-					room.RoleOf = topo.roleOf
+				if topo != nil {
+					confine = roleConfined(locked, gang, topo, pod, nodes, confine)
 				}
-				cycle.Write(state.GangNeedsRoomKey, room)
+			case followAttempt:
+				window, confine, deferred = followPlan(locked, gang, topo, pod, nodes)
+			case waitTurn:
+				if v.nextTurn {
+					locked.WaitForRoom(gang)
+				}
+				for _, placing := range others {
+					locked.Block(placing, key)
+				}
 				status = fwk.NewStatus(fwk.Unschedulable, v.message)
+			case backOff:
+				status = fwk.NewStatus(fwk.Unschedulable, v.message)
+				backoff = view.backoff
+			case waitBindings:
+				status = fwk.NewStatus(fwk.Unschedulable, v.message)
+				paced = true
+			case doesNotFit:
+				locked.NoLongerWaiting(gang)
+				locked.Refuse(gang, v.message, pod)
+				doesNotFitNow = true
+				status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.message)
+				if preempts {
+					room := &state.GangNeedsRoom{Key: key}
+					if topo != nil && topo.required != "" {
+						// Room freed outside one domain is room it cannot use.
+						room.Level = topo.required
+						for val := range pinnedValues(topo.required, locked.PlacedOn(gang), nodes) {
+							room.Pinned = append(room.Pinned, val)
+						}
+					}
+					room.RoleDomains = topo.roleRooms(locked, gang, nodes)
+					if len(room.RoleDomains) > 0 {
+						room.RoleOf = topo.roleOf
+					}
+					cycle.Write(state.GangNeedsRoomKey, room)
+					status = fwk.NewStatus(fwk.Unschedulable, v.message)
+				}
+			case startAttempt:
+				locked.StartPlacing(gang, v.fit.plan)
+				locked.Confine(gang, v.fit.domain)
+				locked.ConfineRoles(gang, v.fit.roleDomains)
+				window, confine, deferred = followPlan(locked, gang, topo, pod, nodes)
+				started = true
 			}
-		case startAttempt:
-			locked.StartPlacing(gang, v.fit.plan)
-			locked.Confine(gang, v.fit.domain)
-			locked.ConfineRoles(gang, v.fit.roleDomains)
-			window, confine, deferred = followPlan(locked, gang, topo, pod, nodes)
-			started = true
+		})
+		if inputs == nil {
+			break
 		}
-	})
+		fits = g.checkQuorum(ctx, pg, inputs, nodes, topo)
+	}
+	if overtaken {
+		g.shared.activateAfterBackoff(logger, key, time.Second)
+		g.shared.status.Enqueue(key)
+		return nil, status
+	}
 	if deferred {
 		cycle.Write(deferredKey, deferredMember{})
 		if started {
@@ -281,11 +306,16 @@ func (g *Gang) activateSiblings(ctx context.Context, pod *corev1.Pod, key state.
 // ones (QuorumChoice); when those cannot be placed, the plan chooses among
 // all pending members the ones it can place, each in its role's domain
 // (fillExtras).
-func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup, gang *state.Gang, nodes []fwk.NodeInfo, locked *state.Locked, held map[string]capacity.Resources, topo *topology) fitOutcome {
-	choice := locked.QuorumChoice(gang, pg, nil)
+func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup, in *planInputs, besidePlacing bool, nodes []fwk.NodeInfo, topo *topology) fitOutcome {
+	key := in.key
+	choice := in.choice
+	var held map[string]capacity.Resources
+	if besidePlacing {
+		held = in.held
+	}
 	primaryCount := len(choice.Required) + min(choice.Extra, len(choice.Candidates))
 	if choice.Short > 0 {
-		return fitOutcome{reason: reasons.WaitingForMembers.Say("gang %s needs %d more members but only %d are pending", gang.Key, primaryCount+choice.Short, primaryCount)}
+		return fitOutcome{reason: reasons.WaitingForMembers.Say("gang %s needs %d more members but only %d are pending", key, primaryCount+choice.Short, primaryCount)}
 	}
 	if primaryCount == 0 {
 		return fitOutcome{}
@@ -305,12 +335,12 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 		all[i] = g.store.Devices().Requests(m)
 		demand, err := catalog.Demand(m)
 		if err != nil {
-			return fitOutcome{reason: reasons.WaitingForClaims.Say("gang %s waits: %v", gang.Key, err)}
+			return fitOutcome{reason: reasons.WaitingForClaims.Say("gang %s waits: %v", key, err)}
 		}
 		all[i].Add(demand)
 	}
 	if claim, users := catalog.SharedUnallocated(); claim != "" {
-		return fitOutcome{reason: reasons.InvalidSpec.Say("gang %s waits: ResourceClaim %s is shared by members %s and not allocated: the scheduler allocates a claim for one pod at a time, so members placed together cannot share it before it is allocated (give each member its own claim from a ResourceClaimTemplate, or run one pod of the claim first)", gang.Key, claim, strings.Join(users, ", "))}
+		return fitOutcome{reason: reasons.InvalidSpec.Say("gang %s waits: ResourceClaim %s is shared by members %s and not allocated: the scheduler allocates a claim for one pod at a time, so members placed together cannot share it before it is allocated (give each member its own claim from a ResourceClaimTemplate, or run one pod of the claim first)", key, claim, strings.Join(users, ", "))}
 	}
 	// Largest first: first-fit decreasing. The check and the plan name
 	// members by their index in this order.
@@ -339,7 +369,7 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 	var ledger *devices.Ledger
 	if len(keys) > 0 || catalog.Allocates() {
 		if held != nil {
-			deviceErr = catalog.Hold(locked.PlannedPods(gang))
+			deviceErr = catalog.Hold(in.planned)
 		}
 		// The count rules nodes out; the ledger, member by member, rules
 		// them in.
@@ -369,23 +399,23 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 		anywhereFit := func() fitOutcome {
 			f := capacity.FirstFitChecked(nil, pending, primary, view.All(), view, check)
 			if err := devicesFailed(); err != nil {
-				return fitOutcome{reason: reasons.InvalidSpec.Say("gang %s waits: reading devices: %v", gang.Key, err)}
+				return fitOutcome{reason: reasons.InvalidSpec.Say("gang %s waits: reading devices: %v", key, err)}
 			}
 			if f.Placed < len(pending) {
 				if short := devicesShort(ctx, catalog, keys, pending, view); short != "" {
-					return fitOutcome{reason: reasons.InsufficientResources.Say("gang %s does not fit: %s", gang.Key, short)}
+					return fitOutcome{reason: reasons.InsufficientResources.Say("gang %s does not fit: %s", key, short)}
 				}
-				return fitOutcome{reason: reasons.InsufficientResources.Say("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity; %s", gang.Key, f.Placed, len(pending), pg.Spec.MinMember, unplacedShort(pending, primary, check, view, &f))}
+				return fitOutcome{reason: reasons.InsufficientResources.Say("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity; %s", key, f.Placed, len(pending), pg.Spec.MinMember, unplacedShort(pending, primary, check, view, &f))}
 			}
 			if short := minResourcesShort(pg, pending, view, &f); short != "" {
-				return fitOutcome{reason: reasons.InsufficientResources.Say("gang %s does not fit: its minResources exceed the cluster's free capacity (%s)", gang.Key, short)}
+				return fitOutcome{reason: reasons.InsufficientResources.Say("gang %s does not fit: its minResources exceed the cluster's free capacity (%s)", key, short)}
 			}
 			return fitOutcome{plan: withPods(f.Plan, plan)}
 		}
 		if topo == nil {
 			return anywhereFit()
 		}
-		placedOn := locked.PlacedOn(gang)
+		placedOn := in.placedOn
 		var devicesTotal func(fwk.NodeInfo, corev1.ResourceName) (int64, bool)
 		var shared devices.Counts
 		if len(keys) > 0 {
@@ -410,7 +440,7 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 			}
 		}
 		if len(topo.roles) > 0 {
-			return g.fitRoles(locked, gang, pg, topo, nodes, view, scale, sortedAll, sortedMembers, primary, nil, check, placedOn, devicesFailed)
+			return g.fitRoles(in, pg, topo, nodes, view, scale, sortedAll, sortedMembers, primary, nil, check, devicesFailed)
 		}
 		var why []string
 		for _, level := range topo.levels {
@@ -428,9 +458,9 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 			why = append(why, fmt.Sprintf("no %s domain has room for %d members (largest free: %s, %d)", level, len(pending), largest.value, most))
 		}
 		if err := devicesFailed(); err != nil {
-			return fitOutcome{reason: reasons.InvalidSpec.Say("gang %s waits: reading devices: %v", gang.Key, err)}
+			return fitOutcome{reason: reasons.InvalidSpec.Say("gang %s waits: reading devices: %v", key, err)}
 		}
-		return fitOutcome{reason: reasons.WaitingForTopologyDomain.Say("gang %s does not fit: %s", gang.Key, strings.Join(why, "; "))}
+		return fitOutcome{reason: reasons.WaitingForTopologyDomain.Say("gang %s does not fit: %s", key, strings.Join(why, "; "))}
 	}()
 	if outcome.reason == "" || choice.Extra == 0 || len(choice.Candidates) <= choice.Extra {
 		return outcome
@@ -461,9 +491,8 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 	if t == nil {
 		t = &topology{levels: []string{anywhere}}
 	}
-	placedOn := locked.PlacedOn(gang)
 	scale := requestedScale(sortedAll, nodes, nil)
-	chosen := g.fitRoles(locked, gang, pg, t, nodes, view, scale, sortedAll, sortedMembers, required, &extraMembers{candidates: candidates, need: choice.Extra}, check, placedOn, devicesFailed)
+	chosen := g.fitRoles(in, pg, t, nodes, view, scale, sortedAll, sortedMembers, required, &extraMembers{candidates: candidates, need: choice.Extra}, check, devicesFailed)
 	if chosen.reason != "" {
 		return outcome
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -215,4 +216,78 @@ func TestPreFilterStartsNoAttemptForAGangItsQueueRefused(t *testing.T) {
 	// Without the mark the same member starts the gang's attempt.
 	_, status = g.PreFilter(context.Background(), framework.NewCycleState(), a[0], nodes)
 	assert.True(t, status.IsSuccess(), status.Message())
+}
+
+// The quorum check runs without the store's lock, on what it read under
+// it; its verdict is applied only if the gangs' accounting did not change
+// meanwhile, else it is made again, at most maxQuorumChecks times.
+func TestQuorumCheckRunsWithoutTheStoresLock(t *testing.T) {
+	// Four nodes of 4 cpu; gang a (2 whole-node members) is placing; gang
+	// b (3 whole-node members, a leader asking less memory than its
+	// workers) fits only once a's plan holds nothing.
+	nodes := []fwk.NodeInfo{nodeInfo("n0", "4"), nodeInfo("n1", "4"), nodeInfo("n2", "4"), nodeInfo("n3", "4")}
+	aKey := state.GroupKey{Namespace: "ns", Name: "a"}
+	for _, tc := range []struct {
+		name string
+		// during runs inside check number n (from 1), the lock free.
+		during     func(locked *state.Locked, n int)
+		wantChecks int
+		wantCode   fwk.Code
+		wantMsg    string
+	}{
+		{name: "nothing changes: one check, its verdict stands", during: func(*state.Locked, int) {},
+			wantChecks: 1, wantCode: fwk.Unschedulable, wantMsg: "placing gang(s) ns/a hold the room its quorum needs"},
+		{name: "the placing gang's attempt ends during the check: checked again, and it starts",
+			during: func(locked *state.Locked, n int) {
+				if n == 1 {
+					locked.FinishPlacing(locked.Gang(aKey))
+				}
+			},
+			wantChecks: 2, wantCode: fwk.Success},
+		{name: "the accounting changes during every check: refused, tried again shortly",
+			during: func(locked *state.Locked, _ int) {
+				a := locked.Gang(aKey)
+				locked.UnreserveMember(a, "a-0")
+				locked.ReserveMember(a, members("a", 1, "4")[0], "n0")
+			},
+			wantChecks: maxQuorumChecks, wantCode: fwk.Unschedulable, wantMsg: "changed while its quorum was checked, 3 times"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := members("a", 2, "4"), members("b", 3, "4")
+			b[0].Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("512Mi")
+			groups := []*schedv1alpha1.PodGroup{podGroup("a", t0, 2), podGroup("b", t0, 3)}
+			g, h := testGang(t, groups, append(append([]*corev1.Pod{}, a...), b...))
+			ctx := context.Background()
+			_, status := g.PreFilter(ctx, framework.NewCycleState(), a[0], nodes)
+			require.True(t, status.IsSuccess(), status.Message())
+
+			checks := 0
+			g.duringQuorumCheck = func() {
+				checks++
+				// The lock is free: another goroutine takes it at once.
+				took := make(chan struct{})
+				go g.store.Lock(func(locked *state.Locked) {
+					tc.during(locked, checks)
+					close(took)
+				})
+				select {
+				case <-took:
+				case <-time.After(5 * time.Second):
+					t.Fatal("the store's lock is held during the quorum check")
+				}
+			}
+			_, status = g.PreFilter(ctx, framework.NewCycleState(), b[1], nodes)
+			assert.Equal(t, tc.wantChecks, checks)
+			assert.Equal(t, tc.wantCode, status.Code(), status.Message())
+			assert.Contains(t, status.Message(), tc.wantMsg)
+			var bPlacing bool
+			g.store.Lock(func(locked *state.Locked) {
+				bPlacing = locked.IsPlacing(locked.Gang(state.GroupKey{Namespace: "ns", Name: "b"}))
+			})
+			assert.Equal(t, tc.wantCode == fwk.Success, bPlacing)
+			if tc.wantChecks == maxQuorumChecks {
+				require.Eventually(t, func() bool { return h.activated["ns/b-1"] }, 5*time.Second, 50*time.Millisecond, "a gang refused for a changing accounting is tried again")
+			}
+		})
+	}
 }

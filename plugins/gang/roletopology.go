@@ -34,12 +34,8 @@ import (
 // first); ids are those to place, and extras (nil: none) the members the
 // plan chooses beyond them (see fillExtras). check judges each member on
 // its node.
-func (g *Gang) fitRoles(locked *state.Locked, gang *state.Gang, pg *schedv1alpha1.PodGroup, topo *topology, nodes []fwk.NodeInfo, view *capacity.FreeView, scale capacity.Resources, pending []capacity.Resources, members []*corev1.Pod, ids []int, extras *extraMembers, check *memberCheck, placedOn []string, deviceErr func() error) fitOutcome {
-	progress := map[string]string{}
-	for _, r := range locked.Quorum(gang, pg).Roles {
-		progress[r.Name] = fmt.Sprintf("(%d of its minimum %d placed)", r.Placed+r.Succeeded, r.MinMember)
-	}
-	placedByRole := locked.PlacedOnByRole(gang, topo.of)
+func (g *Gang) fitRoles(in *planInputs, pg *schedv1alpha1.PodGroup, topo *topology, nodes []fwk.NodeInfo, view *capacity.FreeView, scale capacity.Resources, pending []capacity.Resources, members []*corev1.Pod, ids []int, extras *extraMembers, check *memberCheck, deviceErr func() error) fitOutcome {
+	key, progress, placedOn, placedByRole := in.key, in.progress, in.placedOn, in.placedByRole
 	var why []string
 	for _, level := range topo.levels {
 		candidates := []domain{{nodes: view.All()}}
@@ -70,10 +66,10 @@ func (g *Gang) fitRoles(locked *state.Locked, gang *state.Gang, pg *schedv1alpha
 		}
 		if best != nil {
 			if err := deviceErr(); err != nil {
-				return fitOutcome{reason: reasons.InvalidSpec.Say("gang %s waits: reading devices: %v", gang.Key, err)}
+				return fitOutcome{reason: reasons.InvalidSpec.Say("gang %s waits: reading devices: %v", key, err)}
 			}
 			if short := minResourcesShort(pg, best.placedRequests(), view, best.last()); short != "" {
-				return fitOutcome{reason: reasons.InsufficientResources.Say("gang %s does not fit: its minResources exceed the cluster's free capacity (%s)", gang.Key, short)}
+				return fitOutcome{reason: reasons.InsufficientResources.Say("gang %s does not fit: its minResources exceed the cluster's free capacity (%s)", key, short)}
 			}
 			out := fitOutcome{plan: best.plan(members), roleDomains: best.roleDomains()}
 			if level != anywhere {
@@ -91,9 +87,9 @@ func (g *Gang) fitRoles(locked *state.Locked, gang *state.Gang, pg *schedv1alpha
 		}
 	}
 	if err := deviceErr(); err != nil {
-		return fitOutcome{reason: reasons.InvalidSpec.Say("gang %s waits: reading devices: %v", gang.Key, err)}
+		return fitOutcome{reason: reasons.InvalidSpec.Say("gang %s waits: reading devices: %v", key, err)}
 	}
-	return fitOutcome{reason: reasons.WaitingForTopologyDomain.Say("gang %s does not fit: %s", gang.Key, strings.Join(why, "; "))}
+	return fitOutcome{reason: reasons.WaitingForTopologyDomain.Say("gang %s does not fit: %s", key, strings.Join(why, "; "))}
 }
 
 // roleFitBudget bounds the first-fit passes one search may make: the

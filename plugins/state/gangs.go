@@ -125,6 +125,7 @@ func (locked *Locked) NoLongerWaiting(g *Gang) {
 // whose members are steered by plan (where the quorum check put the
 // members still needed, in the order it filled the nodes).
 func (locked *Locked) StartPlacing(g *Gang, plan []capacity.PlanSlot) {
+	locked.s.changes++
 	locked.s.placing[g.Key] = g
 	locked.NoLongerWaiting(g)
 	g.retrier = nil
@@ -198,6 +199,7 @@ func (g *Gang) ReservedCount() int { return len(g.reserved) }
 func (locked *Locked) ReserveMember(g *Gang, pod *corev1.Pod, node string) {
 	// A shallow copy that says where it went: the topology rules pin a
 	// gang's domain by where its members are.
+	locked.s.changes++
 	placed := *pod
 	placed.Spec.NodeName = node
 	g.reserved[pod.UID] = &placed
@@ -208,7 +210,10 @@ func (locked *Locked) ReserveMember(g *Gang, pod *corev1.Pod, node string) {
 // whether it was reserved.
 func (locked *Locked) UnreserveMember(g *Gang, uid types.UID) bool {
 	_, was := g.reserved[uid]
-	delete(g.reserved, uid)
+	if was {
+		locked.s.changes++
+		delete(g.reserved, uid)
+	}
 	return was
 }
 
@@ -264,6 +269,7 @@ func (locked *Locked) Block(g *Gang, blocked GroupKey) { g.blocked[blocked] = tr
 // FinishPlacing ends g's attempt and its hold on partial reservations. It
 // returns the gangs refused meanwhile, to be activated.
 func (locked *Locked) FinishPlacing(g *Gang) []GroupKey {
+	locked.s.changes++
 	g.attemptStarted = time.Time{}
 	g.plan, g.domain, g.roleDomains, g.plannedOn = nil, nil, nil, nil
 	if locked.IsPlacing(g) {
@@ -280,6 +286,15 @@ func (locked *Locked) FinishPlacing(g *Gang) []GroupKey {
 	g.blocked = map[GroupKey]bool{}
 	return blocked
 }
+
+// Version counts the changes to what a quorum check reads of the gangs'
+// accounting: which gangs place, their plans, their reserved members, the
+// gangs kept. A check copies what it reads under the lock, runs without
+// it, and its verdict is applied only if the version is unchanged (see
+// plugins/gang/doc.go). A member seen bound changes nothing a check
+// reads: reserved or bound, it is counted once, and its node is the one
+// it was reserved on. A gang forgotten had nothing a check reads.
+func (locked *Locked) Version() uint64 { return locked.s.changes }
 
 // Now is the store's clock.
 func (locked *Locked) Now() time.Time { return locked.s.now() }

@@ -196,3 +196,51 @@ func assertNeeded(t *testing.T, got []*corev1.Pod, short int, want []string, wan
 	assert.Equal(t, want, names)
 	assert.Equal(t, wantShort, short)
 }
+
+// The accounting's version moves with every change a quorum check reads
+// (which gangs place, their plans, their reserved members) and with
+// nothing else, so a check made without the lock is dropped only when
+// what it read changed.
+func TestVersionMovesWithWhatAQuorumCheckReads(t *testing.T) {
+	leader, worker := groupMember("leader", 2000, "", ""), groupMember("worker", 500, "", "")
+	key := GroupKey{Namespace: "ns", Name: "g"}
+	plan := []capacity.PlanSlot{{Node: "n1", Members: 2, Held: capacity.Resources{corev1.ResourceCPU: 2500}, Pods: []*corev1.Pod{leader, worker}}}
+	for _, tc := range []struct {
+		name  string
+		apply func(locked *Locked, g *Gang)
+		moves bool
+	}{
+		{name: "an attempt starts", apply: func(l *Locked, g *Gang) { l.StartPlacing(g, plan) }, moves: true},
+		{name: "a member is reserved", apply: func(l *Locked, g *Gang) { l.ReserveMember(g, worker, "n1") }, moves: true},
+		{name: "a reserved member is unreserved", apply: func(l *Locked, g *Gang) {
+			l.ReserveMember(g, worker, "n1")
+			before := l.Version()
+			require.True(t, l.UnreserveMember(g, worker.UID))
+			require.Greater(t, l.Version(), before)
+		}, moves: true},
+		{name: "a member never reserved is unreserved", apply: func(l *Locked, g *Gang) { l.UnreserveMember(g, leader.UID) }},
+		{name: "the plan is abandoned", apply: func(l *Locked, g *Gang) {
+			l.StartPlacing(g, plan)
+			before := l.Version()
+			require.True(t, l.AbandonPlan(g))
+			require.Greater(t, l.Version(), before)
+		}, moves: true},
+		{name: "the attempt ends", apply: func(l *Locked, g *Gang) { l.FinishPlacing(g) }, moves: true},
+		{name: "refused, gated, blocked, waiting", apply: func(l *Locked, g *Gang) {
+			l.Refuse(g, "does not fit", leader)
+			l.SetGated(key, true)
+			l.Block(g, GroupKey{Namespace: "ns", Name: "other"})
+			l.WaitForRoom(g)
+			l.Defer(g, worker)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStatic([]*schedv1alpha1.PodGroup{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 2}}}, []*corev1.Pod{leader, worker})
+			s.Lock(func(locked *Locked) {
+				before := locked.Version()
+				tc.apply(locked, locked.Gang(key))
+				assert.Equal(t, tc.moves, locked.Version() != before)
+			})
+		})
+	}
+}

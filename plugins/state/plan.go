@@ -115,6 +115,9 @@ func (locked *Locked) AbandonPlan(g *Gang) bool {
 	if !g.Attempting() {
 		return false
 	}
+	if !g.planFailed {
+		locked.s.changes++
+	}
 	g.planFailed = true
 	return true
 }

@@ -77,6 +77,8 @@ type Store struct {
 	// once bound, so that Placed counts each member once in O(1).
 	bound        map[GroupKey]map[types.UID]bool
 	boundTracked cache.ResourceEventHandlerRegistration
+	// changes is the accounting's version (Locked.Version).
+	changes uint64
 
 	// groupTimes pins each group's queue-sort time at first sight, so a
 	// queued pod's sort key never changes (a changing key corrupts the heap).
