@@ -14,7 +14,7 @@ ARGS ?=
 UNIT_PKGS        = $(shell $(GO) list ./... | grep -v /test/integration)
 INTEGRATION_PKGS = ./test/integration/...
 
-.PHONY: all build kubectl-flotilla krew test test-unit test-integration test-upstream-smoke upstream-harness bench bench-upstream fuzz manifests verify-manifests image lint playground clean
+.PHONY: all build kubectl-flotilla krew test test-short test-unit test-integration test-upstream-smoke upstream-harness bench bench-upstream fuzz manifests verify-manifests image lint playground clean
 
 all: build
 
@@ -31,8 +31,24 @@ kubectl-flotilla:
 krew:
 	$(GO) run ./cmd/krew-release -version $(VERSION) -out dist -ldflags "$(LDFLAGS)"
 
-## test: unit and integration tests, and the upstream benchmark's smoke run (the README's test command)
-test: test-unit test-integration test-upstream-smoke
+## test: unit and integration tests, and the upstream benchmark's smoke run (the README's test command).
+## test/runner runs the unit packages and, beside them, each integration test in a process of its own,
+## TEST_PARALLEL at once, longest first; it ends with the packages and the 15 slowest tests by wall
+## time (also in bin/test-times.txt).
+TEST_PARALLEL ?= 4
+TEST_DURATIONS = test/integration/testdata/durations.txt
+test:
+	$(GO) run ./test/runner -unit "$(UNIT_PKGS)" -integration ./test/integration -parallel $(TEST_PARALLEL) \
+	  -durations $(TEST_DURATIONS) -report bin/test-times.txt $(if $(UPDATE_DURATIONS),-update-durations)
+	@start=$$(date +%s); $(MAKE) --no-print-directory test-upstream-smoke && echo "test-upstream-smoke: $$(( $$(date +%s) - start ))s"
+
+## test-short: the fast loop while working (about 5 minutes on 2 cores): the unit tests with -short
+## (test/bench's workload run skipped) and one integration test per policy and per substrate feature
+## (SHORT_TESTS), in parallel. CI runs the full make test.
+SHORT_TESTS ?= $(shell cat test/integration/testdata/short.txt | grep -v '^\#' | paste -sd'|')
+test-short:
+	$(GO) run ./test/runner -unit "$(UNIT_PKGS)" -unit-args=-short -integration ./test/integration \
+	  -run '^($(SHORT_TESTS))$$' -parallel $(TEST_PARALLEL) -durations $(TEST_DURATIONS)
 
 test-unit:
 	$(GO) test -count=1 $(UNIT_PKGS)

@@ -16,16 +16,28 @@ import (
 )
 
 // binaryBuild builds the flotilla-scheduler command once per test process
-// with extra go build flags and environment.
+// with extra go build flags and environment, unless the environment
+// variable prebuilt names a binary built so already (the test runner
+// builds each once per run, for every test process).
 type binaryBuild struct {
 	flags, env []string
+	prebuilt   string
 	once       sync.Once
 	path       string
+	built      bool
 	err        error
 }
 
 func (b *binaryBuild) get() (string, error) {
 	b.once.Do(func() {
+		if path := os.Getenv(b.prebuilt); path != "" {
+			if _, err := os.Stat(path); err != nil {
+				b.err = fmt.Errorf("%s: %w", b.prebuilt, err)
+			}
+			b.path = path
+			return
+		}
+		b.built = true
 		dir, err := os.MkdirTemp("", "flotilla-bin-")
 		if err != nil {
 			b.err = err
@@ -42,10 +54,19 @@ func (b *binaryBuild) get() (string, error) {
 	return b.path, b.err
 }
 
+// The environment variables naming prebuilt scheduler binaries, and the
+// go build flags of the static one (with CGO_ENABLED=0).
+const (
+	SchedulerBinaryEnv       = "FLOTILLA_SCHEDULER_BINARY"
+	StaticSchedulerBinaryEnv = "FLOTILLA_STATIC_SCHEDULER_BINARY"
+)
+
+var StaticBuildFlags = []string{"-trimpath", "-ldflags", "-s -w"}
+
 var (
-	schedulerBuild = &binaryBuild{}
+	schedulerBuild = &binaryBuild{prebuilt: SchedulerBinaryEnv}
 	// As the Dockerfile builds it: static (no cgo), trimmed paths, stripped.
-	staticSchedulerBuild = &binaryBuild{flags: []string{"-trimpath", "-ldflags", "-s -w"}, env: []string{"CGO_ENABLED=0"}}
+	staticSchedulerBuild = &binaryBuild{flags: StaticBuildFlags, env: []string{"CGO_ENABLED=0"}, prebuilt: StaticSchedulerBinaryEnv}
 )
 
 // RemoveSchedulerBinaries deletes the binaries this process built (each
@@ -53,7 +74,7 @@ var (
 // it once its tests are done.
 func RemoveSchedulerBinaries() {
 	for _, b := range []*binaryBuild{schedulerBuild, staticSchedulerBuild} {
-		if b.path != "" {
+		if b.built && b.path != "" {
 			_ = os.RemoveAll(filepath.Dir(b.path))
 		}
 	}

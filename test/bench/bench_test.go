@@ -47,6 +47,9 @@ var runs atomic.Int64
 // the table. At the smoke size it asserts only that everything completes
 // and is measured: absolute times belong to the full-size table.
 func TestWorkloads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("every workload on both profiles takes about 4 minutes at the smoke size: make test runs it, make test-short does not")
+	}
 	opts := Options{Kubeconfig: *kubeconfig, SchedulerName: *schedulerName, MetricsURL: *metricsURL}
 	wanted := map[string]bool{}
 	for _, id := range strings.Split(*only, ",") {
