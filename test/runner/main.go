@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,9 +51,10 @@ func main() {
 		unitArgs    = flag.String("unit-args", "", "extra go test flags for the unit packages, space-separated (e.g. -short)")
 		integration = flag.String("integration", "", "the integration test package; each of its tests runs in a process of its own")
 		run         = flag.String("run", "", "run only the integration tests matching this regular expression")
-		parallel    = flag.Int("parallel", 4, "integration test processes at once")
+		parallel    = flag.Int("parallel", 6, "integration test processes at once, at most")
+		budget      = flag.Float64("cpu-budget", 0.8*float64(runtime.NumCPU()), "cores the running processes may use on average, by their recorded cpu time over wall time")
 		timeout     = flag.Duration("timeout", 20*time.Minute, "limit of one integration test")
-		durations   = flag.String("durations", "", "file of integration test durations (\"TestName seconds\" lines) ordering the run, longest first")
+		durations   = flag.String("durations", "", "file of recorded durations (\"name wall-seconds cpu-seconds\" lines; name unit for the unit packages) ordering the run, longest first")
 		update      = flag.Bool("update-durations", false, "rewrite -durations with this run's durations")
 		binDir      = flag.String("bin", "bin/test", "where the binaries are built")
 		reportPath  = flag.String("report", "", "also write the time table to this file")
@@ -61,7 +63,6 @@ func main() {
 	start := time.Now()
 	r := &runner{results: map[key]*testResult{}, packages: map[string]*pkgResult{}}
 
-	var wg sync.WaitGroup
 	var testBinary string
 	var env []string
 	if *integration != "" {
@@ -72,66 +73,61 @@ func main() {
 			os.Exit(1)
 		}
 	}
+	known := readDurations(*durations)
+	var jobs []job
 	if *unit != "" {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			args := append([]string{"test", "-json", "-count=1"}, strings.Fields(*unitArgs)...)
-			args = append(args, strings.Fields(*unit)...)
-			r.runProcess(exec.Command("go", args...), "")
-		}()
+		args := append([]string{"test", "-json", "-count=1"}, strings.Fields(*unitArgs)...)
+		args = append(args, strings.Fields(*unit)...)
+		jobs = append(jobs, job{name: unitJob, run: func() float64 { return r.runProcess(exec.Command("go", args...), "") }})
 	}
-	if testBinary != "" {
+	var integrationWall sync.WaitGroup
+	integrationDone := make(chan struct{})
+	if testBinary == "" {
+		close(integrationDone)
+	} else {
 		tests, err := listTests(testBinary, *run)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		known := readDurations(*durations)
-		longestFirst(tests, known)
 		pkg, err := packagePath(*integration)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		r.integration = pkg
-		queue := make(chan string, len(tests))
-		for _, t := range tests {
-			queue <- t
-		}
-		close(queue)
-		fmt.Printf("%s: %d tests, %d at a time, each in its own process\n", pkg, len(tests), *parallel)
+		fmt.Printf("%s: %d tests, each in its own process, up to %d at once within %.1f cores\n", pkg, len(tests), *parallel, *budget)
 		began := time.Now()
-		var workers sync.WaitGroup
-		for range max(1, *parallel) {
-			workers.Add(1)
-			go func() {
-				defer workers.Done()
-				for name := range queue {
-					cmd := exec.Command("go", "tool", "test2json", "-t", "-p", pkg, testBinary,
-						"-test.v=test2json", "-test.count=1", "-test.timeout="+timeout.String(), "-test.run=^"+regexp.QuoteMeta(name)+"$")
-					cmd.Dir = *integration
-					cmd.Env = append(os.Environ(), env...)
-					r.runProcess(cmd, name)
-				}
-			}()
-		}
-		wg.Add(1)
+		integrationWall.Add(len(tests))
 		go func() {
-			defer wg.Done()
-			workers.Wait()
+			integrationWall.Wait()
 			r.finishIntegration(time.Since(began))
+			close(integrationDone)
 		}()
+		for _, name := range tests {
+			jobs = append(jobs, job{name: name, run: func() float64 {
+				defer integrationWall.Done()
+				cmd := exec.Command("go", "tool", "test2json", "-t", "-p", pkg, testBinary,
+					"-test.v=test2json", "-test.count=1", "-test.timeout="+timeout.String(), "-test.run=^"+regexp.QuoteMeta(name)+"$")
+				cmd.Dir = *integration
+				cmd.Env = append(os.Environ(), env...)
+				return r.runProcess(cmd, name)
+			}})
+		}
 	}
-	wg.Wait()
+	for i := range jobs {
+		jobs[i].recorded = known[jobs[i].name]
+	}
+	cpu := schedule(jobs, *parallel, *budget)
+	<-integrationDone
 	table := r.table(time.Since(start))
 	fmt.Print(table)
 	if *reportPath != "" {
 		_ = os.MkdirAll(filepath.Dir(*reportPath), 0o755)
 		_ = os.WriteFile(*reportPath, []byte(table), 0o644)
 	}
-	if *update && *durations != "" && r.integration != "" {
-		writeDurations(*durations, r.durations(r.integration))
+	if *update && *durations != "" {
+		writeDurations(*durations, r.durations(cpu))
 	}
 	if r.failed {
 		os.Exit(1)
@@ -200,54 +196,118 @@ func packagePath(dir string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// longestFirst orders the tests by their known durations, longest first;
-// a test of unknown duration counts as the longest (a new test is likely
-// a scenario), then by name.
-func longestFirst(tests []string, known map[string]float64) {
-	length := func(t string) float64 {
-		if d, ok := known[t]; ok {
-			return d
-		}
-		return 1e9
-	}
-	sort.SliceStable(tests, func(i, j int) bool {
-		if a, b := length(tests[i]), length(tests[j]); a != b {
-			return a > b
-		}
-		return tests[i] < tests[j]
-	})
+// unitJob names the unit packages' go test in the durations file.
+const unitJob = "unit"
+
+// recorded is what a previous run measured of a job.
+type recorded struct {
+	wall, cpu float64
 }
 
-func readDurations(path string) map[string]float64 {
-	known := map[string]float64{}
+// rate is the cores the job used on average; an unrecorded job is
+// assumed to use half of one.
+func (r recorded) rate() float64 {
+	if r.wall <= 0 {
+		return 0.5
+	}
+	return r.cpu / r.wall
+}
+
+// job is one process to run: the unit packages, or one integration test.
+type job struct {
+	name     string
+	recorded recorded
+	// run runs it and returns the cpu seconds its process used.
+	run func() float64
+}
+
+// schedule runs the jobs, longest first (an unrecorded one counts as the
+// longest: a new test is likely a scenario), at most parallel at once and,
+// but for the first, only while the running jobs' recorded rates leave
+// room for the next one's within budget cores; a job that does not fit
+// lets a shorter one that does go first. It returns each job's cpu
+// seconds.
+func schedule(jobs []job, parallel int, budget float64) map[string]float64 {
+	length := func(j job) float64 {
+		if j.recorded.wall <= 0 {
+			return 1e9
+		}
+		return j.recorded.wall
+	}
+	pending := slices.Clone(jobs)
+	sort.SliceStable(pending, func(i, k int) bool {
+		if a, b := length(pending[i]), length(pending[k]); a != b {
+			return a > b
+		}
+		return pending[i].name < pending[k].name
+	})
+	var mu sync.Mutex
+	cond := sync.NewCond(&mu)
+	load, active := 0.0, 0
+	cpu := map[string]float64{}
+	var done sync.WaitGroup
+	mu.Lock()
+	for len(pending) > 0 {
+		pick := -1
+		if active < max(1, parallel) {
+			for i, j := range pending {
+				if active == 0 || load+j.recorded.rate() <= budget {
+					pick = i
+					break
+				}
+			}
+		}
+		if pick < 0 {
+			cond.Wait()
+			continue
+		}
+		j := pending[pick]
+		pending = slices.Delete(pending, pick, pick+1)
+		load += j.recorded.rate()
+		active++
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			used := j.run()
+			mu.Lock()
+			cpu[j.name] = used
+			load -= j.recorded.rate()
+			active--
+			cond.Broadcast()
+			mu.Unlock()
+		}()
+	}
+	mu.Unlock()
+	done.Wait()
+	return cpu
+}
+
+func readDurations(path string) map[string]recorded {
+	known := map[string]recorded{}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return known
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		fields := strings.Fields(line)
-		if len(fields) != 2 || strings.HasPrefix(fields[0], "#") {
+		if len(fields) < 2 || strings.HasPrefix(fields[0], "#") {
 			continue
 		}
-		if d, err := strconv.ParseFloat(fields[1], 64); err == nil {
-			known[fields[0]] = d
+		var rec recorded
+		rec.wall, _ = strconv.ParseFloat(fields[1], 64)
+		if len(fields) > 2 {
+			rec.cpu, _ = strconv.ParseFloat(fields[2], 64)
 		}
+		known[fields[0]] = rec
 	}
 	return known
 }
 
-func writeDurations(path string, durations map[string]float64) {
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range durations {
-			if !yield(n) {
-				return
-			}
-		}
-	})
+func writeDurations(path string, durations map[string]recorded) {
 	var b strings.Builder
-	b.WriteString("# Seconds each integration test took in its own process, four at a time on 2 cores:\n# the order make test starts them in, longest first (test/runner -update-durations).\n")
-	for _, n := range names {
-		fmt.Fprintf(&b, "%s %.1f\n", n, durations[n])
+	b.WriteString("# What each job of make test took in its own process: wall and cpu seconds, on 2 cores\n# beside the others. The order test/runner starts them in and how many run at once\n# (make test UPDATE_DURATIONS=1 rewrites it).\n")
+	for _, n := range slices.Sorted(maps.Keys(durations)) {
+		fmt.Fprintf(&b, "%s %.1f %.1f\n", n, durations[n].wall, durations[n].cpu)
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -281,17 +341,17 @@ type runner struct {
 // runProcess runs one `go test -json` or test2json process and records its
 // events; test names the one integration test it runs ("" for the unit
 // packages).
-func (r *runner) runProcess(cmd *exec.Cmd, test string) {
+func (r *runner) runProcess(cmd *exec.Cmd, test string) (cpuSeconds float64) {
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		r.fail(fmt.Sprintf("%v: %v", cmd.Args, err))
-		return
+		return 0
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		r.fail(fmt.Sprintf("%v: %v", cmd.Args, err))
-		return
+		return 0
 	}
 	// Output a test2json line does not hold (a crash's last words) is kept
 	// to print if the process fails without a test failing.
@@ -319,6 +379,12 @@ func (r *runner) runProcess(cmd *exec.Cmd, test string) {
 		}
 		r.fail(fmt.Sprintf("--- FAIL: %s: %v\n%s%s", what, err, strings.Join(loose, ""), stderr.String()))
 	}
+	// The rusage of a waited-for process includes its own waited-for
+	// children: test2json's includes the test binary's.
+	if state := cmd.ProcessState; state != nil {
+		return (state.UserTime() + state.SystemTime()).Seconds()
+	}
+	return 0
 }
 
 // record keeps one event, prints what ended, and reports whether it was a
@@ -419,15 +485,24 @@ func (r *runner) finishIntegration(wall time.Duration) {
 	fmt.Printf("%s\t%s\t%.1fs\n", word, r.integration, p.elapsed)
 }
 
-// durations are the top-level tests' times in pkg.
-func (r *runner) durations(pkg string) map[string]float64 {
+// durations are what each job took: an integration test's wall time as
+// its test reported it, the unit packages' as the longest package's.
+func (r *runner) durations(cpu map[string]float64) map[string]recorded {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := map[string]float64{}
-	for k, t := range r.results {
-		if k.pkg == pkg && !strings.Contains(k.test, "/") && t.action != "" {
-			out[k.test] = t.elapsed
+	out := map[string]recorded{}
+	for name, used := range cpu {
+		rec := recorded{cpu: used}
+		if name == unitJob {
+			for pkg, p := range r.packages {
+				if pkg != r.integration {
+					rec.wall = max(rec.wall, p.elapsed)
+				}
+			}
+		} else if t := r.results[key{r.integration, name}]; t != nil {
+			rec.wall = t.elapsed
 		}
+		out[name] = rec
 	}
 	return out
 }
