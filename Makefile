@@ -35,11 +35,12 @@ krew:
 ## test/runner runs the unit packages and, beside them, each integration test in a process of its own,
 ## TEST_PARALLEL at once, longest first; it ends with the packages and the 15 slowest tests by wall
 ## time (also in bin/test-times.txt).
-TEST_PARALLEL ?= 4
+TEST_PARALLEL ?= 6
 TEST_DURATIONS = test/integration/testdata/durations.txt
 test:
 	$(GO) run ./test/runner -unit "$(UNIT_PKGS)" -integration ./test/integration -parallel $(TEST_PARALLEL) \
-	  -durations $(TEST_DURATIONS) -report bin/test-times.txt $(if $(UPDATE_DURATIONS),-update-durations)
+	  -durations $(TEST_DURATIONS) -alone test/integration/testdata/alone.txt -report bin/test-times.txt \
+	  $(if $(UPDATE_DURATIONS),-update-durations)
 	@start=$$(date +%s); $(MAKE) --no-print-directory test-upstream-smoke && echo "test-upstream-smoke: $$(( $$(date +%s) - start ))s"
 
 ## test-short: the fast loop while working (about 5 minutes on 2 cores): the unit tests with -short

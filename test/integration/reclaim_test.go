@@ -200,7 +200,7 @@ func permutations(items []string) [][]string {
 }
 
 // reclaimInOrder loads the leaves in the order given and checks that every
-// leaf gets within one pod of its deserved share within 10 s of the last
+// leaf gets within one pod of its deserved share within 20 s of the last
 // demand and stays there for 5 s, and that each parent's status.allocated
 // is the sum of its children's.
 func reclaimInOrder(t *testing.T, h *harness.Harness, tc reclaimCase, order []string) {
@@ -281,7 +281,10 @@ func reclaimInOrder(t *testing.T, h *harness.Harness, tc reclaimCase, order []st
 		return false
 	}, 60*time.Second, 500*time.Millisecond, "placements never reached the deserved shares %v\n%s", tc.want, tl)
 	t.Logf("converged %s after the last leaf's demand was complete", convergedAt.Sub(lastDemand).Round(100*time.Millisecond))
-	require.LessOrEqual(t, convergedAt.Sub(lastDemand), 10*time.Second, "placements reach the shares within 10 s of the last demand\n%s", tl)
+	// 20 s, not the 10 s it had when tests ran one at a time: beside the
+	// other tests of make test it took up to 14 s (2026-11-27, 2 cores).
+	// How fast reclaim converges is the benchmarks' to say.
+	require.LessOrEqual(t, convergedAt.Sub(lastDemand), 20*time.Second, "placements reach the shares within 20 s of the last demand\n%s", tl)
 
 	// And stay there: no queue reclaims back (no ping-pong) while the
 	// ReplicaSets keep every queue's demand up.

@@ -52,7 +52,8 @@ func main() {
 		integration = flag.String("integration", "", "the integration test package; each of its tests runs in a process of its own")
 		run         = flag.String("run", "", "run only the integration tests matching this regular expression")
 		parallel    = flag.Int("parallel", 6, "integration test processes at once, at most")
-		budget      = flag.Float64("cpu-budget", 0.8*float64(runtime.NumCPU()), "cores the running processes may use on average, by their recorded cpu time over wall time")
+		budget      = flag.Float64("cpu-budget", 0.6*float64(runtime.NumCPU()), "cores the running processes may use on average, by their recorded cpu time over wall time")
+		alonePath   = flag.String("alone", "", "file naming the integration tests that run alone, after the others (\"TestName  # why\" lines)")
 		timeout     = flag.Duration("timeout", 20*time.Minute, "limit of one integration test")
 		durations   = flag.String("durations", "", "file of recorded durations (\"name wall-seconds cpu-seconds\" lines; name unit for the unit packages) ordering the run, longest first")
 		update      = flag.Bool("update-durations", false, "rewrite -durations with this run's durations")
@@ -115,8 +116,10 @@ func main() {
 			}})
 		}
 	}
+	alone := readAlone(*alonePath)
 	for i := range jobs {
 		jobs[i].recorded = known[jobs[i].name]
+		_, jobs[i].alone = alone[jobs[i].name]
 	}
 	cpu := schedule(jobs, *parallel, *budget)
 	<-integrationDone
@@ -219,22 +222,56 @@ type job struct {
 	recorded recorded
 	// run runs it and returns the cpu seconds its process used.
 	run func() float64
+	// alone: it runs with nothing beside it, after the others.
+	alone bool
 }
 
-// schedule runs the jobs, longest first (an unrecorded one counts as the
-// longest: a new test is likely a scenario), at most parallel at once and,
-// but for the first, only while the running jobs' recorded rates leave
-// room for the next one's within budget cores; a job that does not fit
-// lets a shorter one that does go first. It returns each job's cpu
-// seconds.
+// readAlone reads the tests that run alone, each with why.
+func readAlone(path string) map[string]string {
+	alone := map[string]string{}
+	if path == "" {
+		return alone
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		name, why, _ := strings.Cut(line, "#")
+		if name = strings.TrimSpace(name); name != "" {
+			alone[name] = strings.TrimSpace(why)
+		}
+	}
+	return alone
+}
+
+// schedule runs the jobs: the unit packages first (they are the quickest
+// feedback, and the longest single job), then the integration tests
+// longest first (an unrecorded one counts as the longest: a new test is
+// likely a scenario), at most parallel at once and, but for the first,
+// only while the running jobs' recorded rates leave room for the next
+// one's within budget cores; a job that does not fit lets a shorter one
+// that does go first. The jobs that run alone go last, one at a time. It
+// returns each job's cpu seconds.
 func schedule(jobs []job, parallel int, budget float64) map[string]float64 {
 	length := func(j job) float64 {
-		if j.recorded.wall <= 0 {
+		switch {
+		case j.name == unitJob:
+			return 2e9
+		case j.recorded.wall <= 0:
 			return 1e9
 		}
 		return j.recorded.wall
 	}
-	pending := slices.Clone(jobs)
+	var pending, alone []job
+	for _, j := range jobs {
+		if j.alone {
+			alone = append(alone, j)
+		} else {
+			pending = append(pending, j)
+		}
+	}
 	sort.SliceStable(pending, func(i, k int) bool {
 		if a, b := length(pending[i]), length(pending[k]); a != b {
 			return a > b
@@ -246,6 +283,21 @@ func schedule(jobs []job, parallel int, budget float64) map[string]float64 {
 	load, active := 0.0, 0
 	cpu := map[string]float64{}
 	var done sync.WaitGroup
+	start := func(j job) {
+		load += j.recorded.rate()
+		active++
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			used := j.run()
+			mu.Lock()
+			cpu[j.name] = used
+			load -= j.recorded.rate()
+			active--
+			cond.Broadcast()
+			mu.Unlock()
+		}()
+	}
 	mu.Lock()
 	for len(pending) > 0 {
 		pick := -1
@@ -263,19 +315,13 @@ func schedule(jobs []job, parallel int, budget float64) map[string]float64 {
 		}
 		j := pending[pick]
 		pending = slices.Delete(pending, pick, pick+1)
-		load += j.recorded.rate()
-		active++
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			used := j.run()
-			mu.Lock()
-			cpu[j.name] = used
-			load -= j.recorded.rate()
-			active--
-			cond.Broadcast()
-			mu.Unlock()
-		}()
+		start(j)
+	}
+	for _, j := range alone {
+		for active > 0 {
+			cond.Wait()
+		}
+		start(j)
 	}
 	mu.Unlock()
 	done.Wait()
