@@ -147,11 +147,7 @@ func TestPreFilterPlacesGangsSideBySide(t *testing.T) {
 			res, status = g.PreFilter(ctx, framework.NewCycleState(), b[0], nodes)
 			assert.Equal(t, tc.wantCode, status.Code(), status.Message())
 			assert.Contains(t, status.Message(), tc.wantMsg)
-			var bPlacing bool
-			g.store.Lock(func(locked *state.Locked) {
-				bPlacing = locked.IsPlacing(locked.Gang(state.GroupKey{Namespace: "ns", Name: "b"}))
-			})
-			assert.Equal(t, tc.wantCode == fwk.Success, bPlacing)
+			assert.Equal(t, tc.wantCode == fwk.Success, isPlacing(g, "b"))
 			if tc.wantPlan != nil {
 				assert.Equal(t, tc.wantPlan, sortedNames(res), "b plans around the room a holds")
 			}
@@ -171,6 +167,16 @@ func TestPreFilterPlacesGangsSideBySide(t *testing.T) {
 			}
 		})
 	}
+}
+
+// isPlacing reports whether the gang of that name (in ns) may hold
+// partial reservations: its attempt started.
+func isPlacing(g *Gang, name string) bool {
+	var placing bool
+	g.store.Lock(func(locked *state.Locked) {
+		placing = locked.IsPlacing(locked.Gang(state.GroupKey{Namespace: "ns", Name: name}))
+	})
+	return placing
 }
 
 func sortedNames(res *fwk.PreFilterResult) []string {
@@ -280,11 +286,7 @@ func TestQuorumCheckRunsWithoutTheStoresLock(t *testing.T) {
 			assert.Equal(t, tc.wantChecks, checks)
 			assert.Equal(t, tc.wantCode, status.Code(), status.Message())
 			assert.Contains(t, status.Message(), tc.wantMsg)
-			var bPlacing bool
-			g.store.Lock(func(locked *state.Locked) {
-				bPlacing = locked.IsPlacing(locked.Gang(state.GroupKey{Namespace: "ns", Name: "b"}))
-			})
-			assert.Equal(t, tc.wantCode == fwk.Success, bPlacing)
+			assert.Equal(t, tc.wantCode == fwk.Success, isPlacing(g, "b"))
 			if tc.wantChecks == maxQuorumChecks {
 				require.Eventually(t, func() bool { return h.activated["ns/b-1"] }, 5*time.Second, 50*time.Millisecond, "a gang refused for a changing accounting is tried again")
 			}
