@@ -52,7 +52,7 @@ func main() {
 		integration = flag.String("integration", "", "the integration test package; each of its tests runs in a process of its own")
 		run         = flag.String("run", "", "run only the integration tests matching this regular expression")
 		parallel    = flag.Int("parallel", 6, "integration test processes at once, at most")
-		budget      = flag.Float64("cpu-budget", 0.6*float64(runtime.NumCPU()), "cores the running processes may use on average, by their recorded cpu time over wall time")
+		budget      = flag.Float64("cpu-budget", 0.8*float64(runtime.NumCPU()), "cores the running processes may use on average, by their recorded cpu time over wall time")
 		alonePath   = flag.String("alone", "", "file naming the integration tests that run alone, after the others (\"TestName  # why\" lines)")
 		timeout     = flag.Duration("timeout", 20*time.Minute, "limit of one integration test")
 		durations   = flag.String("durations", "", "file of recorded durations (\"name wall-seconds cpu-seconds\" lines; name unit for the unit packages) ordering the run, longest first")
