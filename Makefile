@@ -32,16 +32,16 @@ krew:
 	$(GO) run ./cmd/krew-release -version $(VERSION) -out dist -ldflags "$(LDFLAGS)"
 
 ## test: unit and integration tests, and the upstream benchmark's smoke run (the README's test command).
-## test/runner runs the unit packages and, beside them, each integration test in a process of its own,
-## TEST_PARALLEL at once, longest first; it ends with the packages and the 15 slowest tests by wall
-## time (also in bin/test-times.txt).
+## test/runner runs the unit packages and, beside them, each integration test in a process of its own
+## and the upstream smoke run, TEST_PARALLEL at once, longest first; it ends with the packages and the
+## 15 slowest tests by wall time (also in bin/test-times.txt).
 TEST_PARALLEL ?= 6
 TEST_DURATIONS = test/integration/testdata/durations.txt
 test:
 	$(GO) run ./test/runner -unit "$(UNIT_PKGS)" -integration ./test/integration -parallel $(TEST_PARALLEL) \
 	  -durations $(TEST_DURATIONS) -alone test/integration/testdata/alone.txt -report bin/test-times.txt \
+	  -command "upstream-smoke=$(MAKE) --no-print-directory test-upstream-smoke" \
 	  $(if $(UPDATE_DURATIONS),-update-durations)
-	@start=$$(date +%s); $(MAKE) --no-print-directory test-upstream-smoke && echo "test-upstream-smoke: $$(( $$(date +%s) - start ))s"
 
 ## test-short: the fast loop while working (about 2½ minutes on 2 cores, 2026-11-27): the unit tests with -short
 ## (test/bench's workload run skipped) and one integration test per policy and per substrate feature

@@ -1,7 +1,8 @@
 // Package handletest builds the framework handle that flotilla's unit tests
 // give a plugin: the scheduler framework's own (tf.NewFramework, as the
 // in-tree plugins' tests use), with a profile name and the options a test
-// needs (an informer factory, an event recorder, a pod activator). A test's
+// needs (an informer factory, an event recorder, a pod activator, a
+// nominator). A test's
 // fake embeds it and overrides only what it observes, so a call the test
 // did not prepare for behaves as in kube-scheduler instead of panicking on
 // a nil handle.
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -35,6 +37,9 @@ func New(t testing.TB, profile string, opts ...frameworkruntime.Option) fwk.Hand
 	opts = append([]frameworkruntime.Option{
 		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
 		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
+		// The scheduling queue, as the nominator of pods to nodes
+		// (Preemption's nominations, the gang's plan moving them).
+		frameworkruntime.WithPodNominator(internalqueue.NewTestQueue(ctx, nil)),
 	}, opts...)
 	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
 		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),

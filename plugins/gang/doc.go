@@ -85,6 +85,14 @@
 //     planned member's node. A member that finds its planned node refused
 //     by a Filter the plan does not run drops the plan: the rest of the
 //     attempt places over every node of the gang's domain, as before.
+//     Nominations agree with the plan: a nominated pod counts on its node
+//     in the Filters of every pod of no higher priority, its siblings too,
+//     so when the attempt starts a planned member that Preemption
+//     nominated is nominated to its planned node instead, and the other
+//     members' nominations are dropped (a member waiting its turn drops
+//     its own when its cycle fails, or kube-scheduler would restore it
+//     from the pod's status). Otherwise a member nominated where the plan
+//     puts a sibling fills that sibling's node, and the attempt fails.
 //   - Reserve/Permit: placed members wait in Permit (scheduleTimeoutSeconds,
 //     else args permitWaitingTimeSeconds) until minMember members are placed
 //     (reserved or bound), then all are allowed at once. Members beyond

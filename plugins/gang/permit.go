@@ -114,8 +114,13 @@ func (g *Gang) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	if _, err := cycle.Read(deferredKey); err == nil {
-		// It waits for the planned members; PreFilter said so.
-		return nil, fwk.NewStatus(fwk.Unschedulable)
+		// It waits for the planned members; PreFilter said so. A
+		// nomination it holds (Preemption's, for a quorum the plan
+		// chose otherwise) is dropped: kube-scheduler would otherwise
+		// put it back from the pod's status after this failure, and it
+		// would fill the node the plan gives a sibling (see
+		// nominateAsPlanned).
+		return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Unschedulable)
 	}
 	if _, err := cycle.Read(plannedKey); err == nil {
 		var attempt bool

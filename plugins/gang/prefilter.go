@@ -11,9 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
@@ -57,6 +59,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	var status *fwk.Status
 	preempts := g.store.GangPreemption(g.handle.ProfileName())
 	var started, doesNotFitNow, paced, deferred bool
+	var startedPlan []capacity.PlanSlot
 	var window, confine []string
 	var backoff time.Duration
 	var unblocked []state.GroupKey
@@ -147,6 +150,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 					status = fwk.NewStatus(fwk.Unschedulable, v.message)
 				}
 			case startAttempt:
+				startedPlan = v.fit.plan
 				locked.StartPlacing(gang, v.fit.plan)
 				locked.Confine(gang, v.fit.domain)
 				locked.ConfineRoles(gang, v.fit.roleDomains)
@@ -168,6 +172,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 		cycle.Write(deferredKey, deferredMember{})
 		if started {
 			logger.V(4).Info("Gang attempt started")
+			g.nominateAsPlanned(ctx, key, startedPlan)
 			g.activateSiblings(ctx, pod, key)
 		}
 		g.shared.status.Enqueue(key)
@@ -190,6 +195,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	}
 	if started {
 		logger.V(4).Info("Gang attempt started")
+		g.nominateAsPlanned(ctx, key, startedPlan)
 		g.activateSiblings(ctx, pod, key)
 		g.shared.status.Enqueue(key)
 	}
@@ -204,6 +210,51 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 		return &fwk.PreFilterResult{NodeNames: sets.New(confine...)}, nil
 	}
 	return nil, nil
+}
+
+// nominateAsPlanned makes the nominations of the gang's members that
+// have one (Preemption nominated them to the nodes it made room on) agree
+// with the attempt's plan: a planned member's is its planned node, and a
+// member the plan does not place holds none. A nominated pod counts on
+// its node in every Filter of a pod of no higher priority, its siblings
+// included: a sibling nominated to a node the plan gives another member
+// would fill it in that member's cycle (the fourth GPU worker of a Ray
+// gang, nominated where the plan puts the third), the member would fail
+// on its planned node and the whole attempt with it. A planned member
+// keeps a nomination only where Preemption made room for it (its
+// status says so), moved to its planned node; the others' are dropped
+// (cheap when there are none, as for a gang that did not preempt). The
+// nominations live in the scheduler's queue; the pods' status keeps what
+// Preemption wrote until the scheduler next writes it.
+func (g *Gang) nominateAsPlanned(ctx context.Context, key state.GroupKey, plan []capacity.PlanSlot) {
+	plannedOn := map[types.UID]string{}
+	for _, slot := range plan {
+		for _, m := range slot.Pods {
+			plannedOn[m.UID] = slot.Node
+		}
+	}
+	logger := klog.FromContext(ctx)
+	for _, m := range g.store.Members(key) {
+		if m.Spec.NodeName != "" {
+			continue
+		}
+		node, planned := plannedOn[m.UID]
+		if !planned || m.Status.NominatedNodeName == "" {
+			// Also a nomination the informer has not shown yet (the
+			// preemptor's, written by the scheduler): cheap when none.
+			g.handle.DeleteNominatedPodIfExists(m)
+			continue
+		}
+		if node == m.Status.NominatedNodeName {
+			continue
+		}
+		info, err := framework.NewPodInfo(m)
+		if err != nil {
+			g.handle.DeleteNominatedPodIfExists(m)
+			continue
+		}
+		g.handle.AddNominatedPod(logger, info, &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride})
+	}
 }
 
 // planWindow is how many planned nodes a member may choose among: enough

@@ -11,12 +11,15 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -61,11 +64,13 @@ func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
 }
 
 // testGang is the plugin over a static store of the groups and pods; its
-// status writer queues writes but never sends them.
-func testGang(t *testing.T, groups []*schedv1alpha1.PodGroup, pods []*corev1.Pod) (*Gang, *fakeHandle) {
+// status writer queues writes but never sends them. opts add to the
+// framework's.
+func testGang(t *testing.T, groups []*schedv1alpha1.PodGroup, pods []*corev1.Pod, opts ...frameworkruntime.Option) (*Gang, *fakeHandle) {
 	t.Helper()
 	recorder := events.NewFakeRecorder(100)
-	h := &fakeHandle{Handle: handletest.New(t, "flotilla-scheduler", frameworkruntime.WithEventRecorder(recorder)), activated: map[string]bool{}, waiting: map[types.UID]*fakeWaitingPod{}, recorder: recorder}
+	opts = append([]frameworkruntime.Option{frameworkruntime.WithEventRecorder(recorder)}, opts...)
+	h := &fakeHandle{Handle: handletest.New(t, "flotilla-scheduler", opts...), activated: map[string]bool{}, waiting: map[types.UID]*fakeWaitingPod{}, recorder: recorder}
 	g := &Gang{handle: h, store: state.NewStatic(groups, pods), permitWait: time.Minute, backoff: 10 * time.Second}
 	g.shared = testShared(t, g.store, h)
 	return g, h
@@ -292,4 +297,67 @@ func TestQuorumCheckRunsWithoutTheStoresLock(t *testing.T) {
 			}
 		})
 	}
+}
+
+// When a gang's attempt starts, its members' nominations agree with the
+// plan: Preemption nominated them to where it made room, and a member
+// nominated to a node the plan gives a sibling would fill that node in
+// the sibling's cycle. A planned member with a nomination is moved to its
+// planned node, the others' nominations are dropped (also one the
+// informer has not shown yet), and a member the plan defers drops its
+// nomination when its cycle fails (kube-scheduler would put it back from
+// the pod's status otherwise).
+func TestPlanStartMovesMembersNominations(t *testing.T) {
+	nodes := []fwk.NodeInfo{nodeInfo("n0", "4"), nodeInfo("n1", "4"), nodeInfo("n2", "4")}
+	pods := members("g", 3, "4")
+	// m0 and m2 were nominated by Preemption (their status says so), m1
+	// by the scheduler, its status not yet written.
+	pods[0].Status.NominatedNodeName = "n2"
+	pods[2].Status.NominatedNodeName = "n0"
+	// The queue nominates only pods its informer knows.
+	var objects []runtime.Object
+	for _, p := range pods {
+		objects = append(objects, p)
+	}
+	schedmetrics.Register() // the queue records metrics
+	queue := internalqueue.NewTestQueueWithObjects(context.Background(), nil, objects)
+	g, h := testGang(t, []*schedv1alpha1.PodGroup{podGroup("g", t0, 2)}, pods, frameworkruntime.WithPodNominator(queue))
+	logger := klog.Background()
+	for pod, node := range map[*corev1.Pod]string{pods[0]: "n2", pods[1]: "n1", pods[2]: "n0"} {
+		info, err := framework.NewPodInfo(pod)
+		require.NoError(t, err)
+		h.AddNominatedPod(logger, info, &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride})
+	}
+	nominated := func() map[string]string {
+		out := map[string]string{}
+		for _, n := range nodes {
+			for _, info := range h.NominatedPodsForNode(n.Node().Name) {
+				out[info.GetPod().Name] = n.Node().Name
+			}
+		}
+		return out
+	}
+	require.Equal(t, map[string]string{"g-0": "n2", "g-1": "n1", "g-2": "n0"}, nominated())
+
+	ctx := context.Background()
+	res, status := g.PreFilter(ctx, framework.NewCycleState(), pods[0], nodes)
+	require.True(t, status.IsSuccess(), status.Message())
+	require.True(t, isPlacing(g, "g"))
+	planned := sortedNames(res)
+	require.Len(t, planned, 1)
+	assert.NotEqual(t, "n2", planned[0], "the plan places g-0 elsewhere than it was nominated (first fit)")
+	assert.Equal(t, map[string]string{"g-0": planned[0]}, nominated(),
+		"g-0 nominated to its planned node; g-1 (planned, no nomination in its status) and g-2 (not planned) hold none")
+
+	// g-2 is not in the plan: it waits its turn, and its failed cycle
+	// clears the nomination its status still names.
+	cycle := framework.NewCycleState()
+	_, status = g.PreFilter(ctx, cycle, pods[2], nodes)
+	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
+	require.Contains(t, status.Message(), "waits its turn")
+	result, status := g.PostFilter(ctx, cycle, pods[2], nil)
+	assert.Equal(t, fwk.Unschedulable, status.Code())
+	require.NotNil(t, result)
+	assert.Equal(t, fwk.ModeOverride, result.NominatingInfo.Mode())
+	assert.Empty(t, result.NominatingInfo.NominatedNodeName)
 }

@@ -157,6 +157,16 @@
 // plans taken (the victim order alone would take the domain it happens to
 // complete first, not the cheapest).
 //
+// Which members a gang preempts for: each role's shortfall from that
+// role's own pending members, and, to fill minMember, the smallest of the
+// others (state.StillNeeded). When some of those are of a role that
+// requires a domain of its own and no plan is found, the others are taken
+// first from the roles that require none (quorumChoices), and the search
+// runs again: the gang's own check chooses its members beyond the roles'
+// minimums wherever they can be placed, so room made for a fourth GPU
+// worker whose clique holds three would be room it cannot use, while room
+// for a CPU worker completes it (a Ray gang on a full cpu pool).
+//
 // Victims get the DisruptionTarget condition (reason
 // PreemptionByScheduler) and an event saying whether it was a preemption or
 // a reclaim and for which pod or gang; they are deleted asynchronously, and

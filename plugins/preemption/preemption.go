@@ -3,6 +3,7 @@ package preemption
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -138,6 +139,10 @@ type preemptor struct {
 	// catalogMu guards catalog: a single pod's plans are searched and
 	// confirmed on several goroutines, and a catalog is for one.
 	catalogMu sync.Mutex
+	// choices are the member sets that may complete a gang's quorum, in
+	// the order they are tried (quorumChoices); members is one of them.
+	// One pod's is itself.
+	choices [][]*corev1.Pod
 }
 
 // PostFilter chooses victims for the pod (or its gang), starts evicting
@@ -154,12 +159,6 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 	if who == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, reason)
 	}
-	onePod := who.level == "" && !(who.inGroup && len(who.members) > 1)
-	if class := p.store.Devices().Asks(who.members); class != "" {
-		if reason := p.countDevices(ctx, who); reason != "" {
-			return nil, fwk.NewStatus(fwk.Unschedulable, reason)
-		}
-	}
 	if waiting, held := p.victimsPending(who.id); waiting > 0 || held > 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, reasons.PreemptionPending.Say("not preempting again: %d victims evicted for %s are still terminating, %d of their ResourceClaims still allocated", waiting, who.what, held))
 	}
@@ -167,21 +166,31 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	world, err := p.survey(ctx, who, nodes, onePod)
-	if err != nil {
-		return nil, fwk.AsStatus(err)
-	}
-
+	// A gang whose quorum some members of several roles may complete
+	// tries its choices in turn (quorumChoices): the first that a plan
+	// places wins.
 	var best *plan
-	switch {
-	case who.level != "":
-		best, reason = p.planGangInOneDomain(ctx, cycle, who, world)
-	case !onePod:
-		best, reason = p.planGang(ctx, cycle, who, world)
-	default:
-		best, reason = p.planPod(ctx, cycle, who, world, statuses)
+	var world *world
+	var firstReason string
+	for i, members := range who.choices {
+		if i > 0 {
+			who = who.choosing(members)
+		}
+		best, world, reason, err = p.planFor(ctx, cycle, who, nodes, statuses)
+		if err != nil {
+			return nil, fwk.AsStatus(err)
+		}
+		if i == 0 {
+			firstReason = reason
+		}
+		if best != nil {
+			break
+		}
 	}
 	if best == nil {
+		if firstReason != "" {
+			reason = firstReason
+		}
 		logger.V(4).Info("No preemption", "preemptor", who.what, "reason", reason)
 		return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Unschedulable, "preemption cannot help: "+reason)
 	}
@@ -192,6 +201,32 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 	node := best.placement[pod.UID]
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}},
 		fwk.NewStatus(fwk.Success, fmt.Sprintf("preempting %d pods for %s", len(best.pods()), who.what))
+}
+
+// planFor surveys the cluster for who and searches for its plan: nil and
+// why not when there is none.
+func (p *Preemption) planFor(ctx context.Context, cycle fwk.CycleState, who *preemptor, nodes []fwk.NodeInfo, statuses fwk.NodeToStatusReader) (*plan, *world, string, error) {
+	onePod := who.level == "" && !(who.inGroup && len(who.members) > 1)
+	if class := p.store.Devices().Asks(who.members); class != "" {
+		if reason := p.countDevices(ctx, who); reason != "" {
+			return nil, nil, reason, nil
+		}
+	}
+	w, err := p.survey(ctx, who, nodes, onePod)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	var best *plan
+	var reason string
+	switch {
+	case who.level != "":
+		best, reason = p.planGangInOneDomain(ctx, cycle, who, w)
+	case !onePod:
+		best, reason = p.planGang(ctx, cycle, who, w)
+	default:
+		best, reason = p.planPod(ctx, cycle, who, w, statuses)
+	}
+	return best, w, reason, nil
 }
 
 // noVictimsNeeded says why a plan that evicts nothing evicts nothing: the
@@ -246,7 +281,7 @@ func (p *Preemption) countDevices(ctx context.Context, who *preemptor) string {
 // preemptorFor returns what the pod preempts for, or why it does not.
 func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preemptor, string) {
 	who := &preemptor{
-		id: evictionID(pod, false), pod: pod, members: []*corev1.Pod{pod},
+		id: evictionID(pod, false), pod: pod, members: []*corev1.Pod{pod}, choices: [][]*corev1.Pod{{pod}},
 		priority: corev1helpers.PodPriority(pod), request: p.store.Devices().Requests(pod), requestOf: p.store.Devices().Requests,
 		what: fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name),
 	}
@@ -260,12 +295,11 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 	}
 	who.group, who.inGroup = key, true
 	var quorumPlaced bool
-	var members []*corev1.Pod
-	var short int
+	var choice state.QuorumChoice
 	p.store.Lock(func(locked *state.Locked) {
 		g := locked.Gang(key)
 		if quorumPlaced = locked.Quorum(g, pg).Reached(); !quorumPlaced {
-			members, short = locked.StillNeeded(g, pg, pod)
+			choice = locked.QuorumChoice(g, pg, pod)
 		}
 	})
 	if quorumPlaced {
@@ -276,19 +310,74 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 	if err != nil || room == nil || room.Key != key {
 		return nil, fmt.Sprintf("not preempting: gang %s is not waiting for room", key)
 	}
-	if short > 0 {
-		return nil, fmt.Sprintf("not preempting: gang %s needs %d more members than are pending", key, short)
+	if choice.Short > 0 {
+		return nil, fmt.Sprintf("not preempting: gang %s needs %d more members than are pending", key, choice.Short)
 	}
-	who.members = members
 	who.level, who.pinned = room.Level, room.Pinned
 	who.roleDomains, who.roleOf = room.RoleDomains, room.RoleOf
 	who.id = evictionID(pod, true)
 	who.what = "gang " + key.String()
-	who.request = capacity.Resources{}
-	for _, m := range who.members {
-		who.request.Add(p.store.Devices().Requests(m))
-	}
+	who.choices = quorumChoices(choice, who.roleDomains, who.roleOf)
+	who.setMembers(who.choices[0])
 	return who, ""
+}
+
+// setMembers makes members what who places, its request theirs.
+func (who *preemptor) setMembers(members []*corev1.Pod) {
+	who.members = members
+	who.request = capacity.Resources{}
+	for _, m := range members {
+		who.request.Add(who.requestOf(m))
+	}
+}
+
+// choosing is who placing other members: the same gang, pod, queue,
+// priority and domains, sized afresh.
+func (who *preemptor) choosing(members []*corev1.Pod) *preemptor {
+	next := &preemptor{
+		id: who.id, pod: who.pod, group: who.group, inGroup: who.inGroup, queue: who.queue, priority: who.priority, what: who.what,
+		level: who.level, pinned: who.pinned, roleDomains: who.roleDomains, roleOf: who.roleOf, requestOf: who.requestOf, choices: who.choices,
+	}
+	next.setMembers(members)
+	return next
+}
+
+// quorumChoices are the sets of pending members that may complete a
+// gang's quorum, in the order preemption tries them: the required members
+// with the smallest others (StillNeeded's answer), then, when some roles
+// require a domain of their own, the required members with the others
+// taken first from the roles that do not. The gang's own check chooses
+// its members beyond the roles' minimums among all of them, wherever
+// they can be placed (see the gang's doc.go); room made for a member of a
+// role whose domain is full would be room it cannot use: a Ray gang's
+// fifth member is a CPU worker when its GPU workers' clique holds only
+// their minimum.
+func quorumChoices(choice state.QuorumChoice, roleDomains []state.RoleDomain, roleOf func(*corev1.Pod) string) [][]*corev1.Pod {
+	extra := min(choice.Extra, len(choice.Candidates))
+	smallest := append(slices.Clone(choice.Required), choice.Candidates[:extra]...)
+	if extra == len(choice.Candidates) || len(roleDomains) == 0 || roleOf == nil {
+		return [][]*corev1.Pod{smallest}
+	}
+	confined := func(m *corev1.Pod) bool {
+		role := roleOf(m)
+		return slices.ContainsFunc(roleDomains, func(r state.RoleDomain) bool { return r.Role == role })
+	}
+	free := slices.Clone(choice.Candidates)
+	// Stable: smallest first within each part, as QuorumChoice lists them.
+	slices.SortStableFunc(free, func(a, b *corev1.Pod) int {
+		switch ca, cb := confined(a), confined(b); {
+		case ca == cb:
+			return 0
+		case cb:
+			return -1
+		}
+		return 1
+	})
+	unconfined := append(slices.Clone(choice.Required), free[:extra]...)
+	if slices.Equal(unconfined, smallest) {
+		return [][]*corev1.Pod{smallest}
+	}
+	return [][]*corev1.Pod{smallest, unconfined}
 }
 
 // inSnapshot reports whether the victim is still on its node in this

@@ -183,6 +183,81 @@ func TestRayStyleGangChoosesItsQuorumByWhatFits(t *testing.T) {
 	assert.Zero(t, gangRejections(t, h, "ray"), "a gang the cluster holds is never given up")
 }
 
+// The Ray-style gang again, on a cluster full of lower-priority batch
+// pods: its head and CPU workers go to the cpu pool (a node selector, as
+// Ray's head group is often pinned), which a batch Deployment fills; the
+// GPU cliques are free. Preemption makes room on the cpu pool for the
+// members the gang's plan places (the head and a CPU worker; the smallest
+// fifth member, a fourth GPU worker, has no room in its role's clique),
+// then the gang's plan places them: the head, 3 GPU workers in one clique
+// and a CPU worker bind, with no attempt given up. Preemption nominates
+// the members it made room for to its own placement; the plan may place
+// them otherwise, and a member nominated where the plan puts a sibling
+// filled that sibling's node in its cycle (3 of 4 runs gave the gang up,
+// 2026-11-27): the plan's start moves the nominations to the plan.
+func TestRayStyleGangPreemptsForTheMembersItsPlanPlaces(t *testing.T) {
+	gpu := map[corev1.ResourceName]string{cluster.GPU: "1"}
+	pool := map[string]string{"pool": "cpu"}
+	specs := append(append([]cluster.NodeSpec{{Name: "cpu-0", CPU: "8", Memory: "32Gi", Labels: pool}, {Name: "cpu-1", CPU: "8", Memory: "32Gi", Labels: pool}},
+		cliqueNodes("clique-a", 3, gpu)...), cliqueNodes("clique-b", 3, gpu)...)
+	h := startRealisticCluster(t, specs...)
+	h.ExplainOnFailure("default")
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "low", 10, false))
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "high", 1000, false))
+	createInPool := func(spec cluster.WorkloadSpec, inPool bool) {
+		d := cluster.Deployment(spec)
+		if inPool {
+			d.Spec.Template.Spec.NodeSelector = pool
+		}
+		_, err := h.Client.AppsV1().Deployments("default").Create(h.Ctx, d, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	createInPool(cluster.WorkloadSpec{Name: "batch", Replicas: 8, CPU: "2", Memory: "4Gi", PriorityClassName: "low"}, true)
+	_, err := h.WaitForPodsBound(h.Ctx, "default", "app=batch", 8, bindTimeout)
+	require.NoError(t, err)
+
+	roles := `[{"name": "head", "minMember": 1, "selector": {"matchLabels": {"app": "ray-head"}}},
+	           {"name": "gpu-workers", "minMember": 3, "topologyRequired": "` + cluster.CliqueLabel + `", "selector": {"matchLabels": {"app": "ray-gpu"}}},
+	           {"name": "cpu-workers", "minMember": 0, "selector": {"matchLabels": {"app": "ray-cpu"}}}]`
+	createRolesGroup(t, h, "ray", 5, roles, nil)
+	createInPool(cluster.WorkloadSpec{Name: "ray-head", Replicas: 1, CPU: "2", Memory: "4Gi", PodGroup: "ray", PriorityClassName: "high"}, true)
+	createInPool(cluster.WorkloadSpec{Name: "ray-gpu", Replicas: 4, CPU: "1", Memory: "4Gi", GPU: "1", PodGroup: "ray", PriorityClassName: "high"}, false)
+	// The CPU worker group comes after the head and the GPU workers are
+	// there (as a Ray cluster's autoscaler adds a worker group), so that
+	// every choice of the fifth member has a GPU worker as its smallest:
+	// made at once, the gang may be first tried with only some of its
+	// pods, and a CPU worker the only candidate.
+	require.Eventually(t, func() bool {
+		return len(podsOn(t, h, "app=ray-head")) == 1 && len(podsOn(t, h, "app=ray-gpu")) == 4
+	}, bindTimeout, 100*time.Millisecond)
+	createInPool(cluster.WorkloadSpec{Name: "ray-cpu", Replicas: 2, CPU: "2", Memory: "4Gi", PodGroup: "ray", PriorityClassName: "high"}, true)
+
+	_, err = h.WaitForPodsBound(h.Ctx, "default", "app=ray-head", 1, bindTimeout)
+	require.NoError(t, err, "the head is bound once room is made for it: %v", podsOn(t, h, "app=ray"))
+	bound := func(selector string) map[string]string {
+		out := map[string]string{}
+		for pod, node := range podsOn(t, h, selector) {
+			if node != "" {
+				out[pod] = node
+			}
+		}
+		return out
+	}
+	require.Eventually(t, func() bool {
+		return len(bound("app=ray-gpu")) == 3 && len(bound("app=ray-cpu")) >= 1
+	}, bindTimeout, 250*time.Millisecond, "3 GPU workers and a CPU worker bound: gpu %v, cpu %v", podsOn(t, h, "app=ray-gpu"), podsOn(t, h, "app=ray-cpu"))
+	cliques := map[string]bool{}
+	for _, node := range bound("app=ray-gpu") {
+		cliques[prefixOf(node)] = true
+	}
+	assert.Len(t, cliques, 1, "the GPU workers share one clique: %v", bound("app=ray-gpu"))
+	for pod, node := range bound("app=ray-cpu") {
+		assert.Equal(t, "cpu", prefixOf(node), "CPU worker %s in the cpu pool", pod)
+	}
+	assert.NotEmpty(t, eventsWithReason(t, h, "Preempted"), "batch pods were preempted for the gang")
+	assert.Zero(t, gangRejections(t, h, "ray"), "a gang the cluster holds once room is made is never given up")
+}
+
 // Disaggregated serving on DRA: one DeviceClass over h100 devices (zone
 // zh, 2 nodes of 8) and l40 devices (zone zl, 2 nodes of 8), and a cpu
 // zone zc. Prefill (2 pods × 4 h100, by a CEL selector in the claim) and

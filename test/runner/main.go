@@ -59,7 +59,9 @@ func main() {
 		update      = flag.Bool("update-durations", false, "rewrite -durations with this run's durations")
 		binDir      = flag.String("bin", "bin/test", "where the binaries are built")
 		reportPath  = flag.String("report", "", "also write the time table to this file")
+		commands    commandFlags
 	)
+	flag.Var(&commands, "command", "a shell command to run beside the tests, as name=command (repeatable); it fails the run if it fails, and its output is printed when it ends")
 	flag.Parse()
 	start := time.Now()
 	r := &runner{results: map[key]*testResult{}, packages: map[string]*pkgResult{}}
@@ -115,6 +117,9 @@ func main() {
 				return r.runProcess(cmd, name)
 			}})
 		}
+	}
+	for _, c := range commands {
+		jobs = append(jobs, job{name: c.name, run: func() float64 { return r.runCommand(c) }})
 	}
 	alone := readAlone(*alonePath)
 	for i := range jobs {
@@ -498,6 +503,53 @@ func (r *runner) record(e event, oneTest bool) bool {
 	return false
 }
 
+// command is a shell command run as a job of its own.
+type command struct{ name, line string }
+
+// commandFlags is the repeatable -command flag.
+type commandFlags []command
+
+func (c *commandFlags) String() string { return fmt.Sprint(*c) }
+
+func (c *commandFlags) Set(value string) error {
+	name, line, ok := strings.Cut(value, "=")
+	if !ok || strings.TrimSpace(name) == "" || strings.TrimSpace(line) == "" {
+		return fmt.Errorf("want name=command, got %q", value)
+	}
+	*c = append(*c, command{strings.TrimSpace(name), line})
+	return nil
+}
+
+// commandRow is the table's row for a command: among the packages, by
+// its wall time.
+func commandRow(name string) string { return "(command) " + name }
+
+// runCommand runs a command through bash, prints its output when it ends
+// (it would interleave with the tests' otherwise) and records it as a row
+// of the table.
+func (r *runner) runCommand(c command) (cpuSeconds float64) {
+	began := time.Now()
+	cmd := exec.Command("bash", "-c", c.line)
+	out, err := cmd.CombinedOutput()
+	wall := time.Since(began).Seconds()
+	r.mu.Lock()
+	row := &pkgResult{action: "pass", elapsed: wall}
+	r.packages[commandRow(c.name)] = row
+	word := "ok"
+	if err != nil {
+		row.action, word, r.failed = "fail", "FAIL", true
+	}
+	fmt.Printf("%s%s\t%s\t%.1fs\n", out, word, commandRow(c.name), wall)
+	if err != nil {
+		fmt.Printf("--- FAIL: %s: %v\n", c.line, err)
+	}
+	r.mu.Unlock()
+	if state := cmd.ProcessState; state != nil {
+		return (state.UserTime() + state.SystemTime()).Seconds()
+	}
+	return 0
+}
+
 func (r *runner) fail(message string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -547,6 +599,8 @@ func (r *runner) durations(cpu map[string]float64) map[string]recorded {
 			}
 		} else if t := r.results[key{r.integration, name}]; t != nil {
 			rec.wall = t.elapsed
+		} else if p := r.packages[commandRow(name)]; p != nil {
+			rec.wall = p.elapsed
 		}
 		out[name] = rec
 	}
