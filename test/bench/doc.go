@@ -6,12 +6,14 @@
 // topology-aware gangs (T1: gangs preferring one rack, against the same
 // stream without annotations), devices through DRA (D1) and gangs with
 // roles (R1: P2's Jobs as a leader and workers, against the same gangs
-// without roles).
+// without roles), and mixed gangs (M1: disaggregated serving on DRA,
+// prefill and decode claiming different device models, each role required
+// in one zone, against the same pods on the default profile).
 //
 // Each run gets a fresh control plane and the real flotilla-scheduler binary
 // as its own process, serving both profiles from one configuration (the
 // replace-default one), so the default profile's numbers come from the same
-// binary and the scheduler's RSS is its own. P2, R1, D1, Q1, Q2 and T1 are Jobs on the
+// binary and the scheduler's RSS is its own. P2, R1, D1, M1, Q1, Q2 and T1 are Jobs on the
 // realistic substrate (the Job and garbage-collector controllers, and KWOK
 // kubelets that run each pod for its run time): their pods are created by
 // the Job controller, run and finish, and gangs free their nodes by
@@ -25,7 +27,7 @@
 //
 // Files: env.go (one run's set-up: control plane, scheduler, nodes, pods),
 // profile.go (CPU and allocation profiles, peak RSS), workloads.go,
-// jobs.go and topology.go (the workloads), metrics.go (the scheduler's own
+// jobs.go, topology.go and mixed.go (the workloads), metrics.go (the scheduler's own
 // metrics), report.go (the tables). Pod timings come from
 // cluster.PodRecorder, the recorder the scenario tests use too.
 //

@@ -113,6 +113,7 @@ func workloads(full bool) []workload {
 	p4Nodes, p4Pods := pick(50, 5000), pick(200, 10000)
 	q1Nodes, q1Gangs := pick(10, 50), pick(4, 20)
 	q2Nodes := pick(4, 20)
+	m1 := mixedStream{zones: pick(2, 10), gangs: pick(4, 40), runSeconds: 5}
 	t1 := rackStream{zones: 2, racks: pick(2, 10), perRack: pick(6, 50), gangs: pick(8, 40),
 		minSize: pick(2, 8), maxSize: pick(8, 128), runSeconds: 5}
 	return []workload{
@@ -172,6 +173,15 @@ func workloads(full bool) []workload {
 					jobStream{jobs: d1Gangs, size: 8, cpu: "1", memory: "1Gi", runSeconds: 5, podGPUs: 1, nodeGPUs: 8, bindTimeout: 25 * time.Minute})
 			},
 			verdict: draVerdict,
+		},
+		{
+			id: "M1", what: fmt.Sprintf("mixed gangs on DRA: %d gangs of prefill (2 pods x 4 h100), decode (4 pods x 2 l40), each role in one zone, and a router, on %d zones of 2 h100 nodes and 1 l40 node (8 devices each), pods run %.0f s", m1.gangs, m1.zones, m1.runSeconds),
+			target:   "time until every gang is bound <= 1.2 x the default profile's on the same pods (no gangs, roles or domains)",
+			variants: []variant{defaultDRA, flotillaDRA}, jobs: true,
+			run: func(e *env, v variant) (*result, error) {
+				return runMixed(e, v, m1)
+			},
+			verdict: mixedVerdict,
 		},
 		{
 			id: "P3", what: fmt.Sprintf("one %d-pod gang on %d nodes", p3Size, p3Nodes),
