@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
@@ -105,11 +106,10 @@ func (e *env) createJobs(v variant, jobs []cluster.WorkloadSpec, annotations map
 		names[j] = jobs[j].Name
 	}
 	if v.gangs {
-		err := parallel(e.ctx, len(jobs), func(ctx context.Context, j int) error {
+		err := e.createPodGroups(len(jobs), func(j int) *schedv1alpha1.PodGroup {
 			pg := cluster.PodGroup(e.namespace, names[j], jobs[j].Replicas)
 			pg.Annotations = annotations
-			_, err := e.podGroups.SchedulingV1alpha1().PodGroups(e.namespace).Create(ctx, pg, metav1.CreateOptions{})
-			return err
+			return pg
 		})
 		if err != nil {
 			return nil, err
@@ -129,6 +129,15 @@ func (e *env) createJobs(v variant, jobs []cluster.WorkloadSpec, annotations map
 		return err
 	})
 	return names, err
+}
+
+// createPodGroups creates n PodGroups, group(i) the i-th, with many
+// workers.
+func (e *env) createPodGroups(n int, group func(i int) *schedv1alpha1.PodGroup) error {
+	return parallel(e.ctx, n, func(ctx context.Context, i int) error {
+		_, err := e.podGroups.SchedulingV1alpha1().PodGroups(e.namespace).Create(ctx, group(i), metav1.CreateOptions{})
+		return err
+	})
 }
 
 // waitJobsComplete waits until every Job in the namespace has completed.

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
@@ -70,11 +71,10 @@ func runMixed(e *env, v variant, s mixedStream) (*result, error) {
 		}
 	}
 	if v.gangs {
-		err := parallel(e.ctx, s.gangs, func(ctx context.Context, g int) error {
+		err := e.createPodGroups(s.gangs, func(g int) *schedv1alpha1.PodGroup {
 			pg := cluster.PodGroup(e.namespace, groupName(g), 7)
 			pg.Annotations = map[string]string{flotillav1alpha1.RolesAnnotation: mixedRoles}
-			_, err := e.podGroups.SchedulingV1alpha1().PodGroups(e.namespace).Create(ctx, pg, metav1.CreateOptions{})
-			return err
+			return pg
 		})
 		if err != nil {
 			return nil, err
