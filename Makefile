@@ -63,7 +63,7 @@ test-integration:
 ## docs/benchmarks.md: fails if a workload does not get all its pods scheduled, or if a
 ## configuration's figures are missing. Measures nothing worth reading; it keeps the build-tagged
 ## harness compiling and working. Basic scheduling and preemption run at upstream's own
-## integration-test size (5 nodes: at 500 nodes they took 134 of its 285 s, 2026-11-27 at 785412e),
+## integration-test size (5 nodes: at 500 nodes they took 134 of its 285 s, 2026-11-27 at 84723d3),
 ## the gang case at 500 nodes (100 gangs), the size bench-upstream's in-tree comparison reads.
 UPSTREAM_SMOKE ?= SchedulingBasic/5Nodes PreemptionAsync/5Nodes GangScheduling/500Nodes_100Gangs_300Pods \
   HostPortConflict/10Nodes_10Pods_10BatchSize
