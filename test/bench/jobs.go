@@ -105,21 +105,15 @@ func (e *env) createJobs(v variant, jobs []cluster.WorkloadSpec, annotations map
 	for j := range jobs {
 		names[j] = jobs[j].Name
 	}
-	if v.gangs {
-		err := e.createPodGroups(len(jobs), func(j int) *schedv1alpha1.PodGroup {
-			pg := cluster.PodGroup(e.namespace, names[j], jobs[j].Replicas)
-			pg.Annotations = annotations
-			return pg
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	if err := e.startScheduler(); err != nil {
+	err := e.startWithGroups(v, len(jobs), func(j int) *schedv1alpha1.PodGroup {
+		pg := cluster.PodGroup(e.namespace, names[j], jobs[j].Replicas)
+		pg.Annotations = annotations
+		return pg
+	})
+	if err != nil {
 		return nil, err
 	}
-	e.pods.Started()
-	err := parallel(e.ctx, len(jobs), func(ctx context.Context, j int) error {
+	err = parallel(e.ctx, len(jobs), func(ctx context.Context, j int) error {
 		spec := jobs[j]
 		spec.Namespace, spec.SchedulerName = e.namespace, e.scheduler
 		if v.gangs {
@@ -131,13 +125,24 @@ func (e *env) createJobs(v variant, jobs []cluster.WorkloadSpec, annotations map
 	return names, err
 }
 
-// createPodGroups creates n PodGroups, group(i) the i-th, with many
-// workers.
-func (e *env) createPodGroups(n int, group func(i int) *schedv1alpha1.PodGroup) error {
-	return parallel(e.ctx, n, func(ctx context.Context, i int) error {
-		_, err := e.podGroups.SchedulingV1alpha1().PodGroups(e.namespace).Create(ctx, group(i), metav1.CreateOptions{})
+// startWithGroups creates, for a variant with gangs, n PodGroups
+// (group(i) the i-th, with many workers), then starts the scheduler and
+// the pod recorder's clock: a workload's pods are created next.
+func (e *env) startWithGroups(v variant, n int, group func(i int) *schedv1alpha1.PodGroup) error {
+	if v.gangs {
+		err := parallel(e.ctx, n, func(ctx context.Context, i int) error {
+			_, err := e.podGroups.SchedulingV1alpha1().PodGroups(e.namespace).Create(ctx, group(i), metav1.CreateOptions{})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if err := e.startScheduler(); err != nil {
 		return err
-	})
+	}
+	e.pods.Started()
+	return nil
 }
 
 // waitJobsComplete waits until every Job in the namespace has completed.

@@ -70,20 +70,14 @@ func runMixed(e *env, v variant, s mixedStream) (*result, error) {
 			specs = append(specs, role)
 		}
 	}
-	if v.gangs {
-		err := e.createPodGroups(s.gangs, func(g int) *schedv1alpha1.PodGroup {
-			pg := cluster.PodGroup(e.namespace, groupName(g), 7)
-			pg.Annotations = map[string]string{flotillav1alpha1.RolesAnnotation: mixedRoles}
-			return pg
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	if err := e.startScheduler(); err != nil {
+	err = e.startWithGroups(v, s.gangs, func(g int) *schedv1alpha1.PodGroup {
+		pg := cluster.PodGroup(e.namespace, groupName(g), 7)
+		pg.Annotations = map[string]string{flotillav1alpha1.RolesAnnotation: mixedRoles}
+		return pg
+	})
+	if err != nil {
 		return nil, err
 	}
-	e.pods.Started()
 	err = parallel(e.ctx, len(specs), func(ctx context.Context, j int) error {
 		job := cluster.Job(specs[j])
 		// The role label the PodGroup's roles select by, as an operator
