@@ -29,8 +29,19 @@ import (
 // apiServerFlags are what a kubelet-less cluster needs: without a kubelet no
 // node would ever lose the not-ready taint, and no ServiceAccount controller
 // runs to create the default accounts pods would be admitted against.
+//
+// The stream limit is what one process holding every component needs. The
+// controller-manager, the KWOK kubelets and the test's own clients share one
+// client-go transport, so one HTTP/2 connection carries all their watches;
+// the apiserver's default of 100 streams per connection puts that connection
+// at its limit, where Go's server can count a just-finished stream a moment
+// after the client has reused its slot and resets the new stream with
+// PROTOCOL_ERROR (a request of a test failed so, once in five make test
+// runs, 2026-11-27 at 5534c4c). Separate processes, as in a real cluster,
+// each hold a connection of their own far below the limit.
 var apiServerFlags = []string{
 	"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+	"--http2-max-streams-per-connection=1000",
 }
 
 // ControlPlane is a running etcd + kube-apiserver pair with the flotilla CRDs
