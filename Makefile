@@ -14,7 +14,7 @@ ARGS ?=
 UNIT_PKGS        = $(shell $(GO) list ./... | grep -v /test/integration)
 INTEGRATION_PKGS = ./test/integration/...
 
-.PHONY: all build kubectl-flotilla krew test test-short test-unit test-integration test-upstream-smoke upstream-harness bench bench-upstream fuzz manifests verify-manifests image lint playground clean
+.PHONY: all build kubectl-flotilla krew test test-short test-unit test-integration test-upstream-smoke upstream-harness bench bench-upstream fuzz manifests verify-manifests image image-docker lint playground clean
 
 all: build
 
@@ -162,8 +162,13 @@ verify-manifests:
 	    rm -rf apis manifests && cp -r $$tmp/apis $$tmp/manifests . && rm -rf $$tmp; exit 1; fi; \
 	  rm -rf $$tmp; echo "generated files are up to date"
 
-## image: container image (needs a Docker engine)
+## image: the container image for linux/amd64 and linux/arm64, with Go alone, as an OCI layout in bin/image (PUSH=REGISTRY/REPO:TAG pushes it too)
+PLATFORMS ?= linux/amd64,linux/arm64
 image:
+	$(GO) run ./cmd/flotilla-image -version $(VERSION) -platforms $(PLATFORMS) -o bin/image $(if $(PUSH),-push $(PUSH))
+
+## image-docker: the same image built by a Docker engine from the Dockerfile
+image-docker:
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
 ## lint: gofmt and go vet

@@ -6,12 +6,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/flotilla-sched/flotilla/internal/cluster/launch"
+	"github.com/flotilla-sched/flotilla/internal/image"
 )
 
 // ImageUser is the uid and gid the image runs as (distroless :nonroot).
-const ImageUser = 65532
+const ImageUser = image.User
 
 // imageRootScript makes the directory $1 a read-only root in a private
 // mount namespace, with the kernel's /proc and /dev as a container runtime
@@ -29,9 +33,9 @@ exec chroot --userspec=65532:65532 --groups=65532 "$root" "$@"
 
 // StartSchedulerInImageRoot runs the static binary the way the image and
 // the shipped Deployment run it, without a container engine: chrooted into
-// a read-only directory that holds only the binary, its configuration and
-// what distroless/static adds (a passwd entry, an empty /tmp), as uid and
-// gid 65532 with no capabilities. It needs root and mount namespaces
+// a read-only directory holding the image's filesystem (internal/image:
+// the binary, the nonroot user's passwd entry and home, /tmp) and its
+// configuration, as uid and gid 65532 with no capabilities. It needs root and mount namespaces
 // (unshare); when they are missing the error says so.
 func (cp *ControlPlane) StartSchedulerInImageRoot(ctx context.Context, config []byte, flags ...string) (*SchedulerProcess, error) {
 	if os.Geteuid() != 0 {
@@ -44,25 +48,22 @@ func (cp *ControlPlane) StartSchedulerInImageRoot(ctx context.Context, config []
 	if err != nil {
 		return nil, err
 	}
+	// The image's own filesystem (internal/image, as make image builds
+	// it), unpacked as a container runtime unpacks it; then what the
+	// runtime and the Deployment add: /proc and /dev, and the
+	// configuration volume at /etc/flotilla.
+	img, err := image.Image(image.Binary{Platform: v1.Platform{OS: "linux", Architecture: runtime.GOARCH}, Path: binary}, image.Options{})
+	if err != nil {
+		return nil, err
+	}
 	root := filepath.Join(cp.tb.TempDir(), "image-root")
-	kubeconfig, err := os.ReadFile(cp.KubeconfigPath)
-	if err != nil {
+	if err := image.Extract(img, root); err != nil {
 		return nil, err
 	}
-	exe, err := os.ReadFile(binary)
-	if err != nil {
+	if err := os.Chown(filepath.Join(root, "home/nonroot"), image.User, image.User); err != nil {
 		return nil, err
 	}
-	files := []struct {
-		path string
-		data []byte
-		mode os.FileMode
-	}{
-		{"usr/local/bin/flotilla-scheduler", exe, 0o755},
-		{"etc/flotilla/kubeconfig", kubeconfig, 0o644},
-		{"etc/passwd", []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"), 0o644},
-	}
-	for _, dir := range []string{"", "usr/local/bin", "etc/flotilla", "proc", "dev", "tmp", "home/nonroot"} {
+	for _, dir := range []string{"proc", "dev", "etc/flotilla"} {
 		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
 			return nil, err
 		}
@@ -71,13 +72,15 @@ func (cp *ControlPlane) StartSchedulerInImageRoot(ctx context.Context, config []
 			return nil, err
 		}
 	}
-	for _, f := range files {
-		if err := os.WriteFile(filepath.Join(root, f.path), f.data, f.mode); err != nil {
-			return nil, err
-		}
-		if err := os.Chmod(filepath.Join(root, f.path), f.mode); err != nil {
-			return nil, err
-		}
+	kubeconfig, err := os.ReadFile(cp.KubeconfigPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/flotilla/kubeconfig"), kubeconfig, 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(filepath.Join(root, "etc/flotilla/kubeconfig"), 0o644); err != nil {
+		return nil, err
 	}
 	if _, err := launch.WriteConfig(filepath.Join(root, "etc/flotilla"), config, "/etc/flotilla/kubeconfig"); err != nil {
 		return nil, err

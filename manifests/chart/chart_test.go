@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v4/pkg/action"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -161,6 +162,8 @@ func TestValues(t *testing.T) {
 		{name: "queue guarantee not a quantity", values: map[string]any{"queues": []any{map[string]any{"name": "q", "guarantee": map[string]any{"cpu": "lots"}}}}, wantErr: "/queues/0/guarantee/cpu"},
 		{name: "feature gate not a boolean", values: map[string]any{"featureGates": map[string]any{"Foo": "yes"}}, wantErr: "/featureGates/Foo"},
 		{name: "misspelt value", values: map[string]any{"replica": 3}, wantErr: "replica"},
+		{name: "a parent chart's global values", values: map[string]any{"global": map[string]any{"imageRegistry": "registry.example.com"}}},
+		{name: "digest not a sha256", values: map[string]any{"image": map[string]any{"digest": "latest"}}, wantErr: "/image/digest"},
 		{name: "gang wait alert at 0 timeouts", values: map[string]any{"prometheusRule": map[string]any{"gangWaitTimeouts": 0}}, wantErr: "/prometheusRule/gangWaitTimeouts"},
 		{name: "guarantee alert delay not a duration", values: map[string]any{"prometheusRule": map[string]any{"queueBelowGuaranteeFor": "ten minutes"}}, wantErr: "/prometheusRule/queueBelowGuaranteeFor"},
 		{name: "dashboard label not a string", values: map[string]any{"dashboards": map[string]any{"labels": map[string]any{"grafana_dashboard": 1}}}, wantErr: "/dashboards/labels/grafana_dashboard"},
@@ -190,6 +193,48 @@ func TestValues(t *testing.T) {
 			if c.values["mode"] == ReplaceDefault {
 				require.Equal(t, 2, strings.Count(config, "backoffSeconds: 3"), "both profiles carry the same Gang args:\n%s", config)
 			}
+		})
+	}
+}
+
+// The image is pinned by digest when one is given, and more than one
+// replica gets a PodDisruptionBudget that lets one go at a time.
+func TestImageAndDisruptionBudget(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	for _, c := range []struct {
+		name      string
+		values    map[string]any
+		wantImage string
+		wantPDB   bool
+	}{
+		{name: "defaults", values: map[string]any{}, wantImage: "image: flotilla-scheduler:", wantPDB: true},
+		{name: "a tag", values: map[string]any{"image": map[string]any{"repository": "r.example.com/flotilla", "tag": "v1.2.3"}},
+			wantImage: "image: r.example.com/flotilla:v1.2.3", wantPDB: true},
+		{name: "a digest wins over the tag", values: map[string]any{"image": map[string]any{"repository": "r.example.com/flotilla", "tag": "v1.2.3", "digest": digest}},
+			wantImage: "image: r.example.com/flotilla@" + digest, wantPDB: true},
+		{name: "one replica: a budget would block every drain", values: map[string]any{"replicas": 1}, wantImage: "image: flotilla-scheduler:"},
+		{name: "budget off", values: map[string]any{"podDisruptionBudget": map[string]any{"enabled": false}}, wantImage: "image: flotilla-scheduler:"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Render(c.values)
+			require.NoError(t, err)
+			rendered := strings.Join(r.Templates["templates/deployment.yaml"], "\n---\n")
+			require.Contains(t, rendered, c.wantImage)
+			if !c.wantPDB {
+				require.NotContains(t, rendered, "kind: PodDisruptionBudget")
+				return
+			}
+			var pdb policyv1.PodDisruptionBudget
+			found := false
+			for _, doc := range r.Templates["templates/deployment.yaml"] {
+				if strings.Contains(doc, "kind: PodDisruptionBudget") {
+					require.NoError(t, yaml.Unmarshal([]byte(doc), &pdb))
+					found = true
+				}
+			}
+			require.True(t, found, rendered)
+			require.Equal(t, 1, pdb.Spec.MaxUnavailable.IntValue())
+			require.Equal(t, map[string]string{"app.kubernetes.io/name": "flotilla-scheduler"}, pdb.Spec.Selector.MatchLabels, "the Deployment's pods")
 		})
 	}
 }
@@ -316,8 +361,13 @@ func TestObservabilityPack(t *testing.T) {
 			}
 			require.Contains(t, alerts["FlotillaGangWaitingTooLong"]["expr"], "> 5")
 			require.Equal(t, "30m", alerts["FlotillaQueueBelowGuarantee"]["for"])
+			// The series is labelled with the election's name, which
+			// kube-scheduler fixes as "kube-scheduler" whatever the lease
+			// (TestExamplesSchedule evaluates the rule on the live series);
+			// the runbook names the lease the mode holds.
+			require.Contains(t, alerts["FlotillaNoLeader"]["expr"], `name="kube-scheduler"`)
 			lease := map[string]string{BesideDefault: "flotilla-scheduler", ReplaceDefault: "kube-scheduler"}[mode]
-			require.Contains(t, alerts["FlotillaNoLeader"]["expr"], `name="`+lease+`"`, "the lease the scheduler holds in this mode")
+			require.Contains(t, alerts["FlotillaNoLeader"]["annotations"].(map[string]any)["runbook"], "kubectl get lease "+lease+" ", "the lease the scheduler holds in this mode")
 
 			expressions, err := observability.Expressions(r.Documents())
 			require.NoError(t, err)

@@ -58,8 +58,8 @@ var observabilityFromTemplate = []struct {
 // manifests/ directory: the kustomize base's files rendered from the chart
 // with its default values (in each mode); the chart's CRD templates made
 // from manifests/crds; the chart's dashboards, built by package
-// observability; and manifests/observability's files, the chart's
-// observability pack rendered.
+// observability; manifests/observability's files, the chart's
+// observability pack rendered; and the chart's README, from its values.
 func Generate() (map[string][]byte, error) {
 	out := map[string][]byte{}
 	crds, names, err := manifests.Dir("crds")
@@ -105,6 +105,9 @@ func Generate() (map[string][]byte, error) {
 			return nil, fmt.Errorf("%s renders nothing with the observability pack on", o.template)
 		}
 		out[o.file] = []byte(generatedHeader + strings.Join(docs, "---\n"))
+	}
+	if out[ReadmePath], err = ValuesReadme(); err != nil {
+		return nil, err
 	}
 	renders := map[string]*Rendered{}
 	for _, mode := range []string{BesideDefault, ReplaceDefault} {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/manifests"
@@ -110,6 +111,18 @@ func TestExamplesSchedule(t *testing.T) {
 	proc, err := h.StartSchedulerProcess(h.Ctx, shippedConfig(t, "scheduler-config.yaml"), cluster.ServingFlags(port)...)
 	require.NoError(t, err)
 	require.NoError(t, cluster.WaitHealthy(h.Ctx, port, time.Minute), proc.Logs())
+	// Prometheus scrapes it from the start, as it would a fresh install,
+	// and evaluates the shipped alerts through the whole run, a round a
+	// second. A round stands for 10 s: the examples' Jobs run for seconds
+	// where users' run for hours, so a member waiting 20 s here reads as
+	// 200 s, and a condition that holds throughout (a rule that can never
+	// be silent) outlasts the longest `for:` (15m) in 90 s.
+	rendered, err := chart.Render(withServiceMonitor(chart.ObservabilityValues))
+	require.NoError(t, err)
+	prom := newPrometheus(t, rendered.Documents(), 10*time.Second)
+	prom.addTarget(fmt.Sprintf("https://127.0.0.1:%d/metrics", port), operatorTargetLabels(t, rendered.Documents(), "flotilla-scheduler-0", port))
+	stopScraping := prom.run(h.Ctx, time.Second)
+	defer stopScraping()
 
 	created, err := cluster.ApplyExamples(h.Ctx, h.ControlPlane)
 	require.NoError(t, err)
@@ -128,8 +141,6 @@ func TestExamplesSchedule(t *testing.T) {
 	require.Positive(t, jobs)
 	require.Positive(t, deployments)
 
-	rendered, err := chart.Render(chart.ObservabilityValues)
-	require.NoError(t, err)
 	expressions, err := observability.Expressions(rendered.Documents())
 	require.NoError(t, err)
 	named := map[string][]string{} // metric -> where
@@ -159,4 +170,61 @@ func TestExamplesSchedule(t *testing.T) {
 		t.Errorf("the scheduler serves no %s, named by %s", name, strings.Join(named[name], "; "))
 	}
 	require.Greater(t, len(names), 20, "the pack names the metrics it is built on")
+
+	// A healthy install pages no one, and every panel of every dashboard
+	// shows data, as Grafana would query it with each variable at "All".
+	stopScraping()
+	require.Empty(t, prom.errors(), "the engine refused a rule's query")
+	require.Empty(t, prom.everFired(), "an alert fired on a healthy run\n%s", prom)
+	for _, e := range expressions {
+		if !strings.Contains(e.Where, " panel ") {
+			continue
+		}
+		result, err := prom.query(h.Ctx, allVariables.Replace(e.PromQL))
+		require.NoError(t, err, "%s: %s", e.Where, e.PromQL)
+		assert.NotEmpty(t, result, "%s shows no data on a healthy run: %s", e.Where, e.PromQL)
+	}
+}
+
+// allVariables is what Grafana puts for a dashboard variable set to "All"
+// (the dashboards give none a custom all value): a regex matching any
+// value.
+var allVariables = strings.NewReplacer("$job", ".*", "$queue", ".*", "$resource", ".*", "$profile", ".*")
+
+// withServiceMonitor is values with the chart's ServiceMonitor on too.
+func withServiceMonitor(values map[string]any) map[string]any {
+	out := map[string]any{"serviceMonitor": map[string]any{"enabled": true}}
+	for k, v := range values {
+		out[k] = v
+	}
+	return out
+}
+
+// operatorTargetLabels are the labels the Prometheus Operator gives a
+// ServiceMonitor's target: job is the Service's name, and the pod,
+// namespace, service and endpoint are the target's.
+func operatorTargetLabels(t *testing.T, docs []string, pod string, port int) map[string]string {
+	t.Helper()
+	for _, doc := range docs {
+		var obj struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+			Spec struct {
+				Ports []struct {
+					Name string `json:"name"`
+				} `json:"ports"`
+			} `json:"spec"`
+		}
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &obj))
+		if obj.Kind != "Service" || len(obj.Spec.Ports) == 0 {
+			continue
+		}
+		return map[string]string{"job": obj.Metadata.Name, "service": obj.Metadata.Name, "namespace": obj.Metadata.Namespace,
+			"pod": pod, "endpoint": obj.Spec.Ports[0].Name, "instance": fmt.Sprintf("127.0.0.1:%d", port)}
+	}
+	t.Fatal("the chart rendered no Service for its ServiceMonitor")
+	return nil
 }

@@ -1,9 +1,13 @@
 {{/*
-The scheduler's image: the repository at the tag, or at the chart's
-appVersion.
+The scheduler's image: the repository at the digest when one is given,
+else at the tag, or at the chart's appVersion.
 */}}
 {{- define "flotilla.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
 {{- end }}
 
 {{/*

@@ -1,0 +1,136 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-sched/flotilla/internal/cluster"
+	"github.com/flotilla-sched/flotilla/manifests"
+	"github.com/flotilla-sched/flotilla/manifests/chart"
+	"github.com/flotilla-sched/flotilla/test/harness"
+)
+
+// Each shipped alert fires on its own fault, evaluated as Prometheus
+// evaluates the rendered PrometheusRule (prometheus_test.go), on the
+// series of the shipped binary deployed as the manifests deploy it: its
+// ServiceAccount, its RBAC, leader election on. The healthy half — no
+// alert through a run of the examples — is TestExamplesSchedule's.
+//
+// One cluster holds every fault at once; each alert must fire with the
+// labels of its own fault and no other's:
+//   - a gang (a leader unlike its two workers) that can never fit, with a
+//     1 s schedule timeout: FlotillaGangWaitingTooLong;
+//   - Queue "starved", guaranteed more cpu than the cluster has, whose
+//     Deployment's pods wait: FlotillaQueueBelowGuarantee for starved/cpu;
+//   - Queue "orphan", whose parent does not exist: FlotillaQueueInvalid
+//     for orphan;
+//   - the scheduler's grants to write PodGroup and Queue status revoked:
+//     FlotillaStatusWriteErrors;
+//   - last, the only replica killed: FlotillaNoLeader, which must not
+//     have fired before.
+func TestAlertsFireOnTheirFaults(t *testing.T) {
+	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{ExtraAPIServerFlags: []string{"--authorization-mode=RBAC"}})
+	for _, name := range []string{"namespace.yaml", "rbac.yaml"} {
+		data, err := manifests.File(name)
+		require.NoError(t, err)
+		_, err = h.Apply(h.Ctx, data)
+		require.NoError(t, err, name)
+	}
+	grants, err := rbacGrants(h.Ctx, h.Client, "rbac.yaml")
+	require.NoError(t, err)
+	revoked := 0
+	for _, g := range grants {
+		if g.name == "ClusterRole flotilla-scheduler: podgroups/status [patch]" || g.name == "ClusterRole flotilla-scheduler: queues/status [patch]" {
+			require.NoError(t, g.revoke(h.Ctx))
+			revoked++
+		}
+	}
+	require.Equal(t, 2, revoked, "the status grants of manifests/rbac.yaml")
+	require.NoError(t, h.CreateNodes(h.Ctx, cluster.NodeSpec{Name: "node-0", CPU: "4", Memory: "16Gi"}))
+
+	rendered, err := chart.Render(withServiceMonitor(chart.ObservabilityValues))
+	require.NoError(t, err)
+	// A round stands for the ServiceMonitor's 30 s: every fault here holds
+	// until the end, so the longest `for:` (15m) is reached in 30 rounds.
+	prom := newPrometheus(t, rendered.Documents(), 30*time.Second)
+	kubeconfig, err := h.ServiceAccountKubeconfig(h.Ctx, "flotilla-system", "flotilla-scheduler")
+	require.NoError(t, err)
+	flags, err := manifests.SchedulerFlags()
+	require.NoError(t, err)
+	port, err := cluster.FreePort()
+	require.NoError(t, err)
+	proc, err := h.StartSchedulerProcessAs(h.Ctx, shippedConfig(t, "scheduler-config.yaml"), kubeconfig, append(flags, cluster.ServingFlags(port)...)...)
+	require.NoError(t, err)
+	require.NoError(t, cluster.WaitHealthy(h.Ctx, port, time.Minute), proc.Logs())
+	require.Eventually(t, proc.Leading, time.Minute, 100*time.Millisecond, proc.Logs())
+	prom.addTarget(fmt.Sprintf("https://127.0.0.1:%d/metrics", port), operatorTargetLabels(t, rendered.Documents(), "flotilla-scheduler-0", port))
+	stop := prom.run(h.Ctx, time.Second)
+	defer stop()
+	defer func() {
+		if t.Failed() {
+			t.Logf("%s\nscheduler logs:\n%s", prom, proc.Logs())
+		}
+	}()
+
+	// The gang: a leader of 1 cpu and two workers of 2 cpu on a 4-cpu
+	// node that the starved queue's pods fill.
+	pg := cluster.PodGroup("default", "stuck", 3)
+	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](1)
+	_, err = h.PodGroups.SchedulingV1alpha1().PodGroups("default").Create(h.Ctx, pg, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "stuck-leader", Replicas: 1, CPU: "1", Memory: "2Gi", PodGroup: "stuck"})
+	require.NoError(t, err)
+	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "stuck-workers", Replicas: 2, CPU: "2", Memory: "4Gi", PodGroup: "stuck"})
+	require.NoError(t, err)
+
+	starved := cluster.Queue("starved", 1, "")
+	starved.Spec.Guarantee = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}
+	require.NoError(t, h.CreateQueue(h.Ctx, starved))
+	_, err = h.CreateDeployment(h.Ctx, cluster.WorkloadSpec{Name: "starved", Replicas: 3, CPU: "2", Memory: "4Gi", Queue: "starved"})
+	require.NoError(t, err)
+	_, err = h.WaitForPodsBound(h.Ctx, "default", "app=starved", 2, bindTimeout)
+	require.NoError(t, err, proc.Logs())
+
+	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("orphan", 1, "missing")))
+
+	// Every fault but the last fires, each with its own labels.
+	deadline := 3 * time.Minute
+	gang := prom.waitFired("FlotillaGangWaitingTooLong", nil, deadline)
+	below := prom.waitFired("FlotillaQueueBelowGuarantee", map[string]string{"queue": "starved", "resource": "cpu"}, deadline)
+	invalid := prom.waitFired("FlotillaQueueInvalid", map[string]string{"queue": "orphan"}, deadline)
+	writes := prom.waitFired("FlotillaStatusWriteErrors", nil, deadline)
+	for _, a := range prom.firedAlerts("FlotillaQueueBelowGuarantee") {
+		require.Equal(t, "starved", a.labels.Get("queue"), "only the starved queue is below its guarantee\n%s", prom)
+		require.Equal(t, "cpu", a.labels.Get("resource"), "starved is guaranteed cpu only\n%s", prom)
+	}
+	for _, a := range prom.firedAlerts("FlotillaQueueInvalid") {
+		require.Equal(t, "orphan", a.labels.Get("queue"), "only the orphan queue is invalid\n%s", prom)
+	}
+	require.Empty(t, prom.firedAlerts("FlotillaNoLeader"), "the scheduler leads\n%s", prom)
+
+	// Then the only replica dies: nothing leads.
+	require.NoError(t, proc.Kill())
+	noLeader := prom.waitFired("FlotillaNoLeader", nil, deadline)
+	require.Empty(t, prom.errors())
+
+	// Every annotation's template expands: what a page says is readable.
+	for name, a := range map[string]firedAlert{"FlotillaGangWaitingTooLong": gang, "FlotillaQueueBelowGuarantee": below,
+		"FlotillaQueueInvalid": invalid, "FlotillaStatusWriteErrors": writes, "FlotillaNoLeader": noLeader} {
+		a.annotations.Range(func(l labels.Label) {
+			require.NotContains(t, l.Value, "error expanding", "%s annotation %s", name, l.Name)
+			require.NotContains(t, l.Value, "<no value>", "%s annotation %s", name, l.Name)
+		})
+		require.NotEmpty(t, a.annotations.Get("summary"), name)
+		require.NotEmpty(t, a.annotations.Get("description"), name)
+	}
+	require.Contains(t, below.annotations.Get("description"), "starved")
+	require.Contains(t, invalid.annotations.Get("description"), "orphan")
+}
