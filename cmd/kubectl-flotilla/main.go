@@ -1,7 +1,7 @@
 // Command kubectl-flotilla is the kubectl plugin `kubectl flotilla`: the
 // queue tree with each queue's shares (queues), the pending gangs and pods
 // per queue in the order the scheduler takes them (pending), and why a
-// pod, PodGroup, Job or Deployment waits (why). Put it on the PATH (make
+// pod waits, found through any owner (why), and its version. Put it on the PATH (make
 // kubectl-flotilla builds it into bin/) and run
 // `kubectl flotilla why job NAME -n NAMESPACE`.
 package main
@@ -15,8 +15,11 @@ import (
 	"github.com/flotilla-sched/flotilla/internal/flotillactl"
 )
 
+// version is stamped at build time (-ldflags "-X main.version=...").
+var version = ""
+
 func main() {
-	cmd := flotillactl.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	cmd := flotillactl.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, version)
 	if err := cmd.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)

@@ -10,9 +10,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
@@ -33,6 +35,7 @@ type options struct {
 // clients are what a command reads through.
 type clients struct {
 	kube      kubernetes.Interface
+	mapper    meta.RESTMapper
 	dynamic   dynamic.Interface
 	podGroups podgroupclient.Interface
 	namespace string
@@ -50,6 +53,10 @@ func (o *options) clients() (*clients, error) {
 	if c.dynamic, err = dynamic.NewForConfig(rest); err != nil {
 		return nil, err
 	}
+	// kubectl's mapper: discovery, cached, with its short names.
+	if c.mapper, err = o.config.ToRESTMapper(); err != nil {
+		return nil, err
+	}
 	if c.podGroups, err = podgroupclient.NewForConfig(rest); err != nil {
 		return nil, err
 	}
@@ -62,8 +69,9 @@ func (o *options) clients() (*clients, error) {
 	return c, nil
 }
 
-// NewCommand is `kubectl flotilla` with its subcommands.
-func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+// NewCommand is `kubectl flotilla` with its subcommands; version is the
+// build's stamp (empty: a build without one).
+func NewCommand(streams genericiooptions.IOStreams, version string) *cobra.Command {
 	o := &options{config: genericclioptions.NewConfigFlags(true), streams: streams}
 	cmd := &cobra.Command{
 		Use:           "kubectl-flotilla",
@@ -75,7 +83,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.PersistentFlags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "every namespace")
 	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "", "output format: json, or empty for a table")
 	cmd.PersistentFlags().StringVar(&o.defaultQueue, "default-queue", "default", "the queue of pods that name none (the Proportion plugin's defaultQueue)")
-	cmd.AddCommand(newQueuesCommand(o), newPendingCommand(o), newWhyCommand(o))
+	cmd.AddCommand(newQueuesCommand(o), newPendingCommand(o), newWhyCommand(o), newVersionCommand(o, version))
 	return cmd
 }
 
@@ -92,4 +100,28 @@ func (o *options) print(v any, table func(w io.Writer)) error {
 		return w.Flush()
 	}
 	return fmt.Errorf("unknown output format %q: use json or leave -o out", o.output)
+}
+
+// Version is what `kubectl flotilla version` says.
+type Version struct {
+	Version   string `json:"version"`
+	GoVersion string `json:"goVersion"`
+	Platform  string `json:"platform"`
+}
+
+func newVersionCommand(o *options, version string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "The plugin's version, as its build stamped it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := Version{Version: version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+			if v.Version == "" {
+				v.Version = "unknown (built without -X main.version)"
+			}
+			return o.print(v, func(w io.Writer) {
+				fmt.Fprintf(w, "kubectl-flotilla %s (%s, %s)\n", v.Version, v.GoVersion, v.Platform)
+			})
+		},
+	}
 }

@@ -72,16 +72,23 @@ func newPendingCommand(o *options) *cobra.Command {
 	return cmd
 }
 
-// pendingEntries reads every namespace's unbound pods of the schedulers and
-// orders each queue's: positions count the whole queue, whatever a
-// listing then shows of it.
+// pendingEntries reads the unbound pods of the schedulers — of every
+// namespace with -A, else of the one namespace, so a tenant with rights in
+// its namespace only can list its own — and orders each queue's: with -A
+// positions count the whole queue, else the namespace's part of it.
 func pendingEntries(ctx context.Context, c *clients, schedulerNames []string, defaultQueue string) ([]PendingEntry, error) {
-	pods, err := c.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName="})
+	pods, err := c.kube.CoreV1().Pods(c.namespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName="})
 	if err != nil {
 		return nil, err
 	}
+	// A namespace's queue label places pods that name none; a tenant who
+	// may not read namespaces sees them in the default queue.
 	namespaceLabels := map[string]map[string]string{}
-	if list, err := c.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err == nil {
+	if c.namespace != "" {
+		if ns, err := c.kube.CoreV1().Namespaces().Get(ctx, c.namespace, metav1.GetOptions{}); err == nil {
+			namespaceLabels[ns.Name] = ns.Labels
+		}
+	} else if list, err := c.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err == nil {
 		for _, ns := range list.Items {
 			namespaceLabels[ns.Name] = ns.Labels
 		}

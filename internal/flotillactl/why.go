@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
@@ -51,10 +53,19 @@ const lastEvents = 5
 
 func newWhyCommand(o *options) *cobra.Command {
 	return &cobra.Command{
-		Use:   "why (pod|podgroup|job|deployment) NAME",
-		Short: "Why a pod, PodGroup, Job or Deployment waits: the reason, the shortfall, its last events and, for a gang, where its members are",
-		Args:  cobra.ExactArgs(2),
+		Use:   "why (TYPE NAME | TYPE/NAME)",
+		Short: "Why an object's pods wait: the reason, the shortfall, the last events and, for a gang, where its members are",
+		Long: `Why an object's pods wait. TYPE is any kind the cluster serves, as kubectl
+names it (job, jobset, trainjob, raycluster, leaderworkerset, statefulset,
+deployment, podgroup, pod, a short name or kind.group): its pods are those
+whose owner references lead to it (a JobSet's through its Jobs), a
+PodGroup's those labelled with it.`,
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			kind, name, err := typeAndName(args)
+			if err != nil {
+				return err
+			}
 			c, err := o.clients()
 			if err != nil {
 				return err
@@ -62,7 +73,7 @@ func newWhyCommand(o *options) *cobra.Command {
 			if c.namespace == "" {
 				return fmt.Errorf("why needs a namespace: -n, not -A")
 			}
-			pods, err := podsOf(cmd.Context(), c, args[0], args[1])
+			pods, err := podsOf(cmd.Context(), c, kind, name)
 			if err != nil {
 				return err
 			}
@@ -75,48 +86,125 @@ func newWhyCommand(o *options) *cobra.Command {
 	}
 }
 
-// podsOf resolves what was asked about to its pods.
+// typeAndName reads `TYPE NAME` or `TYPE/NAME`, as kubectl does.
+func typeAndName(args []string) (string, string, error) {
+	if len(args) == 2 {
+		return args[0], args[1], nil
+	}
+	kind, name, ok := strings.Cut(args[0], "/")
+	if !ok || kind == "" || name == "" {
+		return "", "", fmt.Errorf("why takes TYPE NAME or TYPE/NAME, got %q", args[0])
+	}
+	return kind, name, nil
+}
+
+// maxOwnerDepth bounds the walk up a pod's owners: TrainJob, JobSet, Job,
+// pod is three steps.
+const maxOwnerDepth = 5
+
+// podsOf resolves what was asked about to its pods: a pod itself; a
+// PodGroup's by its label; any other kind's by the owner references that
+// lead from the pod to it.
 func podsOf(ctx context.Context, c *clients, kind, name string) ([]corev1.Pod, error) {
 	pods := c.kube.CoreV1().Pods(c.namespace)
+	gvr, err := c.mapper.ResourceFor(schema.GroupVersionResource{Resource: strings.ToLower(kind)})
+	if err != nil {
+		return nil, fmt.Errorf("why explains the pods of an object of a kind the cluster serves, not %q: %v", kind, err)
+	}
+	gvk, err := c.mapper.KindFor(gvr)
+	if err != nil {
+		return nil, err
+	}
 	var selector string
-	switch strings.ToLower(kind) {
-	case "pod", "pods", "po":
+	switch gvk.GroupKind() {
+	case schema.GroupKind{Kind: "Pod"}:
 		pod, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return nil, notFound(err, "pod", c.namespace, name)
+			return nil, notFound(err, "Pod", c.namespace, name)
 		}
 		return []corev1.Pod{*pod}, nil
-	case "podgroup", "podgroups", "pg":
+	case schema.GroupKind{Group: schedv1alpha1.SchemeGroupVersion.Group, Kind: "PodGroup"}:
 		if _, err := c.podGroups.SchedulingV1alpha1().PodGroups(c.namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
 			return nil, notFound(err, "PodGroup", c.namespace, name)
 		}
 		selector = schedv1alpha1.PodGroupLabel + "=" + name
-	case "job", "jobs":
-		if _, err := c.kube.BatchV1().Jobs(c.namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
-			return nil, notFound(err, "Job", c.namespace, name)
-		}
-		selector = "batch.kubernetes.io/job-name=" + name
-	case "deployment", "deployments", "deploy":
-		d, err := c.kube.AppsV1().Deployments(c.namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, notFound(err, "Deployment", c.namespace, name)
-		}
-		s, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	}
+	if selector != "" {
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return nil, err
 		}
-		selector = s.String()
-	default:
-		return nil, fmt.Errorf("why explains a pod, podgroup, job or deployment, not %q", kind)
+		if len(list.Items) == 0 {
+			return nil, fmt.Errorf("%s %s/%s has no pods", gvk.Kind, c.namespace, name)
+		}
+		return list.Items, nil
 	}
-	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
+	obj, err := c.dynamic.Resource(gvr).Namespace(c.namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, notFound(err, gvk.Kind, c.namespace, name)
+	}
+	list, err := pods.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	if len(list.Items) == 0 {
-		return nil, fmt.Errorf("%s %s/%s has no pods", kind, c.namespace, name)
+	owners := ownerWalker{c: c, ctx: ctx, seen: map[types.UID][]metav1.OwnerReference{}}
+	var out []corev1.Pod
+	for _, pod := range list.Items {
+		if owners.leadsTo(pod.OwnerReferences, obj.GetUID(), maxOwnerDepth) {
+			out = append(out, pod)
+		}
 	}
-	return list.Items, nil
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s %s/%s has no pods", gvk.Kind, c.namespace, name)
+	}
+	return out, nil
+}
+
+// ownerWalker follows owner references up, reading each owner once.
+type ownerWalker struct {
+	c    *clients
+	ctx  context.Context
+	seen map[types.UID][]metav1.OwnerReference
+}
+
+// leadsTo reports whether refs, or their owners' within depth steps,
+// name target.
+func (w ownerWalker) leadsTo(refs []metav1.OwnerReference, target types.UID, depth int) bool {
+	if depth == 0 {
+		return false
+	}
+	for _, ref := range refs {
+		if ref.UID == target {
+			return true
+		}
+		if w.leadsTo(w.ownersOf(ref), target, depth-1) {
+			return true
+		}
+	}
+	return false
+}
+
+// ownersOf is the owner references of the object ref names; none when it
+// cannot be read (gone, or a kind this user may not read).
+func (w ownerWalker) ownersOf(ref metav1.OwnerReference) []metav1.OwnerReference {
+	if refs, ok := w.seen[ref.UID]; ok {
+		return refs
+	}
+	w.seen[ref.UID] = nil
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil
+	}
+	mapping, err := w.c.mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
+	if err != nil {
+		return nil
+	}
+	obj, err := w.c.dynamic.Resource(mapping.Resource).Namespace(w.c.namespace).Get(w.ctx, ref.Name, metav1.GetOptions{})
+	if err != nil || obj.GetUID() != ref.UID {
+		return nil
+	}
+	w.seen[ref.UID] = obj.GetOwnerReferences()
+	return w.seen[ref.UID]
 }
 
 func notFound(err error, kind, namespace, name string) error {

@@ -355,6 +355,7 @@ func TestObservabilityPack(t *testing.T) {
 			require.ElementsMatch(t, []string{"FlotillaGangWaitingTooLong", "FlotillaQueueBelowGuarantee", "FlotillaQueueInvalid", "FlotillaNoLeader", "FlotillaStatusWriteErrors"}, keysOf(alerts))
 			for name, a := range alerts {
 				require.NotEmpty(t, a["labels"].(map[string]any)["severity"], name)
+				require.Equal(t, "https://github.com/flotilla-sched/flotilla/blob/main/docs/runbooks.md#"+strings.ToLower(name), a["annotations"].(map[string]any)["runbook_url"], "the Prometheus Operator's convention")
 				for _, annotation := range []string{"summary", "description", "runbook"} {
 					require.NotEmpty(t, a["annotations"].(map[string]any)[annotation], "%s: %s", name, annotation)
 				}

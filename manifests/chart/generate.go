@@ -59,7 +59,8 @@ var observabilityFromTemplate = []struct {
 // with its default values (in each mode); the chart's CRD templates made
 // from manifests/crds; the chart's dashboards, built by package
 // observability; manifests/observability's files, the chart's
-// observability pack rendered; and the chart's README, from its values.
+// observability pack rendered; the chart's README, from its values; and
+// docs/runbooks.md, from its alerts.
 func Generate() (map[string][]byte, error) {
 	out := map[string][]byte{}
 	crds, names, err := manifests.Dir("crds")
@@ -98,6 +99,9 @@ func Generate() (map[string][]byte, error) {
 	pack, err := render(ch, ObservabilityValues)
 	if err != nil {
 		return nil, fmt.Errorf("render with the observability pack: %w", err)
+	}
+	if out[RunbooksPath], err = Runbooks(pack.Documents()); err != nil {
+		return nil, err
 	}
 	for _, o := range observabilityFromTemplate {
 		docs := pack.Templates[o.template]

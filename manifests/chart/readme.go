@@ -121,3 +121,62 @@ func commentText(comment string) string {
 func cell(text string) string {
 	return strings.ReplaceAll(text, "|", `\|`)
 }
+
+// RunbooksPath is the runbooks every alert's runbook_url points into,
+// under manifests/: generated from the rendered PrometheusRule, so the
+// page and the alert's own runbook annotation say the same.
+const RunbooksPath = "../docs/runbooks.md"
+
+// Runbooks renders docs/runbooks.md from the rendered PrometheusRule
+// documents: per alert, its severity, summary, expression and runbook,
+// under an anchor that is its name lower-cased.
+func Runbooks(docs []string) ([]byte, error) {
+	var out bytes.Buffer
+	out.WriteString("<!-- Generated from manifests/chart/flotilla/templates/prometheusrule.yaml by make manifests: edit the chart. -->\n")
+	out.WriteString("# Runbooks of flotilla's alerts\n\n")
+	out.WriteString("Each alert of the chart's PrometheusRule (`prometheusRule.enabled`) links here\n")
+	out.WriteString("by its `runbook_url`; its `runbook` annotation carries the same steps.\n")
+	found := 0
+	for _, doc := range docs {
+		var obj struct {
+			Kind string `yaml:"kind"`
+			Spec struct {
+				Groups []struct {
+					Rules []struct {
+						Alert       string            `yaml:"alert"`
+						Expr        string            `yaml:"expr"`
+						For         string            `yaml:"for"`
+						Labels      map[string]string `yaml:"labels"`
+						Annotations map[string]string `yaml:"annotations"`
+					} `yaml:"rules"`
+				} `yaml:"groups"`
+			} `yaml:"spec"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			return nil, err
+		}
+		if obj.Kind != "PrometheusRule" {
+			continue
+		}
+		for _, g := range obj.Spec.Groups {
+			for _, r := range g.Rules {
+				if r.Alert == "" {
+					continue
+				}
+				found++
+				runbook := r.Annotations["runbook"]
+				if runbook == "" || !strings.HasSuffix(r.Annotations["runbook_url"], "#"+strings.ToLower(r.Alert)) {
+					return nil, fmt.Errorf("alert %s: needs a runbook and a runbook_url ending in #%s", r.Alert, strings.ToLower(r.Alert))
+				}
+				fmt.Fprintf(&out, "\n## %s\n\n", r.Alert)
+				fmt.Fprintf(&out, "**%s**, after %s: %s\n\n", r.Labels["severity"], r.For, r.Annotations["summary"])
+				fmt.Fprintf(&out, "```promql\n%s\n```\n\n", strings.TrimSpace(r.Expr))
+				out.WriteString(strings.TrimSpace(runbook) + "\n")
+			}
+		}
+	}
+	if found == 0 {
+		return nil, fmt.Errorf("no alert in the rendered documents")
+	}
+	return out.Bytes(), nil
+}

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,6 +130,7 @@ func TestAlertsFireOnTheirFaults(t *testing.T) {
 			require.NotContains(t, l.Value, "<no value>", "%s annotation %s", name, l.Name)
 		})
 		require.NotEmpty(t, a.annotations.Get("summary"), name)
+		require.True(t, strings.HasSuffix(a.annotations.Get("runbook_url"), "docs/runbooks.md#"+strings.ToLower(name)), "%s runbook_url %q", name, a.annotations.Get("runbook_url"))
 		require.NotEmpty(t, a.annotations.Get("description"), name)
 	}
 	require.Contains(t, below.annotations.Get("description"), "starved")

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -209,6 +211,42 @@ func TestHelmChartInstallsUpgradesAndSchedules(t *testing.T) {
 		}), "the Deployment outlived helm uninstall")
 		requireCRDsEstablished(t, h)
 		requireGet(t, h, queuesResource, "", "research", &flotillav1alpha1.Queue{})
+	})
+
+	// A platform team's umbrella chart: flotilla as a subchart, given the
+	// global values Helm passes every subchart, its image pinned by digest.
+	t.Run("as a subchart with global values, pinned by digest", func(t *testing.T) {
+		digest := "sha256:" + strings.Repeat("5e", 32)
+		parent := &chartv2.Chart{
+			Metadata: &chartv2.Metadata{APIVersion: chartv2.APIVersionV2, Name: "platform", Version: "0.1.0",
+				Dependencies: []*chartv2.Dependency{{Name: chart.Name, Version: ch.Metadata.Version}}},
+			Values: map[string]any{},
+		}
+		parent.SetDependencies(ch)
+		install := newHelmInstall(newHelmConfig(t, h))
+		install.ReleaseName = "platform"
+		// The CRDs the first release kept stay its own.
+		_, err := install.RunWithContext(h.Ctx, parent, map[string]any{
+			"global": map[string]any{"imageRegistry": "registry.example.com", "storageClass": "fast"},
+			chart.Name: map[string]any{
+				"image": map[string]any{"repository": "registry.example.com/flotilla-scheduler", "digest": digest},
+				"crds":  map[string]any{"install": false},
+			},
+		})
+		require.NoError(t, err)
+		deployment, err := h.Client.AppsV1().Deployments(chart.Namespace).Get(h.Ctx, "flotilla-scheduler", metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Equal(t, "registry.example.com/flotilla-scheduler@"+digest, deployment.Spec.Template.Spec.Containers[0].Image)
+		pdb, err := h.Client.PolicyV1().PodDisruptionBudgets(chart.Namespace).Get(h.Ctx, "flotilla-scheduler", metav1.GetOptions{})
+		require.NoError(t, err, "two replicas come with a PodDisruptionBudget")
+		require.Equal(t, 1, pdb.Spec.MaxUnavailable.IntValue())
+		selector, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		require.NoError(t, err)
+		require.True(t, selector.Matches(labels.Set(deployment.Spec.Template.Labels)), "the budget covers the Deployment's pods")
+		uninstall := action.NewUninstall(newHelmConfig(t, h))
+		uninstall.WaitStrategy = kube.HookOnlyStrategy
+		_, err = uninstall.Run("platform")
+		require.NoError(t, err)
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,14 +12,21 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/ptr"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/internal/flotillactl"
+	"github.com/flotilla-sched/flotilla/manifests"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
@@ -37,7 +45,7 @@ func TestKubectlFlotillaExplainsWhyPodsWait(t *testing.T) {
 
 	run := func(args ...string) (string, error) {
 		var out bytes.Buffer
-		cmd := flotillactl.NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &out})
+		cmd := flotillactl.NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &out}, "v0.0.0-test")
 		cmd.SetArgs(append([]string{"--kubeconfig", h.KubeconfigPath}, args...))
 		err := cmd.ExecuteContext(h.Ctx)
 		return out.String(), err
@@ -170,11 +178,133 @@ func TestKubectlFlotillaExplainsWhyPodsWait(t *testing.T) {
 	}, bindTimeout, 250*time.Millisecond, "PodGroup short, placed, still says %q", waitingReason(t, h, "short"))
 	assert.Equal(t, string(reasons.InsufficientResources), waitingReason(t, h, "too-big"), "the gang that still waits still says why")
 
+	// TYPE/NAME as kubectl takes it, and a short name.
+	slash := why("job/too-big")
+	require.Len(t, slash, 1)
+	assert.Equal(t, "default/too-big", slash[0].Name)
+	require.NotEmpty(t, why("po/over-cap"))
+
+	// An owner chain as JobSet makes it (JobSet, its Job, the Job's pods),
+	// found by owner references through a kind kubectl flotilla has no
+	// code for: the JobSet's pods wait as the gang they are.
+	jobSet := installJobSetShapedCRD(t, h)
+	js, err := h.Dynamic.Resource(jobSet).Namespace("default").Create(h.Ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": map[string]any{"name": "trainer"},
+		"spec": map[string]any{"replicatedJobs": []any{map[string]any{"name": "workers", "replicas": int64(1)}}},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "trainer", 2))
+	job := cluster.Job(cluster.WorkloadSpec{Name: "trainer-workers-0", Replicas: 2, CPU: "6", Memory: "1Gi", Queue: "team", PodGroup: "trainer"})
+	job.OwnerReferences = []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "trainer", UID: js.GetUID(), Controller: ptr.To(true)}}
+	_, err = h.Client.BatchV1().Jobs("default").Create(h.Ctx, job, metav1.CreateOptions{})
+	require.NoError(t, err)
+	var trainer []flotillactl.Explanation
+	require.Eventually(t, func() bool {
+		out, err := run("why", "-n", "default", "-o", "json", "jobset/trainer")
+		if err != nil {
+			return false // the Job has made no pods yet
+		}
+		trainer = nil
+		require.NoError(t, json.Unmarshal([]byte(out), &trainer), out)
+		return len(trainer) == 1 && len(trainer[0].Pending)+len(trainer[0].Placed) == 2
+	}, bindTimeout, 250*time.Millisecond, "why jobset/trainer: %+v", trainer)
+	assert.Equal(t, "default/trainer", trainer[0].Name, "the JobSet's pods are the trainer gang")
+
 	// What does not exist says so.
 	_, err = run("why", "-n", "default", "job", "no-such-job")
 	require.EqualError(t, err, "Job default/no-such-job not found")
-	_, err = run("why", "-n", "default", "node", "node-a")
-	require.ErrorContains(t, err, `not "node"`)
+	_, err = run("why", "-n", "default", "jobset/no-such-jobset")
+	require.EqualError(t, err, "JobSet default/no-such-jobset not found")
+	_, err = run("why", "-n", "default", "flurb", "x")
+	require.ErrorContains(t, err, `not "flurb"`)
+	_, err = run("why", "-n", "default", "job/")
+	require.ErrorContains(t, err, "TYPE NAME or TYPE/NAME")
+
+	// The version its build stamped.
+	out, err = run("version", "-o", "json")
+	require.NoError(t, err, out)
+	var version flotillactl.Version
+	require.NoError(t, json.Unmarshal([]byte(out), &version), out)
+	assert.Equal(t, "v0.0.0-test", version.Version)
+}
+
+// installJobSetShapedCRD serves a JobSet kind (jobset.x-k8s.io, whose
+// module is not served here): only its owner chain matters.
+func installJobSetShapedCRD(t *testing.T, h *harness.Harness) schema.GroupVersionResource {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "jobsets.jobset.x-k8s.io"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "jobset.x-k8s.io", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "jobsets", Singular: "jobset", Kind: "JobSet", ListKind: "JobSetList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1alpha2", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
+		},
+	}
+	_, err := apiextensionsclient.NewForConfigOrDie(h.Config).ApiextensionsV1().CustomResourceDefinitions().Create(h.Ctx, crd, metav1.CreateOptions{})
+	require.NoError(t, err)
+	gvr := schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
+	require.Eventually(t, func() bool {
+		_, err := h.Dynamic.Resource(gvr).Namespace("default").List(h.Ctx, metav1.ListOptions{})
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond, "the JobSet API is served")
+	return gvr
+}
+
+// A tenant bound to the built-in view role in one namespace only (the
+// chart's tenant roles aggregated into it) lists its namespace's pending
+// work with pending -n, and is refused -A.
+func TestKubectlFlotillaPendingAsANamespaceTenant(t *testing.T) {
+	h := harness.Start(t, cluster.ControlPlaneOptions{ExtraAPIServerFlags: append([]string{"--authorization-mode=RBAC"}, cluster.RealisticAPIServerFlags...)})
+	// Jobs, and the controller that folds the chart's tenant roles into
+	// view.
+	require.NoError(t, h.StartControllers(h.Ctx, t, append(slices.Clone(cluster.JobControllers), "clusterrole-aggregation-controller")...))
+	require.NoError(t, h.StartKubelets(h.Ctx, t, cluster.KubeletOptions{}))
+	data, err := manifests.File("rbac-tenants.yaml")
+	require.NoError(t, err)
+	_, err = h.Apply(h.Ctx, data)
+	require.NoError(t, err)
+	require.NoError(t, h.CreateNodes(h.Ctx, cpuNode("node-a")))
+	h.StartScheduler(shippedConfig(t, "scheduler-config.yaml"), cluster.SchedulerOptions{})
+	_, err = h.Client.CoreV1().Namespaces().Create(h.Ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = h.Client.RbacV1().RoleBindings("team").Create(h.Ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "tenant"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "tenant"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	// A gang of the team that cannot fit (2 of 6 cpu on one 8-cpu node),
+	// and a pod elsewhere the tenant must not see.
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "team", "big", 2))
+	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Namespace: "team", Name: "big", Replicas: 2, CPU: "6", Memory: "1Gi", PodGroup: "big"})
+	require.NoError(t, err)
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: "elsewhere", CPU: "100", Memory: "1Gi"}))
+
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		cmd := flotillactl.NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &out}, "v0.0.0-test")
+		cmd.SetArgs(append([]string{"--kubeconfig", h.KubeconfigPath, "--as", "tenant"}, args...))
+		err := cmd.ExecuteContext(h.Ctx)
+		return out.String(), err
+	}
+	var pending []flotillactl.PendingEntry
+	require.Eventually(t, func() bool {
+		out, err := run("pending", "-n", "team", "-o", "json")
+		require.NoError(t, err, out)
+		pending = nil
+		require.NoError(t, json.Unmarshal([]byte(out), &pending), out)
+		return len(pending) == 1 && len(pending[0].Reasons) > 0
+	}, bindTimeout, 250*time.Millisecond, "the tenant's gang waits, with its reason: %+v", pending)
+	assert.Equal(t, "team/big", pending[0].Name)
+	assert.Equal(t, 1, pending[0].Position)
+	assert.Equal(t, []string{string(reasons.InsufficientResources)}, pending[0].Reasons, pending[0].Message)
+	out, err := run("why", "-n", "team", "job/big", "-o", "json")
+	require.NoError(t, err, out)
+	_, err = run("pending", "-A")
+	require.Error(t, err, "view in one namespace lists no pods cluster-wide")
+	require.Contains(t, err.Error(), "forbidden")
 }
 
 func podGroupAnnotations(t *testing.T, h *harness.Harness, name string) map[string]string {
@@ -225,7 +355,7 @@ func TestPendingPositionsAreTheAdmissionOrder(t *testing.T) {
 	var pending []flotillactl.PendingEntry
 	require.Eventually(t, func() bool {
 		var out bytes.Buffer
-		cmd := flotillactl.NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &out})
+		cmd := flotillactl.NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &out}, "v0.0.0-test")
 		cmd.SetArgs([]string{"--kubeconfig", h.KubeconfigPath, "pending", "-A", "--queue", "line", "-o", "json"})
 		require.NoError(t, cmd.ExecuteContext(h.Ctx), out.String())
 		pending = nil
