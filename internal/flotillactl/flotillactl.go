@@ -7,11 +7,9 @@
 package flotillactl
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -81,25 +79,10 @@ func NewCommand(streams genericiooptions.IOStreams, version string) *cobra.Comma
 	}
 	o.config.AddFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "every namespace")
-	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "", "output format: json, or empty for a table")
+	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "", outputHelp)
 	cmd.PersistentFlags().StringVar(&o.defaultQueue, "default-queue", "default", "the queue of pods that name none (the Proportion plugin's defaultQueue)")
 	cmd.AddCommand(newQueuesCommand(o), newPendingCommand(o), newWhyCommand(o), newVersionCommand(o, version))
 	return cmd
-}
-
-// print writes v as JSON with -o json, else as the table.
-func (o *options) print(v any, table func(w io.Writer)) error {
-	switch o.output {
-	case "json":
-		enc := json.NewEncoder(o.streams.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	case "":
-		w := tabwriter.NewWriter(o.streams.Out, 0, 4, 2, ' ', 0)
-		table(w)
-		return w.Flush()
-	}
-	return fmt.Errorf("unknown output format %q: use json or leave -o out", o.output)
 }
 
 // Version is what `kubectl flotilla version` says.
@@ -119,7 +102,7 @@ func newVersionCommand(o *options, version string) *cobra.Command {
 			if v.Version == "" {
 				v.Version = "unknown (built without -X main.version)"
 			}
-			return o.print(v, func(w io.Writer) {
+			return o.printItems("Version", []item{{value: v, name: v.Version}}, func(w io.Writer, _ bool) {
 				fmt.Fprintf(w, "kubectl-flotilla %s (%s, %s)\n", v.Version, v.GoVersion, v.Platform)
 			})
 		},

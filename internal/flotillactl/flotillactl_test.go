@@ -1,7 +1,9 @@
 package flotillactl
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 )
@@ -57,4 +60,53 @@ func TestEventsOf(t *testing.T) {
 		reasons = append(reasons, e.Reason)
 	}
 	assert.Equal(t, []string{"r4", "r5", "r6", "r7", "group"}, reasons)
+}
+
+// Every -o format kubectl's commands take, on the rows of one command.
+func TestPrintFormats(t *testing.T) {
+	since := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	entries := []PendingEntry{
+		{Queue: "team", Position: 1, Kind: "gang", Name: "default/too-big", Since: since, Pending: 3, MinMember: 3, Reasons: []string{"InsufficientResources"}, Message: "does not fit"},
+		{Queue: "team", Position: 2, Kind: "pod", Name: "default/lost", Since: since, Pending: 1, Reasons: []string{"InvalidSpec"}, Message: "no queue"},
+	}
+	items := []item{{value: entries[0], name: objectName(entries[0].Kind, entries[0].Name)}, {value: entries[1], name: objectName(entries[1].Kind, entries[1].Name)}}
+	table := func(w io.Writer, wide bool) {
+		fmt.Fprintln(w, "NAME\tREASON")
+		if wide {
+			fmt.Fprintln(w, "wide")
+		}
+	}
+	for _, c := range []struct {
+		output  string
+		want    []string
+		wantErr string
+	}{
+		{output: "", want: []string{"NAME  REASON\n"}},
+		{output: "wide", want: []string{"NAME  REASON\n", "wide"}},
+		{output: "name", want: []string{"podgroup/too-big\npod/lost\n"}},
+		{output: "json", want: []string{`"kind": "List"`, `"kind": "PendingEntry"`, `"apiVersion": "cli.flotilla.dev/v1alpha1"`, `"name": "default/too-big"`, `"minMember": 3`}},
+		{output: "yaml", want: []string{"kind: List", "- apiVersion: cli.flotilla.dev/v1alpha1", "  name: default/lost"}},
+		{output: "jsonpath={.items[*].name}", want: []string{"default/too-big default/lost"}},
+		{output: "jsonpath-as-json={.items[0].reasons}", want: []string{`"InsufficientResources"`}},
+		{output: "go-template={{range .items}}{{.queue}}:{{.position}} {{end}}", want: []string{"team:1 team:2 "}},
+		{output: "custom-columns=GANG:.name,WHY:.reasons[0],MIN:.minMember", want: []string{"GANG             WHY                    MIN\n", "default/too-big  InsufficientResources  3\n", "default/lost     InvalidSpec            -\n"}},
+		{output: "custom-columns=", wantErr: "needs HEADER:.field"},
+		{output: "custom-columns=GANG", wantErr: `"GANG" is not HEADER:.field`},
+		{output: "jsonpath={.items[", wantErr: "jsonpath"},
+		{output: "xml", wantErr: "-o xml"},
+	} {
+		t.Run(c.output, func(t *testing.T) {
+			var out bytes.Buffer
+			o := &options{output: c.output, streams: genericiooptions.IOStreams{Out: &out}}
+			err := o.printItems("PendingEntry", items, table)
+			if c.wantErr != "" {
+				assert.ErrorContains(t, err, c.wantErr)
+				return
+			}
+			assert.NoError(t, err)
+			for _, want := range c.want {
+				assert.Contains(t, out.String(), want)
+			}
+		})
+	}
 }

@@ -58,11 +58,23 @@ func newPendingCommand(o *options) *cobra.Command {
 				ns, _, _ := strings.Cut(e.Name, "/")
 				return queue != "" && e.Queue != queue || c.namespace != "" && ns != c.namespace
 			})
-			return o.print(entries, func(w io.Writer) {
-				fmt.Fprintln(w, "QUEUE\tPOSITION\tKIND\tNAME\tPRIORITY\tAGE\tPENDING\tREASON\tMESSAGE")
+			items := make([]item, len(entries))
+			for i, e := range entries {
+				items[i] = item{value: e, name: objectName(e.Kind, e.Name)}
+			}
+			return o.printItems("PendingEntry", items, func(w io.Writer, wide bool) {
+				header := "QUEUE\tPOSITION\tKIND\tNAME\tPRIORITY\tAGE\tPENDING\tREASON\tMESSAGE"
+				if wide {
+					header += "\tMINMEMBER\tSINCE"
+				}
+				fmt.Fprintln(w, header)
 				for _, e := range entries {
-					fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", e.Queue, e.Position, e.Kind, e.Name, e.Priority,
+					fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%d\t%s\t%d\t%s\t%s", e.Queue, e.Position, e.Kind, e.Name, e.Priority,
 						time.Since(e.Since).Round(time.Second), e.Pending, dash(strings.Join(e.Reasons, ",")), e.Message)
+					if wide {
+						fmt.Fprintf(w, "\t%d\t%s", e.MinMember, e.Since.Format(time.RFC3339))
+					}
+					fmt.Fprintln(w)
 				}
 			})
 		},
@@ -212,4 +224,14 @@ func reasonNames(message string) []string {
 		out = append(out, string(r))
 	}
 	return out
+}
+
+// objectName is how kubectl names the object behind a gang or a pod
+// ("namespace/name"): podgroup/NAME or pod/NAME, for -o name.
+func objectName(kind, name string) string {
+	_, name, _ = strings.Cut(name, "/")
+	if kind == "gang" {
+		return "podgroup/" + name
+	}
+	return "pod/" + name
 }

@@ -48,12 +48,24 @@ func newQueuesCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return o.print(rows, func(w io.Writer) {
-				fmt.Fprintln(w, "QUEUE\tWEIGHT\tRESOURCE\tGUARANTEE\tCAPABILITY\tDESERVED\tALLOCATED\tPENDING\tGANGS RUNNING/PENDING\tVALID")
+			items := make([]item, len(rows))
+			for i, r := range rows {
+				items[i] = item{value: r, name: "queue/" + r.Queue}
+			}
+			return o.printItems("QueueRow", items, func(w io.Writer, wide bool) {
+				header := "QUEUE\tWEIGHT\tRESOURCE\tGUARANTEE\tCAPABILITY\tDESERVED\tALLOCATED\tPENDING\tGANGS RUNNING/PENDING\tVALID"
+				if wide {
+					header += "\tPARENT"
+				}
+				fmt.Fprintln(w, header)
 				for _, r := range rows {
 					name := strings.Repeat("  ", r.Depth) + r.Queue
-					fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%t\n", name, r.Weight, r.Resource, dash(r.Guarantee), dash(r.Capability),
+					fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%t", name, r.Weight, r.Resource, dash(r.Guarantee), dash(r.Capability),
 						r.Deserved, r.Allocated, r.Pending, r.RunningGangs, r.PendingGangs, r.Valid)
+					if wide {
+						fmt.Fprintf(w, "\t%s", dash(r.Parent))
+					}
+					fmt.Fprintln(w)
 				}
 			})
 		},

@@ -81,7 +81,11 @@ PodGroup's those labelled with it.`,
 			if err != nil {
 				return err
 			}
-			return o.print(explanations, func(w io.Writer) { printExplanations(w, explanations) })
+			items := make([]item, len(explanations))
+			for i, e := range explanations {
+				items[i] = item{value: e, name: objectName(e.Kind, e.Name)}
+			}
+			return o.printItems("Explanation", items, func(w io.Writer, _ bool) { printExplanations(w, explanations) })
 		},
 	}
 }

@@ -55,7 +55,7 @@ func TestKubectlFlotillaExplainsWhyPodsWait(t *testing.T) {
 		out, err := run(append([]string{"why", "-n", "default", "-o", "json"}, args...)...)
 		require.NoError(t, err, out)
 		var got []flotillactl.Explanation
-		require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+		decodeItems(t, []byte(out), &got)
 		return got
 	}
 
@@ -128,7 +128,7 @@ func TestKubectlFlotillaExplainsWhyPodsWait(t *testing.T) {
 	out, err = run("pending", "-A", "--queue", "team", "-o", "json")
 	require.NoError(t, err, out)
 	var pending []flotillactl.PendingEntry
-	require.NoError(t, json.Unmarshal([]byte(out), &pending), out)
+	decodeItems(t, []byte(out), &pending)
 	require.Len(t, pending, 2, out)
 	assert.Equal(t, []string{"default/too-big", "default/short"}, []string{pending[0].Name, pending[1].Name})
 	assert.Equal(t, []int{1, 2}, []int{pending[0].Position, pending[1].Position})
@@ -159,7 +159,7 @@ func TestKubectlFlotillaExplainsWhyPodsWait(t *testing.T) {
 		out, err = run("queues", "-o", "json")
 		require.NoError(t, err, out)
 		var rows []flotillactl.QueueRow
-		require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
+		decodeItems(t, []byte(out), &rows)
 		for _, r := range rows {
 			if r.Queue == "capped" && r.Resource == "cpu" {
 				return r.Capability == "1" && r.PendingGangs == 0 && r.Valid
@@ -205,7 +205,7 @@ func TestKubectlFlotillaExplainsWhyPodsWait(t *testing.T) {
 			return false // the Job has made no pods yet
 		}
 		trainer = nil
-		require.NoError(t, json.Unmarshal([]byte(out), &trainer), out)
+		decodeItems(t, []byte(out), &trainer)
 		return len(trainer) == 1 && len(trainer[0].Pending)+len(trainer[0].Placed) == 2
 	}, bindTimeout, 250*time.Millisecond, "why jobset/trainer: %+v", trainer)
 	assert.Equal(t, "default/trainer", trainer[0].Name, "the JobSet's pods are the trainer gang")
@@ -223,9 +223,10 @@ func TestKubectlFlotillaExplainsWhyPodsWait(t *testing.T) {
 	// The version its build stamped.
 	out, err = run("version", "-o", "json")
 	require.NoError(t, err, out)
-	var version flotillactl.Version
-	require.NoError(t, json.Unmarshal([]byte(out), &version), out)
-	assert.Equal(t, "v0.0.0-test", version.Version)
+	var version []flotillactl.Version
+	decodeItems(t, []byte(out), &version)
+	require.Len(t, version, 1, out)
+	assert.Equal(t, "v0.0.0-test", version[0].Version)
 }
 
 // installJobSetShapedCRD serves a JobSet kind (jobset.x-k8s.io, whose
@@ -294,7 +295,7 @@ func TestKubectlFlotillaPendingAsANamespaceTenant(t *testing.T) {
 		out, err := run("pending", "-n", "team", "-o", "json")
 		require.NoError(t, err, out)
 		pending = nil
-		require.NoError(t, json.Unmarshal([]byte(out), &pending), out)
+		decodeItems(t, []byte(out), &pending)
 		return len(pending) == 1 && len(pending[0].Reasons) > 0
 	}, bindTimeout, 250*time.Millisecond, "the tenant's gang waits, with its reason: %+v", pending)
 	assert.Equal(t, "team/big", pending[0].Name)
@@ -359,7 +360,7 @@ func TestPendingPositionsAreTheAdmissionOrder(t *testing.T) {
 		cmd.SetArgs([]string{"--kubeconfig", h.KubeconfigPath, "pending", "-A", "--queue", "line", "-o", "json"})
 		require.NoError(t, cmd.ExecuteContext(h.Ctx), out.String())
 		pending = nil
-		require.NoError(t, json.Unmarshal(out.Bytes(), &pending), out.String())
+		decodeItems(t, out.Bytes(), &pending)
 		return len(pending) == 2 && len(pending[0].Reasons) > 0 && len(pending[1].Reasons) > 0
 	}, bindTimeout, 250*time.Millisecond, "both gangs wait behind the first: %+v", pending)
 	assert.Equal(t, []string{"default/urgent", "default/older"}, []string{pending[0].Name, pending[1].Name}, "positions")
@@ -387,4 +388,19 @@ func TestPendingPositionsAreTheAdmissionOrder(t *testing.T) {
 	assert.True(t, firstBound("first").Before(firstBound("urgent")), "first before urgent")
 	assert.True(t, firstBound("urgent").Before(firstBound("older")), "urgent (position 1) before older (position 2): %s vs %s",
 		firstBound("urgent"), firstBound("older"))
+}
+
+// decodeItems reads -o json's v1 List into a slice of its rows.
+func decodeItems(t *testing.T, out []byte, into any) {
+	t.Helper()
+	var list struct {
+		Kind  string          `json:"kind"`
+		Items json.RawMessage `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal(out, &list), "%s", out)
+	require.Equal(t, "List", list.Kind, "%s", out)
+	if len(list.Items) == 0 || string(list.Items) == "null" {
+		list.Items = []byte("[]")
+	}
+	require.NoError(t, json.Unmarshal(list.Items, into), "%s", out)
 }
