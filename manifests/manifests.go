@@ -3,8 +3,11 @@
 package manifests
 
 import (
+	"bytes"
 	"embed"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"sort"
@@ -12,6 +15,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -97,9 +101,18 @@ func Deployment() (*appsv1.Deployment, error) {
 	if err != nil {
 		return nil, err
 	}
-	deployment := &appsv1.Deployment{}
-	if err := yaml.Unmarshal(data, deployment); err != nil {
-		return nil, fmt.Errorf("manifests/deployment.yaml: %w", err)
+	// The file holds the Deployment and its PodDisruptionBudget.
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		deployment := &appsv1.Deployment{}
+		if err := decoder.Decode(deployment); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("manifests/deployment.yaml has no Deployment")
+			}
+			return nil, fmt.Errorf("manifests/deployment.yaml: %w", err)
+		}
+		if deployment.Kind == "Deployment" {
+			return deployment, nil
+		}
 	}
-	return deployment, nil
 }

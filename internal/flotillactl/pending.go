@@ -26,7 +26,7 @@ type PendingEntry struct {
 	// scheduler's queue takes them in (flotillav1alpha1.WaitsBefore), as
 	// the Queue's status lists them.
 	Position int    `json:"position"`
-	Kind     string `json:"kind"` // gang or pod
+	Kind     string `json:"type"` // gang or pod ("kind" is the printed object's)
 	Name     string `json:"name"` // namespace/name
 	Priority int32  `json:"priority"`
 	// Since is the PodGroup's or the pod's creation.

@@ -88,6 +88,11 @@ func asObject(kind string, value any) (map[string]any, error) {
 	if err := json.Unmarshal(data, &obj); err != nil {
 		return nil, err
 	}
+	for _, field := range []string{"apiVersion", "kind"} {
+		if _, clash := obj[field]; clash {
+			return nil, fmt.Errorf("a %s row has a field %q, which its printed object's type takes", kind, field)
+		}
+	}
 	obj["apiVersion"], obj["kind"] = printGroupVersion, kind
 	return obj, nil
 }

@@ -22,7 +22,7 @@ import (
 // Explanation is why one gang or plain pod of the object asked about waits,
 // or that it does not.
 type Explanation struct {
-	Kind  string `json:"kind"` // gang or pod
+	Kind  string `json:"type"` // gang or pod ("kind" is the printed object's)
 	Name  string `json:"name"` // namespace/name
 	Queue string `json:"queue"`
 	// Phase is the PodGroup's, or the pod's.

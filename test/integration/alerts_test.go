@@ -97,8 +97,18 @@ func TestAlertsFireOnTheirFaults(t *testing.T) {
 	require.NoError(t, h.CreateQueue(h.Ctx, starved))
 	_, err = h.CreateDeployment(h.Ctx, cluster.WorkloadSpec{Name: "starved", Replicas: 3, CPU: "2", Memory: "4Gi", Queue: "starved"})
 	require.NoError(t, err)
-	_, err = h.WaitForPodsBound(h.Ctx, "default", "app=starved", 2, bindTimeout)
-	require.NoError(t, err, proc.Logs())
+	// Two of its three pods fill the node; the third waits.
+	require.Eventually(t, func() bool {
+		pods, err := h.Client.CoreV1().Pods("default").List(h.Ctx, metav1.ListOptions{LabelSelector: "app=starved"})
+		require.NoError(t, err)
+		bound := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				bound++
+			}
+		}
+		return bound == 2 && len(pods.Items) == 3
+	}, bindTimeout, 100*time.Millisecond, "two of starved's pods bind")
 
 	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("orphan", 1, "missing")))
 
