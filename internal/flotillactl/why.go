@@ -237,10 +237,16 @@ func explain(ctx context.Context, c *clients, pods []corev1.Pod, defaultQueue st
 		}
 		groups[key] = append(groups[key], pod)
 	}
-	// One list of the namespace's events serves every group.
-	events, err := c.kube.CoreV1().Events(c.namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
+	// The namespace's events of pods and of PodGroups, selected by the
+	// apiserver (a field selector on the involved object's kind), serve
+	// every group: not the Jobs' and ReplicaSets' many more.
+	var events []corev1.Event
+	for _, kind := range []string{"Pod", "PodGroup"} {
+		list, err := c.kube.CoreV1().Events(c.namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=" + kind})
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, list.Items...)
 	}
 	var out []Explanation
 	for _, key := range order {
@@ -250,6 +256,7 @@ func explain(ctx context.Context, c *clients, pods []corev1.Pod, defaultQueue st
 		objects := map[string]bool{}
 		if kind, group, _ := strings.Cut(key, "/"); kind == "gang" {
 			e.Kind, e.Name = "gang", c.namespace+"/"+group
+			var err error
 			pg, err = podGroupOf(ctx, c, map[string]*schedv1alpha1.PodGroup{}, c.namespace, group)
 			if err != nil {
 				return nil, err
@@ -284,7 +291,7 @@ func explain(ctx context.Context, c *clients, pods []corev1.Pod, defaultQueue st
 		}
 		e.Waiting = len(e.Pending) > 0
 		e.Reasons = reasonNames(e.Message)
-		e.Events = eventsOf(events.Items, objects)
+		e.Events = eventsOf(events, objects)
 		out = append(out, e)
 	}
 	return out, nil

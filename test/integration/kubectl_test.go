@@ -106,6 +106,7 @@ func TestKubectlFlotillaExplainsWhyPodsWait(t *testing.T) {
 	require.NoError(t, err, out)
 	t.Logf("kubectl flotilla why job too-big:\n%s", out)
 	assert.Regexp(t, `(?m)^reason\s+InsufficientResources$`, out)
+	assert.Regexp(t, `(?m)^\s+event\s+\S+\s+PodGroup/too-big\s+GangDoesNotFit`, out, "the PodGroup's events, with its pods'")
 
 	// The running gang: not waiting, each member on its node.
 	var runs []flotillactl.Explanation
