@@ -14,7 +14,7 @@ ARGS ?=
 UNIT_PKGS        = $(shell $(GO) list ./... | grep -v /test/integration)
 INTEGRATION_PKGS = ./test/integration/...
 
-.PHONY: all build kubectl-flotilla krew test test-short test-unit test-integration test-upstream-smoke upstream-harness bench bench-upstream fuzz manifests verify-manifests image image-docker lint playground clean
+.PHONY: all build kubectl-flotilla krew test test-short test-unit test-integration test-upstream-smoke upstream-harness bench bench-upstream fuzz manifests verify-manifests image image-docker release lint playground clean
 
 all: build
 
@@ -166,6 +166,13 @@ verify-manifests:
 PLATFORMS ?= linux/amd64,linux/arm64
 image:
 	$(GO) run ./cmd/flotilla-image -version $(VERSION) -platforms $(PLATFORMS) -o bin/image $(if $(PUSH),-push $(PUSH))
+
+## release: everything a release needs, offline, in dist/ (VERSION=vX.Y.Z): the image as an OCI layout (PLATFORMS), the krew archives and manifest, the packaged chart, the kustomize bundle, SHA256SUMS
+release:
+	rm -rf dist && mkdir -p dist
+	$(GO) run ./cmd/flotilla-image -version $(VERSION) -platforms $(PLATFORMS) -o dist/image
+	$(GO) run ./cmd/krew-release -version $(VERSION) -out dist -ldflags "$(LDFLAGS)"
+	$(GO) run ./cmd/flotilla-release -version $(VERSION) -out dist
 
 ## image-docker: the same image built by a Docker engine from the Dockerfile
 image-docker:
