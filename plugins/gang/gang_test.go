@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla-sched/flotilla/apis/config"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-sched/flotilla/apis/config"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -172,40 +173,6 @@ func TestQuorumCheckIsPlacementAware(t *testing.T) {
 	})
 	oneNode := []fwk.NodeInfo{nodeInfo("a", "4")}
 	assert.Empty(t, check(oneNode))
-}
-
-// The shortfall of members first fit left without a node names the
-// resources no node has enough of, or says that none has them together.
-func TestUnplacedShort(t *testing.T) {
-	node := func(name, cpu, memory string) fwk.NodeInfo {
-		ni := framework.NewNodeInfo()
-		ni.SetNode(st.MakeNode().Name(name).Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory, corev1.ResourcePods: "110"}).Obj())
-		return ni
-	}
-	member := capacity.Resources{corev1.ResourceCPU: 4000, corev1.ResourceMemory: 8 << 30}
-	for _, tc := range []struct {
-		name  string
-		nodes []fwk.NodeInfo
-		want  string
-	}{
-		{name: "memory short everywhere, cpu not",
-			nodes: []fwk.NodeInfo{node("p", "8", "6Gi"), node("q", "8", "2Gi")},
-			want:  "2 members have no node; the largest needs cpu 4, memory 8Gi: the most free on one node is memory 6Gi on node p, 8Gi on all 2 nodes"},
-		{name: "each resource free somewhere, never together",
-			nodes: []fwk.NodeInfo{node("p", "8", "1Gi"), node("q", "1", "32Gi")},
-			want:  "2 members have no node; the largest needs cpu 4, memory 8Gi, which no node has free together"},
-		{name: "one fits, the second finds the rest too small",
-			nodes: []fwk.NodeInfo{node("p", "6", "16Gi")},
-			want:  "1 member has no node; the largest needs cpu 4, memory 8Gi: the most free on one node is cpu 2 on node p, 2 on all 1 nodes"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			pending := []capacity.Resources{member, member}
-			view := capacity.NewFreeView(tc.nodes, nil)
-			f := capacity.FirstFit(pending, view.All(), view)
-			pods := []*corev1.Pod{st.MakePod().Name("a").UID("a").Obj(), st.MakePod().Name("b").UID("b").Obj()}
-			assert.Equal(t, tc.want, unplacedShort(pending, []int{0, 1}, newMemberCheck(pods, tc.nodes, nil), view, &f))
-		})
-	}
 }
 
 // A waiting gang's PodGroup says one reason and its message; a gang that

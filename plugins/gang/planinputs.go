@@ -58,7 +58,7 @@ func readPlanInputs(locked *state.Locked, gang *state.Gang, pg *schedv1alpha1.Po
 		in.progress[r.Name] = fmt.Sprintf("(%d of its minimum %d placed)", r.Placed+r.Succeeded, r.MinMember)
 	}
 	if topo != nil {
-		in.placedByRole = locked.PlacedOnByRole(gang, topo.of)
+		in.placedByRole = locked.PlacedOnByRole(gang, topo.Of)
 	}
 	return in
 }

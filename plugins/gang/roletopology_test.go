@@ -84,10 +84,10 @@ func TestRoleTopologyOf(t *testing.T) {
 			}
 			require.Empty(t, bad)
 			require.NotNil(t, topo)
-			assert.Equal(t, tt.wantGangLevels, topo.levels)
-			require.NotNil(t, topo.role("workers"))
-			assert.Equal(t, tt.wantRoleLevels, topo.role("workers").levels)
-			assert.Nil(t, topo.role("leader"), "a role without a topology has no domain of its own")
+			assert.Equal(t, tt.wantGangLevels, topo.Levels)
+			require.NotNil(t, topo.Role("workers"))
+			assert.Equal(t, tt.wantRoleLevels, topo.Role("workers").Levels)
+			assert.Nil(t, topo.Role("leader"), "a role without a topology has no domain of its own")
 		})
 	}
 }

@@ -98,7 +98,7 @@ func TestTopologyOf(t *testing.T) {
 				assert.Nil(t, topo)
 				return
 			}
-			assert.Equal(t, tt.want, topo.levels)
+			assert.Equal(t, tt.want, topo.Levels)
 		})
 	}
 	labelled := []fwk.NodeInfo{rackNode("n0", "z1", "r1", "8")}

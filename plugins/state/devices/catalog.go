@@ -258,11 +258,15 @@ func (c *Catalog) ClassOf(key corev1.ResourceName) string {
 
 // Demand is what the pod's claims not allocated yet will take, per class
 // key, counting a claim only for the first pod of the check that
-// references it. An error names what is missing: a claim template or a
+// references it; asked again for the same pod, it answers the same. An error names what is missing: a claim template or a
 // device class that does not exist.
 func (c *Catalog) Demand(pod *corev1.Pod) (capacity.Resources, error) {
 	if len(pod.Spec.ResourceClaims) == 0 || c.r == nil || c.r.dra == nil {
 		return nil, nil
+	}
+	if demand, ok := c.demandOf[pod.UID]; ok && pod.UID != "" {
+		// Read already: its claims are recorded once.
+		return demand, nil
 	}
 	if err := c.loadClasses(); err != nil {
 		return nil, err

@@ -100,6 +100,17 @@ func (c *Catalog) Ledger(ctx context.Context) (*Ledger, error) {
 	return &Ledger{c: c, ctx: ctx, state: state, recorded: map[uint64]*frame{}, heldOn: map[string]bool{}, refused: map[types.UID]int{}}, nil
 }
 
+// Free marks devices allocated now as free for every member the ledger
+// places: a preemption's victims' devices, which their claims give back
+// once the victims are gone.
+func (l *Ledger) Free(ids []structured.DeviceID) {
+	if len(ids) == 0 {
+		return
+	}
+	l.allocator = nil
+	l.state.AllocatedDevices.Delete(ids...)
+}
+
 // Needs reports whether the pod asks for devices the allocator must
 // place: claims not allocated yet (as Demand read them), or an extended
 // resource a DeviceClass serves (on nodes whose allocatable lacks it).

@@ -1,4 +1,4 @@
-package gang
+package planner
 
 import (
 	"encoding/json"
@@ -18,6 +18,8 @@ import (
 //   - NodeUnschedulable, NodeAffinity (nodeSelector and required node
 //     affinity) and TaintToleration, by the member's own spec
 //     (state.MemberSpec);
+//   - the caller's own check, when it gives one (Snapshot.Filter: the
+//     Preemption plugin runs the profile's Filter plugins there);
 //   - DynamicResources: the structured allocator allocates its claims (and
 //     extended resources a DeviceClass serves) on the node, with what the
 //     plan's earlier members took there marked allocated (devices.Ledger).
@@ -38,16 +40,19 @@ type memberCheck struct {
 	// ledger allocates devices; nil when no member asks for any.
 	ledger      *devices.Ledger
 	needDevices []bool
+	// filter is the caller's check beyond these (Snapshot.Filter; nil:
+	// none), run last.
+	filter func(member *corev1.Pod, node fwk.NodeInfo) bool
 	// refused counts, per member, the nodes with room by count that the
-	// spec checks refused it on.
-	refused []int
+	// spec checks refused it on; filtered those the caller's check did.
+	refused, filtered []int
 }
 
 // newMemberCheck prepares the check of members over nodes; ledger may be
 // nil (no member asks for devices).
-func newMemberCheck(members []*corev1.Pod, nodes []fwk.NodeInfo, ledger *devices.Ledger) *memberCheck {
-	c := &memberCheck{members: members, nodes: nodes, kind: make([]int, len(members)), static: map[[2]int]bool{}, ledger: ledger,
-		needDevices: make([]bool, len(members)), refused: make([]int, len(members))}
+func newMemberCheck(members []*corev1.Pod, nodes []fwk.NodeInfo, ledger *devices.Ledger, filter func(*corev1.Pod, fwk.NodeInfo) bool) *memberCheck {
+	c := &memberCheck{members: members, nodes: nodes, kind: make([]int, len(members)), static: map[[2]int]bool{}, ledger: ledger, filter: filter,
+		needDevices: make([]bool, len(members)), refused: make([]int, len(members)), filtered: make([]int, len(members))}
 	kinds := map[string]int{}
 	for m, pod := range members {
 		key := kindKey(pod)
@@ -99,10 +104,13 @@ func (c *memberCheck) Place(f *capacity.Fit, m, i int) bool {
 		c.refused[m]++
 		return false
 	}
-	if !c.needDevices[m] {
-		return true
+	// The caller's filter before the allocator: the allocator records
+	// what a member it places takes.
+	if c.filter != nil && !c.filter(c.members[m], c.nodes[i]) {
+		c.filtered[m]++
+		return false
 	}
-	return c.ledger.Place(f.Chain(), c.members[m], c.nodes[i].Node())
+	return !c.needDevices[m] || c.ledger.Place(f.Chain(), c.members[m], c.nodes[i].Node())
 }
 
 // specAllows reports whether member m's spec lets it onto node i.
@@ -123,6 +131,9 @@ func (c *memberCheck) why(m int) string {
 	var said []string
 	if n := c.refused[m]; n > 0 {
 		said = append(said, fmt.Sprintf("its node selector, affinity or tolerations refuse %d node(s) with room for it", n))
+	}
+	if n := c.filtered[m]; n > 0 {
+		said = append(said, fmt.Sprintf("the scheduler's filters refuse %d node(s) with room for it", n))
 	}
 	if c.ledger != nil {
 		if n := c.ledger.Refused(pod); n > 0 {

@@ -1,0 +1,501 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/dynamic-resource-allocation/structured"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
+)
+
+// Snapshot is what a plan reads of the cluster: values, no informers and
+// no lock. The caller copies them under whatever lock guards them and
+// plans without it.
+type Snapshot struct {
+	// Nodes are the nodes the plan may use, in the order first fit tries
+	// them; their NodeInfos' requested resources are what is taken.
+	Nodes []fwk.NodeInfo
+	// Held is what other placing gangs' plans hold per node (nil: none),
+	// and Planned the members those plans put there, whose claims the
+	// device allocator sees as taken.
+	Held    map[string]capacity.Resources
+	Planned map[string][]*corev1.Pod
+	// Devices is the plan's view of DRA (a catalog is for one plan; nil:
+	// the members ask for no devices).
+	Devices *devices.Catalog
+	// FreeDevices, when set, counts a node's free devices under the keys
+	// instead of Devices (a preemption's count with the victims' devices
+	// given back); Freed are devices allocated now that the plan may take
+	// (the victims').
+	FreeDevices func(fwk.NodeInfo) capacity.Resources
+	Freed       []structured.DeviceID
+	// RequestOf is a member's requests, each device class it asks for by
+	// extended resource under its key (devices.Reader.Requests).
+	RequestOf func(*corev1.Pod) capacity.Resources
+	// Filter, when set, judges a member on a node beyond what the plan
+	// itself checks, after them; a node it refuses is passed over for
+	// that member.
+	Filter func(member *corev1.Pod, node fwk.NodeInfo) bool
+}
+
+// Gang is what is planned: the members a gang still needs for its
+// quorum, and the domains it and its roles must keep to.
+type Gang struct {
+	// Name is how messages call it ("ns/name").
+	Name      string
+	MinMember int32
+	// MinResources, when set, must be free after the plan (the PodGroup's
+	// minResources).
+	MinResources corev1.ResourceList
+	Quorum       Quorum
+	Topology     *Topology
+	// PlacedOn are the nodes the gang's members hold, PlacedByRole the
+	// same per role: they pin the gang's and its roles' domains.
+	PlacedOn     []string
+	PlacedByRole map[string][]string
+	// Progress says, per role, how it stands against its minimum, for
+	// the messages ("(0 of its minimum 3 placed)").
+	Progress map[string]string
+}
+
+// Quorum is which pending members the plan places: every one of
+// Required, and Extra of Candidates (smallest first: those are tried
+// first). Short is by how many the pending members fall short of the
+// quorum.
+type Quorum struct {
+	Required, Candidates []*corev1.Pod
+	Extra, Short         int
+}
+
+// Plan is where a gang's members go, or why they cannot.
+type Plan struct {
+	// Reason says why the quorum cannot be placed ("" when it can),
+	// starting with its reason code (package reasons).
+	Reason string
+	// Slots name each planned member's node.
+	Slots []capacity.PlanSlot
+	// Domain is the nodes of the gang's domain (nil: no level), and
+	// RoleDomains those of each role's that asks for one of its own.
+	Domain      []string
+	RoleDomains map[string][]string
+}
+
+// noDevices reads no DRA: the catalog of a plan whose members ask for no
+// devices.
+var noDevices = devices.NewReader(nil, nil, structured.Features{})
+
+// planning is one Place call's working state.
+type planning struct {
+	gang          Gang
+	nodes         []fwk.NodeInfo
+	view          *capacity.FreeView
+	check         *memberCheck
+	devicesFailed func() error
+}
+
+// quorumDoesNotFit tries to place the members still needed for the quorum,
+// largest first, each on the first node with room left (first-fit
+// decreasing) over the nodes' free capacity less what other placing gangs
+// hold, and each judged on that node as the scheduler's Filter will judge
+// it (memberCheck: its node selector, affinity and tolerations, and its
+// device claims allocated with what earlier members took marked
+// allocated). It compares per node, not cluster-wide sums, so free
+// capacity scattered in fragments too small for any member does not pass
+// (scheduler-plugins #429). It returns why the quorum cannot fit, or "",
+// and where the members went: the attempt's plan, naming each member's
+// node.
+//
+// A gang with a topology is fitted level by level (topology.levels) into
+// one domain of the level, the best fit among those it fits (see
+// topology.go); the domain's nodes are returned to confine the attempt.
+//
+// The members beyond each role's minimum are first the smallest pending
+// ones (QuorumChoice); when those cannot be placed, the plan chooses among
+// all pending members the ones it can place, each in its role's domain
+// (fillExtras).
+func Place(ctx context.Context, snap Snapshot, gang Gang) Plan {
+	key, choice, held, nodes, topo := gang.Name, gang.Quorum, snap.Held, snap.Nodes, gang.Topology
+	primaryCount := len(choice.Required) + min(choice.Extra, len(choice.Candidates))
+	if choice.Short > 0 {
+		return Plan{Reason: reasons.WaitingForMembers.Say("gang %s needs %d more members but only %d are pending", key, primaryCount+choice.Short, primaryCount)}
+	}
+	if primaryCount == 0 {
+		return Plan{}
+	}
+	// Every pending member the plan may choose, the smallest-first choice
+	// leading: a claim two of those share is checked among them.
+	members := append(append([]*corev1.Pod{}, choice.Required...), choice.Candidates...)
+	isPrimary := make(map[*corev1.Pod]bool, primaryCount)
+	for _, m := range members[:primaryCount] {
+		isPrimary[m] = true
+	}
+	// Devices a member's claims take count beside its requests, under
+	// their class's key (see package devices).
+	catalog := snap.Devices
+	if catalog == nil {
+		catalog = noDevices.Catalog()
+	}
+	all := make([]capacity.Resources, len(members))
+	for i, m := range members {
+		all[i] = snap.RequestOf(m)
+		demand, err := catalog.Demand(m)
+		if err != nil {
+			return Plan{Reason: reasons.WaitingForClaims.Say("gang %s waits: %v", key, err)}
+		}
+		all[i].Add(demand)
+	}
+	if claim, users := catalog.SharedUnallocated(); claim != "" {
+		return Plan{Reason: reasons.InvalidSpec.Say("gang %s waits: ResourceClaim %s is shared by members %s and not allocated: the scheduler allocates a claim for one pod at a time, so members placed together cannot share it before it is allocated (give each member its own claim from a ResourceClaimTemplate, or run one pod of the claim first)", key, claim, strings.Join(users, ", "))}
+	}
+	// Largest first: first-fit decreasing. The check and the plan name
+	// members by their index in this order.
+	order := make([]int, len(members))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return all[order[j]].Less(all[order[i]]) })
+	sortedAll, sortedMembers := make([]capacity.Resources, len(members)), make([]*corev1.Pod, len(members))
+	var primary []int
+	for i, at := range order {
+		sortedAll[i], sortedMembers[i] = all[at], members[at]
+		if isPrimary[members[at]] {
+			primary = append(primary, i)
+		}
+	}
+	pending := make([]capacity.Resources, len(primary))
+	for j, i := range primary {
+		pending[j] = sortedAll[i]
+	}
+	plan := planOf(sortedMembers, primary)
+
+	view := capacity.NewFreeView(nodes, held)
+	keys := catalog.Keys(sortedAll...)
+	var deviceErr error
+	var ledger *devices.Ledger
+	if len(keys) > 0 || catalog.Allocates() {
+		if len(snap.Planned) > 0 {
+			deviceErr = catalog.Hold(snap.Planned)
+		}
+		// The count rules nodes out; the ledger, member by member, rules
+		// them in.
+		count := snap.FreeDevices
+		if count == nil {
+			count = func(n fwk.NodeInfo) capacity.Resources {
+				free, err := catalog.FreeOn(ctx, n.Node(), keys)
+				if err != nil && deviceErr == nil {
+					deviceErr = err
+				}
+				return free
+			}
+		}
+		view.CountDevices(count)
+		var err error
+		if ledger, err = catalog.Ledger(ctx); err != nil && deviceErr == nil {
+			deviceErr = err
+		}
+		if ledger != nil {
+			ledger.Free(snap.Freed)
+		}
+	}
+	check := newMemberCheck(sortedMembers, nodes, ledger, snap.Filter)
+	devicesFailed := func() error {
+		if deviceErr != nil {
+			return deviceErr
+		}
+		if ledger != nil {
+			return ledger.Err()
+		}
+		return nil
+	}
+	p := &planning{gang: gang, nodes: nodes, view: view, check: check, devicesFailed: devicesFailed}
+	outcome := func() Plan {
+		anywhereFit := func() Plan {
+			f := capacity.FirstFitChecked(nil, pending, primary, view.All(), view, check)
+			if err := devicesFailed(); err != nil {
+				return Plan{Reason: reasons.InvalidSpec.Say("gang %s waits: reading devices: %v", key, err)}
+			}
+			if f.Placed < len(pending) {
+				if short := devicesShort(ctx, catalog, keys, pending, view); short != "" {
+					return Plan{Reason: reasons.InsufficientResources.Say("gang %s does not fit: %s", key, short)}
+				}
+				return Plan{Reason: reasons.InsufficientResources.Say("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity; %s", key, f.Placed, len(pending), gang.MinMember, unplacedShort(pending, primary, check, view, &f))}
+			}
+			if short := minResourcesShort(gang.MinResources, pending, view, &f); short != "" {
+				return Plan{Reason: reasons.InsufficientResources.Say("gang %s does not fit: its minResources exceed the cluster's free capacity (%s)", key, short)}
+			}
+			return Plan{Slots: withPods(f.Plan, plan)}
+		}
+		if topo == nil {
+			return anywhereFit()
+		}
+		placedOn := gang.PlacedOn
+		var devicesTotal func(fwk.NodeInfo, corev1.ResourceName) (int64, bool)
+		var shared devices.Counts
+		if len(keys) > 0 {
+			// Devices several nodes see are one pool: counted once, after
+			// the nodes' own.
+			shared, _ = catalog.SharedOnce(ctx, keys)
+			devicesTotal = func(n fwk.NodeInfo, key corev1.ResourceName) (int64, bool) {
+				if !slices.Contains(keys, key) {
+					return 0, false
+				}
+				counts, err := catalog.CountOn(ctx, n.Node(), keys)
+				if err != nil {
+					return 0, false
+				}
+				return counts.Total[key] - counts.SharedTotal[key], true
+			}
+		}
+		scale := requestedScale(sortedAll, nodes, devicesTotal)
+		for key, n := range shared.SharedTotal {
+			if _, asked := scale[key]; asked {
+				scale[key] += n
+			}
+		}
+		if len(topo.Roles) > 0 {
+			return p.fitRoles(topo, scale, sortedAll, sortedMembers, primary, nil)
+		}
+		var why []string
+		for _, level := range topo.Levels {
+			if level == Anywhere {
+				return anywhereFit()
+			}
+			best, largest, most := chooseDomain(domainsOf(level, nodes), PinnedValues(level, placedOn, nodes), pending, primary, check, view, scale)
+			if best != nil {
+				return Plan{Slots: withPods(best.Plan, plan), Domain: nodeNames(best.domain, nodes)}
+			}
+			if largest.nodes == nil {
+				why = append(why, fmt.Sprintf("no %s domain holds its placed members", level))
+				continue
+			}
+			why = append(why, fmt.Sprintf("no %s domain has room for %d members (largest free: %s, %d)", level, len(pending), largest.value, most))
+		}
+		if err := devicesFailed(); err != nil {
+			return Plan{Reason: reasons.InvalidSpec.Say("gang %s waits: reading devices: %v", key, err)}
+		}
+		return Plan{Reason: reasons.WaitingForTopologyDomain.Say("gang %s does not fit: %s", key, strings.Join(why, "; "))}
+	}()
+	if outcome.Reason == "" || choice.Extra == 0 || len(choice.Candidates) <= choice.Extra {
+		return outcome
+	}
+	// The smallest members beyond the roles' minimums cannot be placed
+	// (their role's domain is full, their claims match no free device):
+	// the plan chooses among every pending member.
+	required := make([]int, 0, len(choice.Required))
+	var candidates []int
+	isRequired := make(map[*corev1.Pod]bool, len(choice.Required))
+	for _, m := range choice.Required {
+		isRequired[m] = true
+	}
+	for i, m := range sortedMembers {
+		if isRequired[m] {
+			required = append(required, i)
+		}
+	}
+	// Candidates smallest first, as QuorumChoice lists them.
+	at := make(map[*corev1.Pod]int, len(sortedMembers))
+	for i, m := range sortedMembers {
+		at[m] = i
+	}
+	for _, m := range choice.Candidates {
+		candidates = append(candidates, at[m])
+	}
+	t := topo
+	if t == nil {
+		t = &Topology{Levels: []string{Anywhere}}
+	}
+	scale := requestedScale(sortedAll, nodes, nil)
+	chosen := p.fitRoles(t, scale, sortedAll, sortedMembers, required, &extraMembers{candidates: candidates, need: choice.Extra})
+	if chosen.Reason != "" {
+		return outcome
+	}
+	return chosen
+}
+
+// planOf names the members of a fit over ids: the pod of each of the
+// fit's requests, in the fit's order.
+func planOf(members []*corev1.Pod, ids []int) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(ids))
+	for j, i := range ids {
+		out[j] = members[i]
+	}
+	return out
+}
+
+// withPods names the members each slot of the plan was planned for, out
+// of members in the order the fit placed them: other gangs' checks hand
+// their claims to the device allocator (state.Locked.PlannedPods).
+func withPods(plan []capacity.PlanSlot, members []*corev1.Pod) []capacity.PlanSlot {
+	for i := range plan {
+		plan[i].Pods = make([]*corev1.Pod, len(plan[i].Took))
+		for k, at := range plan[i].Took {
+			plan[i].Pods[k] = members[at]
+		}
+	}
+	return plan
+}
+
+// devicesShort says which device class the quorum lacks, or "": the
+// first class whose devices, summed over the members still needed, are
+// more than the nodes have free, or of which one member needs more than
+// any node has, with the nodes' totals of the class when even those are
+// too few.
+//
+// Devices several nodes see (a slice for all nodes or a node selector)
+// are in every such node's count but one pool: the sums count them once.
+func devicesShort(ctx context.Context, catalog *devices.Catalog, keys []corev1.ResourceName, pending []capacity.Resources, v *capacity.FreeView) string {
+	shared, err := catalog.SharedOnce(ctx, keys)
+	if err != nil {
+		return ""
+	}
+	// countsOn is node i's device counts, when its devices of key come
+	// from slices: a node with the resource in allocatable serves it by
+	// device plugin (see FreeView.CountDevices).
+	countsOn := func(i int, key corev1.ResourceName) (devices.Counts, bool) {
+		if capacity.AllocatableAmount(v.Node(i), key) > 0 {
+			return devices.Counts{}, false
+		}
+		counts, err := catalog.CountOn(ctx, v.Node(i).Node(), keys)
+		return counts, err == nil
+	}
+	for _, key := range keys {
+		short := devices.Shortage{Class: catalog.ClassOf(key)}
+		for _, req := range pending {
+			short.Need += req[key]
+			short.Each = max(short.Each, req[key])
+		}
+		for _, i := range v.All() {
+			n := max(v.Amount(i, key), 0)
+			short.MostFree = max(short.MostFree, n)
+			if counts, ok := countsOn(i, key); ok {
+				n = max(n-counts.SharedFree[key], 0)
+			}
+			short.Free += n
+		}
+		short.Free += shared.SharedFree[key]
+		if short.Need <= short.Free && short.Each <= short.MostFree {
+			continue
+		}
+		for _, i := range v.All() {
+			total := capacity.AllocatableAmount(v.Node(i), key)
+			if counts, ok := countsOn(i, key); ok {
+				total = counts.Total[key]
+				short.MostTotal = max(short.MostTotal, total)
+				short.Total += total - counts.SharedTotal[key]
+				continue
+			}
+			short.Total += total
+			short.MostTotal = max(short.MostTotal, total)
+		}
+		short.Total += shared.SharedTotal[key]
+		return short.String()
+	}
+	return ""
+}
+
+// unplacedShort says, in numbers, why first fit left members without a
+// node: what the largest of them needs, and for each resource a node
+// lacks for it, the most of it free on one node and on all nodes
+// together after the members that did fit ("the largest needs cpu 4,
+// memory 1Gi: the most free on one node is cpu 3500m on node n3, 12 on
+// all 8 nodes"). When every resource is free somewhere but never all on one
+// node, it says so.
+//
+// ids name the pending members to check; when it refused the largest
+// unplaced member on nodes with room, it says that instead.
+func unplacedShort(pending []capacity.Resources, ids []int, check *memberCheck, v *capacity.FreeView, f *capacity.Fit) string {
+	placed := make([]bool, len(pending))
+	for _, slot := range f.Plan {
+		for _, r := range slot.Took {
+			placed[r] = true
+		}
+	}
+	largest := slices.Index(placed, false)
+	if largest < 0 {
+		return "every member has a node"
+	}
+	req := pending[largest].Clone()
+	req[corev1.ResourcePods] = 1
+	names := slices.Sorted(maps.Keys(req))
+	var needs, short []string
+	nodes := v.All()
+	for _, name := range names {
+		want := req[name]
+		if want <= 0 {
+			continue
+		}
+		if name != corev1.ResourcePods {
+			needs = append(needs, name.String()+" "+quantity(name, want))
+		}
+		var most, total int64
+		mostAt := ""
+		for _, i := range nodes {
+			n := max(f.FreeAmount(v, i, name), 0)
+			total += n
+			if n > most || mostAt == "" {
+				most, mostAt = n, v.Node(i).Node().Name
+			}
+		}
+		if most < want {
+			short = append(short, fmt.Sprintf("%s %s on node %s, %s on all %d nodes", name, quantity(name, most), mostAt, quantity(name, total), len(nodes)))
+		}
+	}
+	left := "1 member has"
+	if n := len(pending) - f.Placed; n != 1 {
+		left = fmt.Sprintf("%d members have", n)
+	}
+	what := fmt.Sprintf("%s no node; the largest needs %s", left, strings.Join(needs, ", "))
+	if why := check.why(ids[largest]); why != "" {
+		return what + "; " + why
+	}
+	if len(short) == 0 {
+		return what + ", which no node has free together"
+	}
+	return what + ": the most free on one node is " + strings.Join(short, "; ")
+}
+
+// minResourcesShort says which of the PodGroup's minResources exceed what
+// is free after the trial placement plus what it used, with both amounts
+// ("cpu 64 > 8 free"), or "" if they fit.
+func minResourcesShort(minResources corev1.ResourceList, pending []capacity.Resources, v *capacity.FreeView, f *capacity.Fit) string {
+	if minResources == nil {
+		return ""
+	}
+	total := capacity.Resources{}
+	for _, i := range v.All() {
+		total.Add(f.FreeAt(v, i))
+	}
+	for _, req := range pending {
+		total.Add(req)
+	}
+	min := capacity.ResourcesOf(minResources)
+	var short []string
+	for _, name := range slices.Sorted(maps.Keys(min)) {
+		if total[name] < min[name] {
+			short = append(short, fmt.Sprintf("%s %s > %s free", name, quantity(name, min[name]), quantity(name, total[name])))
+		}
+	}
+	return strings.Join(short, ", ")
+}
+
+// quantity formats an amount of a resource as a request would say it
+// (capacity counts cpu in millicores).
+func quantity(name corev1.ResourceName, v int64) string {
+	if name == corev1.ResourceCPU {
+		return resource.NewMilliQuantity(v, resource.DecimalSI).String()
+	}
+	if name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage {
+		return resource.NewQuantity(v, resource.BinarySI).String()
+	}
+	return resource.NewQuantity(v, resource.DecimalSI).String()
+}
