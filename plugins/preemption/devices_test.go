@@ -167,6 +167,10 @@ func TestPlanGangInOneDomainCountsDevices(t *testing.T) {
 	for i := range 2 {
 		m := st.MakePod().Namespace("ns").Name(fmt.Sprintf("g-%d", i)).UID(fmt.Sprintf("g-%d", i)).Priority(1000).
 			Label(schedv1alpha1.PodGroupLabel, "g").Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}).Obj()
+		// Each member's own claim, not allocated yet: 8 devices.
+		m.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(m.Name)}}
+		dra.Claims = append(dra.Claims, &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: m.Name},
+			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "r", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 8}}}}}})
 		members = append(members, m)
 		demand[m.UID] = capacity.Resources{key: 8}
 	}

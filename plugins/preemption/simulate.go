@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/flotilla-sched/flotilla/plugins/state"
-	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,14 +15,20 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	pluginnames "k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+
+	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/planner"
 )
 
-// This file is the simulation that confirms a plan: the preemptor's pods
-// placed on a copy of the nodes with the victims gone, through every
-// filter of the profile and the queues' admission.
+// This file is the simulation that confirms a plan: the victims (and the
+// pods terminating where the preemptor may go) gone from a copy of the
+// nodes, the preemptor's members placed there by the gang planner
+// (package planner, the question Gang's quorum check asks), each member
+// also passing every Filter of the profile, and the queues' admission.
 
 // simulate removes the victims (and the terminating pods) and places the
-// preemptor's members, largest first, each on the first node with room
+// preemptor's members with the gang planner, each on a node with room
 // that passes every Filter plugin for the preemptor, counting nominated
 // pods. The preemptor's queue must admit it with the victims' share given
 // back.
@@ -42,84 +46,84 @@ func (p *Preemption) simulateWithRoles(ctx context.Context, base fwk.CycleState,
 	if sc == nil || !sc.removeUnits(victims) {
 		return nil, false
 	}
-	placement := make(map[types.UID]string, len(who.members))
-	sc, rest := sc.placeRoles(roles, nodes, placement)
-	if sc == nil {
-		return nil, false
-	}
-	for _, m := range rest {
-		if !sc.placeFirstFit(m, nodes, placement) {
-			return nil, false
-		}
-	}
-	return placement, true
+	return sc.plan(roles, nodes)
 }
 
-// placeFirstFit places m on the first of nodes with room that passes every
-// filter, and records where.
-func (sc *scene) placeFirstFit(m sized, nodes []fwk.NodeInfo, placement map[types.UID]string) bool {
-	for _, n := range nodes {
-		if name := n.Node().Name; sc.fits(m, name) {
-			if !sc.place(m, name) {
-				return false
+// plan asks the gang planner where the preemptor's members go in the
+// scene: over the nodes less the pods gone, the devices those pods held
+// free again, each role that requires a domain of its own inside one
+// domain of its level (pinned where the caller pins it), every member
+// judged as Gang's plan judges it (its own spec and claims, member by
+// member) and by the profile's filters (sc.filter). It returns each
+// member's node.
+func (sc *scene) plan(roles []state.RoleDomain, nodes []fwk.NodeInfo) (map[types.UID]string, bool) {
+	who := sc.who
+	inScene := make([]fwk.NodeInfo, len(nodes))
+	for i, n := range nodes {
+		inScene[i] = sc.node(n.Node().Name)
+	}
+	requestOf := who.requestOf
+	if requestOf == nil {
+		requestOf = capacity.Request
+	}
+	snap := planner.Snapshot{Nodes: inScene, RequestOf: requestOf, Filter: sc.filter}
+	if who.catalog != nil {
+		// Counted before the catalog is held: the count takes its lock.
+		free := make(map[string]capacity.Resources, len(nodes))
+		for _, n := range nodes {
+			free[n.Node().Name] = sc.freeDevicesOn(n.Node().Name)
+		}
+		snap.Devices, snap.Freed = who.catalog, sc.freedDevices()
+		snap.FreeDevices = func(n fwk.NodeInfo) capacity.Resources { return free[n.Node().Name] }
+		who.catalogMu.Lock()
+		defer who.catalogMu.Unlock()
+	}
+	topo := &planner.Topology{Levels: []string{planner.Anywhere}}
+	if len(roles) > 0 {
+		topo.OfPod = who.roleOf
+		for _, r := range roles {
+			topo.Roles = append(topo.Roles, planner.RoleTopology{Name: r.Role, Required: r.Level, Levels: []string{r.Level}, Pinned: r.Pinned})
+		}
+	}
+	name := who.pod.Namespace + "/" + who.pod.Name
+	if who.inGroup {
+		name = who.group.String()
+	}
+	planned := planner.Place(sc.ctx, snap, planner.Gang{Name: name, MinMember: int32(len(who.members)), Quorum: planner.Quorum{Required: who.members}, Topology: topo})
+	if planned.Reason != "" {
+		return nil, false
+	}
+	placement := make(map[types.UID]string, len(who.members))
+	for _, slot := range planned.Slots {
+		for _, m := range slot.Pods {
+			placement[m.UID] = slot.Node
+		}
+	}
+	return placement, len(placement) == len(who.members)
+}
+
+// filter runs every Filter plugin for the preemptor on the scene's node,
+// counting nominated pods; the members are taken to share the
+// preemptor's other constraints (pod affinity, ports, volumes). What the
+// filters say of resources, devices, selectors and taints is said of the
+// preemptor's spec: a member of another shape (a role's leader beside its
+// workers) has its own checked by the planner, so such a refusal for the
+// preemptor alone is none for it. (The filters that run after the
+// refusing one then go unchecked for such a member.)
+func (sc *scene) filter(m *corev1.Pod, ni fwk.NodeInfo) bool {
+	status := sc.p.handle.RunFilterPluginsWithNominatedPods(sc.ctx, sc.cycle, sc.who.pod, ni)
+	if status.IsSuccess() {
+		return true
+	}
+	switch status.Plugin() {
+	case pluginnames.NodeResourcesFit, pluginnames.DynamicResources, pluginnames.NodeAffinity, pluginnames.TaintToleration, pluginnames.NodeUnschedulable:
+		for _, s := range sc.who.largest() {
+			if s.UID == m.UID {
+				return !sc.who.sameShape(s)
 			}
-			placement[m.UID] = name
-			return true
 		}
 	}
 	return false
-}
-
-// placeRoles places the members of each of the roles that requires a
-// domain of its own (in the order the roles are declared) inside one domain of the
-// role's level — the first, by label value, where all of them fit on what
-// the roles before it left — as the gang's own check will want them. It
-// returns the scene with them placed, and the members left to place
-// anywhere; a nil scene when a role's members fit in none of its domains.
-// (The gang's check searches the roles' domains further, so the evictions
-// this confirms are ones it accepts.)
-func (sc *scene) placeRoles(roles []state.RoleDomain, nodes []fwk.NodeInfo, placement map[types.UID]string) (*scene, []sized) {
-	who := sc.who
-	if len(roles) == 0 {
-		return sc, who.largest()
-	}
-	byRole := map[string][]sized{}
-	var rest []sized
-	for _, m := range who.largest() {
-		role := who.roleOf(m.Pod)
-		if slices.ContainsFunc(roles, func(r state.RoleDomain) bool { return r.Role == role }) {
-			byRole[role] = append(byRole[role], m)
-		} else {
-			rest = append(rest, m)
-		}
-	}
-	for _, r := range roles {
-		members := byRole[r.Role]
-		if len(members) == 0 {
-			continue
-		}
-		var placedIn *scene
-		for _, domain := range domainsOf(nodes, r.Level, r.Pinned) {
-			trial := sc.fork()
-			here := map[types.UID]string{}
-			ok := true
-			for _, m := range members {
-				if ok = trial.placeFirstFit(m, domain, here); !ok {
-					break
-				}
-			}
-			if ok {
-				placedIn = trial
-				maps.Copy(placement, here)
-				break
-			}
-		}
-		if placedIn == nil {
-			return nil, nil
-		}
-		sc = placedIn
-	}
-	return sc, rest
 }
 
 // domainsOf groups the nodes by their value of the label, in value order,
@@ -353,24 +357,7 @@ func (sc *scene) fits(m sized, name string) bool {
 			delete(req, key)
 		}
 	}
-	if !req.FitsOn(ni) || !m.spec.Allows(ni.Node()) || !sc.allocatable(m, ni.Node()) {
-		return false
-	}
-	status := sc.p.handle.RunFilterPluginsWithNominatedPods(sc.ctx, sc.cycle, sc.who.pod, ni)
-	if status.IsSuccess() {
-		return true
-	}
-	// The filters run for the preemptor, with its cycle state: what they
-	// say of resources, devices, selectors and taints is said of its
-	// spec. A member of another shape (a role's leader beside its
-	// workers) had its own resources, devices and spec checked above, so
-	// such a refusal for the preemptor alone is none for it. (The filters
-	// that run after the refusing one then go unchecked for such a member.)
-	switch status.Plugin() {
-	case pluginnames.NodeResourcesFit, pluginnames.DynamicResources, pluginnames.NodeAffinity, pluginnames.TaintToleration, pluginnames.NodeUnschedulable:
-		return !sc.who.sameShape(m)
-	}
-	return false
+	return req.FitsOn(ni) && m.spec.Allows(ni.Node()) && sc.allocatable(m, ni.Node()) && sc.filter(m.Pod, ni)
 }
 
 // sameShape reports whether m is judged as the preemptor is: it asks for
@@ -415,16 +402,22 @@ func (sc *scene) allocatable(m sized, node *corev1.Node) bool {
 	if !who.catalog.NeedsAllocator(node.Name) {
 		return true
 	}
+	ok, err := who.catalog.AllocatableOn(sc.ctx, node, append(sc.placedOn(node.Name), m.Pod), sc.freedDevices())
+	if err != nil {
+		klog.FromContext(sc.ctx).V(4).Info("Confirming devices", "node", node.Name, "err", err)
+	}
+	return ok
+}
+
+// freedDevices are the devices the pods gone from the scene give back
+// once their claims are deallocated.
+func (sc *scene) freedDevices() []structured.DeviceID {
 	var freed []structured.DeviceID
 	leaving := func(uid types.UID) bool { return sc.removed[uid] }
 	for _, pod := range sc.gone {
 		freed = append(freed, sc.w.store.Devices().ReleasedDevices(pod, leaving)...)
 	}
-	ok, err := who.catalog.AllocatableOn(sc.ctx, node, append(sc.placedOn(node.Name), m.Pod), freed)
-	if err != nil {
-		klog.FromContext(sc.ctx).V(4).Info("Confirming devices", "node", node.Name, "err", err)
-	}
-	return ok
+	return freed
 }
 
 // placedOn is the members the scene placed on the node.
