@@ -103,44 +103,18 @@
 //     releasing its node, the gang backs off, and a GangRejected event on the
 //     PodGroup says which member failed and why.
 //
-// Planning (membercheck.go, capacity.FirstFitChecked, devices.Ledger).
-// A plan places each quorum member it needs, member by member, in first-
-// fit-decreasing order (largest request first; ties in the order
-// QuorumChoice gives), each on the first node of its role's (or gang's)
-// domain where
-//   - the counts leave room: cpu, memory, pods, extended resources, and
-//     free devices per class, less what earlier members of the plan and
-//     other placing gangs' plans take;
-//   - its spec allows the node, as NodeUnschedulable, NodeAffinity
-//     (nodeSelector and required node affinity) and TaintToleration
-//     decide;
-//   - the structured allocator, with the scheduler's features, allocates
-//     its claims there (selectors, matchAttribute and distinctAttribute,
-//     prioritized lists in order, allocationMode All, admin access,
-//     consumable capacity) and the extended resources a DeviceClass serves
-//     on a node without them in allocatable, with the devices the plan's
-//     earlier members took (and other placing gangs' planned members, on
-//     that node) marked allocated. A device two classes match is taken
-//     once, by whichever member's request gets it.
-//
-// Members of one kind (same selectors, affinity, tolerations, claim
-// templates, requests) start where the one before went: a gang of
-// identical members costs one pass over the nodes, as before. The roles'
-// domains are searched jointly (see Roles), each candidate domain judged
-// with these checks, so a role whose claims need h100s goes where h100s
-// are. What the plan leaves to the member's own cycle: inter-pod affinity
-// and topology spread, host ports, volumes, and anything that changed
-// since the plan (a member refused on its planned node drops the plan).
-// An allocator run is bounded (2 s) and counts as a refusal when cut
-// short. The plan runs without the store's lock (see PreFilter above).
-//
-// The quorum's members: each role's shortfall comes from that role's own
-// pending members; the rest of minMember comes first from the smallest
-// pending members (QuorumChoice), and when those cannot be placed (their
-// role's domain is full, their claims match no free device) from whichever
-// pending members the plan can place, smallest first, each in its role's
-// chosen domain (fillExtras). A Ray gang whose GPU workers' clique holds
-// three takes a CPU worker as its fifth member.
+// Planning (package plugins/state/planner, whose doc states the rule). A
+// plan places each quorum member it needs, member by member, largest
+// first, each on a node of its role's (or gang's) domain where the counts
+// leave room, its own spec allows it, and the structured allocator
+// allocates its claims with what earlier members took marked allocated;
+// the roles' domains are chosen jointly, and the quorum's members beyond
+// each role's minimum are ones the plan can place. Preemption asks the
+// same planner whether a set of victims makes room. What the plan leaves
+// to the member's own cycle: inter-pod affinity and topology spread, host
+// ports, volumes, and anything that changed since the plan (a member
+// refused on its planned node drops the plan). The plan runs without the
+// store's lock (see PreFilter above).
 //
 // The quorum (package plugins/state/quorum, the rule every policy counts
 // by). A gang's quorum counts its members that are placed
@@ -241,7 +215,7 @@
 // InvalidSpec event naming the field. A PodGroup without the annotation
 // is one role-less gang, exactly as before.
 //
-// A role's own domain (roletopology.go): a role may set topologyRequired
+// A role's own domain (planner/roles.go): a role may set topologyRequired
 // and topologyPreferred, read like the PodGroup's annotations (a preferred
 // level falls back to wider ones), inside the gang's domain: never wider
 // than the gang's required level (an InvalidTopology event naming the

@@ -24,12 +24,15 @@
 // the node's free devices and what each victim there gives back, as the
 // gang's does over all nodes and a gang confined to a topology domain's
 // does over each domain's nodes. The count is per class, as the gang's
-// check is; where a count cannot judge the claims (a request's selectors,
+// check is, and rules nodes out only: the simulation's planner then asks
+// the structured allocator, member by member, whether each member's claims
+// can be allocated on its node with the devices of the pods it removed
+// freed and those earlier members took taken (a request's selectors,
 // matchAttribute or distinctAttribute, allocationMode All, a prioritized
-// list, partitioned devices), the simulation asks the structured
-// allocator whether the claims of the members it placed on a node can be
-// allocated together with the devices of the pods it removed freed, so a
-// plan never evicts victims whose devices the preemptor could not use.
+// list, partitioned devices), so a plan never evicts victims whose
+// devices the preemptor could not use. (Member by member across nodes,
+// where a single member's room is searched, the allocator runs only where
+// a count may over-count.)
 // A device allocated as a share of its consumable capacity is not seen
 // freed there: the plan errs towards evicting nothing.
 //
@@ -125,15 +128,17 @@
 // starves every other pod.
 //
 // A gang member that Gang refused because its quorum does not fit
-// preempts for the whole quorum: the members still needed are placed together by simulation
-// (first fit, largest first) on the nodes less the victims, every member
-// checked for its own resources and devices, its own node selector,
-// affinity and tolerations (state.MemberSpec, the rule the gang's plan
-// applies), and the node for the preemptor's other constraints (pod
-// affinity, ports, volumes; a refusal of the preemptor for resources,
-// devices, selectors or taints is none for a member of another shape, a
-// leader beside its workers); if even evicting every eligible pod would
-// not make room for all of them, nothing is evicted. The
+// preempts for the whole quorum: the members still needed are placed
+// together on the nodes less the victims by the gang planner (package
+// plugins/state/planner, the question Gang's quorum check asks), every
+// member judged for its own resources, its own node selector, affinity
+// and tolerations, and its claims by the structured allocator with the
+// victims' devices free, member by member; and the node for the
+// preemptor's other constraints, by every Filter plugin (pod affinity,
+// ports, volumes; a refusal of the preemptor for resources, devices,
+// selectors or taints is none for a member of another shape, a leader
+// beside its workers); if even evicting every eligible pod would not make
+// room for all of them, nothing is evicted. The
 // placement found is nominated: the preemptor through the scheduler, its
 // siblings by their status.
 //
@@ -146,9 +151,9 @@
 // use (Kueue #10815, KAI #1591). A gang one of whose roles requires a
 // domain of its own (plugins/gang/doc.go, Roles) has each such role's
 // members placed, in the simulation that confirms a set of victims, inside
-// one domain of the role's level (the one its placed members pin, if any),
-// on what the roles before it left, the other members anywhere in the
-// gang's domain: free room spread over several of the role's domains is
+// one domain of the role's level (the one its placed members pin, if any;
+// the best fit, as the planner chooses for Gang), on what the roles before
+// it left, the other members anywhere in the gang's domain: free room spread over several of the role's domains is
 // no room for it, and a victim set is kept only if the roles fit together
 // the way the gang's check will want them. Member-by-member planning,
 // blind to the roles' domains, is skipped for such a gang; instead the
@@ -183,6 +188,7 @@
 //     units the policy allows; search.go: the planners (a pod node by
 //     node, a gang across nodes or inside one domain), fewest victims in
 //     the policy's order; simulate.go: the simulation that confirms a
-//     plan through the profile's filters and the queues' admission.
+//     plan (the planner over the nodes less the victims, the profile's
+//     filters, the queues' admission).
 //   - evict.go, inflight.go: evicting, and the evictions in flight.
 package preemption

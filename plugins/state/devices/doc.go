@@ -57,8 +57,9 @@
 // (matchAttribute, distinctAttribute), consumable capacity,
 // allocationMode All or a prioritized list apply, where devices share
 // counters, and where two classes match the same devices (each class's
-// count includes them). So a gang's plan confirms every member that asks
-// for devices with the Ledger (ledger.go): the structured allocator, built
+// count includes them). So the gang planner (package planner, which Gang
+// and Preemption both call) confirms every member that asks for devices
+// with the Ledger (ledger.go): the structured allocator, built
 // with the scheduler's features over a copy of the same allocated state,
 // allocates that member's claims (and, as DynamicResources does, one
 // claim for the extended resources a class serves on a node without them
@@ -67,7 +68,9 @@
 // other placing gangs' members planned on the node (Catalog.Hold)
 // allocated first. The Ledger keeps what each fit of the plan took, so
 // the plan's search can leave a candidate domain and return to another
-// with exactly the devices the fits on its way took. Each run is bounded
+// with exactly the devices the fits on its way took; devices a
+// preemption's victims hold can be marked free first (Ledger.Free). Each
+// run is bounded
 // (2 s); a run cut short is a refusal of the node, not an error. What it
 // cannot see: allocations made after the catalog was read.
 //
@@ -80,9 +83,10 @@
 // them once, for sums over nodes: the gang's shortage message, and the
 // cluster totals its domains' best fit is scaled by.
 //
-// Preemption's simulation confirms its plans with the allocator too, on
-// the devices its victims free (Catalog.AllocatableOn,
-// Reader.ReleasedDevices). Binpack reads the count (CountOn) only, for
+// Preemption's simulation plans with the same Ledger on the devices its
+// victims free (Reader.ReleasedDevices); where it searches a single
+// member's room node by node it asks Catalog.AllocatableOn, only where a
+// count may over-count. Binpack reads the count (CountOn) only, for
 // every class (ClassKeys): it scores, and Filter has refused the nodes
 // the allocator would. In queue
 // accounting (Reader.Charge) a claim several pods share is charged once,
