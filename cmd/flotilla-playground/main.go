@@ -1,9 +1,9 @@
 // Command flotilla-playground runs flotilla on your machine with nothing
 // installed but Go: an in-process etcd and kube-apiserver, flotilla-scheduler,
 // a demo cluster of fake nodes (CPU-only and 8-GPU) and the workloads in
-// manifests/examples. It writes a kubeconfig so kubectl (or another
-// scheduler, with --no-scheduler) can talk to it, prints where every pod
-// landed, and serves until Ctrl-C.
+// manifests/examples, which arrive in waves and contend for it. It writes
+// a kubeconfig so kubectl (or another scheduler, with --no-scheduler) can
+// talk to it, prints where every pod landed, and serves until Ctrl-C.
 //
 // Run it with `go run` (make playground): the apiserver finds its serving
 // certificates through its source path, which a -trimpath build removes.
@@ -21,6 +21,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
 	"github.com/flotilla-sched/flotilla/internal/cluster"
@@ -67,7 +68,7 @@ func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settl
 	if err := cp.StartControllers(ctx, tb); err != nil {
 		return err
 	}
-	if err := cp.StartKubelets(ctx, tb, cluster.KubeletOptions{}); err != nil {
+	if err := cp.StartKubelets(ctx, tb, cluster.KubeletOptions{Log: logs}); err != nil {
 		return err
 	}
 	if err := cp.CreateNodes(ctx, demoNodes()...); err != nil {
@@ -95,14 +96,23 @@ func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settl
 	// The scheduler's watches must end before the apiserver shuts down, or
 	// the apiserver waits out its graceful-shutdown timeout for them.
 	defer scheduler.Stop()
-	fmt.Println("flotilla-scheduler running. Applying manifests/examples ...")
-	if _, err := cluster.ApplyExamples(ctx, cp); err != nil {
-		return err
-	}
-	// The examples' Jobs run for a while and finish; a status line every
-	// two seconds shows them come and go and the queues' shares shift.
+	fmt.Println("flotilla-scheduler running. Applying manifests/examples, in waves ...")
+	// The examples arrive in waves (cluster.ApplyAfterAnnotation) and hold
+	// more work than the demo cluster: a status line every two seconds
+	// shows Jobs come and go, a gang wait with its reason, a queue
+	// reclaim its share and the shares settle.
 	start := time.Now()
-	if err := waitForJobs(ctx, os.Stdout, cp, start, settleTimeout); err != nil {
+	applied := make(chan error, 1)
+	go func() {
+		_, err := cluster.ApplyExamples(ctx, cp, func(after time.Duration, objs []*unstructured.Unstructured) {
+			if after > 0 {
+				fmt.Printf("t=%3.0fs  a new wave arrives: %s\n", time.Since(start).Seconds(), objectNames(objs))
+			}
+		})
+		applied <- err
+	}()
+	w := &watcher{cp: cp, start: start, kubeconfig: kubeconfig}
+	if err := w.waitForJobs(ctx, os.Stdout, applied, settleTimeout); err != nil {
 		return err
 	}
 	pods, err := cp.WaitForSettled(ctx, cluster.FlotillaSchedulerName, 2*time.Second, settleTimeout)
@@ -112,6 +122,7 @@ func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settl
 	if err := printSummary(ctx, os.Stdout, cp, pods); err != nil {
 		return err
 	}
+	w.printWaited(os.Stdout)
 	if exitAfterSettle {
 		return nil
 	}
@@ -125,7 +136,7 @@ func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settl
 		case <-ctx.Done():
 			return nil
 		case <-time.After(10 * time.Second):
-			if line, err := statusLine(ctx, cp, start); err == nil {
+			if line, err := w.statusLine(ctx); err == nil {
 				fmt.Println(line)
 			}
 		}

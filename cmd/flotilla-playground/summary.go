@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,12 +15,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	resourcehelper "k8s.io/component-helpers/resource"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
+	"github.com/flotilla-sched/flotilla/internal/flotillactl"
+	"github.com/flotilla-sched/flotilla/plugins/gang"
 )
 
 // printSummary shows where every pod went, how each gang stands and how
@@ -182,17 +187,41 @@ func triple(r corev1.ResourceList) string {
 	return q(corev1.ResourceCPU) + "/" + q(corev1.ResourceMemory) + "/" + q(cluster.GPU)
 }
 
-// waitForJobs prints a status line every two seconds until every Job has
-// finished, then the Jobs' table.
-func waitForJobs(ctx context.Context, out io.Writer, cp *cluster.ControlPlane, start time.Time, timeout time.Duration) error {
+// watcher follows the examples as they run: a status line every two
+// seconds, and the first gang seen waiting, with what kubectl flotilla
+// says of it then.
+type watcher struct {
+	cp         *cluster.ControlPlane
+	start      time.Time
+	kubeconfig string
+	// waited is the first gang seen waiting, at, and why said of it.
+	waited, why string
+	at          time.Duration
+}
+
+// waitForJobs prints a status line every two seconds until every wave is
+// applied and every Job has finished, then the Jobs' table.
+func (w *watcher) waitForJobs(ctx context.Context, out io.Writer, applied <-chan error, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	allApplied := false
 	for {
-		line, err := statusLine(ctx, cp, start)
+		if !allApplied {
+			select {
+			case err := <-applied:
+				if err != nil {
+					return err
+				}
+				allApplied = true
+			default:
+			}
+		}
+		line, err := w.statusLine(ctx)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(out, line)
-		jobs, err := cp.Client.BatchV1().Jobs(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		w.noticeWaiting(ctx, out)
+		jobs, err := w.cp.Client.BatchV1().Jobs(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
@@ -202,8 +231,8 @@ func waitForJobs(ctx context.Context, out io.Writer, cp *cluster.ControlPlane, s
 				done++
 			}
 		}
-		if done == len(jobs.Items) {
-			return printJobs(out, jobs.Items, start)
+		if allApplied && done == len(jobs.Items) {
+			return printJobs(out, jobs.Items, w.start)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%d of %d Jobs finished after %s", done, len(jobs.Items), timeout)
@@ -216,9 +245,11 @@ func waitForJobs(ctx context.Context, out io.Writer, cp *cluster.ControlPlane, s
 	}
 }
 
-// statusLine is one line of how things stand: Jobs, pods by phase, and
-// each queue's allocated against deserved cpu.
-func statusLine(ctx context.Context, cp *cluster.ControlPlane, start time.Time) (string, error) {
+// statusLine is one line of how things stand: Jobs, pods by phase, the
+// pods reclaimed for other queues so far, each queue's allocated against
+// deserved cpu, and the gangs waiting, by their reason.
+func (w *watcher) statusLine(ctx context.Context) (string, error) {
+	cp := w.cp
 	jobs, err := cp.Client.BatchV1().Jobs(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return "", err
@@ -237,6 +268,10 @@ func statusLine(ctx context.Context, cp *cluster.ControlPlane, start time.Time) 
 	for _, p := range pods.Items {
 		phases[p.Status.Phase]++
 	}
+	reclaimed, err := cp.Client.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "reason=Reclaimed"})
+	if err != nil {
+		return "", err
+	}
 	queues, err := listQueues(ctx, cp)
 	if err != nil {
 		return "", err
@@ -244,11 +279,94 @@ func statusLine(ctx context.Context, cp *cluster.ControlPlane, start time.Time) 
 	var shares []string
 	for _, q := range queues {
 		alloc, des := q.Status.Allocated[corev1.ResourceCPU], q.Status.Deserved[corev1.ResourceCPU]
-		shares = append(shares, fmt.Sprintf("%s %s/%s", q.Name, alloc.String(), des.String()))
+		shares = append(shares, fmt.Sprintf("%s %.0f/%.0f", q.Name, alloc.AsApproximateFloat64(), des.AsApproximateFloat64()))
 	}
-	return fmt.Sprintf("t=%3.0fs  jobs %d/%d done  pods %d running, %d pending, %d succeeded, %d failed  queues cpu allocated/deserved: %s",
-		time.Since(start).Seconds(), done, len(jobs.Items), phases[corev1.PodRunning], phases[corev1.PodPending], phases[corev1.PodSucceeded], phases[corev1.PodFailed],
-		strings.Join(shares, ", ")), nil
+	waiting, err := waitingGangs(ctx, cp)
+	if err != nil {
+		return "", err
+	}
+	var gangs []string
+	for _, g := range waiting {
+		gangs = append(gangs, g.name+" ("+g.reason+")")
+	}
+	line := fmt.Sprintf("t=%3.0fs  jobs %d/%d done  pods %d running, %d pending, %d succeeded, %d failed, %d reclaimed  queues cpu allocated/deserved: %s",
+		time.Since(w.start).Seconds(), done, len(jobs.Items), phases[corev1.PodRunning], phases[corev1.PodPending], phases[corev1.PodSucceeded], phases[corev1.PodFailed],
+		len(reclaimed.Items), strings.Join(shares, ", "))
+	if len(gangs) > 0 {
+		line += "  waiting: " + strings.Join(gangs, ", ")
+	}
+	return line, nil
+}
+
+// waitingGang is a gang that waits, by namespace/name, with the reason
+// the scheduler gives on its PodGroup and the message.
+type waitingGang struct {
+	namespace, name, reason, message string
+}
+
+// waitingGangs are the gangs whose PodGroup says why they wait and that
+// have no member bound yet, by name.
+func waitingGangs(ctx context.Context, cp *cluster.ControlPlane) ([]waitingGang, error) {
+	groups, err := cp.PodGroups.SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []waitingGang
+	for _, g := range groups.Items {
+		reason, message := g.Annotations[flotillav1alpha1.WaitingReasonAnnotation], g.Annotations[flotillav1alpha1.WaitingMessageAnnotation]
+		switch g.Status.Phase {
+		case schedv1alpha1.PodGroupRunning, schedv1alpha1.PodGroupFinished, schedv1alpha1.PodGroupFailed, gang.PodGroupScheduled:
+			continue
+		}
+		if reason == "" || g.Status.Running > 0 {
+			continue
+		}
+		out = append(out, waitingGang{namespace: g.Namespace, name: g.Namespace + "/" + g.Name, reason: reason, message: message})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
+}
+
+// noticeWaiting prints, the first time a gang is seen waiting, its
+// message and what `kubectl flotilla why` says of it, and keeps both for
+// the summary.
+func (w *watcher) noticeWaiting(ctx context.Context, out io.Writer) {
+	if w.waited != "" {
+		return
+	}
+	waiting, err := waitingGangs(ctx, w.cp)
+	if err != nil || len(waiting) == 0 {
+		return
+	}
+	g := waiting[0]
+	var why bytes.Buffer
+	cmd := flotillactl.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &why, ErrOut: &why}, "")
+	_, name, _ := strings.Cut(g.name, "/")
+	cmd.SetArgs([]string{"--kubeconfig", w.kubeconfig, "why", "podgroup", name, "-n", g.namespace})
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(&why, "kubectl flotilla why: %v\n", err)
+	}
+	w.waited, w.why, w.at = g.name, why.String(), time.Since(w.start)
+	fmt.Fprintf(out, "         gang %s waits: %s\n", g.name, g.message)
+}
+
+// printWaited prints what kubectl flotilla said of the first gang seen
+// waiting, while it waited.
+func (w *watcher) printWaited(out io.Writer) {
+	if w.waited == "" {
+		return
+	}
+	_, name, _ := strings.Cut(w.waited, "/")
+	fmt.Fprintf(out, "\nWHILE GANG %s WAITED (t=%.0fs): kubectl flotilla why podgroup %s\n%s", w.waited, w.at.Seconds(), name, w.why)
+}
+
+// objectNames lists objects as kind namespace/name.
+func objectNames(objs []*unstructured.Unstructured) string {
+	names := make([]string, len(objs))
+	for i, o := range objs {
+		names[i] = o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
+	}
+	return strings.Join(names, ", ")
 }
 
 func printJobs(out io.Writer, jobs []batchv1.Job, start time.Time) error {

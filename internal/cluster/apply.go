@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strconv"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -65,24 +68,41 @@ func (cp *ControlPlane) DryRun(ctx context.Context, data []byte) ([]*unstructure
 }
 
 func (cp *ControlPlane) apply(ctx context.Context, data []byte, opts metav1.CreateOptions) ([]*unstructured.Unstructured, error) {
+	objs, err := decodeAll(data)
+	if err != nil {
+		return nil, err
+	}
+	return cp.create(ctx, objs, opts)
+}
+
+// decodeAll reads every object of a multi-document YAML stream.
+func decodeAll(data []byte) ([]*unstructured.Unstructured, error) {
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := decoder.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return out, err
+		}
+		if len(obj.Object) > 0 {
+			out = append(out, obj)
+		}
+	}
+}
+
+// create creates the objects in order; those that exist already are left
+// as they are.
+func (cp *ControlPlane) create(ctx context.Context, objs []*unstructured.Unstructured, opts metav1.CreateOptions) ([]*unstructured.Unstructured, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
 	if err != nil {
 		return nil, err
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var created []*unstructured.Unstructured
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := decoder.Decode(&obj.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return created, nil
-			}
-			return created, err
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
+	for _, obj := range objs {
 		gvk := obj.GroupVersionKind()
 		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
@@ -106,20 +126,57 @@ func (cp *ControlPlane) apply(ctx context.Context, data []byte, opts metav1.Crea
 		}
 		created = append(created, out)
 	}
+	return created, nil
 }
 
-// ApplyExamples creates every object in manifests/examples.
-func ApplyExamples(ctx context.Context, cp *ControlPlane) ([]*unstructured.Unstructured, error) {
+// ApplyAfterAnnotation on an example object delays its creation by that
+// many seconds after the first wave (ApplyExamples): work that arrives
+// while other work runs, as it does on a shared cluster. kubectl apply
+// ignores it.
+const ApplyAfterAnnotation = "playground.flotilla.dev/apply-after-seconds"
+
+// ApplyExamples creates every object in manifests/examples, in waves:
+// objects without ApplyAfterAnnotation at once, file by file in name
+// order, the others that many seconds later. It returns when the last
+// wave is created; wave, if not nil, hears of each wave as it starts.
+func ApplyExamples(ctx context.Context, cp *ControlPlane, wave func(after time.Duration, objs []*unstructured.Unstructured)) ([]*unstructured.Unstructured, error) {
 	docs, names, err := manifests.Dir("examples")
 	if err != nil {
 		return nil, err
 	}
-	var all []*unstructured.Unstructured
+	start := time.Now()
+	waves := map[time.Duration][]*unstructured.Unstructured{}
 	for _, name := range names {
-		created, err := cp.Apply(ctx, docs[name])
+		objs, err := decodeAll(docs[name])
+		if err != nil {
+			return nil, fmt.Errorf("manifests/examples/%s: %w", name, err)
+		}
+		for _, obj := range objs {
+			var after time.Duration
+			if v, ok := obj.GetAnnotations()[ApplyAfterAnnotation]; ok {
+				seconds, err := strconv.ParseFloat(v, 64)
+				if err != nil || seconds < 0 {
+					return nil, fmt.Errorf("manifests/examples/%s: %s %s: annotation %s is %q, not a number of seconds", name, obj.GetKind(), obj.GetName(), ApplyAfterAnnotation, v)
+				}
+				after = time.Duration(seconds * float64(time.Second))
+			}
+			waves[after] = append(waves[after], obj)
+		}
+	}
+	var all []*unstructured.Unstructured
+	for _, after := range slices.Sorted(maps.Keys(waves)) {
+		select {
+		case <-ctx.Done():
+			return all, ctx.Err()
+		case <-time.After(time.Until(start.Add(after))):
+		}
+		if wave != nil {
+			wave(after, waves[after])
+		}
+		created, err := cp.create(ctx, waves[after], metav1.CreateOptions{})
 		all = append(all, created...)
 		if err != nil {
-			return all, fmt.Errorf("manifests/examples/%s: %w", name, err)
+			return all, fmt.Errorf("manifests/examples (wave at %s): %w", after, err)
 		}
 	}
 	return all, nil

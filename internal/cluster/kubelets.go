@@ -157,15 +157,22 @@ func parseStages() (map[internalversion.StageResourceRef][]*internalversion.Stag
 	return out, nil
 }
 
-// duplicateReadyFilter drops KWOK's report of one harmless failure: when a
-// pod changes while KWOK's patch making it Ready is in flight, KWOK plays
-// the stage again from its stale copy with a newly allocated pod IP, and
-// the apiserver refuses the second IP. The first patch stands; the error
-// only hides the real ones in a red run's output.
-type duplicateReadyFilter struct{ w io.Writer }
+// harmlessFilter drops KWOK's reports of two harmless failures, which only
+// hide the real ones in a red run's output:
+//   - when a pod changes while KWOK's patch making it Ready is in flight,
+//     KWOK plays the stage again from its stale copy with a newly
+//     allocated pod IP, and the apiserver refuses the second IP (the
+//     first patch stands);
+//   - a pod evicted (by preemption or reclaim) is deleted by the eviction
+//     while KWOK's stage deleting its terminating pod is in flight: the
+//     pod is "not found", gone as the stage wanted.
+type harmlessFilter struct{ w io.Writer }
 
-func (f duplicateReadyFilter) Write(p []byte) (int, error) {
+func (f harmlessFilter) Write(p []byte) (int, error) {
 	if bytes.Contains(p, []byte(`"stage":"pod-ready"`)) && bytes.Contains(p, []byte("may specify no more than one IP for each IP family")) {
+		return len(p), nil
+	}
+	if bytes.Contains(p, []byte(`"stage":"sim-pod-delete"`)) && bytes.Contains(p, []byte("not found")) {
 		return len(p), nil
 	}
 	return f.w.Write(p)
@@ -175,7 +182,11 @@ func (f duplicateReadyFilter) Write(p []byte) (int, error) {
 // ManagedNodeLabel until ctx ends.
 func startKubelets(ctx context.Context, kubeconfigPath string, opts KubeletOptions) error {
 	// KWOK logs every lease renewal at info; keep its warnings and errors.
-	ctx = kwoklog.NewContext(ctx, kwoklog.NewLogger(duplicateReadyFilter{os.Stderr}, kwoklog.LevelWarn))
+	logs := opts.Log
+	if logs == nil {
+		logs = os.Stderr
+	}
+	ctx = kwoklog.NewContext(ctx, kwoklog.NewLogger(harmlessFilter{logs}, kwoklog.LevelWarn))
 	stages, err := parseStages()
 	if err != nil {
 		return err
@@ -251,6 +262,8 @@ type KubeletOptions struct {
 	// every 2 s) would take a share of this machine's apiserver that no
 	// real cluster's scheduler competes with.
 	NoHeartbeats bool
+	// Log is where the simulator's warnings and errors go (nil: stderr).
+	Log io.Writer
 }
 
 // StartKubelets runs the kubelet simulator (see kubelets.go) over every

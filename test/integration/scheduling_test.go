@@ -125,7 +125,7 @@ func TestExamplesSchedule(t *testing.T) {
 	stopScraping := prom.run(h.Ctx, time.Second)
 	defer stopScraping()
 
-	created, err := cluster.ApplyExamples(h.Ctx, h.ControlPlane)
+	created, err := cluster.ApplyExamples(h.Ctx, h.ControlPlane, nil)
 	require.NoError(t, err)
 	var jobs, deployments int
 	for _, obj := range created {

@@ -14,7 +14,7 @@ import (
 
 // memberCheck judges each member of a plan on the node first fit offers
 // it, as kube-scheduler's Filter plugins will in the member's own cycle,
-// beyond the resources a count sees (see doc.go, Planning):
+// beyond the resources a count sees (see doc.go):
 //   - NodeUnschedulable, NodeAffinity (nodeSelector and required node
 //     affinity) and TaintToleration, by the member's own spec
 //     (state.MemberSpec);

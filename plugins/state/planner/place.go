@@ -103,26 +103,25 @@ type planning struct {
 	devicesFailed func() error
 }
 
-// quorumDoesNotFit tries to place the members still needed for the quorum,
-// largest first, each on the first node with room left (first-fit
-// decreasing) over the nodes' free capacity less what other placing gangs
-// hold, and each judged on that node as the scheduler's Filter will judge
-// it (memberCheck: its node selector, affinity and tolerations, and its
-// device claims allocated with what earlier members took marked
-// allocated). It compares per node, not cluster-wide sums, so free
+// Place plans the members the gang still needs for its quorum, largest
+// first, each on the first node with room left (first-fit decreasing)
+// over the nodes' free capacity less what other placing gangs hold, and
+// each judged on that node as the scheduler's Filter will judge it
+// (memberCheck: its node selector, affinity and tolerations, the caller's
+// filter, and its device claims allocated with what earlier members took
+// marked allocated). It compares per node, not cluster-wide sums, so free
 // capacity scattered in fragments too small for any member does not pass
-// (scheduler-plugins #429). It returns why the quorum cannot fit, or "",
-// and where the members went: the attempt's plan, naming each member's
-// node.
+// (scheduler-plugins #429). It returns why the quorum cannot be placed,
+// or where each member goes.
 //
-// A gang with a topology is fitted level by level (topology.levels) into
+// A gang with a topology is fitted level by level (Topology.Levels) into
 // one domain of the level, the best fit among those it fits (see
 // topology.go); the domain's nodes are returned to confine the attempt.
 //
 // The members beyond each role's minimum are first the smallest pending
-// ones (QuorumChoice); when those cannot be placed, the plan chooses among
-// all pending members the ones it can place, each in its role's domain
-// (fillExtras).
+// ones (Quorum.Candidates, in order); when those cannot be placed, the
+// plan chooses among all candidates the ones it can place, each in its
+// role's domain (fillExtras).
 func Place(ctx context.Context, snap Snapshot, gang Gang) Plan {
 	key, choice, held, nodes, topo := gang.Name, gang.Quorum, snap.Held, snap.Nodes, gang.Topology
 	primaryCount := len(choice.Required) + min(choice.Extra, len(choice.Candidates))

@@ -12,11 +12,11 @@ import (
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
-// Roles with a domain of their own (see doc.go, Roles): inside the gang's
-// domain (or Anywhere, without one), each such role's members still
+// Roles with a domain of their own (see doc.go, Domains): inside the gang's
+// domain (or anywhere, without one), each such role's members still
 // needed are fitted into one domain of the role's level, the best fit
 // among those they fit, on what the roles fitted before them left; the
-// members of roles without a domain are fitted last, Anywhere in the
+// members of roles without a domain are fitted last, anywhere in the
 // gang's domain. When a role's best domain leaves no room for the roles
 // after it, its next best is tried, and so on (a depth-first search over
 // the roles' domains, bounded by roleFitBudget), so the roles' domains are
@@ -25,7 +25,7 @@ import (
 // fitRoles is the quorum check of a gang some of whose roles ask for a
 // domain of their own: for each of the gang's levels, the best fit among
 // the gang's domains (those its placed members allow) in which every role
-// fits, as quorumDoesNotFit does for a gang without.
+// fits, as Place does for a gang without.
 //
 // pending and members are every member the check may place (largest
 // first); ids are those to place, and extras (nil: none) the members the
@@ -120,8 +120,7 @@ type roleSearch struct {
 	why   string
 	depth int
 	// fits[k] and domains[k] are where roles[k]'s members went (fits
-	// chained in role order; domains nil for Anywhere in the gang's).
-	// fits chained in role order; domains nil for Anywhere in the gang's).
+	// chained in role order; domains nil for anywhere in the gang's).
 	// Beyond len(roles)+1, each extra member chosen has a fit and a group
 	// of its own.
 	fits    []*capacity.Fit
@@ -190,7 +189,7 @@ func (s *roleSearch) fit(prev *capacity.Fit, group []int, nodes []int) capacity.
 
 // fillExtras chooses, after the fit prev of every group, the members
 // beyond the roles' minimums: the candidates smallest first, each placed
-// in its role's domain (if the search chose one) or Anywhere within, the
+// in its role's domain (if the search chose one) or anywhere within, the
 // ones that cannot be placed passed over, until enough are placed. It
 // reports whether enough were.
 func (s *roleSearch) fillExtras(prev *capacity.Fit, within []int) bool {
@@ -260,7 +259,7 @@ func (s *roleSearch) plan(members []*corev1.Pod) []capacity.PlanSlot {
 }
 
 // roleDomains names the nodes of each role's domain (roles fitted
-// Anywhere in the gang's domain have none).
+// anywhere in the gang's domain have none).
 func (s *roleSearch) roleDomains() map[string][]string {
 	out := map[string][]string{}
 	for k, d := range s.domains {
