@@ -298,4 +298,15 @@
 // flotilla_gang_longest_wait_timeouts, the longest wait of a gang with all
 // its members created but not its quorum bound, from its oldest unbound
 // member's creation, in multiples of its schedule timeout.
+//
+// Native PodGroups (scheduling.k8s.io, GenericWorkload gate on): a pod
+// whose spec.schedulingGroup names one is kube-scheduler's pod-group
+// cycle's to gate (its GangScheduling plugin's PreEnqueue), place together
+// and hold in Permit; Gang neither gates, steers, nor holds it, nor writes
+// its group's status (native.go), so no pod is gated twice. It counts
+// such a member's reservation (Reserve/Unreserve), which the queues and
+// preemption read. A pod that names a native group and carries the
+// scheduler-plugins label too belongs to the native group (the cycle
+// schedules it whatever its labels); the label is ignored, and the pod is
+// told so once by a Warning event InTwoPodGroups.
 package gang

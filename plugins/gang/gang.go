@@ -148,7 +148,8 @@ func (g *Gang) sortKey(e fwk.QueuedEntityInfo) (state.GroupKey, time.Time) {
 // it gets an event saying what it waits for instead: it never waits
 // silently.
 func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
-	key, ok := state.GroupOf(pod)
+	g.sayIfInTwoGroups(pod)
+	key, ok := ownGroupOf(pod)
 	if !ok {
 		return nil
 	}
@@ -390,7 +391,7 @@ func scheduleTimeout(pg *schedv1alpha1.PodGroup, permitWait time.Duration) time.
 // member by member, and a node hinted from the previous pod's ranking is
 // tried without that result — it could land the member outside its plan.
 func (g *Gang) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	if _, ok := state.GroupOf(pod); ok {
+	if _, ok := ownGroupOf(pod); ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "a gang member is placed by its gang's plan, not a previous pod's ranking")
 	}
 	return nil, nil

@@ -34,7 +34,7 @@ func (g *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nod
 // Permit holds placed members until the gang's quorum is placed, then lets
 // all of them bind at once. Members beyond the quorum bind at once.
 func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
-	key, ok := state.GroupOf(pod)
+	key, ok := ownGroupOf(pod)
 	if !ok {
 		return nil, 0
 	}
@@ -81,6 +81,11 @@ func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 	if !ok {
 		return
 	}
+	if key.Native {
+		// Its place is the pod-group cycle's to manage: only the count.
+		g.store.Lock(func(locked *state.Locked) { locked.UnreserveMember(locked.Gang(key), pod.UID) })
+		return
+	}
 	if g.nominatesWaitingPods {
 		g.clearWaitingNomination(ctx, pod, node)
 	}
@@ -109,7 +114,7 @@ func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 // saw) does not end the attempt: the plan is dropped and the member is
 // tried again at once over every node.
 func (g *Gang) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	key, ok := state.GroupOf(pod)
+	key, ok := ownGroupOf(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}

@@ -82,7 +82,24 @@ func sharedFor(ctx context.Context, store *state.Store, h fwk.Handle, permitWait
 			s.catchUp()
 			s.publishSurveys()
 		})
-		if err := store.OnMemberChange(s.status.Notify); err != nil {
+		// A native PodGroup's status is kube-scheduler's to write.
+		if err := store.OnMemberChange(func(key state.GroupKey) {
+			if !key.Native {
+				s.status.Notify(key)
+			}
+		}); err != nil {
+			return nil, err
+		}
+		if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			DeleteFunc: func(obj interface{}) {
+				if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = tomb.Obj
+				}
+				if pod, ok := obj.(*corev1.Pod); ok {
+					forgetTwoGroups(pod.UID)
+				}
+			},
+		}); err != nil {
 			return nil, err
 		}
 		// A member that Succeeded counts toward its gang's quorum: a

@@ -191,4 +191,19 @@
 //     plan (the planner over the nodes less the victims, the profile's
 //     filters, the queues' admission).
 //   - evict.go, inflight.go: evicting, and the evictions in flight.
+//
+// Native PodGroups (scheduling.k8s.io, with the GenericWorkload gate): the
+// pod-group cycle skips PostFilter for their pods and runs
+// PodGroupPostFilter instead (podgroup.go). Preemption implements it with
+// the rules above, the group as the preemptor: the members its quorum
+// (gang.minCount) still needs, leader and workers each of its own size,
+// inside the domain of its topology constraint, pinned where members
+// already run; a basic group's first pending pod as one pod. Every member
+// the plan places is nominated to its node. The simulation needs each
+// member's cycle state, which PodGroupPostFilter does not get: Preemption's
+// PreFilter, first under preFilter in the shipped profile, keeps it in the
+// group's cycle state (it decides nothing, and returns Skip). Victims are
+// of both kinds of groups; a native group whose disruptionMode is all
+// loses no member alone (state.DisruptedWhole). A CompositePodGroup is not
+// preempted for (said).
 package preemption

@@ -213,3 +213,67 @@ func queueNames(qs []*state.QueueInfo) []string {
 	}
 	return out
 }
+
+// A reclaim may take only what keeps the victims' queue at its share. In
+// victim order (the newest first) that budget frees a little on every
+// node: here 2 cpu on a, 2 on b, and the gang's 3-cpu worker fits
+// nowhere. Spent node by node, the roomiest first, it frees 4 cpu on b,
+// where the worker and its 1-cpu leader both fit.
+func TestReclaimBudgetSpentNodeByNode(t *testing.T) {
+	cpu := func(v int64) capacity.Resources { return capacity.Resources{corev1.ResourceCPU: v} }
+	view := &state.QueueView{Queues: map[string]*state.QueueInfo{
+		"bob":   {Name: "bob", Allocated: cpu(10000), Deserved: cpu(6000), Reclaimable: true},
+		"alice": {Name: "alice", Allocated: cpu(0), Deserved: cpu(4000), Reclaimable: true},
+		"other": {Name: "other", Allocated: cpu(6000), Deserved: cpu(6000), Reclaimable: true},
+	}, Available: cpu(16000)}
+	onNode := func(name string, cpu int64, node string) (*unit, *corev1.Pod) {
+		u := victimUnit(t, name, cpu, 0, false)
+		u.members[0].node, u.queue, u.reclaim = node, "bob", true
+		pod := u.members[0].info.GetPod()
+		pod.Spec.NodeName = node
+		return u, pod
+	}
+	var units []*unit
+	pods := map[string][]*corev1.Pod{}
+	// Node a: 6 cpu of another queue's, not a victim, then bob's two
+	// newest pods; node b: eight of bob's older pods.
+	other := victimUnit(t, "other", 6000, 0, false).members[0].info.GetPod()
+	pods["a"] = append(pods["a"], other)
+	for i := range 2 {
+		u, pod := onNode(fmt.Sprintf("a-%d", i), 1000, "a")
+		units, pods["a"] = append(units, u), append(pods["a"], pod)
+	}
+	for i := range 8 {
+		u, pod := onNode(fmt.Sprintf("b-%d", i), 1000, "b")
+		units, pods["b"] = append(units, u), append(pods["b"], pod)
+	}
+	w := &world{view: view, leaving: state.Released{}, byName: map[string]fwk.NodeInfo{}}
+	for _, name := range []string{"a", "b"} {
+		ni := framework.NewNodeInfo(pods[name]...)
+		node := &corev1.Node{}
+		node.Name = name
+		node.Status.Allocatable = capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourcePods: 110}.List()
+		ni.SetNode(node)
+		w.nodes = append(w.nodes, ni)
+		w.byName[name] = ni
+	}
+	leader := &corev1.Pod{}
+	leader.Name, leader.UID = "leader", "leader"
+	leader.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: cpu(1000).List()}}}
+	worker := leader.DeepCopy()
+	worker.Name, worker.UID = "worker", "worker"
+	worker.Spec.Containers[0].Resources.Requests = cpu(3000).List()
+	who := &preemptor{queue: "alice", members: []*corev1.Pod{leader, worker}, request: cpu(4000)}
+	short := []corev1.ResourceName{corev1.ResourceCPU}
+
+	inOrder := w.sequence(who, short, units)
+	assert.Equal(t, 4, countPods(inOrder), "bob is 4 cpu above its share")
+	assert.False(t, w.roomWithout(who, inOrder, w.nodes), "2 cpu on each node: no room for the worker")
+
+	packed := w.sequence(who, short, w.byRoomiestNode(short, units))
+	assert.Equal(t, 4, countPods(packed), "the same budget")
+	for _, u := range packed {
+		assert.Equal(t, "b", u.members[0].node, "spent on the roomiest node")
+	}
+	assert.True(t, w.roomWithout(who, packed, w.nodes))
+}

@@ -148,7 +148,6 @@ type preemptor struct {
 // PostFilter chooses victims for the pod (or its gang), starts evicting
 // them and nominates where the pod is to go.
 func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	logger := klog.FromContext(ctx)
 	if latest, err := p.pods.Pods(pod.Namespace).Get(pod.Name); err == nil && latest.UID == pod.UID {
 		pod = latest
 	}
@@ -162,23 +161,43 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 	if waiting, held := p.victimsPending(who.id); waiting > 0 || held > 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, reasons.PreemptionPending.Say("not preempting again: %d victims evicted for %s are still terminating, %d of their ResourceClaims still allocated", waiting, who.what, held))
 	}
+	who, best, world, status := p.choose(ctx, cycle, who, statuses)
+	if best == nil {
+		if status.IsError() || world != nil {
+			return nil, status
+		}
+		// Nothing can help: a nomination it holds is dropped.
+		return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride}}, status
+	}
+	p.evict(ctx, who, best, world)
+	node := best.placement[pod.UID]
+	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}},
+		fwk.NewStatus(fwk.Success, fmt.Sprintf("preempting %d pods for %s", len(best.pods()), who.what))
+}
+
+// choose searches for the victims that make room for who: the members
+// placed (one of who's choices), the plan and the world it was made in;
+// or no plan and a status saying why — with the world when a plan evicts
+// nothing (the room is there or being freed), without it when evicting
+// cannot help.
+func (p *Preemption) choose(ctx context.Context, cycle fwk.CycleState, who *preemptor, statuses fwk.NodeToStatusReader) (*preemptor, *plan, *world, *fwk.Status) {
 	nodes, err := p.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
-		return nil, fwk.AsStatus(err)
+		return who, nil, nil, fwk.AsStatus(err)
 	}
 	// A gang whose quorum some members of several roles may complete
 	// tries its choices in turn (quorumChoices): the first that a plan
 	// places wins.
 	var best *plan
 	var world *world
-	var firstReason string
+	var reason, firstReason string
 	for i, members := range who.choices {
 		if i > 0 {
 			who = who.choosing(members)
 		}
 		best, world, reason, err = p.planFor(ctx, cycle, who, nodes, statuses)
 		if err != nil {
-			return nil, fwk.AsStatus(err)
+			return who, nil, nil, fwk.AsStatus(err)
 		}
 		if i == 0 {
 			firstReason = reason
@@ -191,16 +210,13 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 		if firstReason != "" {
 			reason = firstReason
 		}
-		logger.V(4).Info("No preemption", "preemptor", who.what, "reason", reason)
-		return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Unschedulable, "preemption cannot help: "+reason)
+		klog.FromContext(ctx).V(4).Info("No preemption", "preemptor", who.what, "reason", reason)
+		return who, nil, nil, fwk.NewStatus(fwk.Unschedulable, "preemption cannot help: "+reason)
 	}
 	if len(best.victims) == 0 {
-		return nil, fwk.NewStatus(fwk.Unschedulable, noVictimsNeeded(who, best, world))
+		return who, nil, world, fwk.NewStatus(fwk.Unschedulable, noVictimsNeeded(who, best, world))
 	}
-	p.evict(ctx, who, best, world)
-	node := best.placement[pod.UID]
-	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}},
-		fwk.NewStatus(fwk.Success, fmt.Sprintf("preempting %d pods for %s", len(best.pods()), who.what))
+	return who, best, world, nil
 }
 
 // planFor surveys the cluster for who and searches for its plan: nil and

@@ -271,15 +271,24 @@ func (p *Preemption) planGang(ctx context.Context, cycle fwk.CycleState, who *pr
 	fits := func(victims []*unit) (map[types.UID]string, bool) {
 		return p.simulate(ctx, cycle, who, w, victims, w.nodes)
 	}
-	seq := w.sequence(who, w.shortOf(who, w.nodes), w.units)
+	short := w.shortOf(who, w.nodes)
+	seq := w.sequence(who, short, w.units)
 	noRoom := fmt.Sprintf("even evicting all %d pods it may evict would not make room for the %d members %s needs", countPods(seq), len(who.members), who.what)
 	if len(seq) == 0 {
 		noRoom = fmt.Sprintf("there is no pod it may evict (of lower priority in its queue, or of a queue above its share) to make room for the %d members %s needs", len(who.members), who.what)
 	}
 	if !w.roomWithout(who, seq, w.nodes) {
-		// Not even by resources: the simulation, which runs every filter
-		// for every member on every node, cannot do better.
-		return nil, noRoom
+		// A reclaim takes only what keeps the victims' queues at their
+		// share: spent in victim order, that budget may free a little on
+		// every node and room for no member. Spent node by node, the
+		// roomiest first, it frees whole nodes.
+		packed := w.sequence(who, short, w.byRoomiestNode(short, w.units))
+		if !w.roomWithout(who, packed, w.nodes) {
+			// Not even by resources: the simulation, which runs every
+			// filter for every member on every node, cannot do better.
+			return nil, noRoom
+		}
+		seq = packed
 	}
 	if placement, ok := fits(nil); ok {
 		return &plan{placement: placement}, ""
@@ -300,6 +309,42 @@ func (p *Preemption) planGang(ctx context.Context, cycle fwk.CycleState, who *pr
 		return minimal(seq, fits), ""
 	}
 	return nil, noRoom
+}
+
+// byRoomiestNode orders the victim units node by node (a unit of several
+// nodes goes with its first member's), each node's in the given order, the
+// nodes by the room they would have with all their units gone, largest
+// first in the resources the preemptor is short of (in order).
+func (w *world) byRoomiestNode(short []corev1.ResourceName, units []*unit) []*unit {
+	room := map[string]capacity.Resources{}
+	var order []string
+	for _, u := range units {
+		node := u.members[0].node
+		if _, seen := room[node]; !seen {
+			order = append(order, node)
+			room[node] = capacity.Resources{}
+			if n, ok := w.byName[node]; ok {
+				room[node] = capacity.FreeOf(n)
+			}
+		}
+		room[node].Add(u.request())
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := room[order[i]], room[order[j]]
+		for _, res := range short {
+			if a[res] != b[res] {
+				return a[res] > b[res]
+			}
+		}
+		return false
+	})
+	rank := make(map[string]int, len(order))
+	for i, node := range order {
+		rank[node] = i
+	}
+	out := slices.Clone(units)
+	sort.SliceStable(out, func(i, j int) bool { return rank[out[i].members[0].node] < rank[out[j].members[0].node] })
+	return out
 }
 
 // planRolesDomainByDomain plans room for a gang whose first role that

@@ -306,6 +306,10 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 		// beyond them only the whole gang may go.
 		count := p.store.QuorumOf(key, placed)
 		surplus := count.Surplus()
+		if p.store.DisruptedWhole(key) {
+			// A native group with disruptionMode all: none goes alone.
+			surplus = 0
+		}
 		sort.SliceStable(eligible, func(i, j int) bool {
 			a, b := eligible[i].info.GetPod(), eligible[j].info.GetPod()
 			if pa, pb := corev1helpers.PodPriority(a), corev1helpers.PodPriority(b); pa != pb {

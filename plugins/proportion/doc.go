@@ -89,4 +89,14 @@
 // A refusal begins with its reason (package reasons): QueueOverShare,
 // QueueCapability, or InvalidSpec for a queue that does not exist or is
 // not Valid.
+//
+// Native PodGroups: kube-scheduler's pod-group cycle runs PreFilter for
+// each pending member of the group in turn, each assumed and reserved
+// before the next. The member tried first asks for the whole quorum (the
+// group admitted as a unit, as a scheduler-plugins gang's first member);
+// admitted, the members after it count alone beside those reserved, so the
+// capability holds member by member when the cycle places members beyond
+// the quorum; refused, every member of that cycle gets the group's refusal
+// (groupcycle.go). A native group's queue is its pod's label, else the
+// group's, else its Workload's, else the namespace's.
 package proportion

@@ -77,6 +77,28 @@ func (p *Proportion) PreEnqueue(context.Context, *corev1.Pod) *fwk.Status {
 // request of every member still needed for the quorum).
 func (p *Proportion) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	p.status.start()
+	group := groupCycleOf(cycle, pod)
+	if refused := group.refused(); refused != nil {
+		// A native group's pod-group cycle: the group was refused as a
+		// unit at the member tried first.
+		return nil, refused.Clone()
+	}
+	status, whole := p.admit(ctx, cycle, pod)
+	if whole && group.state != nil {
+		// The cycle's other members carry kube-scheduler's words: the
+		// PodGroup is told the queue's ("" once admitted: a later
+		// refusal is news).
+		if status != nil {
+			group.refuse(status)
+		}
+		p.store.TellNativeGroup(p.handle.EventRecorder(), group.group, Name, status.Message())
+	}
+	return nil, status
+}
+
+// admit is PreFilter's decision, and whether it was for a whole unit (a
+// pod of no gang, or a gang none of whose members is placed).
+func (p *Proportion) admit(ctx context.Context, cycle fwk.CycleState, pod *corev1.Pod) (*fwk.Status, bool) {
 	name := p.queues.QueueOf(pod)
 	request, what, members, whole := p.admissionRequest(pod)
 	p.queues.Refresh(pod)
@@ -84,10 +106,10 @@ func (p *Proportion) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *c
 	view := p.queues.View()
 	queue := view.Queues[name]
 	if queue == nil {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons.InvalidSpec.Say("queue %q does not exist", name))
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons.InvalidSpec.Say("queue %q does not exist", name)), whole
 	}
 	if queue.Invalid != "" {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons.InvalidSpec.Say("queue %q is invalid: %s", name, queue.Invalid))
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons.InvalidSpec.Say("queue %q is invalid: %s", name, queue.Invalid)), whole
 	}
 	if refusing, reason := view.Refuses(name, request, nil); reason != "" {
 		klog.FromContext(ctx).V(4).Info("Queue refuses pod", "queue", refusing, "pod", klog.KObj(pod), "reason", reason)
@@ -95,11 +117,11 @@ func (p *Proportion) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *c
 			p.queues.RefusedForQuota(p.queues.TurnOf(pod, name, request))
 			cycle.Write(state.QueueRefusedKey, state.QueueRefused{})
 		}
-		return nil, fwk.NewStatus(fwk.Unschedulable, state.RefusalReason(reason).Say("queue %q: %s %s", refusing, what, reason))
+		return fwk.NewStatus(fwk.Unschedulable, state.RefusalReason(reason).Say("queue %q: %s %s", refusing, what, reason)), whole
 	}
 	if !whole {
 		// A member of a gang admitted as a unit is never held back.
-		return nil, nil
+		return nil, false
 	}
 	turn := p.queues.TurnOf(pod, name, request)
 	if first, reason := p.turnsFirst(view, turn); reason != "" {
@@ -116,11 +138,11 @@ func (p *Proportion) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *c
 		}
 		p.handle.Activate(logger, activate)
 		logger.V(4).Info("Queue gives room to the turns before the pod's", "queue", name, "pod", klog.KObj(pod), "first", names)
-		return nil, fwk.NewStatus(fwk.Unschedulable, reasons.WaitingForTurn.Say("queue %q: %s waits its turn: %s wait(s) before it in the queue for the room it would take (with them it %s)",
-			name, what, strings.Join(names, ", "), reason))
+		return fwk.NewStatus(fwk.Unschedulable, reasons.WaitingForTurn.Say("queue %q: %s waits its turn: %s wait(s) before it in the queue for the room it would take (with them it %s)",
+			name, what, strings.Join(names, ", "), reason)), true
 	}
 	p.queues.Admitted(turn)
-	return nil, nil
+	return nil, true
 }
 
 // turnsFirst returns the turns refused for quota that wait before turn in

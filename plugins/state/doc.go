@@ -58,6 +58,16 @@
 //     capability (on its whole path, or level by level), where two queues'
 //     paths part (Sides, for reclaim), and what a gang's refusal tells
 //     preemption.
+//   - native.go: native PodGroups (scheduling.k8s.io/v1beta1), read only
+//     when the GenericWorkload gate is on: a pod's spec.schedulingGroup
+//     names its group, which wins over the scheduler-plugins label
+//     (BothGroups); GroupKey.Native tells the kinds apart. A native gang
+//     is projected into the scheduler-plugins shape (Project: minCount as
+//     minMember, its topology key as the required level, its Workload's
+//     queue label when it has none), so every rule here counts both kinds
+//     alike. A basic group is no gang. Not counted for native groups: their
+//     Succeeded members (the metadata informer sees no spec) — their
+//     quorum is the in-tree GangScheduling plugin's to hold.
 //   - registry.go, statuswriter.go: the one Store per scheduler and the
 //     parts its plugins share; a rate-limited writer of status patches.
 package state

@@ -89,9 +89,7 @@ func (q *Queues) QueueOf(pod *corev1.Pod) string {
 	}
 	var podGroupLabels, namespaceLabels map[string]string
 	if key, ok := GroupOf(pod); ok {
-		if pg := q.store.PodGroup(key); pg != nil {
-			podGroupLabels = pg.Labels
-		}
+		podGroupLabels = q.store.groupLabels(key)
 	}
 	if ns, err := q.namespaces.Get(pod.Namespace); err == nil {
 		namespaceLabels = ns.Labels

@@ -50,8 +50,13 @@ func newQueues(s *Store, h fwk.Handle, defaultQueue string) (*Queues, error) {
 	// A PodGroup's or namespace's queue label decides its pods' queue: when
 	// it appears or changes, only those pods are re-resolved (a PodGroup's
 	// status writes, a thousand per gang wave, change nothing).
-	if _, err := s.podGroups.AddEventHandler(onQueueLabel(q.resolveGroup)); err != nil {
+	if _, err := s.podGroups.AddEventHandler(onQueueLabel(q.resolveGroup(false))); err != nil {
 		return nil, err
+	}
+	if native := s.NativeInformer(); native != nil {
+		if _, err := native.AddEventHandler(onQueueLabel(q.resolveGroup(true))); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := h.SharedInformerFactory().Core().V1().Namespaces().Informer().AddEventHandler(onQueueLabel(q.resolveNamespace)); err != nil {
 		return nil, err
@@ -207,14 +212,17 @@ func queueLabel(obj interface{}) string {
 	return ""
 }
 
-// resolveGroup re-resolves the queue of a PodGroup's members.
-func (q *Queues) resolveGroup(obj interface{}) {
-	pg, ok := obj.(metav1.Object)
-	if !ok {
-		return
-	}
-	for _, pod := range q.store.Members(GroupKey{Namespace: pg.GetNamespace(), Name: pg.GetName()}) {
-		q.onPod(pod)
+// resolveGroup re-resolves the queue of a PodGroup's members (of a native
+// PodGroup's, with native).
+func (q *Queues) resolveGroup(native bool) func(obj interface{}) {
+	return func(obj interface{}) {
+		pg, ok := obj.(metav1.Object)
+		if !ok {
+			return
+		}
+		for _, pod := range q.store.Members(GroupKey{Namespace: pg.GetNamespace(), Name: pg.GetName(), Native: native}) {
+			q.onPod(pod)
+		}
 	}
 }
 

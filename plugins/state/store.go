@@ -38,12 +38,28 @@ func init() {
 }
 
 // GroupKey names a PodGroup: pods join a group in their own namespace only.
-type GroupKey struct{ Namespace, Name string }
+// Native is set for a native PodGroup (scheduling.k8s.io, named by the
+// pod's spec.schedulingGroup), which may share its name with a
+// scheduler-plugins one.
+type GroupKey struct {
+	Namespace, Name string
+	Native          bool
+}
 
-func (k GroupKey) String() string { return k.Namespace + "/" + k.Name }
+func (k GroupKey) String() string {
+	if k.Native {
+		return k.Namespace + "/" + k.Name + " (" + NativeSource + ")"
+	}
+	return k.Namespace + "/" + k.Name
+}
 
-// GroupOf returns the group a pod belongs to, if any.
+// GroupOf returns the group a pod belongs to, if any: the native PodGroup
+// its spec.schedulingGroup names (which wins over the label, see
+// BothGroups), else the scheduler-plugins PodGroup its label names.
 func GroupOf(pod *corev1.Pod) (GroupKey, bool) {
+	if key, ok := nativeGroupOf(pod); ok {
+		return key, true
+	}
 	name, ok := pod.Labels[schedv1alpha1.PodGroupLabel]
 	if !ok || name == "" {
 		return GroupKey{}, false
@@ -62,6 +78,12 @@ type Store struct {
 	now       func() time.Time
 	// devices reads the scheduler's DRA state (see package devices).
 	devices *devices.Reader
+	// native reads native PodGroups; nil without the GenericWorkload gate
+	// (see native.go).
+	native *native
+	// told is what each native group was last told, by plugin
+	// (TellNativeGroup).
+	told sync.Map
 
 	mu    sync.Mutex
 	gangs map[GroupKey]*Gang
@@ -127,6 +149,11 @@ func newStore(h fwk.Handle) (*Store, error) {
 		return nil, err
 	}
 	s.devices = NewDeviceReader(h)
+	if s.native = newNative(h); s.native != nil {
+		if _, err := s.native.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: s.forgetNativeGroup}); err != nil {
+			return nil, err
+		}
+	}
 	s.pods = h.SharedInformerFactory().Core().V1().Pods().Informer()
 	if err := s.pods.AddIndexers(cache.Indexers{podGroupIndex: indexByGroup}); err != nil {
 		return nil, fmt.Errorf("indexing pods by PodGroup: %w", err)
@@ -189,8 +216,15 @@ func (s *Store) Clients() podgroupclient.Interface { return s.clients }
 // PodGroupInformer exposes the PodGroup informer, for event handlers.
 func (s *Store) PodGroupInformer() cache.SharedIndexInformer { return s.podGroups }
 
-// PodGroup returns the group's PodGroup, or nil if it does not exist.
+// PodGroup returns the group's PodGroup, or nil if it does not exist; a
+// native group's projection (Project), or nil if it is no gang.
 func (s *Store) PodGroup(key GroupKey) *schedv1alpha1.PodGroup {
+	if key.Native {
+		if s.native == nil {
+			return nil
+		}
+		return s.native.group(key)
+	}
 	obj, ok, err := s.podGroups.GetIndexer().GetByKey(key.String())
 	if err != nil || !ok {
 		return nil
@@ -199,8 +233,11 @@ func (s *Store) PodGroup(key GroupKey) *schedv1alpha1.PodGroup {
 	return pg
 }
 
-// HasPodGroups reports whether any PodGroup exists.
+// HasPodGroups reports whether any PodGroup of either kind exists.
 func (s *Store) HasPodGroups() bool {
+	if s.native != nil && len(s.native.informer.GetIndexer().ListKeys()) > 0 {
+		return true
+	}
 	return len(s.podGroups.GetIndexer().ListKeys()) > 0
 }
 
@@ -294,6 +331,31 @@ func (s *Store) forgetGroup(obj interface{}) {
 	s.groupTimesMu.Lock()
 	defer s.groupTimesMu.Unlock()
 	delete(s.groupTimes, key)
+}
+
+// forgetNativeGroup is forgetGroup for a native PodGroup.
+func (s *Store) forgetNativeGroup(obj interface{}) {
+	m, ok := unwrap(obj).(metav1.Object)
+	if !ok {
+		return
+	}
+	key := GroupKey{Namespace: m.GetNamespace(), Name: m.GetName(), Native: true}
+	s.native.forget(key)
+	if len(s.Members(key)) > 0 {
+		return
+	}
+	s.groupTimesMu.Lock()
+	defer s.groupTimesMu.Unlock()
+	delete(s.groupTimes, key)
+}
+
+// NativeInformer is the native PodGroup informer, or nil without the
+// GenericWorkload gate.
+func (s *Store) NativeInformer() cache.SharedIndexInformer {
+	if s.native == nil {
+		return nil
+	}
+	return s.native.informer
 }
 
 // OnMemberChange calls f with the group of every member pod that is added,

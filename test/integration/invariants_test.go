@@ -60,9 +60,12 @@ type scenario struct {
 	// reasonsSeen counts the reasons waiting gangs' members gave, checks
 	// of them, for the log (see waitingGangsSayWhy).
 	reasonsSeen map[reasons.Reason]int
-	violations  []string
-	stop        context.CancelFunc
-	done        chan struct{}
+	// native: the cluster serves native PodGroups (scheduling.k8s.io),
+	// whose gangs are checked beside the scheduler-plugins ones.
+	native     bool
+	violations []string
+	stop       context.CancelFunc
+	done       chan struct{}
 }
 
 // partialGangSlack is added to a gang's timeout before a partial gang is a
@@ -297,47 +300,77 @@ func (s *scenario) check(ctx context.Context) {
 		}
 	}
 
+	// Both kinds of gangs: a native PodGroup's quorum is its gang's
+	// minCount; its timeout kube-scheduler's Permit wait, 5 minutes.
+	type gangSeen struct {
+		key       state.GroupKey
+		minMember int32
+		timeout   time.Duration
+		finished  bool
+	}
+	var gangs []gangSeen
+	for i := range groups.Items {
+		pg := &groups.Items[i]
+		timeout := 60 * time.Second
+		if pg.Spec.ScheduleTimeoutSeconds != nil {
+			timeout = time.Duration(*pg.Spec.ScheduleTimeoutSeconds) * time.Second
+		}
+		gangs = append(gangs, gangSeen{key: state.GroupKey{Namespace: pg.Namespace, Name: pg.Name}, minMember: pg.Spec.MinMember, timeout: timeout, finished: pg.Status.Phase == schedv1alpha1.PodGroupFinished})
+	}
+	if s.native {
+		native, err := s.h.Client.SchedulingV1beta1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return
+		}
+		for _, pg := range native.Items {
+			if gang := pg.Spec.SchedulingPolicy.Gang; gang != nil {
+				gangs = append(gangs, gangSeen{key: state.GroupKey{Namespace: pg.Namespace, Name: pg.Name, Native: true}, minMember: gang.MinCount, timeout: 5 * time.Minute})
+			}
+		}
+	}
+
 	// No gang partially bound past its timeout before its first quorum.
 	var running, pending, finished int
 	now := time.Now()
-	for i := range groups.Items {
-		pg := &groups.Items[i]
-		key := state.GroupKey{Namespace: pg.Namespace, Name: pg.Name}
+	for _, pg := range gangs {
+		key := pg.key
 		m := byGroup[key]
 		if m == nil {
 			m = &members{}
 		}
 		switch {
-		case pg.Status.Phase == schedv1alpha1.PodGroupFinished:
+		case pg.finished:
 			finished++
-		case int32(m.bound+m.succeeded) >= pg.Spec.MinMember:
+		case int32(m.bound+m.succeeded) >= pg.minMember:
 			running++
 		default:
 			pending++
 		}
 		s.mu.Lock()
-		if int32(m.bound+m.succeeded) >= pg.Spec.MinMember {
+		if int32(m.bound+m.succeeded) >= pg.minMember {
 			s.reachedQuorum[key] = true
 		}
-		partial := !s.reachedQuorum[key] && m.bound > 0 && int32(m.bound+m.succeeded) < pg.Spec.MinMember
+		partial := !s.reachedQuorum[key] && m.bound > 0 && int32(m.bound+m.succeeded) < pg.minMember
 		since, was := holds(s.partialSince, key, partial, now)
-		shrunk := s.reachedQuorum[key] && m.bound > 0 && int32(m.bound+m.succeeded) < pg.Spec.MinMember && m.succeeded == 0
+		shrunk := s.reachedQuorum[key] && m.bound > 0 && int32(m.bound+m.succeeded) < pg.minMember && m.succeeded == 0
 		shrunkAt, wasShrunk := holds(s.shrunkSince, key, shrunk, now)
 		s.mu.Unlock()
 		if whole, ok := s.listed(gangsStayWhole); ok && shrunk && wasShrunk && now.Sub(shrunkAt) > whole.within {
-			s.violate("gang %s left with %d of minMember %d running for %s after it had its quorum", key, m.bound, pg.Spec.MinMember, now.Sub(shrunkAt).Round(time.Second))
+			s.violate("gang %s left with %d of minMember %d running for %s after it had its quorum", key, m.bound, pg.minMember, now.Sub(shrunkAt).Round(time.Second))
 		}
-		timeout := 60 * time.Second
-		if pg.Spec.ScheduleTimeoutSeconds != nil {
-			timeout = time.Duration(*pg.Spec.ScheduleTimeoutSeconds) * time.Second
-		}
+		timeout := pg.timeout
 		if _, ok := s.listed(noPartialGangPastTimeout); ok && partial && was && now.Sub(since) > timeout+partialGangSlack {
-			s.violate("gang %s partially bound (%d of minMember %d) for %s, past its %s timeout", key, m.bound+m.succeeded, pg.Spec.MinMember, now.Sub(since).Round(time.Second), timeout)
+			s.violate("gang %s partially bound (%d of minMember %d) for %s, past its %s timeout", key, m.bound+m.succeeded, pg.minMember, now.Sub(since).Round(time.Second), timeout)
 		}
 		if share, ok := s.listed(placedWithinShare); ok {
-			s.checkShare(share.within, key, int(pg.Spec.MinMember)-m.bound-m.succeeded, m.pending, queues, now)
+			s.checkShare(share.within, key, int(pg.minMember)-m.bound-m.succeeded, m.pending, queues, now)
 		}
 		if _, ok := s.listed(waitingGangsSayWhy); ok && !s.quorumReached(key) {
+			// A native gang's cycle stops trying members once too few are
+			// left for its minCount: those carry kube-scheduler's words,
+			// and the member refused before them flotilla's.
+			var unsaid []string
+			var saidAny bool
 			for _, p := range m.pending {
 				c := cluster.PodScheduledCondition(p)
 				if c == nil || c.Status != corev1.ConditionFalse {
@@ -345,14 +378,24 @@ func (s *scenario) check(ctx context.Context) {
 				}
 				said := reasons.In(c.Message)
 				if len(said) == 0 {
-					s.violate("pod %s/%s of gang %s waits without a reason from the set: %q", p.Namespace, p.Name, key, c.Message)
+					unsaid = append(unsaid, fmt.Sprintf("pod %s/%s of gang %s waits without a reason from the set: %q", p.Namespace, p.Name, key, c.Message))
 					continue
 				}
+				saidAny = true
 				s.mu.Lock()
 				for _, r := range said {
 					s.reasonsSeen[r]++
 				}
 				s.mu.Unlock()
+			}
+			if key.Native && !saidAny && len(unsaid) > 0 {
+				// Then flotilla says why on the PodGroup.
+				saidAny = s.groupToldWhy(ctx, key)
+			}
+			if !key.Native || !saidAny {
+				for _, v := range unsaid {
+					s.violate("%s", v)
+				}
 			}
 		}
 	}
@@ -377,6 +420,26 @@ func (s *scenario) check(ctx context.Context) {
 	}
 	s.tl.add("gangs %d running, %d pending, %d finished; jobs %d active, %d complete, %d failed%s%s",
 		running, pending, finished, active, complete, failed, queueLine(queues), strings.Join(why, " | "))
+}
+
+// groupToldWhy reports whether a native PodGroup was told why it waits by
+// an event with a reason from the set.
+func (s *scenario) groupToldWhy(ctx context.Context, key state.GroupKey) bool {
+	events, err := s.h.Client.CoreV1().Events(key.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=PodGroup,involvedObject.name=" + key.Name})
+	if err != nil {
+		return false
+	}
+	for _, e := range events.Items {
+		if said := reasons.In(e.Message); len(said) > 0 {
+			s.mu.Lock()
+			for _, r := range said {
+				s.reasonsSeen[r]++
+			}
+			s.mu.Unlock()
+			return true
+		}
+	}
+	return false
 }
 
 // checkDevices checks devicesAllocatedOnce and returns the extended

@@ -128,6 +128,18 @@ profiles:
       # Replaced by Preemption: DefaultPreemption evicts for one pod at a
       # time, would break running gangs and ignores queues.
       - name: DefaultPreemption
+    # With the GenericWorkload gate on, kube-scheduler places the pods of a
+    # native PodGroup (scheduling.k8s.io) in a pod-group cycle and skips
+    # PostFilter for them: Preemption preempts for such a group from
+    # podGroupPostFilter (MultiPoint enables it there) in DefaultPreemption's
+    # place, and runs first under preFilter to keep each member's cycle
+    # state for it. With the gate off neither runs.
+    podGroupPostFilter:
+      disabled:
+      - name: DefaultPreemption
+    preFilter:
+      enabled:
+      - name: Preemption
     score:
       disabled:
       # Both pull the other way: LeastAllocated spreads pods onto the

@@ -1,0 +1,204 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/internal/cluster"
+	"github.com/flotilla-sched/flotilla/test/harness"
+)
+
+// nativeGates turn on native workload-aware scheduling as a 1.37 cluster
+// would: the apiserver keeps spec.schedulingGroup and serves
+// scheduling.k8s.io/v1beta1 PodGroups and Workloads; the flag also sets
+// the gate for the scheduler and controllers of this process for the
+// test's duration (the test apiserver applies it process-wide).
+var nativeGates = []string{"--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true"}
+
+// startNative starts the realistic cluster with native groups on, and
+// flotilla-scheduler with the shipped configuration and the gate.
+func startNative(t *testing.T, nodes ...cluster.NodeSpec) *harness.Harness {
+	t.Helper()
+	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{ExtraAPIServerFlags: nativeGates})
+	require.NoError(t, h.CreateNodes(h.Ctx, nodes...))
+	h.StartScheduler(shippedConfig(t, "scheduler-config.yaml"), cluster.SchedulerOptions{Flags: []string{"--feature-gates=GenericWorkload=true"}})
+	return h
+}
+
+// createNativeGroup creates a Workload and its PodGroup (a gang of
+// minCount, disruption mode all when whole), as a framework that speaks
+// the native API makes them, labelled with the queue on the Workload.
+func createNativeGroup(t *testing.T, h *harness.Harness, name, queue string, minCount int32, whole bool) {
+	t.Helper()
+	gang := schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: minCount}}
+	workload := &schedulingv1beta1.Workload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{flotillav1alpha1.QueueLabel: queue}},
+		Spec: schedulingv1beta1.WorkloadSpec{PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{{
+			Name: "workers", SchedulingPolicy: gang,
+		}}},
+	}
+	_, err := h.Client.SchedulingV1beta1().Workloads("default").Create(h.Ctx, workload, metav1.CreateOptions{})
+	require.NoError(t, err)
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: schedulingv1beta1.PodGroupSpec{
+			WorkloadRef:      &schedulingv1beta1.WorkloadReference{WorkloadName: name, TemplateName: "workers"},
+			SchedulingPolicy: gang,
+		},
+	}
+	if whole {
+		pg.Spec.DisruptionMode = &schedulingv1beta1.DisruptionMode{All: &schedulingv1beta1.AllDisruptionMode{}}
+	}
+	_, err = h.Client.SchedulingV1beta1().PodGroups("default").Create(h.Ctx, pg, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// nativeJob is a Job whose pods join the native PodGroup group, as a
+// framework's template names it.
+func nativeJob(spec cluster.WorkloadSpec, group string) *batchv1.Job {
+	job := cluster.Job(spec)
+	job.Spec.Template.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(group)}
+	return job
+}
+
+func createJob(t *testing.T, h *harness.Harness, job *batchv1.Job) *batchv1.Job {
+	t.Helper()
+	created, err := h.Client.BatchV1().Jobs(job.Namespace).Create(h.Ctx, job, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return created
+}
+
+// A native gang of mixed members (a leader Job of one 2-cpu pod beside a
+// Job of three 4-cpu workers, one PodGroup of minCount 4, as an
+// LWS-style framework makes them) is admitted by its Queue as a unit and
+// held back by its capability; raised, it reclaims from a queue above its
+// deserved share: Preemption's PodGroupPostFilter chooses the victims,
+// whole gangs of the other queue where their disruption mode says so, and
+// the gang binds together. Through the apiserver with the gate on; the
+// scenario checks nothing is bound twice, no node is over-committed and
+// no gang is left partial past its timeout, the whole time.
+func TestNativeGangQueuedCappedAndReclaiming(t *testing.T) {
+	h := startNative(t, nodes(4, "8")...)
+	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("batch", 1, "")))
+	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("prod", 1, "", cappedCPU("12"))))
+	s := startScenario(t, h, append(placementInvariants, invariant{kind: gangsStayWhole, within: 30 * time.Second})...)
+	s.native = true
+
+	// batch borrows the idle cluster: two native gangs of four 2-cpu pods
+	// that go only whole (disruption mode all), and 16 one-cpu pods of a
+	// Deployment.
+	for _, name := range []string{"batch-a", "batch-b"} {
+		createNativeGroup(t, h, name, "batch", 4, true)
+		createJob(t, h, nativeJob(cluster.WorkloadSpec{Name: name, Replicas: 4, CPU: "2", Memory: "2Gi", Queue: "batch", IgnoreDisruptions: true}, name))
+	}
+	_, err := h.CreateDeployment(h.Ctx, cluster.WorkloadSpec{Name: "batch-web", Replicas: 16, CPU: "1", Memory: "1Gi", Queue: "batch"})
+	require.NoError(t, err)
+	_, err = h.WaitForPodsBound(h.Ctx, "default", flotillav1alpha1.QueueLabel+"=batch", 24, bindTimeout)
+	require.NoError(t, err, "batch fills the cluster\n%s", s.tl)
+
+	// prod's gang asks 14 cpu, above its capability of 12: held back as a
+	// unit, no member placed. The member tried first says why; the cycle
+	// stops there (too few left for minCount), so the PodGroup is told.
+	createNativeGroup(t, h, "serve", "prod", 4, false)
+	leader := cluster.WorkloadSpec{Name: "serve-leader", Replicas: 1, CPU: "2", Memory: "4Gi", Queue: "prod", IgnoreDisruptions: true}
+	workers := cluster.WorkloadSpec{Name: "serve-workers", Replicas: 3, CPU: "4", Memory: "8Gi", Queue: "prod", IgnoreDisruptions: true}
+	createJob(t, h, nativeJob(leader, "serve"))
+	createJob(t, h, nativeJob(workers, "serve"))
+	ev, err := h.WaitForEvent(h.Ctx, "default", "serve", "QueueCapability", bindTimeout)
+	require.NoError(t, err, "the native PodGroup is told its queue's capability holds it\n%s", s.tl)
+	require.Contains(t, ev.Note, `queue "prod": gang default/serve (scheduling.k8s.io) (4 members for its quorum) would exceed its capability of cpu (14 > 12)`)
+	var bound []string
+	capped := func() bool {
+		pods, err := h.Client.CoreV1().Pods("default").List(h.Ctx, metav1.ListOptions{LabelSelector: flotillav1alpha1.QueueLabel + "=prod"})
+		if err != nil || len(pods.Items) < 4 {
+			return false
+		}
+		var told bool
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				bound = append(bound, p.Name+" on "+p.Spec.NodeName)
+			}
+			if c := cluster.PodScheduledCondition(&p); c != nil && strings.Contains(c.Message, "QueueCapability") {
+				told = true
+			}
+		}
+		return told || len(bound) > 0
+	}
+	require.Eventually(t, capped, bindTimeout, 200*time.Millisecond, "a member of the capped native gang says its queue's capability holds it\n%s", s.tl)
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		capped()
+	}
+	require.Empty(t, bound, "no member of the capped gang binds\n%s", s.tl)
+	s.tl.add("prod's gang held back by its capability")
+
+	// Raised to 16 cpu (its deserved share, half the cluster): the gang
+	// reclaims 14 cpu from batch, which holds 24 of 32.
+	_, err = h.Dynamic.Resource(flotillav1alpha1.QueueResource).Patch(h.Ctx, "prod", types.MergePatchType, []byte(`{"spec":{"capability":null}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	s.tl.add("prod's capability lifted")
+	placed, err := h.WaitForPodsBound(h.Ctx, "default", flotillav1alpha1.QueueLabel+"=prod", 4, 2*bindTimeout)
+	require.NoError(t, err, "the native gang reclaims its share\n%s", s.tl)
+	require.Len(t, placed, 4)
+
+	// Victims were chosen by Preemption (its condition names the
+	// scheduler), and a batch gang in mode all went whole or not at all.
+	events, err := h.Client.EventsV1().Events("default").List(h.Ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var preempted int
+	for _, e := range events.Items {
+		if e.Reason == "Preempted" || e.Reason == "Reclaimed" {
+			preempted++
+		}
+	}
+	require.Positive(t, preempted, "victims were evicted by flotilla's preemption\n%s", s.tl)
+}
+
+// Both APIs at once: a scheduler-plugins gang and a native gang in one
+// queue whose capability holds one of them at a time contend; both
+// complete, one gang after the other, no gang is ever partly bound past
+// its timeout and nothing is bound twice. A pod that names a native group
+// and carries the scheduler-plugins label as well is scheduled with the
+// native group only (it completes its quorum), and says so in an event.
+func TestNativeAndPluginGangsInOneQueue(t *testing.T) {
+	h := startNative(t, nodes(3, "8")...)
+	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("team", 1, "", cappedCPU("16"))))
+	s := startScenario(t, h, placementInvariants...)
+	s.native = true
+
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "plugin-gang", 4))
+	createNativeGroup(t, h, "native-gang", "team", 4, false)
+	plugin := cluster.WorkloadSpec{Name: "plugin-gang", Replicas: 4, CPU: "4", Memory: "4Gi", Queue: "team", PodGroup: "plugin-gang", RunSeconds: 4}
+	native := cluster.WorkloadSpec{Name: "native-gang", Replicas: 3, CPU: "4", Memory: "4Gi", Queue: "team", RunSeconds: 4}
+	jobs := []*batchv1.Job{createJob(t, h, cluster.Job(plugin)), createJob(t, h, nativeJob(native, "native-gang"))}
+
+	// The native gang's fourth member names both groups (a bare pod, as a
+	// framework's coordinator might be): the native one wins.
+	both := cluster.Pod(cluster.PodSpec{Namespace: "default", Name: "in-both", CPU: "4", Memory: "4Gi", Labels: map[string]string{
+		schedv1alpha1.PodGroupLabel: "plugin-gang", flotillav1alpha1.QueueLabel: "team",
+	}})
+	both.Annotations = map[string]string{cluster.RunSecondsAnnotation: "4"}
+	both.Spec.RestartPolicy = corev1.RestartPolicyNever
+	both.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("native-gang")}
+	_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, both, metav1.CreateOptions{})
+	require.NoError(t, err)
+	ev, err := h.WaitForEvent(h.Ctx, "default", "in-both", "InTwoPodGroups", bindTimeout)
+	require.NoError(t, err, "a pod in two groups is told which one schedules it\n%s", s.tl)
+	require.Contains(t, ev.Note, "native-gang ("+"scheduling.k8s.io)")
+
+	s.waitJobs(3*bindTimeout, jobs...)
+	require.Eventually(t, func() bool {
+		p, err := h.Client.CoreV1().Pods("default").Get(h.Ctx, "in-both", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodSucceeded
+	}, bindTimeout, 200*time.Millisecond, "the pod in both groups ran with the native gang\n%s", s.tl)
+}
