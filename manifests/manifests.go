@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed crds/*.yaml examples/*.yaml *.yaml
+//go:embed crds/*.yaml examples/*.yaml examples/native/*.yaml *.yaml
 var files embed.FS
 
 // File returns one embedded manifest by its path under manifests/.

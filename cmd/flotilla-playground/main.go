@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -36,15 +37,16 @@ func main() {
 		exitAfter     = flag.Bool("exit-after-settle", false, "print the summary and exit once scheduling has settled")
 		settleTimeout = flag.Duration("settle-timeout", 2*time.Minute, "how long to wait for scheduling to settle")
 		logFile       = flag.String("log", "playground.log", "where the control plane's and scheduler's logs go ('-' for stderr)")
+		nativeGangs   = flag.Bool("native-gangs", false, "run with Kubernetes' native PodGroups on (the GenericWorkload gate and scheduling.k8s.io/v1beta1), and apply manifests/examples/native too")
 	)
 	flag.Parse()
-	if err := run(*kubeconfig, *configFile, *noScheduler, *exitAfter, *settleTimeout, *logFile); err != nil {
+	if err := run(*kubeconfig, *configFile, *noScheduler, *exitAfter, *settleTimeout, *logFile, *nativeGangs); err != nil {
 		fmt.Fprintln(os.Stderr, "playground:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settleTimeout time.Duration, logFile string) error {
+func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settleTimeout time.Duration, logFile string, nativeGangs bool) error {
 	logs, closeLogs, err := openLog(logFile)
 	if err != nil {
 		return err
@@ -61,7 +63,15 @@ func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settl
 		return err
 	}
 	fmt.Println("Starting the control plane (etcd + kube-apiserver + kube-controller-manager) and simulated kubelets ...")
-	cp, err := cluster.StartControlPlane(ctx, tb, cluster.ControlPlaneOptions{KubeconfigPath: kubeconfig, ExtraAPIServerFlags: cluster.RealisticAPIServerFlags})
+	apiserverFlags, schedulerOptions, examples := cluster.RealisticAPIServerFlags, cluster.SchedulerOptions{}, []string(nil)
+	if nativeGangs {
+		// The gate also turns on in this process's scheduler and
+		// controllers: the test apiserver sets it process-wide.
+		apiserverFlags = append(slices.Clone(apiserverFlags), cluster.NativeGroupsAPIServerFlags...)
+		schedulerOptions.Flags = []string{"--feature-gates=GenericWorkload=true"}
+		examples = []string{"examples/native"}
+	}
+	cp, err := cluster.StartControlPlane(ctx, tb, cluster.ControlPlaneOptions{KubeconfigPath: kubeconfig, ExtraAPIServerFlags: apiserverFlags})
 	if err != nil {
 		return err
 	}
@@ -89,7 +99,7 @@ func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settl
 	if err != nil {
 		return err
 	}
-	scheduler, err := cp.StartScheduler(ctx, config, cluster.SchedulerOptions{})
+	scheduler, err := cp.StartScheduler(ctx, config, schedulerOptions)
 	if err != nil {
 		return fmt.Errorf("starting flotilla-scheduler: %w", err)
 	}
@@ -108,7 +118,7 @@ func run(kubeconfig, configFile string, noScheduler, exitAfterSettle bool, settl
 			if after > 0 {
 				fmt.Printf("t=%3.0fs  a new wave arrives: %s\n", time.Since(start).Seconds(), objectNames(objs))
 			}
-		})
+		}, examples...)
 		applied <- err
 	}()
 	w := &watcher{cp: cp, start: start, kubeconfig: kubeconfig}

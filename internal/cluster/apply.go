@@ -135,32 +135,17 @@ func (cp *ControlPlane) create(ctx context.Context, objs []*unstructured.Unstruc
 // ignores it.
 const ApplyAfterAnnotation = "playground.flotilla.dev/apply-after-seconds"
 
-// ApplyExamples creates every object in manifests/examples, in waves:
-// objects without ApplyAfterAnnotation at once, file by file in name
-// order, the others that many seconds later. It returns when the last
+// ApplyExamples creates every object in manifests/examples (and in the
+// further directories under manifests/ given, e.g. examples/native), in
+// waves: objects without ApplyAfterAnnotation at once, file by file in
+// name order, the others that many seconds later. It returns when the last
 // wave is created; wave, if not nil, hears of each wave as it starts.
-func ApplyExamples(ctx context.Context, cp *ControlPlane, wave func(after time.Duration, objs []*unstructured.Unstructured)) ([]*unstructured.Unstructured, error) {
-	docs, names, err := manifests.Dir("examples")
-	if err != nil {
-		return nil, err
-	}
+func ApplyExamples(ctx context.Context, cp *ControlPlane, wave func(after time.Duration, objs []*unstructured.Unstructured), dirs ...string) ([]*unstructured.Unstructured, error) {
 	start := time.Now()
 	waves := map[time.Duration][]*unstructured.Unstructured{}
-	for _, name := range names {
-		objs, err := decodeAll(docs[name])
-		if err != nil {
-			return nil, fmt.Errorf("manifests/examples/%s: %w", name, err)
-		}
-		for _, obj := range objs {
-			var after time.Duration
-			if v, ok := obj.GetAnnotations()[ApplyAfterAnnotation]; ok {
-				seconds, err := strconv.ParseFloat(v, 64)
-				if err != nil || seconds < 0 {
-					return nil, fmt.Errorf("manifests/examples/%s: %s %s: annotation %s is %q, not a number of seconds", name, obj.GetKind(), obj.GetName(), ApplyAfterAnnotation, v)
-				}
-				after = time.Duration(seconds * float64(time.Second))
-			}
-			waves[after] = append(waves[after], obj)
+	for _, dir := range append([]string{"examples"}, dirs...) {
+		if err := addWaves(waves, dir); err != nil {
+			return nil, err
 		}
 	}
 	var all []*unstructured.Unstructured
@@ -180,4 +165,31 @@ func ApplyExamples(ctx context.Context, cp *ControlPlane, wave func(after time.D
 		}
 	}
 	return all, nil
+}
+
+// addWaves adds the objects of every file of manifests/<dir> to the wave
+// their ApplyAfterAnnotation names.
+func addWaves(waves map[time.Duration][]*unstructured.Unstructured, dir string) error {
+	docs, names, err := manifests.Dir(dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		objs, err := decodeAll(docs[name])
+		if err != nil {
+			return fmt.Errorf("manifests/%s/%s: %w", dir, name, err)
+		}
+		for _, obj := range objs {
+			var after time.Duration
+			if v, ok := obj.GetAnnotations()[ApplyAfterAnnotation]; ok {
+				seconds, err := strconv.ParseFloat(v, 64)
+				if err != nil || seconds < 0 {
+					return fmt.Errorf("manifests/%s/%s: %s %s: annotation %s is %q, not a number of seconds", dir, name, obj.GetKind(), obj.GetName(), ApplyAfterAnnotation, v)
+				}
+				after = time.Duration(seconds * float64(time.Second))
+			}
+			waves[after] = append(waves[after], obj)
+		}
+	}
+	return nil
 }

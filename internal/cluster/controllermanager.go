@@ -33,6 +33,13 @@ var workloadControllers = []string{
 // KubeletOptions), so the node lifecycle controller must not run there.
 var JobControllers = []string{"job-controller", "garbage-collector-controller"}
 
+// NativeGroupsAPIServerFlags turn on Kubernetes' native PodGroups, as a
+// 1.37 cluster does for them: the GenericWorkload gate (the apiserver then
+// keeps spec.schedulingGroup; in this process the gate also applies to the
+// scheduler and controllers, as the test apiserver sets it process-wide)
+// and the scheduling.k8s.io/v1beta1 API.
+var NativeGroupsAPIServerFlags = []string{"--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true"}
+
 // RealisticAPIServerFlags shorten how long pods tolerate a not-ready or
 // unreachable node (default 300 s) so a node failure evicts its pods
 // within seconds.

@@ -16,6 +16,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
@@ -106,10 +107,17 @@ func pendingEntries(ctx context.Context, c *clients, schedulerNames []string, de
 		}
 	}
 	podGroups := map[string]*schedv1alpha1.PodGroup{}
+	natives := map[string]*nativeGroup{}
 	byKey := map[string]*PendingEntry{}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
 		if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodPending || !slices.Contains(schedulerNames, pod.Spec.SchedulerName) {
+			continue
+		}
+		if name, ok := nativeGroupName(pod); ok {
+			if err := addNativeMember(ctx, c, natives, byKey, pod, name, namespaceLabels[pod.Namespace], defaultQueue); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		group := pod.Labels[schedv1alpha1.PodGroupLabel]
@@ -162,6 +170,38 @@ func pendingEntries(ctx context.Context, c *clients, schedulerNames []string, de
 		}
 	}
 	return entries, nil
+}
+
+// addNativeMember counts a pending member of a native PodGroup in its
+// group's entry; a member of a basic group (no gang) is an entry of its
+// own, as the scheduler queues it.
+func addNativeMember(ctx context.Context, c *clients, natives map[string]*nativeGroup, byKey map[string]*PendingEntry, pod *corev1.Pod, name string, namespaceLabels map[string]string, defaultQueue string) error {
+	g, err := nativeGroupOf(ctx, c, natives, pod.Namespace, name)
+	if err != nil {
+		return err
+	}
+	key, e := "native/"+pod.Namespace+"/"+name, &PendingEntry{Kind: "gang", Name: nativeName(pod.Namespace, name), Since: pod.CreationTimestamp.Time}
+	switch {
+	case g.pg != nil && g.minCount() == 0:
+		key, e.Kind, e.Name = "pod/"+pod.Namespace+"/"+pod.Name, "pod", pod.Namespace+"/"+pod.Name
+	case g.pg != nil:
+		e.Since, e.MinMember = g.pg.CreationTimestamp.Time, g.minCount()
+	}
+	if existing := byKey[key]; existing != nil {
+		e = existing
+	} else {
+		e.Queue = flotillav1alpha1.QueueOf(pod.Labels, g.labels, namespaceLabels, defaultQueue)
+		if pod.Spec.Priority != nil {
+			e.Priority = *pod.Spec.Priority
+		}
+		byKey[key] = e
+	}
+	e.Pending++
+	if e.Message == "" || e.Message == "not tried yet" {
+		e.Message = nativeWaitingMessage(ctx, c, pod, g, name)
+		e.Reasons = reasonNames(e.Message)
+	}
+	return nil
 }
 
 func podGroupOf(ctx context.Context, c *clients, cache map[string]*schedv1alpha1.PodGroup, namespace, name string) (*schedv1alpha1.PodGroup, error) {
@@ -227,9 +267,13 @@ func reasonNames(message string) []string {
 }
 
 // objectName is how kubectl names the object behind a gang or a pod
-// ("namespace/name"): podgroup/NAME or pod/NAME, for -o name.
+// ("namespace/name"): podgroup/NAME or pod/NAME, for -o name; a native
+// group's is podgroups.scheduling.k8s.io/NAME.
 func objectName(kind, name string) string {
 	_, name, _ = strings.Cut(name, "/")
+	if native, ok := strings.CutSuffix(name, " ("+state.NativeSource+")"); ok {
+		return "podgroups." + state.NativeSource + "/" + native
+	}
 	if kind == "gang" {
 		return "podgroup/" + name
 	}

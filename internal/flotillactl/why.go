@@ -11,12 +11,15 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // Explanation is why one gang or plain pod of the object asked about waits,
@@ -111,7 +114,15 @@ const maxOwnerDepth = 5
 // lead from the pod to it.
 func podsOf(ctx context.Context, c *clients, kind, name string) ([]corev1.Pod, error) {
 	pods := c.kube.CoreV1().Pods(c.namespace)
-	gvr, err := c.mapper.ResourceFor(schema.GroupVersionResource{Resource: strings.ToLower(kind)})
+	// kubectl's TYPE may name the group: podgroups.scheduling.k8s.io.
+	resource, group, _ := strings.Cut(strings.ToLower(kind), ".")
+	gvr, err := c.mapper.ResourceFor(schema.GroupVersionResource{Group: group, Resource: resource})
+	if meta.IsAmbiguousError(err) && group == "" {
+		// "podgroup" on a cluster serving native PodGroups too: the
+		// scheduler-plugins one, as before; the native one is
+		// podgroups.scheduling.k8s.io.
+		gvr, err = c.mapper.ResourceFor(schema.GroupVersionResource{Group: schedv1alpha1.SchemeGroupVersion.Group, Resource: resource})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("why explains the pods of an object of a kind the cluster serves, not %q: %v", kind, err)
 	}
@@ -127,6 +138,12 @@ func podsOf(ctx context.Context, c *clients, kind, name string) ([]corev1.Pod, e
 			return nil, notFound(err, "Pod", c.namespace, name)
 		}
 		return []corev1.Pod{*pod}, nil
+	case schema.GroupKind{Group: state.NativeSource, Kind: "PodGroup"}:
+		// Native: its pods name it in spec.schedulingGroup.
+		if _, err := c.kube.SchedulingV1beta1().PodGroups(c.namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return nil, notFound(err, "PodGroup", c.namespace, name)
+		}
+		return nativeMembers(ctx, c, name)
 	case schema.GroupKind{Group: schedv1alpha1.SchemeGroupVersion.Group, Kind: "PodGroup"}:
 		if _, err := c.podGroups.SchedulingV1alpha1().PodGroups(c.namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
 			return nil, notFound(err, "PodGroup", c.namespace, name)
@@ -229,7 +246,9 @@ func explain(ctx context.Context, c *clients, pods []corev1.Pod, defaultQueue st
 	var order []string
 	for _, pod := range pods {
 		key := "pod/" + pod.Name
-		if g := pod.Labels[schedv1alpha1.PodGroupLabel]; g != "" {
+		if g, ok := nativeGroupName(&pod); ok {
+			key = "native/" + g
+		} else if g := pod.Labels[schedv1alpha1.PodGroupLabel]; g != "" {
 			key = "gang/" + g
 		}
 		if groups[key] == nil {
@@ -254,7 +273,14 @@ func explain(ctx context.Context, c *clients, pods []corev1.Pod, defaultQueue st
 		e := Explanation{Kind: "pod", Name: c.namespace + "/" + members[0].Name, Placed: map[string]string{}}
 		var pg *schedv1alpha1.PodGroup
 		objects := map[string]bool{}
-		if kind, group, _ := strings.Cut(key, "/"); kind == "gang" {
+		if kind, group, _ := strings.Cut(key, "/"); kind == "native" {
+			ex, err := explainNative(ctx, c, group, nsLabels, defaultQueue, events)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ex)
+			continue
+		} else if kind == "gang" {
 			e.Kind, e.Name = "gang", c.namespace+"/"+group
 			var err error
 			pg, err = podGroupOf(ctx, c, map[string]*schedv1alpha1.PodGroup{}, c.namespace, group)
@@ -275,26 +301,42 @@ func explain(ctx context.Context, c *clients, pods []corev1.Pod, defaultQueue st
 			pgLabels, e.MinMember, e.Phase = pg.Labels, pg.Spec.MinMember, string(pg.Status.Phase)
 		}
 		e.Queue = flotillav1alpha1.QueueOf(members[0].Labels, pgLabels, nsLabels, defaultQueue)
-		sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
-		for i := range members {
-			m := &members[i]
-			objects["Pod/"+m.Name] = true
-			switch {
-			case m.Spec.NodeName != "":
-				e.Placed[m.Name] = m.Spec.NodeName
-			case m.DeletionTimestamp == nil && m.Status.Phase == corev1.PodPending:
-				e.Pending = append(e.Pending, m.Name)
-				if e.Message == "" {
-					e.Message = waitingMessage(ctx, c, m, pg, m.Labels[schedv1alpha1.PodGroupLabel])
-				}
-			}
-		}
-		e.Waiting = len(e.Pending) > 0
-		e.Reasons = reasonNames(e.Message)
-		e.Events = eventsOf(events, objects)
+		e.addMembers(members, objects, events, func(m *corev1.Pod) string {
+			return waitingMessage(ctx, c, m, pg, m.Labels[schedv1alpha1.PodGroupLabel])
+		})
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// membersAsked bounds how many waiting members are asked why they wait
+// (each answer may read the API) until one gives a reason from the set.
+const membersAsked = 5
+
+// addMembers adds the members, in name order, to what is explained: where
+// each placed one runs, which wait and why (the first of the first few
+// that says a reason from the set, else the first's words), and the
+// events of the members and of the objects already named.
+func (e *Explanation) addMembers(members []corev1.Pod, objects map[string]bool, events []corev1.Event, whyWaits func(*corev1.Pod) string) {
+	sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
+	for i := range members {
+		m := &members[i]
+		objects["Pod/"+m.Name] = true
+		switch {
+		case m.Spec.NodeName != "":
+			e.Placed[m.Name] = m.Spec.NodeName
+		case m.DeletionTimestamp == nil && m.Status.Phase == corev1.PodPending:
+			e.Pending = append(e.Pending, m.Name)
+			if len(e.Pending) <= membersAsked && len(reasons.In(e.Message)) == 0 {
+				if why := whyWaits(m); e.Message == "" || len(reasons.In(why)) > 0 {
+					e.Message = why
+				}
+			}
+		}
+	}
+	e.Waiting = len(e.Pending) > 0
+	e.Reasons = reasonNames(e.Message)
+	e.Events = eventsOf(events, objects)
 }
 
 // eventsOf returns the last events of the objects ("Kind/name"), oldest
@@ -306,17 +348,22 @@ func eventsOf(all []corev1.Event, objects map[string]bool) []Event {
 		if !objects[object] {
 			continue
 		}
-		t := ev.LastTimestamp.Time
-		if t.IsZero() {
-			t = ev.EventTime.Time
-		}
-		out = append(out, Event{Time: t, Object: object, Type: ev.Type, Reason: ev.Reason, Message: ev.Message})
+		out = append(out, Event{Time: eventTime(ev), Object: object, Type: ev.Type, Reason: ev.Reason, Message: ev.Message})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	if len(out) > lastEvents {
 		out = out[len(out)-lastEvents:]
 	}
 	return out
+}
+
+// eventTime is when the event last happened: a series' last time, else
+// the time an events.k8s.io event was recorded.
+func eventTime(ev corev1.Event) time.Time {
+	if t := ev.LastTimestamp.Time; !t.IsZero() {
+		return t
+	}
+	return ev.EventTime.Time
 }
 
 func printExplanations(w io.Writer, explanations []Explanation) {

@@ -174,6 +174,8 @@ func TestValues(t *testing.T) {
 		{name: "scarce resources off", values: map[string]any{"binpack": map[string]any{"scarceResources": []any{}}}, wantIn: []string{"scarceResources: []"}},
 		{name: "device classes not scarce", values: map[string]any{"binpack": map[string]any{"deviceClasses": map[string]any{"scarce": false}}}, wantIn: []string{"scarce: false", "weight: 4"}},
 		{name: "device class weight out of range", values: map[string]any{"binpack": map[string]any{"deviceClasses": map[string]any{"weight": 200}}}, wantErr: "/binpack/deviceClasses/weight"},
+		{name: "native PodGroups: the same configuration, both ways", values: map[string]any{"featureGates": map[string]any{"GenericWorkload": true}},
+			wantIn: []string{"podGroupPostFilter:", "- name: DefaultPreemption", "preFilter:"}},
 		{name: "replace-default shares the gang args", values: map[string]any{"mode": ReplaceDefault, "gang": map[string]any{"backoffSeconds": 3}},
 			wantIn: []string{"schedulerName: default-scheduler", "resourceName: kube-scheduler"}},
 	} {
@@ -194,6 +196,26 @@ func TestValues(t *testing.T) {
 				require.Equal(t, 2, strings.Count(config, "backoffSeconds: 3"), "both profiles carry the same Gang args:\n%s", config)
 			}
 		})
+	}
+}
+
+// With GenericWorkload on, the scheduler gets the gate and may read native
+// PodGroups, their Workloads and parents and write the groups' status, as
+// kube-scheduler's own role allows; with it off, neither.
+func TestNativePodGroupsGate(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		r, err := Render(map[string]any{"featureGates": map[string]any{"GenericWorkload": on}})
+		require.NoError(t, err)
+		rbac := strings.Join(r.Templates["templates/rbac.yaml"], "\n---\n")
+		deployment := strings.Join(r.Templates["templates/deployment.yaml"], "\n---\n")
+		if !on {
+			require.NotContains(t, rbac, "scheduling.k8s.io\"")
+			require.Contains(t, deployment, "GenericWorkload=false")
+			continue
+		}
+		require.Contains(t, rbac, `resources: ["podgroups", "workloads", "compositepodgroups"]`)
+		require.Contains(t, rbac, `resources: ["podgroups/status", "compositepodgroups/status"]`)
+		require.Contains(t, deployment, "GenericWorkload=true")
 	}
 }
 

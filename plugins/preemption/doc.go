@@ -56,7 +56,12 @@
 //     Pods are indivisible and shares are not, so the last victim may
 //     leave its queue short of its share by less than the victim itself.
 //     A queue over its share on any resource it asks for only preempts
-//     inside itself.
+//     inside itself. For a gang, the victims a reclaim may take are first
+//     the least important, in victim order; when those free room on no
+//     node for a member (a little on every node), the same budget is spent
+//     node by node instead, the nodes with the most room once their
+//     victims are gone first (byRoomiestNode): a gang's 4-cpu worker needs
+//     4 cpu on one node, not 1 on each of four.
 //   - Across queues in a tree (reclaim.go): a parent's allocated is the
 //     sum of its subtree's, and its deserved share is its subtree's (the
 //     water-filling splits it among the children). For a preemptor in

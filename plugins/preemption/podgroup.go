@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -164,27 +163,13 @@ func (p *Preemption) memberCycle(group fwk.PodGroupCycleState, pod *corev1.Pod) 
 // pod), in the group's topology domain when it has one, pinned to the
 // domain its placed members hold.
 func (p *Preemption) nativePreemptor(first *corev1.Pod, key state.GroupKey) (*preemptor, string) {
-	who := &preemptor{
-		id: evictionID(first, false), pod: first, members: []*corev1.Pod{first}, choices: [][]*corev1.Pod{{first}},
-		priority: corev1helpers.PodPriority(first), request: p.store.Devices().Requests(first), requestOf: p.store.Devices().Requests,
-		what: fmt.Sprintf("pod %s/%s", first.Namespace, first.Name),
-	}
-	if queues := p.store.Queues(); queues != nil {
-		who.queue = queues.QueueOf(first)
-	}
+	who := p.podPreemptor(first)
 	pg := p.store.PodGroup(key)
 	if pg == nil {
 		return who, ""
 	}
 	who.group, who.inGroup = key, true
-	var choice state.QuorumChoice
-	var reached bool
-	p.store.Lock(func(locked *state.Locked) {
-		g := locked.Gang(key)
-		if reached = locked.Quorum(g, pg).Reached(); !reached {
-			choice = locked.QuorumChoice(g, pg, first)
-		}
-	})
+	choice, reached := p.quorumChoice(key, pg, first)
 	if reached {
 		return who, "" // a surplus member preempts as a pod
 	}

@@ -14,6 +14,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
@@ -296,28 +297,14 @@ func (p *Preemption) countDevices(ctx context.Context, who *preemptor) string {
 
 // preemptorFor returns what the pod preempts for, or why it does not.
 func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preemptor, string) {
-	who := &preemptor{
-		id: evictionID(pod, false), pod: pod, members: []*corev1.Pod{pod}, choices: [][]*corev1.Pod{{pod}},
-		priority: corev1helpers.PodPriority(pod), request: p.store.Devices().Requests(pod), requestOf: p.store.Devices().Requests,
-		what: fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name),
-	}
-	if queues := p.store.Queues(); queues != nil {
-		who.queue = queues.QueueOf(pod)
-	}
+	who := p.podPreemptor(pod)
 	key, ok := state.GroupOf(pod)
 	pg := p.store.PodGroup(key)
 	if !ok || pg == nil {
 		return who, ""
 	}
 	who.group, who.inGroup = key, true
-	var quorumPlaced bool
-	var choice state.QuorumChoice
-	p.store.Lock(func(locked *state.Locked) {
-		g := locked.Gang(key)
-		if quorumPlaced = locked.Quorum(g, pg).Reached(); !quorumPlaced {
-			choice = locked.QuorumChoice(g, pg, pod)
-		}
-	})
+	choice, quorumPlaced := p.quorumChoice(key, pg, pod)
 	if quorumPlaced {
 		return who, "" // a surplus member preempts as a pod
 	}
@@ -336,6 +323,32 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 	who.choices = quorumChoices(choice, who.roleDomains, who.roleOf)
 	who.setMembers(who.choices[0])
 	return who, ""
+}
+
+// podPreemptor is the pod preempting for itself alone.
+func (p *Preemption) podPreemptor(pod *corev1.Pod) *preemptor {
+	who := &preemptor{
+		id: evictionID(pod, false), pod: pod, members: []*corev1.Pod{pod}, choices: [][]*corev1.Pod{{pod}},
+		priority: corev1helpers.PodPriority(pod), request: p.store.Devices().Requests(pod), requestOf: p.store.Devices().Requests,
+		what: fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name),
+	}
+	if queues := p.store.Queues(); queues != nil {
+		who.queue = queues.QueueOf(pod)
+	}
+	return who
+}
+
+// quorumChoice is which pending members can complete the gang's quorum
+// (the pod among them), or reached when its quorum is placed: then the pod
+// is a surplus member and preempts as a pod.
+func (p *Preemption) quorumChoice(key state.GroupKey, pg *schedv1alpha1.PodGroup, pod *corev1.Pod) (choice state.QuorumChoice, reached bool) {
+	p.store.Lock(func(locked *state.Locked) {
+		g := locked.Gang(key)
+		if reached = locked.Quorum(g, pg).Reached(); !reached {
+			choice = locked.QuorumChoice(g, pg, pod)
+		}
+	})
+	return choice, reached
 }
 
 // setMembers makes members what who places, its request theirs.

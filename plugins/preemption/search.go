@@ -9,12 +9,13 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/flotilla-sched/flotilla/plugins/state"
-	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	pluginnames "k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+
+	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // This file is the search for victims: a single pod's plans node by node

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -11,26 +12,22 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
+	"github.com/flotilla-sched/flotilla/internal/flotillactl"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
-
-// nativeGates turn on native workload-aware scheduling as a 1.37 cluster
-// would: the apiserver keeps spec.schedulingGroup and serves
-// scheduling.k8s.io/v1beta1 PodGroups and Workloads; the flag also sets
-// the gate for the scheduler and controllers of this process for the
-// test's duration (the test apiserver applies it process-wide).
-var nativeGates = []string{"--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true"}
 
 // startNative starts the realistic cluster with native groups on, and
 // flotilla-scheduler with the shipped configuration and the gate.
 func startNative(t *testing.T, nodes ...cluster.NodeSpec) *harness.Harness {
 	t.Helper()
-	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{ExtraAPIServerFlags: nativeGates})
+	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{ExtraAPIServerFlags: cluster.NativeGroupsAPIServerFlags})
 	require.NoError(t, h.CreateNodes(h.Ctx, nodes...))
 	h.StartScheduler(shippedConfig(t, "scheduler-config.yaml"), cluster.SchedulerOptions{Flags: []string{"--feature-gates=GenericWorkload=true"}})
 	return h
@@ -104,8 +101,22 @@ func TestNativeGangQueuedCappedAndReclaiming(t *testing.T) {
 	}
 	_, err := h.CreateDeployment(h.Ctx, cluster.WorkloadSpec{Name: "batch-web", Replicas: 16, CPU: "1", Memory: "1Gi", Queue: "batch"})
 	require.NoError(t, err)
-	_, err = h.WaitForPodsBound(h.Ctx, "default", flotillav1alpha1.QueueLabel+"=batch", 24, bindTimeout)
+	placedBatch, err := h.WaitForPodsBound(h.Ctx, "default", flotillav1alpha1.QueueLabel+"=batch", 24, bindTimeout)
 	require.NoError(t, err, "batch fills the cluster\n%s", s.tl)
+	// Binpack scores each member in the pod-group cycle: a gang placed on
+	// the empty cluster fills one node (the default profile's
+	// LeastAllocated would put its four members on four nodes).
+	packed := false
+	for _, gang := range []string{"batch-a", "batch-b"} {
+		nodes := map[string]bool{}
+		for pod, node := range placedBatch {
+			if strings.HasPrefix(pod, gang+"-") {
+				nodes[node] = true
+			}
+		}
+		packed = packed || len(nodes) == 1
+	}
+	require.True(t, packed, "a native gang placed on empty nodes is packed onto one: %v\n%s", placedBatch, s.tl)
 
 	// prod's gang asks 14 cpu, above its capability of 12: held back as a
 	// unit, no member placed. The member tried first says why; the cycle
@@ -140,6 +151,27 @@ func TestNativeGangQueuedCappedAndReclaiming(t *testing.T) {
 		capped()
 	}
 	require.Empty(t, bound, "no member of the capped gang binds\n%s", s.tl)
+	// kubectl flotilla shows the native gang waiting, and why.
+	kubectl := func(args ...string) string {
+		var out bytes.Buffer
+		cmd := flotillactl.NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &out}, "v0.0.0-test")
+		cmd.SetArgs(append([]string{"--kubeconfig", h.KubeconfigPath}, args...))
+		require.NoError(t, cmd.ExecuteContext(h.Ctx), out.String())
+		return out.String()
+	}
+	var pending []flotillactl.PendingEntry
+	decodeItems(t, []byte(kubectl("pending", "-A", "--queue", "prod", "-o", "json")), &pending)
+	require.Len(t, pending, 1)
+	require.Equal(t, "default/serve (scheduling.k8s.io)", pending[0].Name)
+	require.Equal(t, int32(4), pending[0].MinMember)
+	require.Equal(t, 4, pending[0].Pending)
+	require.Equal(t, []string{string(reasons.QueueCapability)}, pending[0].Reasons, pending[0].Message)
+	var why []flotillactl.Explanation
+	decodeItems(t, []byte(kubectl("why", "-n", "default", "podgroups.scheduling.k8s.io/serve", "-o", "json")), &why)
+	require.Len(t, why, 1)
+	require.Len(t, why[0].Pending, 4, "leader and workers")
+	require.Equal(t, "prod", why[0].Queue, "the Workload's queue label")
+	require.Equal(t, []string{string(reasons.QueueCapability)}, why[0].Reasons, why[0].Message)
 	s.tl.add("prod's gang held back by its capability")
 
 	// Raised to 16 cpu (its deserved share, half the cluster): the gang
