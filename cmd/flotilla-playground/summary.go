@@ -25,6 +25,7 @@ import (
 	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/internal/flotillactl"
 	"github.com/flotilla-sched/flotilla/plugins/gang"
+	"github.com/flotilla-sched/flotilla/plugins/state"
 )
 
 // printSummary shows where every pod went, how each gang stands and how
@@ -62,29 +63,45 @@ func printGangs(ctx context.Context, out io.Writer, cp *cluster.ControlPlane, po
 	if err != nil {
 		return err
 	}
-	if len(groups.Items) == 0 {
+	type gang struct {
+		key       state.GroupKey
+		minMember int32
+	}
+	var gangs []gang
+	for _, g := range groups.Items {
+		gangs = append(gangs, gang{state.GroupKey{Namespace: g.Namespace, Name: g.Name}, g.Spec.MinMember})
+	}
+	// Native gangs, where the cluster serves them (--native-gangs).
+	if native, err := cp.Client.SchedulingV1beta1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, g := range native.Items {
+			if policy := g.Spec.SchedulingPolicy.Gang; policy != nil {
+				gangs = append(gangs, gang{state.GroupKey{Namespace: g.Namespace, Name: g.Name, Native: true}, policy.MinCount})
+			}
+		}
+	}
+	if len(gangs) == 0 {
 		return nil
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "\nGANGS\tMIN MEMBER\tMEMBERS\tBOUND\tSTATE")
-	for _, g := range groups.Items {
+	for _, g := range gangs {
 		var members, bound int32
-		for _, p := range pods {
-			if p.Namespace == g.Namespace && p.Labels[schedv1alpha1.PodGroupLabel] == g.Name {
+		for i := range pods {
+			if key, ok := state.GroupOf(&pods[i]); ok && key == g.key {
 				members++
-				if p.Spec.NodeName != "" {
+				if pods[i].Spec.NodeName != "" {
 					bound++
 				}
 			}
 		}
-		state := "waiting"
+		status := "waiting"
 		switch {
-		case bound >= g.Spec.MinMember:
-			state = "complete (quorum bound)"
+		case bound >= g.minMember:
+			status = "complete (quorum bound)"
 		case bound > 0:
-			state = "PARTIAL"
+			status = "PARTIAL"
 		}
-		fmt.Fprintf(w, "%s/%s\t%d\t%d\t%d\t%s\n", g.Namespace, g.Name, g.Spec.MinMember, members, bound, state)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\n", g.key, g.minMember, members, bound, status)
 	}
 	return w.Flush()
 }

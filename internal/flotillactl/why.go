@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -116,13 +115,16 @@ func podsOf(ctx context.Context, c *clients, kind, name string) ([]corev1.Pod, e
 	pods := c.kube.CoreV1().Pods(c.namespace)
 	// kubectl's TYPE may name the group: podgroups.scheduling.k8s.io.
 	resource, group, _ := strings.Cut(strings.ToLower(kind), ".")
-	gvr, err := c.mapper.ResourceFor(schema.GroupVersionResource{Group: group, Resource: resource})
-	if meta.IsAmbiguousError(err) && group == "" {
-		// "podgroup" on a cluster serving native PodGroups too: the
-		// scheduler-plugins one, as before; the native one is
-		// podgroups.scheduling.k8s.io.
-		gvr, err = c.mapper.ResourceFor(schema.GroupVersionResource{Group: schedv1alpha1.SchemeGroupVersion.Group, Resource: resource})
+	if group == "" && (resource == "podgroup" || resource == "podgroups") {
+		// Both APIs serve a "podgroup" on a cluster with native
+		// PodGroups on, and the mapper prefers the built-in one: the
+		// scheduler-plugins one of that name, as before, else the
+		// native one (podgroups.scheduling.k8s.io names it alone).
+		if _, err := c.podGroups.SchedulingV1alpha1().PodGroups(c.namespace).Get(ctx, name, metav1.GetOptions{}); err == nil || !apierrors.IsNotFound(err) {
+			group = schedv1alpha1.SchemeGroupVersion.Group
+		}
 	}
+	gvr, err := c.mapper.ResourceFor(schema.GroupVersionResource{Group: group, Resource: resource})
 	if err != nil {
 		return nil, fmt.Errorf("why explains the pods of an object of a kind the cluster serves, not %q: %v", kind, err)
 	}
