@@ -58,9 +58,9 @@ test-integration:
 	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)
 
 ## test-upstream-smoke: bench-upstream's whole path, default and flotilla in one process, the gang
-## case's in-tree configuration in another (kube-scheduler registers the pod-group metrics only when
-## GenericWorkload is on at its first start in a process), reported into a scratch copy of
-## docs/benchmarks.md: fails if a workload does not get all its pods scheduled, or if a
+## case's native configurations (in-tree, flotilla-native) in another (kube-scheduler registers the
+## pod-group metrics only when GenericWorkload is on at its first start in a process), reported into
+## a scratch copy of docs/benchmarks.md: fails if a workload does not get all its pods scheduled, or if a
 ## configuration's figures are missing. Measures nothing worth reading; it keeps the build-tagged
 ## harness compiling and working. Basic scheduling and preemption run at upstream's own
 ## integration-test size (5 nodes: at 500 nodes they took 134 of its 285 s, 2026-11-27 at 84723d3),
@@ -75,7 +75,7 @@ test-upstream-smoke: upstream-harness
 	  || { tail -50 $(CURDIR)/bin/upstream-smoke/run.log; echo "upstream smoke run failed: bin/upstream-smoke/run.log"; exit 1; }
 	$(UPSTREAM_ENV) -data-items-dir=$(CURDIR)/bin/upstream-smoke -test.run '^$$' \
 	  -test.bench BenchmarkPerfScheduling -test.benchtime=1x -test.timeout 15m \
-	  -upstream.workloads="$(filter GangScheduling/%,$(UPSTREAM_SMOKE))" -upstream.variants=in-tree > $(CURDIR)/bin/upstream-smoke/in-tree.log 2>&1 \
+	  -upstream.workloads="$(filter GangScheduling/%,$(UPSTREAM_SMOKE))" -upstream.variants=in-tree,flotilla-native > $(CURDIR)/bin/upstream-smoke/in-tree.log 2>&1 \
 	  || { tail -50 $(CURDIR)/bin/upstream-smoke/in-tree.log; echo "upstream smoke run failed: bin/upstream-smoke/in-tree.log"; exit 1; }
 	$(UPSTREAM_ENV) -data-items-dir=$(CURDIR)/bin/upstream-smoke -test.run '^TestReport$$' \
 	  -upstream.workloads="$(UPSTREAM_SMOKE)" -upstream.runs=1 -upstream.complete \
@@ -109,7 +109,8 @@ bench:
 ## The batching cases (HostPortConflict, ResourceSaturation) run on and off (OpportunisticBatching)
 ## in both configurations, each with the case's own PodTopologySpread args (test/upstream). The gang
 ## cases run a third configuration, in-tree: upstream's own case with native PodGroups under the
-## in-tree GangScheduling plugin (GenericWorkload on), on the same nodes, gangs and pods; the
+## in-tree GangScheduling plugin (GenericWorkload on), on the same nodes, gangs and pods, and a
+## fourth, flotilla-native: the same native case under the shipped flotilla profile; the
 ## 1000-pod gangs also with the feature gates flotilla's Deployment ships (_ShippedGates).
 ## scheduler_perf starts an etcd binary from PATH: built here from the etcd module in go.mod.
 UPSTREAM_WORKLOADS ?= SchedulingBasic/5000Nodes_10000Pods PreemptionAsync/5000Nodes \
@@ -127,7 +128,7 @@ bench-upstream: upstream-harness
 	mkdir -p bin/upstream
 	for round in $$(seq $(UPSTREAM_RUNS)); do \
 	  order="default flotilla"; [ $$((round % 2)) = 0 ] && order="flotilla default"; \
-	  for w in $(UPSTREAM_WORKLOADS); do vs="$$order"; case $$w in GangScheduling/*) vs="$$order in-tree";; esac; \
+	  for w in $(UPSTREAM_WORKLOADS); do vs="$$order"; case $$w in GangScheduling/*) vs="$$order in-tree flotilla-native";; esac; \
 	  for v in $$vs; do \
 	  log=$(CURDIR)/bin/upstream/$${w//\//_}-$$v.log; \
 	  ( $(UPSTREAM_RUN) -test.run '^$$' -test.bench BenchmarkPerfScheduling -test.benchtime=1x -test.timeout 120m \

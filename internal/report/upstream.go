@@ -16,13 +16,20 @@ import (
 
 // UpstreamVariants are the configurations upstream workloads run under,
 // the baseline first. InTree, upstream's gang scheduler on native
-// PodGroups, exists for the gang cases only (VariantsOf).
-var UpstreamVariants = []string{"default", "flotilla", InTree}
+// PodGroups, and FlotillaNative, flotilla on the same, exist for the gang
+// cases only (VariantsOf).
+var UpstreamVariants = []string{"default", "flotilla", InTree, FlotillaNative}
 
 // InTree is the configuration of the gang cases that runs upstream's own
 // test case: native PodGroups (scheduling.k8s.io) under the in-tree
 // GangScheduling plugin, the GenericWorkload gate on.
 const InTree = "in-tree"
+
+// FlotillaNative runs upstream's own gang case as InTree does (native
+// PodGroups, the GenericWorkload gate on) under the shipped flotilla
+// profile: kube-scheduler's pod-group cycle places the groups, with
+// flotilla's queues, Binpack and Preemption taking part.
+const FlotillaNative = "flotilla-native"
 
 // VariantsOf are the configurations a test-case/workload runs under.
 func VariantsOf(workload string) []string {
@@ -248,6 +255,25 @@ func GangTable(results map[string]map[string]UpstreamMeasure, order []string) st
 			throughput(in), throughput(f), ratio(f, in, Throughput, false),
 			figure(in, NativeGangAvg, "%.1f ms"), figure(f, GangWaitAvg, "%.1f ms"), ratioOf(f, GangWaitAvg, in, NativeGangAvg),
 			figure(d, Duration, "%.1f s"), figure(in, Duration, "%.1f s"), figure(f, Duration, "%.1f s"), timesAsLong(f, d, Duration))
+	}
+	return b.String()
+}
+
+// NativeTable compares the gang workloads on native PodGroups (upstream's
+// case, GenericWorkload on): flotilla's shipped profile against the
+// in-tree default plugins on the same pods, on pods/s, the pod-group
+// scheduling attempt and the duration; ratios above 1 flotilla faster.
+func NativeTable(results map[string]map[string]UpstreamMeasure, order []string) string {
+	var b strings.Builder
+	b.WriteString("| workload | runs in-tree / flotilla | pods/s in-tree | pods/s flotilla | ratio | pod-group attempt mean in-tree | flotilla | ratio | duration in-tree | flotilla | ratio |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, w := range order {
+		in, f := results[w][InTree], results[w][FlotillaNative]
+		fmt.Fprintf(&b, "| %s | %s / %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", w,
+			figure(in, Runs, "%.0f"), figure(f, Runs, "%.0f"),
+			throughput(in), throughput(f), ratio(f, in, Throughput, false),
+			figure(in, NativeGangAvg, "%.1f ms"), figure(f, NativeGangAvg, "%.1f ms"), ratio(f, in, NativeGangAvg, true),
+			figure(in, Duration, "%.1f s"), figure(f, Duration, "%.1f s"), ratio(f, in, Duration, true))
 	}
 	return b.String()
 }

@@ -52,6 +52,7 @@ const (
 	gangFlotilla  = "BenchmarkPerfScheduling/GangScheduling_flotilla/5000Nodes_1000Gangs_3000Pods/gang-ns-0"
 	gangInTree    = "BenchmarkPerfScheduling/GangScheduling_in-tree/5000Nodes_1000Gangs_3000Pods/gang-ns-0"
 	gangDefault   = "BenchmarkPerfScheduling/GangScheduling_default/5000Nodes_1000Gangs_3000Pods/gang-ns-0"
+	gangNative    = "BenchmarkPerfScheduling/GangScheduling_flotilla-native/5000Nodes_1000Gangs_3000Pods/gang-ns-0"
 	basic         = "SchedulingBasic/5000Nodes_10000Pods"
 )
 
@@ -74,6 +75,9 @@ func TestReadUpstreamOneRunIsTheNewest(t *testing.T) {
 		item("SchedulingThroughput", gangInTree, "not applicable", `{"Average": 300}`),
 		item("scheduler_podgroup_scheduling_attempt_duration_seconds", gangInTree, "scheduled", `{"Average": 15}`),
 		item("SchedulingDuration", gangDefault, "not applicable", `{"Duration": 9}`),
+		item("SchedulingThroughput", gangNative, "not applicable", `{"Average": 270}`),
+		item("scheduler_podgroup_scheduling_attempt_duration_seconds", gangNative, "scheduled", `{"Average": 20}`),
+		item("SchedulingDuration", gangNative, "not applicable", `{"Duration": 12}`),
 	)
 	got, err := ReadUpstream(d.dir, 1)
 	if err != nil {
@@ -98,6 +102,10 @@ func TestReadUpstreamOneRunIsTheNewest(t *testing.T) {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
+	}
+	native := NativeTable(got, []string{"GangScheduling/5000Nodes_1000Gangs_3000Pods"})
+	if want := "| GangScheduling/5000Nodes_1000Gangs_3000Pods | 1 / 1 | 300 | 270 | 0.90 x | 15.0 ms | 20.0 ms | 0.75 x | – | 12.0 s | – |"; !strings.Contains(native, want) {
+		t.Errorf("native table lacks %q:\n%s", want, native)
 	}
 	gangs := GangTable(got, []string{"GangScheduling/5000Nodes_1000Gangs_3000Pods"})
 	if want := "| GangScheduling/5000Nodes_1000Gangs_3000Pods | 1 / 1 / 1 | 300 | 330 | 1.10 x | 15.0 ms | 7.5 ms | 2.00 x | 9.0 s | – | 10.0 s | 1.11 x |"; !strings.Contains(gangs, want) {

@@ -294,8 +294,8 @@ func (g *Gang) isSchedulableAfterMemberAdded(logger klog.Logger, pod *corev1.Pod
 	if !ok {
 		return fwk.Queue, nil
 	}
-	want, isMember := state.GroupOf(pod)
-	got, addedIsMember := state.GroupOf(added)
+	want, isMember := ownGroupOf(pod)
+	got, addedIsMember := ownGroupOf(added)
 	if !isMember || !addedIsMember || want != got {
 		return fwk.QueueSkip, nil
 	}
@@ -322,7 +322,7 @@ func (g *Gang) attemptUnderWay(key state.GroupKey) bool {
 }
 
 func (g *Gang) isSchedulableAfterPodGroupChange(logger klog.Logger, pod *corev1.Pod, _, newObj interface{}) (fwk.QueueingHint, error) {
-	want, isMember := state.GroupOf(pod)
+	want, isMember := ownGroupOf(pod)
 	if !isMember {
 		return fwk.QueueSkip, nil
 	}
@@ -354,7 +354,7 @@ func (g *Gang) isSchedulableAfterPodGroupChange(logger klog.Logger, pod *corev1.
 // PreEnqueue for every gated member on every node added costs
 // O(nodes x members) at start-up.
 func (g *Gang) isSchedulableAfterRoomChange(_ klog.Logger, pod *corev1.Pod, _, _ interface{}) (fwk.QueueingHint, error) {
-	key, isMember := state.GroupOf(pod)
+	key, isMember := ownGroupOf(pod)
 	if !isMember {
 		return fwk.QueueSkip, nil
 	}

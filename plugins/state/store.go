@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -341,6 +342,13 @@ func (s *Store) forgetNativeGroup(obj interface{}) {
 	}
 	key := GroupKey{Namespace: m.GetNamespace(), Name: m.GetName(), Native: true}
 	s.native.forget(key)
+	prefix := key.String() + "/"
+	s.told.Range(func(told, _ any) bool {
+		if strings.HasPrefix(told.(string), prefix) {
+			s.told.Delete(told)
+		}
+		return true
+	})
 	if len(s.Members(key)) > 0 {
 		return
 	}

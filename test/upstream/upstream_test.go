@@ -172,14 +172,18 @@ func writeTestCases(b *testing.B, dir string, chosen []string) string {
 			absolutePaths(tc, base)
 			for _, variant := range strings.Split(*variants, ",") {
 				source, config := tc, caseConfigs[variant]
-				if variant == report.InTree {
-					// Only the gang cases have an in-tree configuration:
+				if variant == report.InTree || variant == report.FlotillaNative {
+					// Only the gang cases have these configurations:
 					// upstream's own case with native PodGroups, run on
-					// our case's workloads (same parameters).
+					// our case's workloads (same parameters), under the
+					// default plugins or the shipped flotilla profile.
 					if source = nativeCase(b, name, tc); source == nil {
 						continue
 					}
 					config = configs["default"]
+					if variant == report.FlotillaNative {
+						config = configs["flotilla"]
+					}
 				}
 				if config == "" {
 					b.Fatalf("-upstream.variants: no configuration %q (have %s)", variant, strings.Join(report.UpstreamVariants, ", "))
