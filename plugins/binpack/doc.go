@@ -60,4 +60,18 @@
 //
 // The plugin's weight in the profile is its weight among the scores; the
 // shipped profile disables the in-tree scores that spread pods out.
+//
+// Native PodGroups with TopologyAwareWorkloadScheduling on: kube-scheduler
+// tries a group in several placements (one per topology domain) and keeps
+// the one its PlacementScore plugins rank first; Binpack ranks them
+// (placement.go) by, in this order, members placed (more first), members
+// that would intrude on what a node keeps for its free scarce resources
+// (fewer first), and the placement's packing: the Score formula with the
+// group's requests added and the amounts summed over the placement's
+// nodes (fuller first). NormalizePlacementScore turns the three ranks into
+// bands (0 for fewer members than the best; 1..50 for more intruders than
+// the fewest; 51..100 otherwise, by packing), so that no weight makes
+// packing outrank members placed or stranded GPUs. Of two zones that both
+// hold a gang, the one it fills better takes it, and the emptier stays
+// whole for a larger gang.
 package binpack

@@ -309,4 +309,25 @@
 // scheduler-plugins label too belongs to the native group (the cycle
 // schedules it whatever its labels); the label is ignored, and the pod is
 // told so once by a Warning event InTwoPodGroups.
+//
+// With TopologyAwareWorkloadScheduling on as well, the pod-group cycle
+// tries a native group in one placement (a set of nodes) after another
+// and keeps the one the PlacementScore plugins rank first; Gang generates
+// the placements (placement.go), in the place of the in-tree
+// TopologyPlacementGenerator, which the shipped configuration disables (a
+// profile has one generator). As the in-tree one does, it proposes one
+// placement per domain of the group's topology constraint, pinned to the
+// domain where members already run, and the whole cluster when the group
+// names no topology. It leaves out a domain whose free room, summed over
+// its nodes, is less, for some resource, than the smallest requests of as
+// many waiting members as the quorum still needs: a test that can only
+// drop placements that would fail, and saves running every member's
+// filters in every full domain. When no domain passes, the PodGroup gets
+// a WaitingForTopologyDomain event naming the closest domain and what it
+// lacks, and only that domain is tried, so that preemption
+// (PodGroupPostFilter, which runs after a failed try) can still free one.
+// Members split across two domains make the group unschedulable with the
+// domains named (the in-tree generator fails the cycle with an error).
+// The rest of flotilla's topology (preferred levels, roles' domains) is
+// for scheduler-plugins groups only: the native API has one constraint.
 package gang

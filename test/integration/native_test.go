@@ -27,9 +27,16 @@ import (
 // flotilla-scheduler with the shipped configuration and the gate.
 func startNative(t *testing.T, nodes ...cluster.NodeSpec) *harness.Harness {
 	t.Helper()
-	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{ExtraAPIServerFlags: cluster.NativeGroupsAPIServerFlags})
+	return startNativeWith(t, "GenericWorkload=true", cluster.NativeGroupsAPIServerFlags, nodes...)
+}
+
+// startNativeWith is startNative with the given feature gates on both the
+// apiserver (beside its other flags) and the scheduler.
+func startNativeWith(t *testing.T, gates string, apiserverFlags []string, nodes ...cluster.NodeSpec) *harness.Harness {
+	t.Helper()
+	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{ExtraAPIServerFlags: apiserverFlags})
 	require.NoError(t, h.CreateNodes(h.Ctx, nodes...))
-	h.StartScheduler(shippedConfig(t, "scheduler-config.yaml"), cluster.SchedulerOptions{Flags: []string{"--feature-gates=GenericWorkload=true"}})
+	h.StartScheduler(shippedConfig(t, "scheduler-config.yaml"), cluster.SchedulerOptions{Flags: []string{"--feature-gates=" + gates}})
 	return h
 }
 
@@ -37,6 +44,14 @@ func startNative(t *testing.T, nodes ...cluster.NodeSpec) *harness.Harness {
 // minCount, disruption mode all when whole), as a framework that speaks
 // the native API makes them, labelled with the queue on the Workload.
 func createNativeGroup(t *testing.T, h *harness.Harness, name, queue string, minCount int32, whole bool) {
+	t.Helper()
+	createNativeGroupIn(t, h, name, queue, minCount, whole, "")
+}
+
+// createNativeGroupIn is createNativeGroup for a group confined to one
+// domain of the node label topology ("": anywhere), by its scheduling
+// constraint.
+func createNativeGroupIn(t *testing.T, h *harness.Harness, name, queue string, minCount int32, whole bool, topology string) {
 	t.Helper()
 	gang := schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: minCount}}
 	workload := &schedulingv1beta1.Workload{
@@ -56,6 +71,9 @@ func createNativeGroup(t *testing.T, h *harness.Harness, name, queue string, min
 	}
 	if whole {
 		pg.Spec.DisruptionMode = &schedulingv1beta1.DisruptionMode{All: &schedulingv1beta1.AllDisruptionMode{}}
+	}
+	if topology != "" {
+		pg.Spec.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: topology}}}
 	}
 	_, err = h.Client.SchedulingV1beta1().PodGroups("default").Create(h.Ctx, pg, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -233,4 +251,71 @@ func TestNativeAndPluginGangsInOneQueue(t *testing.T) {
 		p, err := h.Client.CoreV1().Pods("default").Get(h.Ctx, "in-both", metav1.GetOptions{})
 		return err == nil && p.Status.Phase == corev1.PodSucceeded
 	}, bindTimeout, 200*time.Millisecond, "the pod in both groups ran with the native gang\n%s", s.tl)
+}
+
+// With topology-aware workload scheduling on as well, kube-scheduler tries
+// a native gang's zones one by one and keeps the best-ranked: Gang
+// proposes the zones, Binpack ranks them. Zone a is partly used by a
+// Deployment, zone b is empty; a mixed gang (a 2-cpu leader, three 3-cpu
+// workers: 11 cpu) fits either, and goes to a, the zone it fills best, so
+// that b stays whole for the next gang (a 4-cpu leader with less memory
+// than its three 4-cpu workers: 16 cpu, all of b). The default generator
+// and score would pick either zone at random, and in half the runs the
+// second gang would never fit. A third gang (9 cpu) finds no zone with
+// room: its PodGroup says so, and it binds in zone a when the first gang's
+// Jobs complete. Through the apiserver, gates on, Jobs that run and finish.
+func TestNativeGangTakesTheZoneItFillsBest(t *testing.T) {
+	gates := "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
+	zone := func(name, z string) cluster.NodeSpec {
+		return cluster.NodeSpec{Name: name, CPU: "8", Memory: "32Gi", Labels: map[string]string{cluster.ZoneLabel: z}}
+	}
+	h := startNativeWith(t, gates, []string{"--feature-gates=" + gates, "--runtime-config=scheduling.k8s.io/v1beta1=true"},
+		zone("a-0", "a"), zone("a-1", "a"))
+	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("team", 1, "")))
+	s := startScenario(t, h, placementInvariants...)
+	s.native = true
+
+	// The cluster's first tenant, a web Deployment (4 cpu), runs in zone a;
+	// zone b joins after it.
+	_, err := h.CreateDeployment(h.Ctx, cluster.WorkloadSpec{Name: "web", Replicas: 2, CPU: "2", Memory: "4Gi", Queue: "team"})
+	require.NoError(t, err)
+	_, err = h.WaitForPodsBound(h.Ctx, "default", "app=web", 2, bindTimeout)
+	require.NoError(t, err, "the web Deployment runs\n%s", s.tl)
+	require.NoError(t, h.CreateNodes(h.Ctx, zone("b-0", "b"), zone("b-1", "b")))
+	s.tl.add("zone b joins")
+
+	gang := func(name string, minCount int32, run float64, leader, workers cluster.WorkloadSpec) []*batchv1.Job {
+		createNativeGroupIn(t, h, name, "team", minCount, false, cluster.ZoneLabel)
+		leader.Name, workers.Name = name+"-leader", name+"-workers"
+		leader.Queue, workers.Queue = "team", "team"
+		leader.RunSeconds, workers.RunSeconds = run, run
+		return []*batchv1.Job{createJob(t, h, nativeJob(leader, name)), createJob(t, h, nativeJob(workers, name))}
+	}
+	zonesOf := func(name string, members int) map[string]bool {
+		t.Helper()
+		placed, err := h.WaitForPodsBound(h.Ctx, "default", "batch.kubernetes.io/job-name in ("+name+"-leader,"+name+"-workers)", members, 2*bindTimeout)
+		require.NoError(t, err, "gang %s binds\n%s", name, s.tl)
+		zones := map[string]bool{}
+		for _, node := range placed {
+			zones[node[:1]] = true
+		}
+		return zones
+	}
+
+	train := gang("train", 4, 15, cluster.WorkloadSpec{Replicas: 1, CPU: "2", Memory: "4Gi"}, cluster.WorkloadSpec{Replicas: 3, CPU: "3", Memory: "6Gi"})
+	require.Equal(t, map[string]bool{"a": true}, zonesOf("train", 4), "the gang takes the zone it fills best\n%s", s.tl)
+	s.tl.add("train bound in zone a")
+
+	gang("serve", 4, 0, cluster.WorkloadSpec{Replicas: 1, CPU: "4", Memory: "4Gi"}, cluster.WorkloadSpec{Replicas: 3, CPU: "4", Memory: "8Gi"})
+	require.Equal(t, map[string]bool{"b": true}, zonesOf("serve", 4), "the next gang finds zone b whole\n%s", s.tl)
+	s.tl.add("serve bound in zone b")
+
+	eval := gang("eval", 3, 3, cluster.WorkloadSpec{Replicas: 1, CPU: "1", Memory: "2Gi"}, cluster.WorkloadSpec{Replicas: 2, CPU: "4", Memory: "8Gi"})
+	ev, err := h.WaitForEvent(h.Ctx, "default", "eval", string(reasons.WaitingForTopologyDomain), bindTimeout)
+	require.NoError(t, err, "the PodGroup is told no zone has room\n%s", s.tl)
+	require.Contains(t, ev.Note, "no topology.kubernetes.io/zone domain has room for the 3 members the group still needs (closest: a, 1000m of 9000m cpu free)")
+	s.tl.add("eval told: " + ev.Note)
+	s.waitJobs(3*bindTimeout, train...)
+	require.Equal(t, map[string]bool{"a": true}, zonesOf("eval", 3), "the waiting gang binds in the zone the first one left\n%s", s.tl)
+	s.waitJobs(3*bindTimeout, eval...)
 }

@@ -137,6 +137,14 @@ profiles:
     podGroupPostFilter:
       disabled:
       - name: DefaultPreemption
+    # With TopologyAwareWorkloadScheduling on as well, the pod-group cycle
+    # tries one placement per topology domain: Gang proposes them in the
+    # in-tree TopologyPlacementGenerator's place (a profile has one
+    # generator), leaving out the domains that cannot hold the group, and
+    # Binpack ranks them (MultiPoint enables both there).
+    placementGenerate:
+      disabled:
+      - name: TopologyPlacementGenerator
     preFilter:
       enabled:
       - name: Preemption
