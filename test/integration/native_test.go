@@ -255,34 +255,42 @@ func TestNativeAndPluginGangsInOneQueue(t *testing.T) {
 
 // With topology-aware workload scheduling on as well, kube-scheduler tries
 // a native gang's zones one by one and keeps the best-ranked: Gang
-// proposes the zones, Binpack ranks them. Zone a is partly used by a
-// Deployment, zone b is empty; a mixed gang (a 2-cpu leader, three 3-cpu
-// workers: 11 cpu) fits either, and goes to a, the zone it fills best, so
-// that b stays whole for the next gang (a 4-cpu leader with less memory
-// than its three 4-cpu workers: 16 cpu, all of b). The default generator
-// and score would pick either zone at random, and in half the runs the
-// second gang would never fit. A third gang (9 cpu) finds no zone with
-// room: its PodGroup says so, and it binds in zone a when the first gang's
-// Jobs complete. Through the apiserver, gates on, Jobs that run and finish.
-func TestNativeGangTakesTheZoneItFillsBest(t *testing.T) {
+// proposes the zones, Binpack ranks them. Zone g has two GPU nodes (8 cpu,
+// 4 GPUs each; an inference Deployment holds 2 of the GPUs), zone c two
+// CPU nodes. A CPU-only mixed gang (a 2-cpu leader, two 4-cpu workers: 10
+// cpu) fits either zone. kube-scheduler's own placement score
+// (NodeResourcesFit, most allocated over the placement) takes the fuller
+// zone, g, and a GPU gang (a leader and two workers unlike it, 2 GPUs
+// each, 7 cpu) would then find too little cpu beside the free GPUs, for
+// as long as the CPU gang runs. Binpack ranks the GPU zone below any zone
+// where no member sits on a node's free GPUs: the CPU gang goes to zone c
+// and the GPU gang binds in zone g. A third, CPU-only gang (9 cpu) finds
+// no zone with room: its PodGroup says so, and it binds when the first
+// gang's Jobs complete. Through the apiserver, gates on, Jobs that run and
+// finish, GPUs from the nodes' allocatable.
+//
+// The sizes are such that kube-scheduler's pod-group cycle, which places a
+// placement's members one by one in its own order (each where Binpack
+// scores best), fits each gang in its zone whatever that order.
+func TestNativeGangKeepsOffFreeGPUs(t *testing.T) {
 	gates := "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
-	zone := func(name, z string) cluster.NodeSpec {
-		return cluster.NodeSpec{Name: name, CPU: "8", Memory: "32Gi", Labels: map[string]string{cluster.ZoneLabel: z}}
+	node := func(name, zone string, gpus string) cluster.NodeSpec {
+		spec := cluster.NodeSpec{Name: name, CPU: "8", Memory: "32Gi", Labels: map[string]string{cluster.ZoneLabel: zone}}
+		if gpus != "" {
+			spec.Extended = map[corev1.ResourceName]string{cluster.GPU: gpus}
+		}
+		return spec
 	}
 	h := startNativeWith(t, gates, []string{"--feature-gates=" + gates, "--runtime-config=scheduling.k8s.io/v1beta1=true"},
-		zone("a-0", "a"), zone("a-1", "a"))
+		node("g-0", "g", "4"), node("g-1", "g", "4"), node("c-0", "c", ""), node("c-1", "c", ""))
 	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("team", 1, "")))
 	s := startScenario(t, h, placementInvariants...)
 	s.native = true
 
-	// The cluster's first tenant, a web Deployment (4 cpu), runs in zone a;
-	// zone b joins after it.
-	_, err := h.CreateDeployment(h.Ctx, cluster.WorkloadSpec{Name: "web", Replicas: 2, CPU: "2", Memory: "4Gi", Queue: "team"})
+	_, err := h.CreateDeployment(h.Ctx, cluster.WorkloadSpec{Name: "inference", Replicas: 1, CPU: "2", Memory: "4Gi", GPU: "2", Queue: "team"})
 	require.NoError(t, err)
-	_, err = h.WaitForPodsBound(h.Ctx, "default", "app=web", 2, bindTimeout)
-	require.NoError(t, err, "the web Deployment runs\n%s", s.tl)
-	require.NoError(t, h.CreateNodes(h.Ctx, zone("b-0", "b"), zone("b-1", "b")))
-	s.tl.add("zone b joins")
+	_, err = h.WaitForPodsBound(h.Ctx, "default", "app=inference", 1, bindTimeout)
+	require.NoError(t, err, "the inference Deployment runs\n%s", s.tl)
 
 	gang := func(name string, minCount int32, run float64, leader, workers cluster.WorkloadSpec) []*batchv1.Job {
 		createNativeGroupIn(t, h, name, "team", minCount, false, cluster.ZoneLabel)
@@ -291,31 +299,33 @@ func TestNativeGangTakesTheZoneItFillsBest(t *testing.T) {
 		leader.RunSeconds, workers.RunSeconds = run, run
 		return []*batchv1.Job{createJob(t, h, nativeJob(leader, name)), createJob(t, h, nativeJob(workers, name))}
 	}
+	// zonesOf waits for the gang's members to bind and returns their zones
+	// (a node's name starts with its zone's).
 	zonesOf := func(name string, members int) map[string]bool {
 		t.Helper()
 		placed, err := h.WaitForPodsBound(h.Ctx, "default", "batch.kubernetes.io/job-name in ("+name+"-leader,"+name+"-workers)", members, 2*bindTimeout)
 		require.NoError(t, err, "gang %s binds\n%s", name, s.tl)
 		zones := map[string]bool{}
-		for _, node := range placed {
-			zones[node[:1]] = true
+		for _, n := range placed {
+			zones[n[:1]] = true
 		}
 		return zones
 	}
 
-	train := gang("train", 4, 15, cluster.WorkloadSpec{Replicas: 1, CPU: "2", Memory: "4Gi"}, cluster.WorkloadSpec{Replicas: 3, CPU: "3", Memory: "6Gi"})
-	require.Equal(t, map[string]bool{"a": true}, zonesOf("train", 4), "the gang takes the zone it fills best\n%s", s.tl)
-	s.tl.add("train bound in zone a")
+	etl := gang("etl", 3, 25, cluster.WorkloadSpec{Replicas: 1, CPU: "2", Memory: "4Gi"}, cluster.WorkloadSpec{Replicas: 2, CPU: "4", Memory: "8Gi"})
+	require.Equal(t, map[string]bool{"c": true}, zonesOf("etl", 3), "the CPU gang keeps off the free GPUs\n%s", s.tl)
+	s.tl.add("etl bound in zone c")
 
-	gang("serve", 4, 0, cluster.WorkloadSpec{Replicas: 1, CPU: "4", Memory: "4Gi"}, cluster.WorkloadSpec{Replicas: 3, CPU: "4", Memory: "8Gi"})
-	require.Equal(t, map[string]bool{"b": true}, zonesOf("serve", 4), "the next gang finds zone b whole\n%s", s.tl)
-	s.tl.add("serve bound in zone b")
+	train := gang("train", 3, 25, cluster.WorkloadSpec{Replicas: 1, CPU: "1", Memory: "2Gi", GPU: "2"}, cluster.WorkloadSpec{Replicas: 2, CPU: "3", Memory: "8Gi", GPU: "2"})
+	require.Equal(t, map[string]bool{"g": true}, zonesOf("train", 3), "the GPU gang finds its GPUs with cpu beside them\n%s", s.tl)
+	s.tl.add("train bound in zone g")
 
-	eval := gang("eval", 3, 3, cluster.WorkloadSpec{Replicas: 1, CPU: "1", Memory: "2Gi"}, cluster.WorkloadSpec{Replicas: 2, CPU: "4", Memory: "8Gi"})
-	ev, err := h.WaitForEvent(h.Ctx, "default", "eval", string(reasons.WaitingForTopologyDomain), bindTimeout)
+	report := gang("report", 3, 3, cluster.WorkloadSpec{Replicas: 1, CPU: "1", Memory: "2Gi"}, cluster.WorkloadSpec{Replicas: 2, CPU: "4", Memory: "8Gi"})
+	ev, err := h.WaitForEvent(h.Ctx, "default", "report", string(reasons.WaitingForTopologyDomain), bindTimeout)
 	require.NoError(t, err, "the PodGroup is told no zone has room\n%s", s.tl)
-	require.Contains(t, ev.Note, "no topology.kubernetes.io/zone domain has room for the 3 members the group still needs (closest: a, 1000m of 9000m cpu free)")
-	s.tl.add("eval told: " + ev.Note)
-	s.waitJobs(3*bindTimeout, train...)
-	require.Equal(t, map[string]bool{"a": true}, zonesOf("eval", 3), "the waiting gang binds in the zone the first one left\n%s", s.tl)
-	s.waitJobs(3*bindTimeout, eval...)
+	require.Contains(t, ev.Note, "no topology.kubernetes.io/zone domain has room for the 3 members the group still needs (closest: g, 7000m of 9000m cpu free)")
+	s.tl.add("report told: %s", ev.Note)
+	s.waitJobs(3*bindTimeout, append(etl, train...)...)
+	require.Len(t, zonesOf("report", 3), 1, "the waiting gang binds in one zone once room is freed\n%s", s.tl)
+	s.waitJobs(3*bindTimeout, report...)
 }

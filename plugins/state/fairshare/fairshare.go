@@ -17,8 +17,13 @@ type Node struct {
 	// resource that is absent from it.
 	Guarantee, Capability capacity.Resources
 	// Request is what the queue's own pods ask for (allocated + pending).
-	Request  capacity.Resources
-	Children []*Node
+	Request capacity.Resources
+	// UsageFactor multiplies, per resource, the weight with which the
+	// queue shares what is left above the guarantees among its siblings:
+	// its past use bends its share (see Usage). Absent or 0 means 1, so a
+	// tree without usage is split exactly as without the field.
+	UsageFactor map[corev1.ResourceName]float64
+	Children    []*Node
 
 	// demand is what the subtree can use: its requests capped by
 	// capabilities, computed bottom-up.
@@ -90,6 +95,9 @@ func distribute(n *Node, deserved capacity.Resources, out map[string]capacity.Re
 	for name := range names {
 		for i, m := range members {
 			weights[i] = float64(max(m.Weight, 1))
+			if f := m.UsageFactor[name]; f > 0 {
+				weights[i] *= f
+			}
 			caps[i] = m.demand[name]
 			floors[i] = min(m.Guarantee[name], caps[i])
 		}

@@ -141,10 +141,15 @@ profiles:
     # tries one placement per topology domain: Gang proposes them in the
     # in-tree TopologyPlacementGenerator's place (a profile has one
     # generator), leaving out the domains that cannot hold the group, and
-    # Binpack ranks them (MultiPoint enables both there).
+    # Binpack ranks them (MultiPoint enables both there), in the place of
+    # NodeResourcesFit's most-allocated placement score, which would put a
+    # CPU-only gang on the free GPUs of a fuller zone.
     placementGenerate:
       disabled:
       - name: TopologyPlacementGenerator
+    placementScore:
+      disabled:
+      - name: NodeResourcesFit
     preFilter:
       enabled:
       - name: Preemption
