@@ -145,7 +145,7 @@ bench-upstream: upstream-harness
 	$(UPSTREAM_RUN) -test.run '^TestReport$$' -upstream.workloads="$(UPSTREAM_WORKLOADS)" \
 	  -upstream.runs=$(UPSTREAM_RUNS) -upstream.report=$(CURDIR)/docs/benchmarks.md
 
-## fuzz: run each fuzz target for FUZZTIME (default 10s)
+## fuzz: run each fuzz target for FUZZTIME (default 10s; a count such as 20000x has no deadline to race, see .ci/run)
 FUZZTIME ?= 10s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDeserve$$' -fuzztime $(FUZZTIME) ./plugins/state/fairshare/
