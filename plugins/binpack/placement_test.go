@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -146,4 +148,45 @@ func TestScorePlacement(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The same ranks with GPUs from DRA (no node has them in allocatable): a
+// CPU-only mixed group keeps off a zone whose node has free devices of the
+// class, however full its cpu; a group whose leader and workers ask GPUs
+// by claim template takes the zone whose devices it fills best.
+func TestScorePlacementCountsDRADevices(t *testing.T) {
+	withDevices, busy, empty, cpuOnly := draNodes(t, gpu)
+	b := withDevices(&config.BinpackArgs{
+		Resources:       []config.ResourceWeight{{Name: corev1.ResourceCPU, Weight: 1}, {Name: corev1.ResourceMemory, Weight: 1}, {Name: gpu, Weight: 4}},
+		ScarceResources: []corev1.ResourceName{gpu},
+	})
+	cpuLeader := pod("leader", map[corev1.ResourceName]string{corev1.ResourceCPU: "2", corev1.ResourceMemory: "4Gi"})
+	cpuWorker := pod("worker", map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "8Gi"})
+	fullerWithGPUs := nodeWith("dra-empty", draNodeSize, pod("u", map[corev1.ResourceName]string{corev1.ResourceCPU: "20", corev1.ResourceMemory: "8Gi"}))
+	scores := rankPlacements(t, b, []placementCase{
+		{name: "dra-zone", nodes: []fwk.NodeInfo{fullerWithGPUs}, members: []proposed{{cpuLeader, "dra-empty"}, {cpuWorker, "dra-empty"}}},
+		{name: "cpu-zone", nodes: []fwk.NodeInfo{cpuOnly}, members: []proposed{{cpuLeader, "cpu"}, {cpuWorker, "cpu"}}},
+	})
+	assert.Greater(t, scores["cpu-zone"], scores["dra-zone"], "%v", scores)
+	assert.LessOrEqual(t, scores["dra-zone"], int64(50), "%v", scores)
+
+	byClaim := func(name, cpu string) *corev1.Pod {
+		p := pod(name, map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourceMemory: "8Gi"})
+		p.Namespace = "default"
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: ptr.To("two")}}
+		return p
+	}
+	gpuLeader, gpuWorker := byClaim("leader", "1"), byClaim("worker", "4")
+	scores = rankPlacements(t, b, []placementCase{
+		{name: "busy", nodes: []fwk.NodeInfo{busy}, members: []proposed{{gpuLeader, "dra-busy"}}},
+		{name: "empty", nodes: []fwk.NodeInfo{empty}, members: []proposed{{gpuLeader, "dra-empty"}, {gpuWorker, "dra-empty"}}},
+	})
+	// dra-busy has 2 of 8 devices free: only the leader fits there, and a
+	// placement that runs both members outranks a fuller one.
+	assert.Greater(t, scores["empty"], scores["busy"], "members placed first: %v", scores)
+	scores = rankPlacements(t, b, []placementCase{
+		{name: "busy", nodes: []fwk.NodeInfo{busy}, members: []proposed{{gpuLeader, "dra-busy"}}},
+		{name: "empty", nodes: []fwk.NodeInfo{empty}, members: []proposed{{gpuLeader, "dra-empty"}}},
+	})
+	assert.Greater(t, scores["busy"], scores["empty"], "the devices it fills best: %v", scores)
 }
