@@ -111,13 +111,17 @@ func TestNativeGangQueuedCappedAndReclaiming(t *testing.T) {
 	s.native = true
 
 	// batch borrows the idle cluster: two native gangs of four 2-cpu pods
-	// that go only whole (disruption mode all), and 16 one-cpu pods of a
-	// Deployment.
+	// that go only whole (disruption mode all), then 16 one-cpu pods of a
+	// Deployment (after the gangs: the packing asserted below is of gangs
+	// placed on empty nodes, and a Deployment's pods racing them there
+	// would leave no node empty).
 	for _, name := range []string{"batch-a", "batch-b"} {
 		createNativeGroup(t, h, name, "batch", 4, true)
 		createJob(t, h, nativeJob(cluster.WorkloadSpec{Name: name, Replicas: 4, CPU: "2", Memory: "2Gi", Queue: "batch", IgnoreDisruptions: true}, name))
 	}
-	_, err := h.CreateDeployment(h.Ctx, cluster.WorkloadSpec{Name: "batch-web", Replicas: 16, CPU: "1", Memory: "1Gi", Queue: "batch"})
+	_, err := h.WaitForPodsBound(h.Ctx, "default", flotillav1alpha1.QueueLabel+"=batch", 8, bindTimeout)
+	require.NoError(t, err, "batch's gangs bind\n%s", s.tl)
+	_, err = h.CreateDeployment(h.Ctx, cluster.WorkloadSpec{Name: "batch-web", Replicas: 16, CPU: "1", Memory: "1Gi", Queue: "batch"})
 	require.NoError(t, err)
 	placedBatch, err := h.WaitForPodsBound(h.Ctx, "default", flotillav1alpha1.QueueLabel+"=batch", 24, bindTimeout)
 	require.NoError(t, err, "batch fills the cluster\n%s", s.tl)
