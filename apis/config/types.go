@@ -69,4 +69,18 @@ type ProportionArgs struct {
 	// DefaultQueue takes the pods that name no queue (by their own,
 	// their PodGroup's or their namespace's label).
 	DefaultQueue string
+	// UsageHalfLife is the half-life of each queue's decayed usage; 0
+	// turns usage off (shares are what queues hold now, as without it).
+	UsageHalfLife metav1.Duration
+	// UsageWeight is how strongly past use bends the shares (k in
+	// plugins/state/fairshare: a queue that used its pool alone weighs
+	// 2^(−2k) of a newcomer).
+	UsageWeight float64
+	// UsageStatusInterval is how often the leader persists each queue's
+	// usage to its status, for a restart or a new leader to seed from.
+	UsageStatusInterval metav1.Duration
+	// UsageReclaimMinRuntime: a pod that ran less than this is not
+	// reclaimed where only past use, not the present share, puts its queue
+	// over its deserved share.
+	UsageReclaimMinRuntime metav1.Duration
 }

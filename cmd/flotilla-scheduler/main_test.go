@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -180,6 +181,35 @@ func profileWithBinpackArgs(args string) []byte { return profileWithArgs(binpack
 
 func gangArgsConfig(args string) []byte { return profileWithArgs(gang.Name, args) }
 
+// Usage is off unless a half-life is set; its other args are defaulted
+// either way, so turning it on needs one field.
+func TestProportionUsageArgsDefaulted(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args string
+		want config.ProportionArgs
+	}{
+		"off by default": {args: "      {}\n", want: config.ProportionArgs{DefaultQueue: "default", UsageWeight: 1,
+			UsageStatusInterval: metav1.Duration{Duration: 30 * time.Second}, UsageReclaimMinRuntime: metav1.Duration{Duration: 5 * time.Minute}}},
+		"on with a half-life": {args: "      usageHalfLife: 1h\n      usageWeight: 2\n", want: config.ProportionArgs{DefaultQueue: "default",
+			UsageHalfLife: metav1.Duration{Duration: time.Hour}, UsageWeight: 2,
+			UsageStatusInterval: metav1.Duration{Duration: 30 * time.Second}, UsageReclaimMinRuntime: metav1.Duration{Duration: 5 * time.Minute}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := setup(t, profileWithArgs(proportion.Name, tc.args))
+			require.NoError(t, err)
+			var got *config.ProportionArgs
+			for _, pc := range s.Config.ComponentConfig.Profiles[0].PluginConfig {
+				if pc.Name == proportion.Name {
+					got = pc.Args.(*config.ProportionArgs)
+				}
+			}
+			require.NotNil(t, got)
+			tc.want.TypeMeta = got.TypeMeta
+			assert.Equal(t, tc.want, *got)
+		})
+	}
+}
+
 func TestBinpackArgsDefaulted(t *testing.T) {
 	s, err := setup(t, profileWithBinpackArgs("      {}\n"))
 	require.NoError(t, err)
@@ -253,6 +283,30 @@ func TestBadPluginArgsRefusedAtStartup(t *testing.T) {
 		"gang topology level twice": {
 			config:    gangArgsConfig("      topologyLevels: [example.com/rack, example.com/rack]\n"),
 			wantError: []string{"args.topologyLevels[1]", "also topologyLevels[0]"},
+		},
+		"usage half-life negative": {
+			config:    profileWithArgs(proportion.Name, "      usageHalfLife: -1h\n"),
+			wantError: []string{"args.usageHalfLife", "must be 0 (usage off) or positive"},
+		},
+		"usage half-life beyond a season": {
+			config:    profileWithArgs(proportion.Name, "      usageHalfLife: 2400h\n"),
+			wantError: []string{"args.usageHalfLife", "must be at most 2160h0m0s"},
+		},
+		"usage half-life under a second": {
+			config:    profileWithArgs(proportion.Name, "      usageHalfLife: 100ms\n"),
+			wantError: []string{"args.usageHalfLife", "at least 1s"},
+		},
+		"usage weight zero": {
+			config:    profileWithArgs(proportion.Name, "      usageHalfLife: 1h\n      usageWeight: 0\n"),
+			wantError: []string{"args.usageWeight", "must be above 0 and at most 4"},
+		},
+		"usage status interval too short": {
+			config:    profileWithArgs(proportion.Name, "      usageHalfLife: 1h\n      usageStatusInterval: 10ms\n"),
+			wantError: []string{"args.usageStatusInterval", "at least 1s"},
+		},
+		"usage reclaim runtime negative": {
+			config:    profileWithArgs(proportion.Name, "      usageHalfLife: 1h\n      usageReclaimMinRuntime: -1m\n"),
+			wantError: []string{"args.usageReclaimMinRuntime", "must not be negative"},
 		},
 		"wrong type": {
 			config:    profileWithBinpackArgs("      resources:\n      - {name: cpu, weight: heavy}\n"),

@@ -92,7 +92,9 @@ func (w *world) sequence(who *preemptor, short []corev1.ResourceName, units []*u
 // preemptor's, Sides) is still above its deserved share, with released
 // already taken. One such resource is enough (Volcano's "overused in any
 // dimension"): a queue far above its cpu share is not spared because its
-// memory, which nobody lacks, is exactly at its share.
+// memory, which nobody lacks, is exactly at its share. A unit that only
+// past use puts over, and that started too recently, is spared
+// (state.Queues.KeptFromUsageReclaim).
 func (w *world) aboveShare(who *preemptor, short []corev1.ResourceName, u *unit, released state.Released) bool {
 	gives := u.request()
 	victimSide, _ := w.view.Sides(u.queue, who.queue)
@@ -110,7 +112,7 @@ func (w *world) aboveShare(who *preemptor, short []corev1.ResourceName, u *unit,
 				break
 			}
 		}
-		if above {
+		if above && (w.queues == nil || !w.queues.KeptFromUsageReclaim(victimSide, res, released, u.newest)) {
 			return true
 		}
 	}

@@ -54,6 +54,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
+	queues.EnableUsage(state.UsageConfig{
+		HalfLife: args.UsageHalfLife.Duration, Weight: args.UsageWeight,
+		ReclaimMinRuntime: args.UsageReclaimMinRuntime.Duration, StatusInterval: args.UsageStatusInterval.Duration,
+	})
 	status, err := statusWriterFor(ctx, store, queues)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)

@@ -17,6 +17,7 @@ import (
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/fairshare"
 )
 
 // statusInterval bounds Queue status writes: shares change with every pod,
@@ -39,8 +40,11 @@ var (
 	queueCapability = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Namespace: "flotilla", Name: "queue_capability", Help: "A queue's capability (its ceiling), per resource it caps (cpu in cores).", StabilityLevel: metrics.ALPHA,
 	}, []string{"queue", "resource"})
+	queueUsage = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "flotilla", Name: "queue_usage_ratio", Help: "The fraction of its pool a queue used over time (decayed usage; set with usageHalfLife on), per resource.", StabilityLevel: metrics.ALPHA,
+	}, []string{"queue", "resource"})
 	// The per-resource gauges.
-	perResource = []*metrics.GaugeVec{queueDeserved, queueAllocated, queueRequested, queueGuaranteed, queueCapability}
+	perResource = []*metrics.GaugeVec{queueDeserved, queueAllocated, queueRequested, queueGuaranteed, queueCapability, queueUsage}
 
 	queuePendingGangs = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Namespace: "flotilla", Name: "queue_pending_gangs", Help: "A queue's gangs short of their quorum.", StabilityLevel: metrics.ALPHA,
@@ -55,7 +59,7 @@ var (
 )
 
 func init() {
-	legacyregistry.MustRegister(queueDeserved, queueAllocated, queueRequested, queueGuaranteed, queueCapability,
+	legacyregistry.MustRegister(queueDeserved, queueAllocated, queueRequested, queueGuaranteed, queueCapability, queueUsage,
 		queuePendingGangs, queueRunningGangs, queueValid)
 }
 
@@ -75,6 +79,10 @@ type statusWriter struct {
 	// deleted queue, or a resource a queue no longer has, leaves no stale
 	// series behind.
 	gauged map[[2]string]bool
+	// usageWritten is when (by state.UsageClock) usage was last written
+	// to the statuses: it is written every usage status interval, not on
+	// every publication, as it changes continuously.
+	usageWritten time.Time
 }
 
 // statusWriterFor returns the scheduler's Queue status writer, building it
@@ -107,16 +115,27 @@ func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 	view := w.queues.View()
 	gangs := w.queues.Gangs(flotillav1alpha1.MaxWaiting)
 	running, pending, waiting := gangs.Running, gangs.Pending, gangs.Waiting
+	usageConfig, usage, usageOn := w.queues.Usage()
+	writeUsage := usageOn && state.UsageClock.Since(w.usageWritten) >= usageConfig.StatusInterval
+	if writeUsage {
+		w.usageWritten = state.UsageClock.Now()
+	}
 	gauged := map[[2]string]bool{}
 	var failed error
 	for name, info := range view.Queues {
 		requested := info.Allocated.Clone()
 		requested.Add(info.Pending)
 		setGauges(gauged, name, info, requested, running[name], pending[name])
+		setUsageGauges(gauged, name, usage[name])
 		if !info.Exists {
 			continue
 		}
-		if err := w.write(ctx, info, requested, running[name], pending[name], waiting[name]); err != nil {
+		written := usageWrite{on: usageOn}
+		if writeUsage {
+			written.usage = state.UsageStatus(usage[name])
+			written.now = true
+		}
+		if err := w.write(ctx, info, requested, running[name], pending[name], waiting[name], written); err != nil {
 			klog.FromContext(ctx).V(2).Info("Writing Queue status failed", "queue", name, "err", err)
 			failed = err
 		}
@@ -181,7 +200,27 @@ func setGauges(gauged map[[2]string]bool, queue string, info *state.QueueInfo, r
 	}
 }
 
-func (w *statusWriter) write(ctx context.Context, info *state.QueueInfo, requested capacity.Resources, running, pending int32, waiting []state.WaitingEntry) error {
+// usageWrite is what a publication writes of a queue's usage: with usage
+// on, its current usage when it is time to (now), else what the status
+// holds; with usage off, nothing (a status left from when it was on is
+// cleared).
+type usageWrite struct {
+	on, now bool
+	usage   *flotillav1alpha1.QueueUsage
+}
+
+// setUsageGauges sets a queue's usage ratio per resource of its pool.
+func setUsageGauges(gauged map[[2]string]bool, queue string, usage *fairshare.Usage) {
+	if usage == nil {
+		return
+	}
+	for name := range usage.Capacity {
+		queueUsage.WithLabelValues(queue, string(name)).Set(usage.Fraction(name))
+		gauged[[2]string{queue, string(name)}] = true
+	}
+}
+
+func (w *statusWriter) write(ctx context.Context, info *state.QueueInfo, requested capacity.Resources, running, pending int32, waiting []state.WaitingEntry, usage usageWrite) error {
 	obj, exists, err := w.queues.Informer().GetIndexer().GetByKey(info.Name)
 	if err != nil || !exists {
 		return err
@@ -191,6 +230,12 @@ func (w *statusWriter) write(ctx context.Context, info *state.QueueInfo, request
 		Deserved: info.Deserved.List(), Allocated: info.Allocated.List(), Requested: requested.List(),
 		RunningGangs: running, PendingGangs: pending, Waiting: waitingList(waiting),
 		Conditions: append([]metav1.Condition(nil), current.Status.Conditions...),
+	}
+	switch {
+	case usage.now:
+		status.Usage = usage.usage
+	case usage.on:
+		status.Usage = current.Status.Usage
 	}
 	valid := metav1.Condition{Type: "Valid", Status: metav1.ConditionTrue, Reason: "Valid", Message: "the queue's spec can be honoured", ObservedGeneration: current.Generation}
 	if info.Invalid != "" {
@@ -205,7 +250,7 @@ func (w *statusWriter) write(ctx context.Context, info *state.QueueInfo, request
 		return err
 	}
 	// Counts and lists that became empty must be cleared, not omitted.
-	for _, k := range []string{"deserved", "allocated", "requested", "runningGangs", "pendingGangs", "waiting"} {
+	for _, k := range []string{"deserved", "allocated", "requested", "runningGangs", "pendingGangs", "waiting", "usage"} {
 		if _, ok := fields[k]; !ok {
 			fields[k] = nil
 		}

@@ -61,6 +61,8 @@ type Queues struct {
 	// turns are the gangs and pods their queues refused for quota, still
 	// waiting for room, by Turn.key (see turns.go).
 	turns map[string]Turn
+	// usage is each queue's decayed use; nil with usage off (usage.go).
+	usage *usageState
 }
 
 type podAccount struct {
@@ -148,6 +150,8 @@ func (q *Queues) charge(acc *podAccount, sign int64) {
 		into = q.foreign
 		q.demandChanged = true
 	case acc.placed:
+		// What the queues held until now is folded in at the old rates.
+		q.advanceUsageLocked()
 		into = q.allocated[acc.queue]
 		if into == nil {
 			into = capacity.Resources{}

@@ -21,6 +21,14 @@ type QueueInfo struct {
 	Allocated   capacity.Resources
 	Pending     capacity.Resources
 	Deserved    capacity.Resources
+	// DeservedNow is the deserved share with usage off (what the queues
+	// hold now decides it alone); nil while usage is off, when Deserved
+	// is that. Reclaim reads it to tell what only past use puts a queue
+	// over (Queues.MayReclaimForUsage).
+	DeservedNow capacity.Resources
+	// Usage is the queue's decayed use as of the shares' computation; nil
+	// while usage is off.
+	Usage *fairshare.Usage
 	// Invalid says why the queue cannot be honoured; empty when valid.
 	Invalid string
 	// Exists is false for the implicit default queue.
@@ -56,6 +64,13 @@ func (q *Queues) View() *QueueView {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.releaseDeallocatedLocked()
+	if q.usage != nil {
+		// Usage moves the shares as time passes, with no event to say so.
+		q.advanceUsageLocked()
+		if UsageClock.Since(q.usage.computedAt) >= q.usage.recomputeEvery() {
+			q.demandChanged = true
+		}
+	}
 	if q.demandChanged || q.shares == nil {
 		q.shares = q.computeShares()
 		q.demandChanged = false
@@ -109,6 +124,7 @@ func (q *Queues) computeShares() *QueueView {
 			info.Capability = capacity.ResourcesOf(queue.Spec.Capability)
 		}
 		view.Queues[queue.Name] = info
+		q.seedUsageLocked(queue)
 	}
 	if _, ok := view.Queues[q.defaultQueue]; !ok {
 		view.Queues[q.defaultQueue] = &QueueInfo{Name: q.defaultQueue, Weight: 1, Reclaimable: true}
@@ -158,12 +174,21 @@ func (q *Queues) computeShares() *QueueView {
 			roots = append(roots, n)
 		}
 	}
+	if q.usage != nil {
+		for name, deserved := range fairshare.Deserve(roots, available) {
+			view.Queues[name].DeservedNow = deserved
+		}
+		q.usageFactorsLocked(view, nodes, roots)
+	}
 	for name, deserved := range fairshare.Deserve(roots, available) {
 		view.Queues[name].Deserved = deserved
 	}
 	for _, info := range view.Queues {
 		if info.Deserved == nil {
 			info.Deserved = capacity.Resources{}
+		}
+		if q.usage != nil && info.DeservedNow == nil {
+			info.DeservedNow = capacity.Resources{}
 		}
 	}
 	return view

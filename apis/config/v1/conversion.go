@@ -1,6 +1,7 @@
 package v1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -13,13 +14,23 @@ import (
 // than generated.
 func addConversionFuncs(s *runtime.Scheme) error {
 	if err := s.AddConversionFunc((*ProportionArgs)(nil), (*config.ProportionArgs)(nil), func(a, b interface{}, _ conversion.Scope) error {
-		b.(*config.ProportionArgs).DefaultQueue = ptr.Deref(a.(*ProportionArgs).DefaultQueue, "")
+		in, out := a.(*ProportionArgs), b.(*config.ProportionArgs)
+		out.DefaultQueue = ptr.Deref(in.DefaultQueue, "")
+		out.UsageHalfLife = ptr.Deref(in.UsageHalfLife, metav1.Duration{})
+		out.UsageWeight = ptr.Deref(in.UsageWeight, 0)
+		out.UsageStatusInterval = ptr.Deref(in.UsageStatusInterval, metav1.Duration{})
+		out.UsageReclaimMinRuntime = ptr.Deref(in.UsageReclaimMinRuntime, metav1.Duration{})
 		return nil
 	}); err != nil {
 		return err
 	}
 	if err := s.AddConversionFunc((*config.ProportionArgs)(nil), (*ProportionArgs)(nil), func(a, b interface{}, _ conversion.Scope) error {
-		b.(*ProportionArgs).DefaultQueue = ptr.To(a.(*config.ProportionArgs).DefaultQueue)
+		in, out := a.(*config.ProportionArgs), b.(*ProportionArgs)
+		out.DefaultQueue = ptr.To(in.DefaultQueue)
+		out.UsageHalfLife = ptr.To(in.UsageHalfLife)
+		out.UsageWeight = ptr.To(in.UsageWeight)
+		out.UsageStatusInterval = ptr.To(in.UsageStatusInterval)
+		out.UsageReclaimMinRuntime = ptr.To(in.UsageReclaimMinRuntime)
 		return nil
 	}); err != nil {
 		return err

@@ -89,4 +89,28 @@ type ProportionArgs struct {
 	// Default "default"; if no such Queue exists it acts as weight 1 with no
 	// limits.
 	DefaultQueue *string `json:"defaultQueue,omitempty"`
+	// UsageHalfLife turns on fairness over time: each queue's use above its
+	// guarantee is remembered as a moving average with this half-life, and
+	// a queue that used more than its weighted share of its pool deserves
+	// less of what is contended until its use evens out (never less than
+	// 2^(-3k) of its weight's worth, never below its guarantee, never
+	// above its capability). Default 0: off, shares are what queues hold
+	// now. Typical: 1h to 7d. At most 90 days.
+	UsageHalfLife *metav1.Duration `json:"usageHalfLife,omitempty"`
+	// UsageWeight is how strongly past use bends the shares, 0 < k <= 4:
+	// with k = 1 a queue that held a two-queue pool alone weighs a quarter
+	// of a newcomer, which deserves 80% of what is contended at first.
+	// Default 1.
+	UsageWeight *float64 `json:"usageWeight,omitempty"`
+	// UsageStatusInterval is how often the leader writes each queue's
+	// usage to its status (status.usage), which a restarted or new leader
+	// seeds from: at most this much of the average is lost on a crash.
+	// Default 30s; at least 1s.
+	UsageStatusInterval *metav1.Duration `json:"usageStatusInterval,omitempty"`
+	// UsageReclaimMinRuntime: a pod that ran less than this is not evicted
+	// where only past use puts its queue over its deserved share (its
+	// queue holds no more than it would deserve with usage off), so shares
+	// moved by usage cannot evict the same work back and forth. Default
+	// 5m.
+	UsageReclaimMinRuntime *metav1.Duration `json:"usageReclaimMinRuntime,omitempty"`
 }

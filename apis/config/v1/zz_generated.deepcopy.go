@@ -6,6 +6,7 @@ package v1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -126,6 +127,26 @@ func (in *ProportionArgs) DeepCopyInto(out *ProportionArgs) {
 	if in.DefaultQueue != nil {
 		in, out := &in.DefaultQueue, &out.DefaultQueue
 		*out = new(string)
+		**out = **in
+	}
+	if in.UsageHalfLife != nil {
+		in, out := &in.UsageHalfLife, &out.UsageHalfLife
+		*out = new(metav1.Duration)
+		**out = **in
+	}
+	if in.UsageWeight != nil {
+		in, out := &in.UsageWeight, &out.UsageWeight
+		*out = new(float64)
+		**out = **in
+	}
+	if in.UsageStatusInterval != nil {
+		in, out := &in.UsageStatusInterval, &out.UsageStatusInterval
+		*out = new(metav1.Duration)
+		**out = **in
+	}
+	if in.UsageReclaimMinRuntime != nil {
+		in, out := &in.UsageReclaimMinRuntime, &out.UsageReclaimMinRuntime
+		*out = new(metav1.Duration)
 		**out = **in
 	}
 }

@@ -5,6 +5,7 @@ package validation
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -128,8 +129,37 @@ func ValidateProportionArgs(path *field.Path, args *config.ProportionArgs) error
 	for _, msg := range utilvalidation.IsDNS1123Subdomain(args.DefaultQueue) {
 		errs = append(errs, field.Invalid(path.Child("defaultQueue"), args.DefaultQueue, msg))
 	}
+	switch halfLife := args.UsageHalfLife.Duration; {
+	case halfLife < 0:
+		errs = append(errs, field.Invalid(path.Child("usageHalfLife"), args.UsageHalfLife.String(), "must be 0 (usage off) or positive"))
+	case halfLife > MaxUsageHalfLife:
+		errs = append(errs, field.Invalid(path.Child("usageHalfLife"), args.UsageHalfLife.String(), fmt.Sprintf("must be at most %s: use older than that cannot be told from no use", MaxUsageHalfLife)))
+	case halfLife > 0 && halfLife < time.Second:
+		errs = append(errs, field.Invalid(path.Child("usageHalfLife"), args.UsageHalfLife.String(), "must be at least 1s: shorter is instantaneous fair share, which usageHalfLife 0 gives"))
+	}
+	// The rest is read only with usage on.
+	if args.UsageHalfLife.Duration <= 0 {
+		return errs.ToAggregate()
+	}
+	if k := args.UsageWeight; !(k > 0 && k <= MaxUsageWeight) {
+		errs = append(errs, field.Invalid(path.Child("usageWeight"), k, fmt.Sprintf("must be above 0 and at most %g", MaxUsageWeight)))
+	}
+	if args.UsageStatusInterval.Duration < time.Second {
+		errs = append(errs, field.Invalid(path.Child("usageStatusInterval"), args.UsageStatusInterval.String(), "must be at least 1s"))
+	}
+	if args.UsageReclaimMinRuntime.Duration < 0 {
+		errs = append(errs, field.Invalid(path.Child("usageReclaimMinRuntime"), args.UsageReclaimMinRuntime.String(), "must not be negative"))
+	}
 	return errs.ToAggregate()
 }
+
+// Usage bounds. A half-life of 90 days already remembers a season; a
+// usage weight above 4 floors a queue that used its pool alone at 2^-24
+// of its weight, which is starving it by another name.
+const (
+	MaxUsageHalfLife = 90 * 24 * time.Hour
+	MaxUsageWeight   = 4.0
+)
 
 // Args returns a plugin's args as the type its factory expects, validated:
 // every plugin's New starts with this, so a wrong type or a bad field stops

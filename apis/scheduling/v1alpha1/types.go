@@ -77,6 +77,8 @@ const (
 // +kubebuilder:printcolumn:name="Allocated Mem",type=string,JSONPath=`.status.allocated.memory`
 // +kubebuilder:printcolumn:name="Deserved GPU",type=string,JSONPath=`.status.deserved.nvidia\.com/gpu`
 // +kubebuilder:printcolumn:name="Allocated GPU",type=string,JSONPath=`.status.allocated.nvidia\.com/gpu`
+// +kubebuilder:printcolumn:name="Usage CPU %",type=integer,JSONPath=`.status.usage.percent.cpu`,description="Percent of its pool the queue used over time (cpu)"
+// +kubebuilder:printcolumn:name="Usage GPU %",type=integer,JSONPath=`.status.usage.percent.nvidia\.com/gpu`,description="Percent of its pool the queue used over time (nvidia.com/gpu)",priority=1
 // +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
 type Queue struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -136,10 +138,33 @@ type QueueStatus struct {
 	// +kubebuilder:validation:MaxItems=50
 	// +optional
 	Waiting []QueueWaiting `json:"waiting,omitempty"`
+	// Usage is the queue's decayed use, kept while the scheduler's
+	// Proportion plugin has usageHalfLife set; a restarted or new leader
+	// seeds from it.
+	// +optional
+	Usage *QueueUsage `json:"usage,omitempty"`
 	// Conditions: Valid says whether the spec can be honoured.
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// QueueUsage is a queue's use over time: moving averages, with the
+// scheduler's usageHalfLife, of what it held above its guarantee and of
+// the pool it shared in (the cluster's, for a queue of no parent; its
+// parent's deserved share below that). Allocated/Capacity is the fraction
+// of its pool the queue used, recent use counting most.
+type QueueUsage struct {
+	// Allocated is the decayed average of what the queue (with its
+	// descendants) held above its guarantee, per resource.
+	Allocated corev1.ResourceList `json:"allocated,omitempty"`
+	// Capacity is the decayed average of its pool, per resource.
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+	// Percent is Allocated/Capacity per resource, in percent, rounded:
+	// what bends the queue's deserved share.
+	Percent map[corev1.ResourceName]int32 `json:"percent,omitempty"`
+	// LastUpdate is when the averages were last advanced.
+	LastUpdate metav1.Time `json:"lastUpdate"`
 }
 
 // MaxWaiting bounds a Queue status's waiting list.

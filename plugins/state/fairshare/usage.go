@@ -1,6 +1,7 @@
 package fairshare
 
 import (
+	"maps"
 	"math"
 	"time"
 
@@ -63,6 +64,14 @@ func (u *Usage) Advance(now time.Time, halfLife time.Duration, allocated, pool c
 	fold(u.Allocated, allocated)
 	fold(u.Capacity, pool)
 	u.At = now
+}
+
+// Clone returns a deep copy.
+func (u *Usage) Clone() *Usage {
+	if u == nil {
+		return nil
+	}
+	return &Usage{Allocated: maps.Clone(u.Allocated), Capacity: maps.Clone(u.Capacity), At: u.At}
 }
 
 // Fraction is the share of its pool the queue used of a resource:

@@ -1,0 +1,275 @@
+package state
+
+import (
+	"math"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/fairshare"
+)
+
+// UsageClock is the clock every queue's decayed usage is kept by. Tests
+// that simulate hours of use set a fake one before the scheduler starts;
+// nothing else reads it (gang timeouts and back-offs keep real time).
+var UsageClock clock.PassiveClock = clock.RealClock{}
+
+// UsageConfig turns on fairness over time (see fairshare.Usage and
+// fairshare.UsageFactors): Proportion's usage args.
+type UsageConfig struct {
+	// HalfLife of the averages; 0: usage off.
+	HalfLife time.Duration
+	// Weight is k in fairshare.UsageFactors.
+	Weight float64
+	// ReclaimMinRuntime: see MayReclaimForUsage.
+	ReclaimMinRuntime time.Duration
+	// StatusInterval is how often each queue's usage is written to its
+	// status.
+	StatusInterval time.Duration
+}
+
+// usageState is what Queues keeps of usage; nil with usage off.
+type usageState struct {
+	config UsageConfig
+	// byQueue is each queue's usage, seeded from its status when first
+	// seen, advanced before every change of what the queues hold.
+	byQueue map[string]*fairshare.Usage
+	// computedAt is when (by UsageClock) the shares were last computed:
+	// they are recomputed as usage drifts, every recomputeEvery.
+	computedAt time.Time
+}
+
+// recomputeEvery is how often shares are recomputed as usage alone moves
+// them: often enough that a share follows the averages within about 1%
+// (a 64th of a half-life moves an average by 1.1% of the gap), never more
+// than once a second, never less than twice a minute.
+func (u *usageState) recomputeEvery() time.Duration {
+	return min(max(u.config.HalfLife/64, time.Second), 30*time.Second)
+}
+
+// EnableUsage turns on fairness over time with these settings; a zero
+// half-life leaves it off. Every profile running Proportion shares the
+// Queues; the first to enable decides (profiles of one scheduler share one
+// set of queues, so they share one rule).
+func (q *Queues) EnableUsage(config UsageConfig) {
+	if config.HalfLife <= 0 {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.usage != nil {
+		return
+	}
+	q.usage = &usageState{config: config, byQueue: map[string]*fairshare.Usage{}}
+	q.demandChanged = true
+}
+
+// Usage returns the usage settings and every queue's usage as last
+// advanced (View advances it), copied; ok is false with usage off.
+func (q *Queues) Usage() (config UsageConfig, byQueue map[string]*fairshare.Usage, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.usage == nil {
+		return UsageConfig{}, nil, false
+	}
+	byQueue = make(map[string]*fairshare.Usage, len(q.usage.byQueue))
+	for name, u := range q.usage.byQueue {
+		byQueue[name] = u.Clone()
+	}
+	return q.usage.config, byQueue, true
+}
+
+// seedUsageLocked gives a queue first seen its usage: from its status when
+// a scheduler (this one before a restart, or the last leader) kept it, so
+// that a restart or a fail-over loses at most the status interval.
+func (q *Queues) seedUsageLocked(queue *flotillav1alpha1.Queue) {
+	if q.usage == nil || q.usage.byQueue[queue.Name] != nil {
+		return
+	}
+	// A queue no scheduler kept usage for starts now: its time before
+	// counts as no use, and the first advance folds from here.
+	u := &fairshare.Usage{At: UsageClock.Now()}
+	if saved := queue.Status.Usage; saved != nil && !saved.LastUpdate.IsZero() {
+		u.Allocated, u.Capacity = floatsOf(saved.Allocated), floatsOf(saved.Capacity)
+		u.At = saved.LastUpdate.Time
+	}
+	q.usage.byQueue[queue.Name] = u
+}
+
+// advanceUsageLocked folds the time since the last advance into every
+// queue's averages, at what each held over it: called before anything the
+// queues hold changes, so that the rates folded are the ones that held.
+// What a queue held is its subtree's allocation above its guarantee; its
+// pool is what the cluster shares (a queue of no parent) or its parent's
+// deserved share, as last computed.
+func (q *Queues) advanceUsageLocked() {
+	if q.usage == nil || q.shares == nil {
+		return
+	}
+	now := UsageClock.Now()
+	subtree := map[string]capacity.Resources{}
+	for name, r := range q.allocated {
+		for _, up := range q.shares.Ancestors(name) {
+			sum := subtree[up.Name]
+			if sum == nil {
+				sum = capacity.Resources{}
+				subtree[up.Name] = sum
+			}
+			sum.Add(r)
+		}
+	}
+	for name, info := range q.shares.Queues {
+		u := q.usage.byQueue[name]
+		if u == nil { // the implicit default queue
+			u = &fairshare.Usage{At: now}
+			q.usage.byQueue[name] = u
+		}
+		if info.Invalid != "" {
+			u.At = now
+			continue
+		}
+		pool := q.shares.Available
+		if parent := q.shares.Queues[info.Parent]; parent != nil {
+			pool = parent.Deserved
+		}
+		above := capacity.Resources{}
+		for r, v := range subtree[name] {
+			if v -= info.Guarantee[r]; v > 0 {
+				above[r] = v
+			}
+		}
+		u.Advance(now, q.usage.config.HalfLife, above, pool)
+	}
+}
+
+// usageFactorsLocked sets, on every queue's fairshare node, the factor its
+// past use bends its weight by among its siblings (fairshare.UsageFactors),
+// and copies its usage into the view. A queue is active when it asks for
+// something now: an idle queue neither gains nor loses.
+func (q *Queues) usageFactorsLocked(view *QueueView, nodes map[string]*fairshare.Node, roots []*fairshare.Node) {
+	if q.usage == nil {
+		return
+	}
+	for name, info := range view.Queues {
+		if u := q.usage.byQueue[name]; u != nil {
+			info.Usage = u.Clone()
+		}
+	}
+	byParent := [][]*fairshare.Node{roots}
+	for _, n := range nodes {
+		if len(n.Children) > 0 {
+			byParent = append(byParent, n.Children)
+		}
+	}
+	for _, siblings := range byParent {
+		in := make([]fairshare.Sibling, len(siblings))
+		for i, n := range siblings {
+			in[i] = fairshare.Sibling{Weight: n.Weight, Active: subtreeAsks(n)}
+			if u := q.usage.byQueue[n.Name]; u != nil {
+				in[i].Usage = *u
+			}
+		}
+		for i, factors := range fairshare.UsageFactors(in, q.usage.config.Weight) {
+			siblings[i].UsageFactor = factors
+		}
+	}
+	q.usage.computedAt = UsageClock.Now()
+}
+
+// subtreeAsks reports whether a queue or a descendant asks for anything.
+func subtreeAsks(n *fairshare.Node) bool {
+	for _, v := range n.Request {
+		if v > 0 {
+			return true
+		}
+	}
+	for _, c := range n.Children {
+		if subtreeAsks(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// KeptFromUsageReclaim reports whether a victim is spared a reclaim of
+// a resource because only past use puts its side of the tree over its
+// deserved share: every queue on the side (the victim's queue and its
+// ancestors below the parting, QueueView.Sides) is above its deserved
+// share, but one holds no more than it would deserve with usage off
+// (DeservedNow), released already taken — and the victim's newest member
+// started less than the reclaim minimum runtime ago. Shares that usage
+// moves then cannot evict the same work back and forth as the averages
+// cross. With usage off nothing is spared.
+func (q *Queues) KeptFromUsageReclaim(victimSide []*QueueInfo, res corev1.ResourceName, released Released, started time.Time) bool {
+	q.mu.Lock()
+	var minRuntime time.Duration
+	if q.usage != nil {
+		minRuntime = q.usage.config.ReclaimMinRuntime
+	}
+	q.mu.Unlock()
+	if minRuntime <= 0 || started.IsZero() || UsageClock.Since(started) >= minRuntime {
+		return false
+	}
+	for _, info := range victimSide {
+		if info.DeservedNow != nil && info.Allocated[res]-released[info.Name][res] <= info.DeservedNow[res] {
+			return true
+		}
+	}
+	return false
+}
+
+// UsageStatus is a queue's usage as its status keeps it.
+func UsageStatus(u *fairshare.Usage) *flotillav1alpha1.QueueUsage {
+	if u == nil || u.At.IsZero() {
+		return nil
+	}
+	out := &flotillav1alpha1.QueueUsage{
+		Allocated: quantitiesOf(u.Allocated), Capacity: quantitiesOf(u.Capacity),
+		Percent: map[corev1.ResourceName]int32{}, LastUpdate: metav1.NewTime(u.At.Truncate(time.Second)),
+	}
+	for name := range u.Capacity {
+		out.Percent[name] = int32(math.Round(100 * u.Fraction(name)))
+	}
+	return out
+}
+
+// quantitiesOf converts averages in capacity's units (cpu in millicores,
+// the rest in base units) to quantities: cpu to the microcore, memory to
+// the byte, the rest (devices) to a millionth: an average of a third of a
+// GPU is kept, not rounded away.
+func quantitiesOf(avg map[corev1.ResourceName]float64) corev1.ResourceList {
+	list := corev1.ResourceList{}
+	for name, v := range avg {
+		var q *resource.Quantity
+		switch name {
+		case corev1.ResourceCPU:
+			q = resource.NewScaledQuantity(int64(math.Round(v*1e3)), resource.Micro)
+		case corev1.ResourceMemory:
+			q = resource.NewQuantity(int64(math.Round(v)), resource.BinarySI)
+		default:
+			q = resource.NewScaledQuantity(int64(math.Round(v*1e6)), resource.Micro)
+		}
+		if !q.IsZero() {
+			list[name] = *q
+		}
+	}
+	return list
+}
+
+// floatsOf is quantitiesOf's inverse.
+func floatsOf(list corev1.ResourceList) map[corev1.ResourceName]float64 {
+	out := map[corev1.ResourceName]float64{}
+	for name, q := range list {
+		v := q.AsApproximateFloat64()
+		if name == corev1.ResourceCPU {
+			v *= 1000
+		}
+		out[name] = v
+	}
+	return out
+}
