@@ -230,7 +230,7 @@ func UsageStatus(u *fairshare.Usage) *flotillav1alpha1.QueueUsage {
 	}
 	out := &flotillav1alpha1.QueueUsage{
 		Allocated: quantitiesOf(u.Allocated), Capacity: quantitiesOf(u.Capacity),
-		Percent: map[corev1.ResourceName]int32{}, LastUpdate: metav1.NewTime(u.At.Truncate(time.Second)),
+		Percent: map[corev1.ResourceName]int32{}, LastUpdate: metav1.NewMicroTime(u.At),
 	}
 	for name := range u.Capacity {
 		out.Percent[name] = int32(math.Round(100 * u.Fraction(name)))

@@ -163,8 +163,9 @@ type QueueUsage struct {
 	// Percent is Allocated/Capacity per resource, in percent, rounded:
 	// what bends the queue's deserved share.
 	Percent map[corev1.ResourceName]int32 `json:"percent,omitempty"`
-	// LastUpdate is when the averages were last advanced.
-	LastUpdate metav1.Time `json:"lastUpdate"`
+	// LastUpdate is when the averages were last advanced, to the
+	// microsecond: a new leader folds the time since then in.
+	LastUpdate metav1.MicroTime `json:"lastUpdate"`
 }
 
 // MaxWaiting bounds a Queue status's waiting list.

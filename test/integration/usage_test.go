@@ -1,0 +1,228 @@
+package integration
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/internal/cluster"
+	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/test/harness"
+)
+
+// withUsage is the shipped configuration with Proportion's usage on at
+// this half-life, its usage written to status every second.
+func withUsage(t *testing.T, halfLife time.Duration) []byte {
+	t.Helper()
+	config := string(shippedConfig(t, "scheduler-config.yaml"))
+	const anchor = "      defaultQueue: \"default\"\n"
+	require.Contains(t, config, anchor)
+	if halfLife > 0 {
+		config = strings.Replace(config, anchor, anchor+fmt.Sprintf("      usageHalfLife: %s\n      usageStatusInterval: 1s\n", halfLife), 1)
+	}
+	return []byte(config)
+}
+
+// startUsageCluster starts the realistic substrate (Jobs, kubelets) with
+// 16 cpu on two nodes and flotilla-scheduler with usage at halfLife, its
+// usage kept by a fake clock the test steps: an hour of use must not take
+// an hour. Only usage reads that clock.
+func startUsageCluster(t *testing.T, halfLife time.Duration) (*harness.Harness, *clocktesting.FakeClock) {
+	t.Helper()
+	fake := clocktesting.NewFakeClock(time.Now())
+	saved := state.UsageClock
+	state.UsageClock = fake
+	t.Cleanup(func() { state.UsageClock = saved }) // after the scheduler stops
+	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{})
+	require.NoError(t, h.CreateNodes(h.Ctx, cluster.NodeSpec{Name: "node-0", CPU: "8", Memory: "32Gi"}, cluster.NodeSpec{Name: "node-1", CPU: "8", Memory: "32Gi"}))
+	h.StartScheduler(withUsage(t, halfLife), cluster.SchedulerOptions{})
+	return h, fake
+}
+
+// boundCPUByQueue is the cpu of the bound, live pods of each queue, in
+// millicores.
+func boundCPUByQueue(t *testing.T, h *harness.Harness) map[string]int64 {
+	t.Helper()
+	pods, err := h.Client.CoreV1().Pods("default").List(h.Ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	out := map[string]int64{}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out[p.Labels[flotillav1alpha1.QueueLabel]] += p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
+		}
+	}
+	return out
+}
+
+func queueStatus(t *testing.T, h *harness.Harness, name string) flotillav1alpha1.QueueStatus {
+	t.Helper()
+	q, err := h.GetQueue(h.Ctx, name)
+	require.NoError(t, err)
+	return q.Status
+}
+
+// payback runs the scenario of fairness over time: queue a's Job of 32
+// one-cpu pods holds the whole cluster (16 of them) for an hour of usage
+// time, then b's Job of 16 arrives. With usage off the two split 50/50 at once; with a one-hour
+// half-life and k = 1, b takes at least 75% (80% deserved) and the split
+// returns to 50/50 as use evens out. parent puts a and b under one queue
+// beside an idle one: the same at depth two.
+func payback(t *testing.T, halfLife time.Duration, parent string) {
+	h, clock := startUsageCluster(t, halfLife)
+	if parent != "" {
+		require.NoError(t, h.CreateQueue(h.Ctx, queueSpec(parent, 1, "")))
+		require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("idle", 1, "")))
+	}
+	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("a", 1, parent)))
+	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("b", 1, parent)))
+	s := startScenario(t, h, placementInvariants...)
+	job := func(queue string, parallelism int32) {
+		createJob(t, h, cluster.Job(cluster.WorkloadSpec{Name: queue + "-work", Replicas: parallelism, CPU: "1", Memory: "1Gi", Queue: queue, IgnoreDisruptions: true}))
+	}
+	cpu := func() map[string]int64 { return boundCPUByQueue(t, h) }
+
+	// a asks for twice the cluster all along; b for all of it.
+	job("a", 32)
+	require.Eventually(t, func() bool { return cpu()["a"] == 16000 }, bindTimeout, 200*time.Millisecond, "a borrows the idle cluster\n%s", s.tl)
+	clock.Step(time.Hour)
+	s.tl.add("an hour of usage time passes")
+	if halfLife > 0 {
+		require.Eventually(t, func() bool {
+			u := queueStatus(t, h, "a").Usage
+			return u != nil && u.Percent[corev1.ResourceCPU] >= 99
+		}, bindTimeout, 200*time.Millisecond, "a's status shows it used its whole pool\n%s", s.tl)
+	}
+
+	job("b", 16)
+	if halfLife == 0 {
+		require.Eventually(t, func() bool { c := cpu(); return c["a"] == 8000 && c["b"] == 8000 }, 2*bindTimeout, 200*time.Millisecond,
+			"with usage off the split is 50/50 at once: %v\n%s", cpu(), s.tl)
+		return
+	}
+	require.Eventually(t, func() bool { return cpu()["b"] >= 12000 }, 2*bindTimeout, 200*time.Millisecond,
+		"b, which used nothing, takes at least 75%%: %v\n%s", cpu(), s.tl)
+	require.Eventually(t, func() bool {
+		d := queueStatus(t, h, "b").Deserved[corev1.ResourceCPU]
+		return d.AsApproximateFloat64() > 12.6
+	}, bindTimeout, 200*time.Millisecond, "b deserves 80%% of what is contended at k = 1: %v\n%s", queueStatus(t, h, "b").Deserved, s.tl)
+	s.tl.add("b holds %v", cpu())
+
+	// Usage time runs on, ten minutes a step: the shares return to even.
+	even := func() bool {
+		d := queueStatus(t, h, "b").Deserved[corev1.ResourceCPU]
+		c := cpu()
+		return d.AsApproximateFloat64() > 7.84 && d.AsApproximateFloat64() < 8.16 && c["a"] >= 7000 && c["b"] >= 7000
+	}
+	for step := 0; step < 60 && !even(); step++ {
+		clock.Step(10 * time.Minute)
+		time.Sleep(500 * time.Millisecond)
+	}
+	require.Eventually(t, even, bindTimeout, 200*time.Millisecond, "50/50 again as use evens out: %v\n%s", cpu(), s.tl)
+	s.tl.add("even again: %v", cpu())
+}
+
+// 1. Payback: with a one-hour half-life a queue that used nothing gets
+// more than half of what is contended, then 50/50; with usage off, 50/50
+// at once.
+func TestUsagePaysBackAQueueThatWaited(t *testing.T) {
+	payback(t, time.Hour, "")
+}
+
+func TestUsageOffSplitsAtOnce(t *testing.T) {
+	payback(t, 0, "")
+}
+
+// 3. The same at depth two, under a parent beside an idle queue.
+func TestUsagePaysBackUnderAParent(t *testing.T) {
+	payback(t, time.Hour, "team")
+}
+
+// 2. Weights 3:1, both queues asking for more than the cluster: held at
+// their shares (12 and 4 cpu) for six hours of usage time, the shares do
+// not drift and nothing is evicted.
+func TestUsageKeepsSteadyWeightedShares(t *testing.T) {
+	h, clock := startUsageCluster(t, time.Hour)
+	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("a", 3, "")))
+	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("b", 1, "")))
+	s := startScenario(t, h, placementInvariants...)
+	for _, queue := range []string{"a", "b"} {
+		createJob(t, h, cluster.Job(cluster.WorkloadSpec{Name: queue + "-work", Replicas: 32, CPU: "1", Memory: "1Gi", Queue: queue, IgnoreDisruptions: true}))
+	}
+	settled := func() bool { c := boundCPUByQueue(t, h); return c["a"] == 12000 && c["b"] == 4000 }
+	require.Eventually(t, settled, 2*bindTimeout, 200*time.Millisecond, "3:1 of 16 cpu: %v\n%s", boundCPUByQueue(t, h), s.tl)
+	// The first placements may have reclaimed: their victims go first.
+	require.Eventually(t, func() bool {
+		pods, err := h.Client.CoreV1().Pods("default").List(h.Ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				return false
+			}
+		}
+		return true
+	}, bindTimeout, 200*time.Millisecond, "the settling's victims are gone")
+	deleted := watchDeletions(t, h)
+	for step := 0; step < 36; step++ {
+		clock.Step(10 * time.Minute)
+		time.Sleep(250 * time.Millisecond)
+		require.True(t, settled(), "step %d: %v\n%s", step, boundCPUByQueue(t, h), s.tl)
+	}
+	for _, queue := range []string{"a", "b"} {
+		status := queueStatus(t, h, queue)
+		require.NotNil(t, status.Usage)
+		want := map[string]float64{"a": 12, "b": 4}[queue]
+		require.InDelta(t, want, status.Deserved.Cpu().AsApproximateFloat64(), 0.05, "queue %s's share after six hours\n%s", queue, s.tl)
+		require.InDelta(t, 100*want/16, float64(status.Usage.Percent[corev1.ResourceCPU]), 1, "queue %s used its share of the pool", queue)
+	}
+	require.Empty(t, deleted.names(""), "nothing evicted in steady state")
+}
+
+// 4. The scheduler is SIGKILLed and a new one started: it seeds from the
+// usage the last one wrote to the Queue's status and folds the time since
+// in, so its usage is within 1% of what one scheduler running throughout
+// would hold. (A scheduler that did not seed would start from nothing:
+// far below.) Real time, a one-minute half-life: the binary runs in its
+// own process, out of reach of a fake clock.
+func TestUsageSurvivesASchedulerKill(t *testing.T) {
+	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{})
+	require.NoError(t, h.CreateNodes(h.Ctx, cluster.NodeSpec{Name: "node-0", CPU: "8", Memory: "32Gi"}, cluster.NodeSpec{Name: "node-1", CPU: "8", Memory: "32Gi"}))
+	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("a", 1, "")))
+	const halfLife = time.Minute
+	config := withUsage(t, halfLife)
+	first, err := h.StartSchedulerProcess(h.Ctx, config, "--leader-elect=false")
+	require.NoError(t, err)
+	createJob(t, h, cluster.Job(cluster.WorkloadSpec{Name: "a-work", Replicas: 32, CPU: "1", Memory: "1Gi", Queue: "a", IgnoreDisruptions: true}))
+	require.Eventually(t, func() bool { return boundCPUByQueue(t, h)["a"] == 16000 }, bindTimeout, 200*time.Millisecond)
+
+	// Twenty seconds of use: a third of a half-life, about a fifth of the
+	// pool's worth in the averages.
+	time.Sleep(20 * time.Second)
+	before := queueStatus(t, h, "a").Usage
+	require.NotNil(t, before, "the first scheduler wrote a's usage")
+	require.NoError(t, first.Kill())
+	time.Sleep(3 * time.Second)
+	_, err = h.StartSchedulerProcess(h.Ctx, config, "--leader-elect=false")
+	require.NoError(t, err)
+
+	var after *flotillav1alpha1.QueueUsage
+	require.Eventually(t, func() bool {
+		after = queueStatus(t, h, "a").Usage
+		return after != nil && after.LastUpdate.Sub(before.LastUpdate.Time) > 3*time.Second
+	}, bindTimeout, 200*time.Millisecond, "the new scheduler writes a's usage")
+	// What one scheduler would hold at after.LastUpdate: before's averages
+	// folded with a holding 16 of 16 cpu since.
+	d := math.Exp2(-after.LastUpdate.Sub(before.LastUpdate.Time).Seconds() / halfLife.Seconds())
+	for what, pair := range map[string][2]corev1.ResourceList{"allocated": {before.Allocated, after.Allocated}, "capacity": {before.Capacity, after.Capacity}} {
+		want := pair[0].Cpu().AsApproximateFloat64()*d + 16*(1-d)
+		got := pair[1].Cpu().AsApproximateFloat64()
+		require.InEpsilon(t, want, got, 0.01, "%s cpu after the restart: %v, one scheduler throughout: %v (before the kill %v at %s)", what, got, want, pair[0].Cpu(), before.LastUpdate)
+	}
+}
