@@ -19,6 +19,30 @@
 // Shares are recomputed when pods, nodes, PodGroups or queues change, once
 // per burst of events, not per scheduling cycle.
 //
+// Fairness over time (args usageHalfLife, 0 = off: shares are then
+// exactly as above, bit for bit): each queue's use above its guarantee is
+// remembered as a moving average, and of siblings that ask for something
+// now, one that used more than its weighted share of their pool weighs
+// less in the split of what is contended, one that used less weighs more
+// (the rule, its floor 2^(−3k) of the weight and why it converges without
+// looping: plugins/state/fairshare doc.go; k is args usageWeight). It bends
+// only the weights: guarantee, capability and demand bound the share as
+// before, at every depth. Deserved is then that bent share, and admission,
+// reclaim, the turns and the status all read it: no second number to
+// disagree. The averages advance before every change of what the queues
+// hold and the shares are recomputed as they drift (at least every
+// half-life/64, at most once a second, at least twice a minute). A queue
+// with no use yet starts at zero when first seen. The leader writes each
+// queue's averages to status.usage every usageStatusInterval (allocated,
+// capacity, percent per resource, lastUpdate to the microsecond); a
+// restarted or new leader seeds from them and folds the time since at the
+// rates it sees, so a crash loses at most what changed in that interval;
+// flotilla_queue_usage_ratio exports the percent as a ratio. Reclaim keeps
+// DeservedNow, the share with usage off: a victim whose queue only past use
+// puts over its share, and that started less than usageReclaimMinRuntime
+// ago, is spared, so moving shares cannot evict the same work back and
+// forth (state.Queues.KeptFromUsageReclaim).
+//
 // Admission (PreFilter): a pod is admitted when, for its queue and every
 // ancestor, allocated + its request stays within deserved and within
 // capability, for every resource it requests: a queue above its share on

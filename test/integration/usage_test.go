@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
@@ -23,10 +25,12 @@ import (
 func withUsage(t *testing.T, halfLife time.Duration) []byte {
 	t.Helper()
 	config := string(shippedConfig(t, "scheduler-config.yaml"))
-	const anchor = "      defaultQueue: \"default\"\n"
-	require.Contains(t, config, anchor)
-	if halfLife > 0 {
-		config = strings.Replace(config, anchor, anchor+fmt.Sprintf("      usageHalfLife: %s\n      usageStatusInterval: 1s\n", halfLife), 1)
+	for from, to := range map[string]string{
+		`usageHalfLife: "0s"`:        fmt.Sprintf("usageHalfLife: %q", halfLife),
+		`usageStatusInterval: "30s"`: `usageStatusInterval: "1s"`,
+	} {
+		require.Contains(t, config, from, "the shipped Proportion args")
+		config = strings.Replace(config, from, to, 1)
 	}
 	return []byte(config)
 }
@@ -225,4 +229,99 @@ func TestUsageSurvivesASchedulerKill(t *testing.T) {
 		got := pair[1].Cpu().AsApproximateFloat64()
 		require.InEpsilon(t, want, got, 0.01, "%s cpu after the restart: %v, one scheduler throughout: %v (before the kill %v at %s)", what, got, want, pair[0].Cpu(), before.LastUpdate)
 	}
+}
+
+// eviction is one pod evicted by the scheduler: when it was first seen
+// with its DisruptionTarget condition, and its queue.
+type eviction struct {
+	at    time.Time
+	queue string
+	pod   string
+}
+
+// watchEvictions records every pod the scheduler evicts from now on, once.
+func watchEvictions(t *testing.T, h *harness.Harness) func() []eviction {
+	t.Helper()
+	w, err := h.Client.CoreV1().Pods("default").Watch(h.Ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var out []eviction
+	seen := map[string]bool{}
+	go func() {
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok || seen[pod.Name] || disruption(pod) == nil {
+				continue
+			}
+			seen[pod.Name] = true
+			mu.Lock()
+			out = append(out, eviction{at: time.Now(), queue: pod.Labels[flotillav1alpha1.QueueLabel], pod: pod.Name})
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return func() []eviction {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]eviction(nil), out...)
+	}
+}
+
+// churn runs two queues' Jobs of short pods (2 s each, hundreds of
+// completions, 16 at a time: pods that finish and are replaced) while
+// usage time runs at five minutes a second: a alone for 40 minutes of it,
+// then both for three hours. It returns the evictions.
+func churn(t *testing.T, halfLife time.Duration) []eviction {
+	h, clock := startUsageCluster(t, halfLife)
+	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("a", 1, "")))
+	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("b", 1, "")))
+	s := startScenario(t, h, placementInvariants...)
+	evictions := watchEvictions(t, h)
+	go func() {
+		ticker := time.NewTicker(250 * time.Millisecond)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-h.Ctx.Done():
+				return
+			case <-ticker.C:
+				clock.Step(75 * time.Second)
+			}
+		}
+	}()
+	job := func(queue string) {
+		j := cluster.Job(cluster.WorkloadSpec{Name: queue + "-work", Replicas: 16, CPU: "1", Memory: "1Gi", Queue: queue, RunSeconds: 2, IgnoreDisruptions: true})
+		j.Spec.Completions = ptr.To[int32](1000)
+		createJob(t, h, j)
+	}
+	job("a")
+	time.Sleep(8 * time.Second)
+	s.tl.add("b's Job arrives")
+	arrived := time.Now()
+	job("b")
+	time.Sleep(36 * time.Second)
+	out := evictions()
+	var lines []string
+	for _, e := range out {
+		lines = append(lines, fmt.Sprintf("  %5.1fs after b arrived: %s of queue %s", e.at.Sub(arrived).Seconds(), e.pod, e.queue))
+	}
+	t.Logf("usage half-life %s: %d evictions\n%s\n%s", halfLife, len(out), strings.Join(lines, "\n"), s.tl)
+	return out
+}
+
+// 5. Churn: with usage on, evictions stay within twice those with usage
+// off, and reclaim changes direction at most once (b takes from a, then,
+// as use evens out, a may take back from b): no ping-pong.
+func TestUsageChurnEvictsLittleMore(t *testing.T) {
+	var off, on []eviction
+	t.Run("usage off", func(t *testing.T) { off = churn(t, 0) })
+	t.Run("usage on", func(t *testing.T) { on = churn(t, time.Hour) })
+	require.LessOrEqual(t, len(on), 2*max(len(off), 1), "evictions with usage on (%d) against off (%d)", len(on), len(off))
+	turns := 0
+	for i := 1; i < len(on); i++ {
+		if on[i].queue != on[i-1].queue {
+			turns++
+		}
+	}
+	require.LessOrEqual(t, turns, 1, "reclaim changed direction %d times: %v", turns, on)
 }

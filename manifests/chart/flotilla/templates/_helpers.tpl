@@ -168,6 +168,11 @@ profiles:
     args:
       # Pods that name no queue (own, PodGroup or namespace label) go here.
       defaultQueue: {{ .Values.proportion.defaultQueue | quote }}
+      # Fairness over time (0s: off); see the chart's README.
+      usageHalfLife: {{ .Values.proportion.usageHalfLife | quote }}
+      usageWeight: {{ .Values.proportion.usageWeight }}
+      usageStatusInterval: {{ .Values.proportion.usageStatusInterval | quote }}
+      usageReclaimMinRuntime: {{ .Values.proportion.usageReclaimMinRuntime | quote }}
   - name: Binpack
     args:
       {{- with .Values.binpack.resources }}
