@@ -83,13 +83,15 @@ type statusWriter struct {
 	// to the statuses: it is written every usage status interval, not on
 	// every publication, as it changes continuously.
 	usageWritten time.Time
+	// activate re-queues pods at once (the scheduler's Activate).
+	activate func(pods map[string]*corev1.Pod)
 }
 
 // statusWriterFor returns the scheduler's Queue status writer, building it
 // on first use: every profile running Proportion shares it.
-func statusWriterFor(ctx context.Context, store *state.Store, queues *state.Queues) (*statusWriter, error) {
+func statusWriterFor(ctx context.Context, store *state.Store, queues *state.Queues, activate func(map[string]*corev1.Pod)) (*statusWriter, error) {
 	return state.Shared(store, Name, func() (*statusWriter, error) {
-		w := &statusWriter{queues: queues, gauged: map[[2]string]bool{}}
+		w := &statusWriter{queues: queues, gauged: map[[2]string]bool{}, activate: activate}
 		w.writer = state.NewStatusWriter(ctx, "flotilla-queue-status", statusInterval, w.publish, func() {
 			go func() {
 				ticker := time.NewTicker(statusInterval)
@@ -115,6 +117,15 @@ func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 	view := w.queues.View()
 	gangs := w.queues.Gangs(flotillav1alpha1.MaxWaiting)
 	running, pending, waiting := gangs.Running, gangs.Pending, gangs.Waiting
+	// Usage moves shares with no event: the pods of queues it raised are
+	// tried again now, not at the next event or the periodic flush.
+	if raised := w.queues.RaisedByUsage(); len(raised) > 0 && w.activate != nil {
+		pods := make(map[string]*corev1.Pod, len(raised))
+		for _, pod := range raised {
+			pods[pod.Namespace+"/"+pod.Name] = pod
+		}
+		w.activate(pods)
+	}
 	usageConfig, usage, usageOn := w.queues.Usage()
 	writeUsage := usageOn && state.UsageClock.Since(w.usageWritten) >= usageConfig.StatusInterval
 	if writeUsage {

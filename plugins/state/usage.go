@@ -42,6 +42,8 @@ type usageState struct {
 	// computedAt is when (by UsageClock) the shares were last computed:
 	// they are recomputed as usage drifts, every recomputeEvery.
 	computedAt time.Time
+	// woken is each queue's deserved share when RaisedByUsage last looked.
+	woken map[string]capacity.Resources
 }
 
 // recomputeEvery is how often shares are recomputed as usage alone moves
@@ -194,6 +196,48 @@ func subtreeAsks(n *fairshare.Node) bool {
 		}
 	}
 	return false
+}
+
+// RaisedByUsage returns the pending pods (of this scheduler's profiles)
+// of every queue whose deserved share rose, on some resource, since the
+// last call: with usage on, shares move as time passes with no event to
+// wake the pods that the old share refused or for which preemption found
+// nothing to take (the scheduler re-queues those on events only), so the
+// caller activates them. Nil with usage off.
+func (q *Queues) RaisedByUsage() []*corev1.Pod {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.usage == nil || q.shares == nil {
+		return nil
+	}
+	raised := map[string]bool{}
+	for name, info := range q.shares.Queues {
+		before, seen := q.usage.woken[name]
+		for r, v := range info.Deserved {
+			if seen && v > before[r] {
+				raised[name] = true
+			}
+		}
+	}
+	q.usage.woken = make(map[string]capacity.Resources, len(q.shares.Queues))
+	for name, info := range q.shares.Queues {
+		q.usage.woken[name] = info.Deserved
+	}
+	if len(raised) == 0 {
+		return nil
+	}
+	var out []*corev1.Pod
+	for _, acc := range q.pods {
+		if acc.placed || acc.foreign || acc.holds != nil || !raised[acc.queue] {
+			continue
+		}
+		if obj, ok, err := q.store.pods.GetIndexer().GetByKey(acc.pod.String()); err == nil && ok {
+			if pod, isPod := obj.(*corev1.Pod); isPod {
+				out = append(out, pod)
+			}
+		}
+	}
+	return out
 }
 
 // KeptFromUsageReclaim reports whether a victim is spared a reclaim of

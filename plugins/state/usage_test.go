@@ -256,3 +256,32 @@ func TestKeptFromUsageReclaim(t *testing.T) {
 		})
 	}
 }
+
+// Shares that usage raises wake the queue's pending pods (no event would):
+// once per rise, and never with usage off. After the payback b holds most
+// of the pool, so as time passes alone a's share grows back.
+func TestRaisedByUsageWakesTheQueuesPods(t *testing.T) {
+	clock := fakeUsageClock(t)
+	q := usageQueues(queueOf("a", "", 1), queueOf("b", "", 1))
+	heldA := cpuPods(q, "a", 16, true)
+	for _, p := range cpuPods(q, "a", 16, false) {
+		require.NoError(t, q.store.pods.GetIndexer().Add(p))
+	}
+	q.View()
+	clock.Step(time.Hour)
+	cpuPods(q, "b", 16, false)
+	q.View()
+	hold(q, "a", heldA, 3)
+	cpuPods(q, "b", 13, true)
+	q.View()
+	assert.Empty(t, q.RaisedByUsage(), "the first look only records the shares")
+	clock.Step(time.Hour)
+	q.View()
+	woken := q.RaisedByUsage()
+	assert.Len(t, woken, 16, "a's pending pods")
+	for _, p := range woken {
+		assert.Equal(t, "a", p.Labels[flotillav1alpha1.QueueLabel])
+	}
+	assert.Empty(t, q.RaisedByUsage(), "nothing rose since")
+	assert.Nil(t, staticQueues().RaisedByUsage(), "usage off")
+}

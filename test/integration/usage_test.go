@@ -35,35 +35,83 @@ func withUsage(t *testing.T, halfLife time.Duration) []byte {
 	return []byte(config)
 }
 
+// contended is what the queues of a usage test contend for: 16 of it on
+// two nodes, each pod asking one (and cpu and memory beside).
+type contended struct {
+	// resource is what the pods ask for and the shares are read in.
+	resource corev1.ResourceName
+	// dra: the GPUs are DRA devices (a DeviceClass with the extended
+	// resource name, eight devices published per node), not allocatable.
+	dra bool
+}
+
+var (
+	contendedCPU    = contended{resource: corev1.ResourceCPU}
+	contendedGPU    = contended{resource: "nvidia.com/gpu"}
+	contendedDRAGPU = contended{resource: draExtendedGPU, dra: true}
+)
+
+// pods is a Job's pod shape for it: one cpu and 1Gi, or one GPU with a
+// cpu and 2Gi beside (cpu is then plentiful: 32 per node).
+func (c contended) job(name, queue string, parallelism int32) cluster.WorkloadSpec {
+	spec := cluster.WorkloadSpec{Name: name, Replicas: parallelism, CPU: "1", Memory: "1Gi", Queue: queue, IgnoreDisruptions: true}
+	if c.resource != corev1.ResourceCPU {
+		spec.Memory, spec.GPU, spec.GPUResource = "2Gi", "1", c.resource
+	}
+	return spec
+}
+
 // startUsageCluster starts the realistic substrate (Jobs, kubelets) with
-// 16 cpu on two nodes and flotilla-scheduler with usage at halfLife, its
-// usage kept by a fake clock the test steps: an hour of use must not take
-// an hour. Only usage reads that clock.
-func startUsageCluster(t *testing.T, halfLife time.Duration) (*harness.Harness, *clocktesting.FakeClock) {
+// 16 of the contended resource on two nodes and flotilla-scheduler with
+// usage at halfLife, its usage kept by a fake clock the test steps: an
+// hour of use must not take an hour. Only usage reads that clock.
+func startUsageCluster(t *testing.T, halfLife time.Duration, c contended) (*harness.Harness, *clocktesting.FakeClock) {
 	t.Helper()
 	fake := clocktesting.NewFakeClock(time.Now())
 	saved := state.UsageClock
 	state.UsageClock = fake
 	t.Cleanup(func() { state.UsageClock = saved }) // after the scheduler stops
 	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{})
-	require.NoError(t, h.CreateNodes(h.Ctx, cluster.NodeSpec{Name: "node-0", CPU: "8", Memory: "32Gi"}, cluster.NodeSpec{Name: "node-1", CPU: "8", Memory: "32Gi"}))
+	var specs []cluster.NodeSpec
+	for i := range 2 {
+		spec := cluster.NodeSpec{Name: fmt.Sprintf("node-%d", i), CPU: "8", Memory: "32Gi"}
+		if c.resource != corev1.ResourceCPU {
+			spec.CPU, spec.Memory = "32", "128Gi"
+		}
+		if c == contendedGPU {
+			spec.Extended = map[corev1.ResourceName]string{c.resource: "8"}
+		}
+		specs = append(specs, spec)
+	}
+	require.NoError(t, h.CreateNodes(h.Ctx, specs...))
+	if c.dra {
+		require.NoError(t, h.CreateDeviceClass(h.Ctx, draClassName, string(c.resource)))
+		for _, n := range specs {
+			require.NoError(t, h.PublishDevices(h.Ctx, n.Name, 8))
+		}
+	}
 	h.StartScheduler(withUsage(t, halfLife), cluster.SchedulerOptions{})
 	return h, fake
 }
 
-// boundCPUByQueue is the cpu of the bound, live pods of each queue, in
-// millicores.
-func boundCPUByQueue(t *testing.T, h *harness.Harness) map[string]int64 {
+// boundByQueue is what the bound, live pods of each queue ask of a
+// resource, in thousandths (millicores for cpu).
+func boundByQueue(t *testing.T, h *harness.Harness, resource corev1.ResourceName) map[string]int64 {
 	t.Helper()
 	pods, err := h.Client.CoreV1().Pods("default").List(h.Ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	out := map[string]int64{}
 	for _, p := range pods.Items {
 		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			out[p.Labels[flotillav1alpha1.QueueLabel]] += p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
+			q := p.Spec.Containers[0].Resources.Requests[resource]
+			out[p.Labels[flotillav1alpha1.QueueLabel]] += q.MilliValue()
 		}
 	}
 	return out
+}
+
+func boundCPUByQueue(t *testing.T, h *harness.Harness) map[string]int64 {
+	return boundByQueue(t, h, corev1.ResourceCPU)
 }
 
 func queueStatus(t *testing.T, h *harness.Harness, name string) flotillav1alpha1.QueueStatus {
@@ -74,86 +122,94 @@ func queueStatus(t *testing.T, h *harness.Harness, name string) flotillav1alpha1
 }
 
 // payback runs the scenario of fairness over time: queue a's Job of 32
-// one-cpu pods holds the whole cluster (16 of them) for an hour of usage
-// time, then b's Job of 16 arrives. With usage off the two split 50/50 at once; with a one-hour
-// half-life and k = 1, b takes at least 75% (80% deserved) and the split
-// returns to 50/50 as use evens out. parent puts a and b under one queue
-// beside an idle one: the same at depth two.
-func payback(t *testing.T, halfLife time.Duration, parent string) {
-	h, clock := startUsageCluster(t, halfLife)
+// pods, one of the contended resource each, holds the whole cluster (16 of
+// them) for an hour of usage time, then b's Job of 16 arrives. With usage
+// off the two split 50/50 at once; with a one-hour half-life and k = 1, b
+// takes at least 75% (80% deserved) and the split returns to 50/50 as use
+// evens out. parent puts a and b under one queue beside an idle one: the
+// same at depth two.
+func payback(t *testing.T, halfLife time.Duration, parent string, c contended) {
+	h, clock := startUsageCluster(t, halfLife, c)
 	if parent != "" {
 		require.NoError(t, h.CreateQueue(h.Ctx, queueSpec(parent, 1, "")))
 		require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("idle", 1, "")))
 	}
 	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("a", 1, parent)))
 	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("b", 1, parent)))
-	s := startScenario(t, h, placementInvariants...)
-	job := func(queue string, parallelism int32) {
-		createJob(t, h, cluster.Job(cluster.WorkloadSpec{Name: queue + "-work", Replicas: parallelism, CPU: "1", Memory: "1Gi", Queue: queue, IgnoreDisruptions: true}))
+	checks := placementInvariants
+	if c.dra {
+		checks = append(append([]invariant{}, placementInvariants...), invariant{kind: devicesAllocatedOnce})
 	}
-	cpu := func() map[string]int64 { return boundCPUByQueue(t, h) }
+	s := startScenario(t, h, checks...)
+	held := func() map[string]int64 { return boundByQueue(t, h, c.resource) }
+	deserved := func(queue string) float64 {
+		d := queueStatus(t, h, queue).Deserved[c.resource]
+		return d.AsApproximateFloat64()
+	}
 
 	// a asks for twice the cluster all along; b for all of it.
-	job("a", 32)
-	require.Eventually(t, func() bool { return cpu()["a"] == 16000 }, bindTimeout, 200*time.Millisecond, "a borrows the idle cluster\n%s", s.tl)
+	createJob(t, h, cluster.Job(c.job("a-work", "a", 32)))
+	require.Eventually(t, func() bool { return held()["a"] == 16000 }, bindTimeout, 200*time.Millisecond, "a borrows the idle cluster\n%s", s.tl)
 	clock.Step(time.Hour)
 	s.tl.add("an hour of usage time passes")
 	if halfLife > 0 {
 		require.Eventually(t, func() bool {
 			u := queueStatus(t, h, "a").Usage
-			return u != nil && u.Percent[corev1.ResourceCPU] >= 99
-		}, bindTimeout, 200*time.Millisecond, "a's status shows it used its whole pool\n%s", s.tl)
+			return u != nil && u.Percent[c.resource] >= 99
+		}, bindTimeout, 200*time.Millisecond, "a's status shows it used its whole pool of %s\n%s", c.resource, s.tl)
 	}
 
-	job("b", 16)
+	createJob(t, h, cluster.Job(c.job("b-work", "b", 16)))
 	if halfLife == 0 {
-		require.Eventually(t, func() bool { c := cpu(); return c["a"] == 8000 && c["b"] == 8000 }, 2*bindTimeout, 200*time.Millisecond,
-			"with usage off the split is 50/50 at once: %v\n%s", cpu(), s.tl)
+		require.Eventually(t, func() bool { got := held(); return got["a"] == 8000 && got["b"] == 8000 }, 2*bindTimeout, 200*time.Millisecond,
+			"with usage off the split is 50/50 at once: %v\n%s", held(), s.tl)
 		return
 	}
-	require.Eventually(t, func() bool { return cpu()["b"] >= 12000 }, 2*bindTimeout, 200*time.Millisecond,
-		"b, which used nothing, takes at least 75%%: %v\n%s", cpu(), s.tl)
-	require.Eventually(t, func() bool {
-		d := queueStatus(t, h, "b").Deserved[corev1.ResourceCPU]
-		return d.AsApproximateFloat64() > 12.6
-	}, bindTimeout, 200*time.Millisecond, "b deserves 80%% of what is contended at k = 1: %v\n%s", queueStatus(t, h, "b").Deserved, s.tl)
-	s.tl.add("b holds %v", cpu())
+	require.Eventually(t, func() bool { return held()["b"] >= 12000 }, 2*bindTimeout, 200*time.Millisecond,
+		"b, which used nothing, takes at least 75%% of %s: %v\n%s", c.resource, held(), s.tl)
+	require.Eventually(t, func() bool { return deserved("b") > 12.6 }, bindTimeout, 200*time.Millisecond,
+		"b deserves 80%% of what is contended at k = 1: %v\n%s", deserved("b"), s.tl)
+	s.tl.add("b holds %v", held())
 
 	// Usage time runs on, ten minutes a step: the shares return to even.
 	even := func() bool {
-		d := queueStatus(t, h, "b").Deserved[corev1.ResourceCPU]
-		c := cpu()
-		return d.AsApproximateFloat64() > 7.84 && d.AsApproximateFloat64() < 8.16 && c["a"] >= 7000 && c["b"] >= 7000
+		got := held()
+		return deserved("b") > 7.84 && deserved("b") < 8.16 && got["a"] >= 7000 && got["b"] >= 7000
 	}
 	for step := 0; step < 60 && !even(); step++ {
 		clock.Step(10 * time.Minute)
 		time.Sleep(500 * time.Millisecond)
 	}
-	require.Eventually(t, even, bindTimeout, 200*time.Millisecond, "50/50 again as use evens out: %v\n%s", cpu(), s.tl)
-	s.tl.add("even again: %v", cpu())
+	require.Eventually(t, even, bindTimeout, 200*time.Millisecond, "50/50 again as use evens out: %v; a %+v; b %+v\n%s", held(), queueStatus(t, h, "a"), queueStatus(t, h, "b"), s.tl)
+	s.tl.add("even again: %v", held())
 }
 
 // 1. Payback: with a one-hour half-life a queue that used nothing gets
 // more than half of what is contended, then 50/50; with usage off, 50/50
-// at once.
+// at once. On cpu, on GPUs a device plugin advertises, on DRA GPUs.
 func TestUsagePaysBackAQueueThatWaited(t *testing.T) {
-	payback(t, time.Hour, "")
+	payback(t, time.Hour, "", contendedCPU)
+}
+
+func TestUsagePaysBackOnGPUs(t *testing.T) {
+	t.Run("allocatable", func(t *testing.T) { payback(t, time.Hour, "", contendedGPU) })
+	t.Run("DRA", func(t *testing.T) { payback(t, time.Hour, "", contendedDRAGPU) })
 }
 
 func TestUsageOffSplitsAtOnce(t *testing.T) {
-	payback(t, 0, "")
+	payback(t, 0, "", contendedCPU)
 }
 
 // 3. The same at depth two, under a parent beside an idle queue.
 func TestUsagePaysBackUnderAParent(t *testing.T) {
-	payback(t, time.Hour, "team")
+	payback(t, time.Hour, "team", contendedCPU)
 }
 
 // 2. Weights 3:1, both queues asking for more than the cluster: held at
 // their shares (12 and 4 cpu) for six hours of usage time, the shares do
 // not drift and nothing is evicted.
 func TestUsageKeepsSteadyWeightedShares(t *testing.T) {
-	h, clock := startUsageCluster(t, time.Hour)
+	h, clock := startUsageCluster(t, time.Hour, contendedCPU)
 	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("a", 3, "")))
 	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("b", 1, "")))
 	s := startScenario(t, h, placementInvariants...)
@@ -272,7 +328,7 @@ func watchEvictions(t *testing.T, h *harness.Harness) func() []eviction {
 // usage time runs at five minutes a second: a alone for 40 minutes of it,
 // then both for three hours. It returns the evictions.
 func churn(t *testing.T, halfLife time.Duration) []eviction {
-	h, clock := startUsageCluster(t, halfLife)
+	h, clock := startUsageCluster(t, halfLife, contendedCPU)
 	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("a", 1, "")))
 	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("b", 1, "")))
 	s := startScenario(t, h, placementInvariants...)
