@@ -230,7 +230,9 @@ func workloads(full bool) []workload {
 			},
 			verdict: func(m map[string]*result) (string, bool) {
 				r := m[flotillaPlain.name]
-				return fmt.Sprintf("steady error %.1f%%; new queue at its share after %.1f s", r.Extra["steadyErrorPercent"], r.Extra["secondsToShare"]),
+				return fmt.Sprintf("steady error %.1f%%; new queue at its share after %.1f s (its Jobs created by %.1f s, its pods by %.1f s; the last of %.0f victims marked at %.1f s, gone at %.1f s; share bound at %.1f s)",
+						r.Extra["steadyErrorPercent"], r.Extra["secondsToShare"], r.Extra["jobsCreatedS"], r.Extra["podsCreatedS"],
+						r.Extra["victims"], r.Extra["victimsMarkedS"], r.Extra["victimsGoneS"], r.Extra["shareBoundS"]),
 					r.Extra["steadyErrorPercent"] <= 2 && r.Extra["secondsToShare"] <= 10
 			},
 		},
@@ -404,11 +406,16 @@ func runQueues(e *env, nodes int) (*result, error) {
 	if _, err := e.steady(3*time.Second, 2*time.Minute); err != nil {
 		return nil, err
 	}
+	deserved := func(w int32, total int32) float64 { return float64(capacity) * float64(w) / float64(total) }
+	milestones, err := e.watchReclaim("three", int(math.Floor(deserved(3, 6))))
+	if err != nil {
+		return nil, err
+	}
 	activated := time.Now()
 	if err := e.queueJobs("three", perQueue, jobSize); err != nil {
 		return nil, err
 	}
-	deserved := func(w int32, total int32) float64 { return float64(capacity) * float64(w) / float64(total) }
+	jobsCreated := time.Since(activated).Seconds()
 	var toShare float64
 	for {
 		counts, err := e.runningByQueue()
@@ -440,7 +447,15 @@ func runQueues(e *env, nodes int) (*result, error) {
 	r := &result{Pods: 3 * perQueue, Seconds: time.Since(start).Seconds(), Extra: map[string]float64{
 		"secondsToShare": toShare, "steadyErrorPercent": worst,
 		"one": float64(counts["one"]), "two": float64(counts["two"]), "three": float64(counts["three"]),
+		"jobsCreatedS": jobsCreated,
 	}}
+	times, victims := milestones()
+	for name, at := range times {
+		if !at.IsZero() {
+			r.Extra[name+"S"] = at.Sub(activated).Seconds()
+		}
+	}
+	r.Extra["victims"] = float64(victims)
 	r.PodsPerS = float64(counts["one"]+counts["two"]+counts["three"]) / r.Seconds
 	return r, e.measureScheduler(r, flotillaPlain)
 }
