@@ -79,6 +79,19 @@ func hold(q *Queues, queue string, held []*corev1.Pod, n int) []*corev1.Pod {
 	return held
 }
 
+// aHeldTheCluster has a hold all 16 cpu for an hour, asking for 16 more
+// all along, then b ask for 32; it returns a's bound pods.
+func aHeldTheCluster(q *Queues, clock *clocktesting.FakeClock) []*corev1.Pod {
+	held := cpuPods(q, "a", 16, true)
+	cpuPods(q, "a", 16, false)
+	q.View()
+	clock.Step(time.Hour)
+	q.View()
+	cpuPods(q, "b", 32, false)
+	clock.Step(time.Second)
+	return held
+}
+
 func cpuShare(view *QueueView, queue string) float64 {
 	return float64(view.Queues[queue].Deserved[corev1.ResourceCPU]) / 1000
 }
@@ -90,13 +103,7 @@ func cpuShare(view *QueueView, queue string) float64 {
 func TestUsagePaybackReturnsToEvenShares(t *testing.T) {
 	clock := fakeUsageClock(t)
 	q := usageQueues(queueOf("a", "", 1), queueOf("b", "", 1))
-	heldA := cpuPods(q, "a", 16, true)
-	cpuPods(q, "a", 16, false) // a asks for more than the pool all along
-	q.View()
-	clock.Step(time.Hour)
-	q.View()
-	cpuPods(q, "b", 32, false)
-	clock.Step(time.Second)
+	heldA := aHeldTheCluster(q, clock)
 	view := q.View()
 	require.GreaterOrEqual(t, cpuShare(view, "b"), 0.75*16, "b's share after a held the pool for a half-life")
 	assert.InDelta(t, 0.8*16, cpuShare(view, "b"), 0.1)
@@ -154,13 +161,7 @@ func TestUsageKeepsSteadyWeightedShares(t *testing.T) {
 func TestUsagePaybackAtDepthTwo(t *testing.T) {
 	clock := fakeUsageClock(t)
 	q := usageQueues(queueOf("p", "", 1), queueOf("a", "p", 1), queueOf("b", "p", 1), queueOf("idle", "", 1))
-	cpuPods(q, "a", 16, true)
-	cpuPods(q, "a", 16, false)
-	q.View()
-	clock.Step(time.Hour)
-	q.View()
-	cpuPods(q, "b", 32, false)
-	clock.Step(time.Second)
+	aHeldTheCluster(q, clock)
 	view := q.View()
 	assert.Equal(t, 16.0, cpuShare(view, "p"), "the idle root queue takes nothing")
 	assert.InDelta(t, 0.8*16, cpuShare(view, "b"), 0.1, "b's share of p as at depth one")
