@@ -24,7 +24,7 @@ type QueueInfo struct {
 	// DeservedNow is the deserved share with usage off (what the queues
 	// hold now decides it alone); nil while usage is off, when Deserved
 	// is that. Reclaim reads it to tell what only past use puts a queue
-	// over (Queues.MayReclaimForUsage).
+	// over (Queues.KeptFromUsageReclaim).
 	DeservedNow capacity.Resources
 	// Usage is the queue's decayed use as of the shares' computation; nil
 	// while usage is off.

@@ -26,7 +26,7 @@ type UsageConfig struct {
 	HalfLife time.Duration
 	// Weight is k in fairshare.UsageFactors.
 	Weight float64
-	// ReclaimMinRuntime: see MayReclaimForUsage.
+	// ReclaimMinRuntime: see KeptFromUsageReclaim.
 	ReclaimMinRuntime time.Duration
 	// StatusInterval is how often each queue's usage is written to its
 	// status.
@@ -44,6 +44,17 @@ type usageState struct {
 	computedAt time.Time
 	// woken is each queue's deserved share when RaisedByUsage last looked.
 	woken map[string]capacity.Resources
+	// foldedAt is when the averages were last advanced (see foldEvery).
+	foldedAt time.Time
+}
+
+// foldEvery bounds how often the averages are advanced: every placement
+// and every pod event changes what the queues hold, and a fold costs a
+// pass over the queues. Folding at most every 1/4096 of a half-life (under
+// a second at one hour) misattributes at most that much time to the
+// rates of the next fold: 0.02% of a half-life's weight.
+func (u *usageState) foldEvery() time.Duration {
+	return min(u.config.HalfLife/4096, time.Second)
 }
 
 // recomputeEvery is how often shares are recomputed as usage alone moves
@@ -114,6 +125,10 @@ func (q *Queues) advanceUsageLocked() {
 		return
 	}
 	now := UsageClock.Now()
+	if now.Sub(q.usage.foldedAt) < q.usage.foldEvery() {
+		return
+	}
+	q.usage.foldedAt = now
 	subtree := map[string]capacity.Resources{}
 	for name, r := range q.allocated {
 		for _, up := range q.shares.Ancestors(name) {
