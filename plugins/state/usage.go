@@ -271,7 +271,9 @@ func (q *Queues) KeptFromUsageReclaim(victimSide []*QueueInfo, res corev1.Resour
 		minRuntime = q.usage.config.ReclaimMinRuntime
 	}
 	q.mu.Unlock()
-	if minRuntime <= 0 || started.IsZero() || UsageClock.Since(started) >= minRuntime {
+	// The pod's run time is wall-clock time, as its start time is: not
+	// usage time, which tests run faster.
+	if minRuntime <= 0 || started.IsZero() || time.Since(started) >= minRuntime {
 		return false
 	}
 	for _, info := range victimSide {

@@ -220,8 +220,8 @@ func TestUsageStatusRoundTrips(t *testing.T) {
 // than the minimum runtime ago, is spared; over its present share, or
 // older, it is not; with usage off nothing is spared.
 func TestKeptFromUsageReclaim(t *testing.T) {
-	clock := fakeUsageClock(t)
-	now := clock.Now()
+	fakeUsageClock(t) // run time is wall-clock time, whatever usage time says
+	now := time.Now()
 	cpu := corev1.ResourceCPU
 	side := func(allocated, deserved, deservedNow int64) []*QueueInfo {
 		info := &QueueInfo{Name: "a", Allocated: capacity.Resources{cpu: allocated}, Deserved: capacity.Resources{cpu: deserved}}

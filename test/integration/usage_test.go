@@ -21,13 +21,15 @@ import (
 )
 
 // withUsage is the shipped configuration with Proportion's usage on at
-// this half-life, its usage written to status every second.
-func withUsage(t *testing.T, halfLife time.Duration) []byte {
+// this half-life, its usage written to status every second, and pods
+// reclaimed for usage alone after minRuntime of wall-clock run time.
+func withUsage(t *testing.T, halfLife, minRuntime time.Duration) []byte {
 	t.Helper()
 	config := string(shippedConfig(t, "scheduler-config.yaml"))
 	for from, to := range map[string]string{
-		`usageHalfLife: "0s"`:        fmt.Sprintf("usageHalfLife: %q", halfLife),
-		`usageStatusInterval: "30s"`: `usageStatusInterval: "1s"`,
+		`usageHalfLife: "0s"`:          fmt.Sprintf("usageHalfLife: %q", halfLife),
+		`usageStatusInterval: "30s"`:   `usageStatusInterval: "1s"`,
+		`usageReclaimMinRuntime: "5m"`: fmt.Sprintf("usageReclaimMinRuntime: %q", minRuntime),
 	} {
 		require.Contains(t, config, from, "the shipped Proportion args")
 		config = strings.Replace(config, from, to, 1)
@@ -65,7 +67,7 @@ func (c contended) job(name, queue string, parallelism int32) cluster.WorkloadSp
 // 16 of the contended resource on two nodes and flotilla-scheduler with
 // usage at halfLife, its usage kept by a fake clock the test steps: an
 // hour of use must not take an hour. Only usage reads that clock.
-func startUsageCluster(t *testing.T, halfLife time.Duration, c contended) (*harness.Harness, *clocktesting.FakeClock) {
+func startUsageCluster(t *testing.T, halfLife, minRuntime time.Duration, c contended) (*harness.Harness, *clocktesting.FakeClock) {
 	t.Helper()
 	fake := clocktesting.NewFakeClock(time.Now())
 	saved := state.UsageClock
@@ -90,7 +92,7 @@ func startUsageCluster(t *testing.T, halfLife time.Duration, c contended) (*harn
 			require.NoError(t, h.PublishDevices(h.Ctx, n.Name, 8))
 		}
 	}
-	h.StartScheduler(withUsage(t, halfLife), cluster.SchedulerOptions{})
+	h.StartScheduler(withUsage(t, halfLife, minRuntime), cluster.SchedulerOptions{})
 	return h, fake
 }
 
@@ -129,7 +131,9 @@ func queueStatus(t *testing.T, h *harness.Harness, name string) flotillav1alpha1
 // evens out. parent puts a and b under one queue beside an idle one: the
 // same at depth two.
 func payback(t *testing.T, halfLife time.Duration, parent string, c contended) {
-	h, clock := startUsageCluster(t, halfLife, c)
+	// Usage time runs hours ahead of the pods' wall-clock run time here:
+	// reclaim for usage alone is not held back by a minimum run time.
+	h, clock := startUsageCluster(t, halfLife, 0, c)
 	if parent != "" {
 		require.NoError(t, h.CreateQueue(h.Ctx, queueSpec(parent, 1, "")))
 		require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("idle", 1, "")))
@@ -209,7 +213,7 @@ func TestUsagePaysBackUnderAParent(t *testing.T) {
 // their shares (12 and 4 cpu) for six hours of usage time, the shares do
 // not drift and nothing is evicted.
 func TestUsageKeepsSteadyWeightedShares(t *testing.T) {
-	h, clock := startUsageCluster(t, time.Hour, contendedCPU)
+	h, clock := startUsageCluster(t, time.Hour, 0, contendedCPU)
 	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("a", 3, "")))
 	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("b", 1, "")))
 	s := startScenario(t, h, placementInvariants...)
@@ -256,7 +260,7 @@ func TestUsageSurvivesASchedulerKill(t *testing.T) {
 	require.NoError(t, h.CreateNodes(h.Ctx, cluster.NodeSpec{Name: "node-0", CPU: "8", Memory: "32Gi"}, cluster.NodeSpec{Name: "node-1", CPU: "8", Memory: "32Gi"}))
 	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("a", 1, "")))
 	const halfLife = time.Minute
-	config := withUsage(t, halfLife)
+	config := withUsage(t, halfLife, 0)
 	first, err := h.StartSchedulerProcess(h.Ctx, config, "--leader-elect=false")
 	require.NoError(t, err)
 	createJob(t, h, cluster.Job(cluster.WorkloadSpec{Name: "a-work", Replicas: 32, CPU: "1", Memory: "1Gi", Queue: "a", IgnoreDisruptions: true}))
@@ -328,7 +332,9 @@ func watchEvictions(t *testing.T, h *harness.Harness) func() []eviction {
 // usage time runs at five minutes a second: a alone for 40 minutes of it,
 // then both for three hours. It returns the evictions.
 func churn(t *testing.T, halfLife time.Duration) []eviction {
-	h, clock := startUsageCluster(t, halfLife, contendedCPU)
+	// The shipped minimum run time (5 min of wall clock): the 2 s pods
+	// are never evicted for usage alone, only for the present share.
+	h, clock := startUsageCluster(t, halfLife, 5*time.Minute, contendedCPU)
 	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("a", 1, "")))
 	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("b", 1, "")))
 	s := startScenario(t, h, placementInvariants...)
