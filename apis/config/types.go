@@ -83,4 +83,8 @@ type ProportionArgs struct {
 	// reclaimed where only past use, not the present share, puts its queue
 	// over its deserved share.
 	UsageReclaimMinRuntime metav1.Duration
+	// DemandHold is how long a queue keeps the demand it had after its
+	// pods finish or leave, for its controllers to replace them, before
+	// other queues may borrow what it deserved; 0: none.
+	DemandHold metav1.Duration
 }

@@ -182,16 +182,21 @@ func profileWithBinpackArgs(args string) []byte { return profileWithArgs(binpack
 func gangArgsConfig(args string) []byte { return profileWithArgs(gang.Name, args) }
 
 // Usage is off unless a half-life is set; its other args are defaulted
-// either way, so turning it on needs one field.
+// either way, so turning it on needs one field. The demand hold is on
+// by default, 5s; 0 turns it off.
 func TestProportionUsageArgsDefaulted(t *testing.T) {
 	for name, tc := range map[string]struct {
 		args string
 		want config.ProportionArgs
 	}{
 		"off by default": {args: "      {}\n", want: config.ProportionArgs{DefaultQueue: "default", UsageWeight: 1,
-			UsageStatusInterval: metav1.Duration{Duration: 30 * time.Second}, UsageReclaimMinRuntime: metav1.Duration{Duration: 5 * time.Minute}}},
+			UsageStatusInterval: metav1.Duration{Duration: 30 * time.Second}, UsageReclaimMinRuntime: metav1.Duration{Duration: 5 * time.Minute},
+			DemandHold: metav1.Duration{Duration: 5 * time.Second}}},
 		"on with a half-life": {args: "      usageHalfLife: 1h\n      usageWeight: 2\n", want: config.ProportionArgs{DefaultQueue: "default",
 			UsageHalfLife: metav1.Duration{Duration: time.Hour}, UsageWeight: 2,
+			UsageStatusInterval: metav1.Duration{Duration: 30 * time.Second}, UsageReclaimMinRuntime: metav1.Duration{Duration: 5 * time.Minute},
+			DemandHold: metav1.Duration{Duration: 5 * time.Second}}},
+		"demand hold off": {args: "      demandHold: 0s\n", want: config.ProportionArgs{DefaultQueue: "default", UsageWeight: 1,
 			UsageStatusInterval: metav1.Duration{Duration: 30 * time.Second}, UsageReclaimMinRuntime: metav1.Duration{Duration: 5 * time.Minute}}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -307,6 +312,14 @@ func TestBadPluginArgsRefusedAtStartup(t *testing.T) {
 		"usage reclaim runtime negative": {
 			config:    profileWithArgs(proportion.Name, "      usageHalfLife: 1h\n      usageReclaimMinRuntime: -1m\n"),
 			wantError: []string{"args.usageReclaimMinRuntime", "must not be negative"},
+		},
+		"negative demand hold": {
+			config:    profileWithArgs(proportion.Name, "      demandHold: -1s\n"),
+			wantError: []string{"args.demandHold", "between 0 (off) and 5m0s"},
+		},
+		"demand hold too long": {
+			config:    profileWithArgs(proportion.Name, "      demandHold: 1h\n"),
+			wantError: []string{"args.demandHold", "between 0 (off) and 5m0s"},
 		},
 		"wrong type": {
 			config:    profileWithBinpackArgs("      resources:\n      - {name: cpu, weight: heavy}\n"),

@@ -19,6 +19,17 @@
 // Shares are recomputed when pods, nodes, PodGroups or queues change, once
 // per burst of events, not per scheduling cycle.
 //
+// Demand hold (args demandHold, default 5s, 0 = off): a queue's requests
+// count at their height of the last demandHold when the shares are
+// computed. Pods of a Job that finish together leave their queue asking
+// for nothing until the Job controller replaces them (in batches of 1, 2,
+// 4, 8, ...); without the hold another queue would borrow the share for
+// that moment and reclaim would evict the borrowed pods as the
+// replacements arrived, back and forth. Nothing is evicted for a held
+// demand (reclaim acts for pending pods only): others wait at most the
+// hold to borrow. When a hold lapses the shares are recomputed with no
+// event, and the pending pods of queues whose share rose are tried again.
+//
 // Fairness over time (args usageHalfLife, 0 = off: shares are then
 // exactly as above, bit for bit): each queue's use above its guarantee is
 // remembered as a moving average, and of siblings that ask for something
@@ -38,10 +49,15 @@
 // restarted or new leader seeds from them and folds the time since at the
 // rates it sees, so a crash loses at most what changed in that interval;
 // flotilla_queue_usage_ratio exports the percent as a ratio. Reclaim keeps
-// DeservedNow, the share with usage off: a victim whose queue only past use
-// puts over its share, and that started less than usageReclaimMinRuntime
-// ago, is spared, so moving shares cannot evict the same work back and
-// forth (state.Queues.KeptFromUsageReclaim).
+// DeservedNow, the share with usage off, and what usage granted each
+// queue lately (the most its share stood above DeservedNow within the last
+// usageReclaimMinRuntime): a victim whose queue holds no more than those
+// two together, and that started less than usageReclaimMinRuntime ago, is
+// spared. So a queue cut for its past use loses its young pods down to
+// its present share only, and a grant that shrinks as use evens out takes
+// back the pods it gave as they finish, or once they ran the minimum: the
+// moving shares cannot evict the same work back and forth
+// (state.Queues.KeptFromUsageReclaim).
 //
 // Admission (PreFilter): a pod is admitted when, for its queue and every
 // ancestor, allocated + its request stays within deserved and within

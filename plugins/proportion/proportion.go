@@ -58,6 +58,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		HalfLife: args.UsageHalfLife.Duration, Weight: args.UsageWeight,
 		ReclaimMinRuntime: args.UsageReclaimMinRuntime.Duration, StatusInterval: args.UsageStatusInterval.Duration,
 	})
+	queues.HoldDemand(args.DemandHold.Duration)
 	status, err := statusWriterFor(ctx, store, queues, func(pods map[string]*corev1.Pod) { h.Activate(klog.FromContext(ctx), pods) })
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)

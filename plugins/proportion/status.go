@@ -117,9 +117,10 @@ func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 	view := w.queues.View()
 	gangs := w.queues.Gangs(flotillav1alpha1.MaxWaiting)
 	running, pending, waiting := gangs.Running, gangs.Pending, gangs.Waiting
-	// Usage moves shares with no event: the pods of queues it raised are
-	// tried again now, not at the next event or the periodic flush.
-	if raised := w.queues.RaisedByUsage(); len(raised) > 0 && w.activate != nil {
+	// Usage and lapsing demand holds move shares with no event: the pods of
+	// queues whose share rose are tried again now, not at the next event or
+	// the periodic flush.
+	if raised := w.queues.RaisedShares(); len(raised) > 0 && w.activate != nil {
 		pods := make(map[string]*corev1.Pod, len(raised))
 		for _, pod := range raised {
 			pods[pod.Namespace+"/"+pod.Name] = pod

@@ -63,6 +63,14 @@ type Queues struct {
 	turns map[string]Turn
 	// usage is each queue's decayed use; nil with usage off (usage.go).
 	usage *usageState
+	// demandHold and demandPeaks: see HoldDemand.
+	demandHold  time.Duration
+	demandPeaks peaks
+	// holdsLapse is when the earliest held demand or grant above its
+	// current value lapses (wall clock): the shares are recomputed then.
+	holdsLapse time.Time
+	// woken is each queue's deserved share when RaisedShares last looked.
+	woken map[string]capacity.Resources
 }
 
 type podAccount struct {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
@@ -26,6 +27,12 @@ type QueueInfo struct {
 	// is that. Reclaim reads it to tell what only past use puts a queue
 	// over (Queues.KeptFromUsageReclaim).
 	DeservedNow capacity.Resources
+	// GrantHeld is the most usage has raised Deserved above DeservedNow,
+	// per resource, within the last reclaim minimum runtime (wall clock):
+	// what past use granted this queue and, as use evens out, takes back
+	// in steps, each held that long (Queues.KeptFromUsageReclaim). Nil
+	// while usage is off.
+	GrantHeld capacity.Resources
 	// Usage is the queue's decayed use as of the shares' computation; nil
 	// while usage is off.
 	Usage *fairshare.Usage
@@ -71,6 +78,9 @@ func (q *Queues) View() *QueueView {
 			q.demandChanged = true
 		}
 	}
+	if !q.holdsLapse.IsZero() && !RunClock.Now().Before(q.holdsLapse) {
+		q.demandChanged = true // a held demand or grant lapses
+	}
 	if q.demandChanged || q.shares == nil {
 		q.shares = q.computeShares()
 		q.demandChanged = false
@@ -109,6 +119,8 @@ func (q *Queues) withAllocations(shares *QueueView) *QueueView {
 }
 
 func (q *Queues) computeShares() *QueueView {
+	now := RunClock.Now()
+	q.holdsLapse = time.Time{} // set again by what is still held
 	view := &QueueView{Queues: map[string]*QueueInfo{}, Total: capacity.Resources{}}
 	for _, obj := range q.queues.GetIndexer().List() {
 		queue, ok := obj.(*flotillav1alpha1.Queue)
@@ -158,6 +170,7 @@ func (q *Queues) computeShares() *QueueView {
 			request = capacity.Resources{}
 		}
 		request.Add(q.pending[name])
+		request = q.heldDemandLocked(name, request, now)
 		nodes[name] = &fairshare.Node{Name: name, Weight: info.Weight, Guarantee: info.Guarantee, Capability: info.Capability, Request: request}
 	}
 	var roots []*fairshare.Node
@@ -183,6 +196,7 @@ func (q *Queues) computeShares() *QueueView {
 	for name, deserved := range fairshare.Deserve(roots, available) {
 		view.Queues[name].Deserved = deserved
 	}
+	q.holdGrantsLocked(view, now)
 	for _, info := range view.Queues {
 		if info.Deserved == nil {
 			info.Deserved = capacity.Resources{}

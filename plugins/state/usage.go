@@ -19,6 +19,11 @@ import (
 // nothing else reads it (gang timeouts and back-offs keep real time).
 var UsageClock clock.PassiveClock = clock.RealClock{}
 
+// RunClock is the wall clock that pods' run times and usage grants' holds
+// are measured by (KeptFromUsageReclaim): real time even where tests run
+// usage time faster; unit tests fake it.
+var RunClock clock.PassiveClock = clock.RealClock{}
+
 // UsageConfig turns on fairness over time (see fairshare.Usage and
 // fairshare.UsageFactors): Proportion's usage args.
 type UsageConfig struct {
@@ -42,10 +47,10 @@ type usageState struct {
 	// computedAt is when (by UsageClock) the shares were last computed:
 	// they are recomputed as usage drifts, every recomputeEvery.
 	computedAt time.Time
-	// woken is each queue's deserved share when RaisedByUsage last looked.
-	woken map[string]capacity.Resources
 	// foldedAt is when the averages were last advanced (see foldEvery).
 	foldedAt time.Time
+	// grants is what usage granted each queue lately (QueueInfo.GrantHeld).
+	grants peaks
 }
 
 // foldEvery bounds how often the averages are advanced: every placement
@@ -213,57 +218,20 @@ func subtreeAsks(n *fairshare.Node) bool {
 	return false
 }
 
-// RaisedByUsage returns the pending pods (of this scheduler's profiles)
-// of every queue whose deserved share rose, on some resource, since the
-// last call: with usage on, shares move as time passes with no event to
-// wake the pods that the old share refused or for which preemption found
-// nothing to take (the scheduler re-queues those on events only), so the
-// caller activates them. Nil with usage off.
-func (q *Queues) RaisedByUsage() []*corev1.Pod {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.usage == nil || q.shares == nil {
-		return nil
-	}
-	raised := map[string]bool{}
-	for name, info := range q.shares.Queues {
-		before, seen := q.usage.woken[name]
-		for r, v := range info.Deserved {
-			if seen && v > before[r] {
-				raised[name] = true
-			}
-		}
-	}
-	q.usage.woken = make(map[string]capacity.Resources, len(q.shares.Queues))
-	for name, info := range q.shares.Queues {
-		q.usage.woken[name] = info.Deserved
-	}
-	if len(raised) == 0 {
-		return nil
-	}
-	var out []*corev1.Pod
-	for _, acc := range q.pods {
-		if acc.placed || acc.foreign || acc.holds != nil || !raised[acc.queue] {
-			continue
-		}
-		if obj, ok, err := q.store.pods.GetIndexer().GetByKey(acc.pod.String()); err == nil && ok {
-			if pod, isPod := obj.(*corev1.Pod); isPod {
-				out = append(out, pod)
-			}
-		}
-	}
-	return out
-}
-
 // KeptFromUsageReclaim reports whether a victim is spared a reclaim of
 // a resource because only past use puts its side of the tree over its
 // deserved share: every queue on the side (the victim's queue and its
 // ancestors below the parting, QueueView.Sides) is above its deserved
 // share, but one holds no more than it would deserve with usage off
-// (DeservedNow), released already taken — and the victim's newest member
-// started less than the reclaim minimum runtime ago. Shares that usage
-// moves then cannot evict the same work back and forth as the averages
-// cross. With usage off nothing is spared.
+// (DeservedNow) plus what usage granted it lately (GrantHeld), released
+// already taken — and the victim's newest member started less than the
+// reclaim minimum runtime ago. Two kinds of reclaim wait so: a queue's
+// share cut below its present one for what it used (its young pods down
+// to DeservedNow), and a grant that shrinks as use evens out (the pods it
+// granted, while the grant is held). Shares that usage moves then cannot
+// evict the same work back and forth as the averages cross; what usage
+// no longer grants is handed back as pods finish, or once they have run
+// the minimum. With usage off nothing is spared.
 func (q *Queues) KeptFromUsageReclaim(victimSide []*QueueInfo, res corev1.ResourceName, released Released, started time.Time) bool {
 	q.mu.Lock()
 	var minRuntime time.Duration
@@ -273,15 +241,38 @@ func (q *Queues) KeptFromUsageReclaim(victimSide []*QueueInfo, res corev1.Resour
 	q.mu.Unlock()
 	// The pod's run time is wall-clock time, as its start time is: not
 	// usage time, which tests run faster.
-	if minRuntime <= 0 || started.IsZero() || time.Since(started) >= minRuntime {
+	if minRuntime <= 0 || started.IsZero() || RunClock.Since(started) >= minRuntime {
 		return false
 	}
 	for _, info := range victimSide {
-		if info.DeservedNow != nil && info.Allocated[res]-released[info.Name][res] <= info.DeservedNow[res] {
+		if info.DeservedNow != nil && info.Allocated[res]-released[info.Name][res] <= info.DeservedNow[res]+info.GrantHeld[res] {
 			return true
 		}
 	}
 	return false
+}
+
+// holdGrantsLocked sets every queue's GrantHeld from the shares just
+// computed: what usage grants it now (Deserved above DeservedNow), or a
+// larger grant of less than the reclaim minimum runtime ago. Wall-clock
+// time, as pods' run times are: the hold spares the young pods usage
+// granted when, as use evens out, the grant shrinks (KeptFromUsageReclaim).
+func (q *Queues) holdGrantsLocked(view *QueueView, now time.Time) {
+	if q.usage == nil {
+		return
+	}
+	if q.usage.grants == nil {
+		q.usage.grants = peaks{}
+	}
+	for name, info := range view.Queues {
+		grant := capacity.Resources{}
+		for res, v := range info.Deserved {
+			grant[res] = max(v-info.DeservedNow[res], 0)
+		}
+		var until time.Time
+		info.GrantHeld, until = q.usage.grants.hold(name, grant, now, q.usage.config.ReclaimMinRuntime)
+		q.holdsLapse = earliest(q.holdsLapse, until)
+	}
 }
 
 // UsageStatus is a queue's usage as its status keeps it.

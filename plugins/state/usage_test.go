@@ -28,15 +28,28 @@ func fakeUsageClock(t *testing.T) *clocktesting.FakeClock {
 	return fake
 }
 
+// fakeRunClock makes RunClock the fake one for the test.
+func fakeRunClock(t *testing.T, fake *clocktesting.FakeClock) {
+	t.Helper()
+	saved := RunClock
+	RunClock = fake
+	t.Cleanup(func() { RunClock = saved })
+}
+
 // usageQueues is 16 cpu (and 64Gi) shared by the given queues, with usage
 // on at a one-hour half-life and k = 1.
 func usageQueues(queues ...*flotillav1alpha1.Queue) *Queues {
+	q := sixteenCPUQueues(queues...)
+	q.EnableUsage(UsageConfig{HalfLife: time.Hour, Weight: 1, ReclaimMinRuntime: 5 * time.Minute, StatusInterval: 30 * time.Second})
+	return q
+}
+
+// sixteenCPUQueues is 16 cpu (and 64Gi) shared by the given queues.
+func sixteenCPUQueues(queues ...*flotillav1alpha1.Queue) *Queues {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"),
 	}}}
-	q := NewStaticQueues(NewStatic(nil, nil), "default", queues, []*corev1.Node{node}, "flotilla-scheduler")
-	q.EnableUsage(UsageConfig{HalfLife: time.Hour, Weight: 1, ReclaimMinRuntime: 5 * time.Minute, StatusInterval: 30 * time.Second})
-	return q
+	return NewStaticQueues(NewStatic(nil, nil), "default", queues, []*corev1.Node{node}, "flotilla-scheduler")
 }
 
 func queueOf(name, parent string, weight int32) *flotillav1alpha1.Queue {
@@ -230,6 +243,13 @@ func TestKeptFromUsageReclaim(t *testing.T) {
 		}
 		return []*QueueInfo{info}
 	}
+	// granted: a share usage raised to 12 and now lowers to 10 (8 with
+	// usage off), the grant of 4 still held.
+	granted := func(allocated int64) []*QueueInfo {
+		info := side(allocated, 10000, 8000)
+		info[0].GrantHeld = capacity.Resources{cpu: 4000}
+		return info
+	}
 	for _, tc := range []struct {
 		name    string
 		side    []*QueueInfo
@@ -241,6 +261,9 @@ func TestKeptFromUsageReclaim(t *testing.T) {
 		{name: "over only by usage, ran long enough", side: side(8000, 3200, 8000), started: now.Add(-6 * time.Minute)},
 		{name: "over its present share too", side: side(12000, 3200, 8000), started: now.Add(-time.Minute)},
 		{name: "released brings it within the present share", side: side(12000, 3200, 11000), started: now.Add(-time.Minute), kept: true},
+		{name: "within what usage granted lately, young", side: granted(12000), started: now.Add(-time.Minute), kept: true},
+		{name: "within what usage granted lately, ran long enough", side: granted(12000), started: now.Add(-6 * time.Minute)},
+		{name: "beyond what usage granted", side: granted(13000), started: now.Add(-time.Minute)},
 		{name: "usage off", side: side(8000, 3200, -1), started: now.Add(-time.Minute)},
 		{name: "usage off in the args", side: side(8000, 3200, 8000), started: now.Add(-time.Minute), off: true},
 	} {
@@ -258,10 +281,50 @@ func TestKeptFromUsageReclaim(t *testing.T) {
 	}
 }
 
+// A grant (the share usage raised above the present one) is held for the
+// reclaim minimum runtime of wall-clock time as use evens out, then taken
+// as it is; a rising grant is taken at once; a queue usage cuts holds none.
+func TestGrantHeldWhileUseEvensOut(t *testing.T) {
+	clock := fakeUsageClock(t)
+	run := clocktesting.NewFakeClock(time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC))
+	fakeRunClock(t, run)
+	q := usageQueues(queueOf("a", "", 1), queueOf("b", "", 1))
+	heldA := aHeldTheCluster(q, clock)
+	var heldB []*corev1.Pod
+	grant := func() (held, now float64) {
+		b := q.View().Queues["b"]
+		return float64(b.GrantHeld[corev1.ResourceCPU]) / 1000, float64(b.Deserved[corev1.ResourceCPU]-b.DeservedNow[corev1.ResourceCPU]) / 1000
+	}
+	first, _ := grant()
+	assert.InDelta(t, 0.8*16-8, first, 0.1, "b's grant as it arrives")
+	assert.Empty(t, q.View().Queues["a"].GrantHeld, "a, whose share usage cuts, holds no grant")
+
+	// Two hours of usage time in under the minimum runtime of wall clock:
+	// the grant shrinks, the held one stays. The holdings follow the
+	// shares, as placements and reclaim would move them.
+	for range 12 {
+		view := q.View()
+		heldA = hold(q, "a", heldA, int(cpuShare(view, "a")+0.5))
+		heldB = hold(q, "b", heldB, int(cpuShare(view, "b")+0.5))
+		clock.Step(10 * time.Minute)
+		run.Step(20 * time.Second)
+		held, now := grant()
+		require.Less(t, now, first)
+		require.InDelta(t, first, held, 0.001, "held while younger than the minimum runtime")
+	}
+	// Past the minimum runtime since the grant was highest; the shares are
+	// recomputed (and the grants looked at) as usage time moves.
+	run.Step(time.Minute)
+	clock.Step(time.Minute)
+	held, now := grant()
+	assert.InDelta(t, now, held, 0.001, "taken as it is once held the minimum runtime")
+	assert.Less(t, held, first)
+}
+
 // Shares that usage raises wake the queue's pending pods (no event would):
-// once per rise, and never with usage off. After the payback b holds most
+// once per rise. After the payback b holds most
 // of the pool, so as time passes alone a's share grows back.
-func TestRaisedByUsageWakesTheQueuesPods(t *testing.T) {
+func TestRaisedSharesWakesThePodsOfQueuesUsageRaised(t *testing.T) {
 	clock := fakeUsageClock(t)
 	q := usageQueues(queueOf("a", "", 1), queueOf("b", "", 1))
 	heldA := cpuPods(q, "a", 16, true)
@@ -275,14 +338,13 @@ func TestRaisedByUsageWakesTheQueuesPods(t *testing.T) {
 	hold(q, "a", heldA, 3)
 	cpuPods(q, "b", 13, true)
 	q.View()
-	assert.Empty(t, q.RaisedByUsage(), "the first look only records the shares")
+	assert.Empty(t, q.RaisedShares(), "the first look only records the shares")
 	clock.Step(time.Hour)
 	q.View()
-	woken := q.RaisedByUsage()
+	woken := q.RaisedShares()
 	assert.Len(t, woken, 16, "a's pending pods")
 	for _, p := range woken {
 		assert.Equal(t, "a", p.Labels[flotillav1alpha1.QueueLabel])
 	}
-	assert.Empty(t, q.RaisedByUsage(), "nothing rose since")
-	assert.Nil(t, staticQueues().RaisedByUsage(), "usage off")
+	assert.Empty(t, q.RaisedShares(), "nothing rose since")
 }

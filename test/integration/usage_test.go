@@ -372,18 +372,26 @@ func churn(t *testing.T, halfLife time.Duration) []eviction {
 }
 
 // 5. Churn: with usage on, evictions stay within twice those with usage
-// off, and reclaim changes direction at most once (b takes from a, then,
-// as use evens out, a may take back from b): no ping-pong.
+// off, and reclaim changes direction at most once in either run (b takes
+// from a, then, as use evens out, a may take back from b): no ping-pong.
+// The shipped demand hold is what keeps the off run steady too: without
+// it, a's pods finishing together left a asking for nothing until its Job
+// replaced them, b borrowed a's share and lost it again to reclaim a
+// moment later, back and forth (17 to 23 evictions in 36 s, four turns
+// and more, 2026-11-28 before the hold; 6 to 8 after, all in b's first
+// second).
 func TestUsageChurnEvictsLittleMore(t *testing.T) {
 	var off, on []eviction
 	t.Run("usage off", func(t *testing.T) { off = churn(t, 0) })
 	t.Run("usage on", func(t *testing.T) { on = churn(t, time.Hour) })
 	require.LessOrEqual(t, len(on), 2*max(len(off), 1), "evictions with usage on (%d) against off (%d)", len(on), len(off))
-	turns := 0
-	for i := 1; i < len(on); i++ {
-		if on[i].queue != on[i-1].queue {
-			turns++
+	for name, evictions := range map[string][]eviction{"off": off, "on": on} {
+		turns := 0
+		for i := 1; i < len(evictions); i++ {
+			if evictions[i].queue != evictions[i-1].queue {
+				turns++
+			}
 		}
+		require.LessOrEqual(t, turns, 1, "usage %s: reclaim changed direction %d times: %v", name, turns, evictions)
 	}
-	require.LessOrEqual(t, turns, 1, "reclaim changed direction %d times: %v", turns, on)
 }

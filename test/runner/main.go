@@ -138,8 +138,48 @@ func main() {
 		writeDurations(*durations, r.durations(cpu))
 	}
 	if r.failed {
+		fmt.Print(r.failures())
 		os.Exit(1)
 	}
+}
+
+// componentLog is a klog line (I1128 05:34:30.168180 ...): the in-process
+// apiserver's, controllers' and scheduler's words, which bury a failed
+// test's own.
+var componentLog = regexp.MustCompile(`^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ `)
+
+// failuresShown bounds each failed test's digest: its last lines, where
+// the assertion and the timeline it prints are.
+const failuresShown = 150
+
+// failures is what each failed test said itself, without the components'
+// logs, printed last so that a run's tail names why it failed.
+func (r *runner) failures() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var failed []key
+	for k, t := range r.results {
+		if t.action == "fail" {
+			failed = append(failed, k)
+		}
+	}
+	sort.Slice(failed, func(i, j int) bool { return failed[i].test < failed[j].test })
+	var b strings.Builder
+	for _, k := range failed {
+		var own []string
+		for _, out := range r.results[k].output {
+			for _, line := range strings.SplitAfter(out, "\n") {
+				if line != "" && !componentLog.MatchString(line) {
+					own = append(own, line)
+				}
+			}
+		}
+		if len(own) > failuresShown {
+			own = append([]string{fmt.Sprintf("(%d lines before these)\n", len(own)-failuresShown)}, own[len(own)-failuresShown:]...)
+		}
+		fmt.Fprintf(&b, "\n--- FAIL: %s (%s), its own output without the components' logs\n%s", k.test, k.pkg, strings.Join(own, ""))
+	}
+	return b.String()
 }
 
 // build compiles the integration test binary and the scheduler binaries

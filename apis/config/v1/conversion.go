@@ -20,6 +20,7 @@ func addConversionFuncs(s *runtime.Scheme) error {
 		out.UsageWeight = ptr.Deref(in.UsageWeight, 0)
 		out.UsageStatusInterval = ptr.Deref(in.UsageStatusInterval, metav1.Duration{})
 		out.UsageReclaimMinRuntime = ptr.Deref(in.UsageReclaimMinRuntime, metav1.Duration{})
+		out.DemandHold = ptr.Deref(in.DemandHold, metav1.Duration{})
 		return nil
 	}); err != nil {
 		return err
@@ -31,6 +32,7 @@ func addConversionFuncs(s *runtime.Scheme) error {
 		out.UsageWeight = ptr.To(in.UsageWeight)
 		out.UsageStatusInterval = ptr.To(in.UsageStatusInterval)
 		out.UsageReclaimMinRuntime = ptr.To(in.UsageReclaimMinRuntime)
+		out.DemandHold = ptr.To(in.DemandHold)
 		return nil
 	}); err != nil {
 		return err

@@ -113,4 +113,14 @@ type ProportionArgs struct {
 	// moved by usage cannot evict the same work back and forth. Default
 	// 5m.
 	UsageReclaimMinRuntime *metav1.Duration `json:"usageReclaimMinRuntime,omitempty"`
+	// DemandHold is how long a queue's demand (what it holds and what it
+	// has pending) counts at its recent height after its pods finish or
+	// are evicted: the time a Job or ReplicaSet takes to replace them
+	// (the Job controller creates replacements in batches of 1, 2, 4, ...).
+	// Without it a queue whose pods finish together deserves nothing for
+	// that moment, another queue borrows its share, and reclaim evicts
+	// the borrowed pods when the replacements arrive, back and forth.
+	// Nothing is evicted for a held demand; others only wait to borrow.
+	// Default 5s; 0 turns it off; at most 5m.
+	DemandHold *metav1.Duration `json:"demandHold,omitempty"`
 }

@@ -137,6 +137,9 @@ func ValidateProportionArgs(path *field.Path, args *config.ProportionArgs) error
 	case halfLife > 0 && halfLife < time.Second:
 		errs = append(errs, field.Invalid(path.Child("usageHalfLife"), args.UsageHalfLife.String(), "must be at least 1s: shorter is instantaneous fair share, which usageHalfLife 0 gives"))
 	}
+	if hold := args.DemandHold.Duration; hold < 0 || hold > MaxDemandHold {
+		errs = append(errs, field.Invalid(path.Child("demandHold"), args.DemandHold.String(), fmt.Sprintf("must be between 0 (off) and %s: longer keeps an idle queue's share from others for no controller's sake", MaxDemandHold)))
+	}
 	// The rest is read only with usage on.
 	if args.UsageHalfLife.Duration <= 0 {
 		return errs.ToAggregate()
@@ -157,6 +160,7 @@ func ValidateProportionArgs(path *field.Path, args *config.ProportionArgs) error
 // usage weight above 4 floors a queue that used its pool alone at 2^-24
 // of its weight, which is starving it by another name.
 const (
+	MaxDemandHold    = 5 * time.Minute
 	MaxUsageHalfLife = 90 * 24 * time.Hour
 	MaxUsageWeight   = 4.0
 )

@@ -173,6 +173,7 @@ profiles:
       usageWeight: {{ .Values.proportion.usageWeight }}
       usageStatusInterval: {{ .Values.proportion.usageStatusInterval | quote }}
       usageReclaimMinRuntime: {{ .Values.proportion.usageReclaimMinRuntime | quote }}
+      demandHold: {{ .Values.proportion.demandHold | quote }}
   - name: Binpack
     args:
       {{- with .Values.binpack.resources }}

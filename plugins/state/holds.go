@@ -1,0 +1,135 @@
+package state
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+)
+
+// peaks keeps, per queue and resource, the highest recent value of a
+// quantity: a lower value replaces the held one only once that has been
+// held for the hold's duration. Two things are held so: a queue's demand
+// (HoldDemand), so that pods finishing together and replaced a moment
+// later do not lend its share away for that moment, and what usage
+// granted a queue (QueueInfo.GrantHeld), so that a grant shrinking as use
+// evens out does not evict the pods it granted at once.
+type peaks map[string]map[corev1.ResourceName]peak
+
+type peak struct {
+	value int64
+	at    time.Time
+}
+
+// hold records a queue's current values at now and returns what is held:
+// per resource, the current value or a higher one seen less than d ago
+// (resources held at 0 are left out). until is the earliest time a held
+// value above the current one lapses; zero when none is.
+func (p peaks) hold(queue string, current capacity.Resources, now time.Time, d time.Duration) (held capacity.Resources, until time.Time) {
+	byResource := p[queue]
+	if byResource == nil {
+		byResource = map[corev1.ResourceName]peak{}
+		p[queue] = byResource
+	}
+	for res, v := range current {
+		if h, ok := byResource[res]; !ok || v >= h.value || now.Sub(h.at) >= d {
+			byResource[res] = peak{value: v, at: now}
+		}
+	}
+	held = capacity.Resources{}
+	for res, h := range byResource {
+		v := current[res]
+		if v < h.value && now.Sub(h.at) >= d {
+			byResource[res] = peak{value: v, at: now}
+			h = byResource[res]
+		}
+		if h.value > v {
+			if lapse := h.at.Add(d); until.IsZero() || lapse.Before(until) {
+				until = lapse
+			}
+		}
+		if h.value > 0 {
+			held[res] = h.value
+		}
+	}
+	return held, until
+}
+
+// earliest is the earlier of two lapses, zero meaning none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// HoldDemand makes every queue's demand count at its height of the last d
+// (wall clock) when the shares are computed: what a Job or ReplicaSet
+// takes to replace pods that finished or were evicted together. Nothing
+// is evicted for a held demand (reclaim acts for pending pods only); other
+// queues only wait that long to borrow the share. Every profile running
+// Proportion shares the Queues; the first to set it decides. 0: no hold.
+func (q *Queues) HoldDemand(d time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.demandHold != 0 || d <= 0 {
+		return
+	}
+	q.demandHold = d
+	q.demandPeaks = peaks{}
+	q.demandChanged = true
+}
+
+// heldDemandLocked is the demand a queue's share is computed from: its
+// request now, or what it asked for less than the demand hold ago.
+func (q *Queues) heldDemandLocked(queue string, request capacity.Resources, now time.Time) capacity.Resources {
+	if q.demandHold <= 0 {
+		return request
+	}
+	held, until := q.demandPeaks.hold(queue, request, now, q.demandHold)
+	q.holdsLapse = earliest(q.holdsLapse, until)
+	return held
+}
+
+// RaisedShares returns the pending pods (of this scheduler's profiles) of
+// every queue whose deserved share rose, on some resource, since the last
+// call. Shares also rise with no event to wake the pods that the old share
+// refused or for which preemption found nothing to take (the scheduler
+// re-queues those on events only): as usage moves them, or as another
+// queue's held demand lapses. The caller activates them.
+func (q *Queues) RaisedShares() []*corev1.Pod {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shares == nil {
+		return nil
+	}
+	raised := map[string]bool{}
+	for name, info := range q.shares.Queues {
+		before, seen := q.woken[name]
+		for r, v := range info.Deserved {
+			if seen && v > before[r] {
+				raised[name] = true
+			}
+		}
+	}
+	q.woken = make(map[string]capacity.Resources, len(q.shares.Queues))
+	for name, info := range q.shares.Queues {
+		q.woken[name] = info.Deserved
+	}
+	if len(raised) == 0 {
+		return nil
+	}
+	var out []*corev1.Pod
+	for _, acc := range q.pods {
+		if acc.placed || acc.foreign || acc.holds != nil || !raised[acc.queue] {
+			continue
+		}
+		if obj, ok, err := q.store.pods.GetIndexer().GetByKey(acc.pod.String()); err == nil && ok {
+			if pod, isPod := obj.(*corev1.Pod); isPod {
+				out = append(out, pod)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// A failed test's digest keeps its own lines (the assertion, the timeline)
+// and drops the components' klog lines; passed tests are not in it.
+func TestFailuresKeepTheTestsOwnWords(t *testing.T) {
+	r := &runner{results: map[key]*testResult{
+		{"pkg", "TestBroken"}: {action: "fail", output: []string{
+			"=== RUN   TestBroken\n",
+			"I1128 05:34:30.168180   27591 tlsconfig.go:258] \"Shutting down\"\n",
+			"    reclaim_test.go:301: \n        \tError:      \tShould be true\n",
+			"E1128 05:34:31.285453   27591 cidrallocator.go:211] stopping\n",
+			"--- FAIL: TestBroken (1.00s)\n",
+		}},
+		{"pkg", "TestFine"}: {action: "pass"},
+	}}
+	got := r.failures()
+	for _, want := range []string{"--- FAIL: TestBroken (pkg)", "reclaim_test.go:301", "Error:", "Should be true"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("digest lacks %q:\n%s", want, got)
+		}
+	}
+	for _, unwanted := range []string{"tlsconfig.go", "cidrallocator.go", "TestFine"} {
+		if strings.Contains(got, unwanted) {
+			t.Errorf("digest holds %q:\n%s", unwanted, got)
+		}
+	}
+}
+
+// A long failure keeps its last lines, where the assertion is.
+func TestFailuresKeepTheLastLines(t *testing.T) {
+	var output []string
+	for range failuresShown + 10 {
+		output = append(output, "timeline line\n")
+	}
+	output = append(output, "    x_test.go:9: the assertion\n")
+	r := &runner{results: map[key]*testResult{{"pkg", "TestLong"}: {action: "fail", output: output}}}
+	got := r.failures()
+	if !strings.Contains(got, "(11 lines before these)") || !strings.HasSuffix(got, "x_test.go:9: the assertion\n") {
+		t.Errorf("digest of a long failure:\n%s", got)
+	}
+}
