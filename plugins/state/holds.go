@@ -94,16 +94,20 @@ func (q *Queues) heldDemandLocked(queue string, request capacity.Resources, now 
 
 // RaisedShares returns the pending pods (of this scheduler's profiles) of
 // every queue whose deserved share rose, on some resource, since the last
-// call. Shares also rise with no event to wake the pods that the old share
-// refused or for which preemption found nothing to take (the scheduler
-// re-queues those on events only): as usage moves them, or as another
-// queue's held demand lapses. The caller activates them.
+// call, when something other than an event may have raised it: usage
+// (on), or a held demand that lapsed. Such a rise wakes none of the pods
+// that the old share refused or for which preemption found nothing to
+// take (the scheduler re-queues those on events only); the caller
+// activates them. A rise an event caused, the event's queueing hints
+// answer: with usage off and no hold lapsed, nil.
 func (q *Queues) RaisedShares() []*corev1.Pod {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.shares == nil {
 		return nil
 	}
+	unprompted := q.usage != nil || q.holdLapsed
+	q.holdLapsed = false
 	raised := map[string]bool{}
 	for name, info := range q.shares.Queues {
 		before, seen := q.woken[name]
@@ -117,7 +121,7 @@ func (q *Queues) RaisedShares() []*corev1.Pod {
 	for name, info := range q.shares.Queues {
 		q.woken[name] = info.Deserved
 	}
-	if len(raised) == 0 {
+	if len(raised) == 0 || !unprompted {
 		return nil
 	}
 	var out []*corev1.Pod

@@ -63,13 +63,23 @@ func TestHeldDemandKeepsTheShareWhilePodsAreReplaced(t *testing.T) {
 			if held {
 				q.HoldDemand(5 * time.Second)
 			}
-			a := cpuPods(q, "a", 8, true)
+			a := cpuPods(q, "a", 4, true)
 			cpuPods(q, "b", 8, true)
 			for _, p := range cpuPods(q, "b", 8, false) {
 				require.NoError(t, q.store.pods.GetIndexer().Add(p))
 			}
-			assert.InDelta(t, 8, cpuShare(q.View(), "a"), 0.01)
+			assert.InDelta(t, 4, cpuShare(q.View(), "a"), 0.01)
 			assert.Empty(t, q.RaisedShares(), "the first look only records the shares")
+			more := cpuPods(q, "a", 4, false) // a's share rises by an event: its hints answer
+			assert.InDelta(t, 8, cpuShare(q.View(), "a"), 0.01)
+			assert.Empty(t, q.RaisedShares(), "a rise an event caused wakes nothing here")
+			for _, p := range more {
+				p.Spec.NodeName = "n"
+				q.onPod(p)
+			}
+			a = append(a, more...)
+			assert.InDelta(t, 8, cpuShare(q.View(), "a"), 0.01)
+			assert.Empty(t, q.RaisedShares())
 
 			hold(q, "a", a, 0) // a's pods finish together
 			run.Step(time.Second)

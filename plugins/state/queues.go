@@ -69,8 +69,10 @@ type Queues struct {
 	// holdsLapse is when the earliest held demand or grant above its
 	// current value lapses (wall clock): the shares are recomputed then.
 	holdsLapse time.Time
-	// woken is each queue's deserved share when RaisedShares last looked.
-	woken map[string]capacity.Resources
+	// woken is each queue's deserved share when RaisedShares last looked;
+	// holdLapsed: a hold lapsed since, which moves shares with no event.
+	woken      map[string]capacity.Resources
+	holdLapsed bool
 }
 
 type podAccount struct {

@@ -80,6 +80,7 @@ func (q *Queues) View() *QueueView {
 	}
 	if !q.holdsLapse.IsZero() && !RunClock.Now().Before(q.holdsLapse) {
 		q.demandChanged = true // a held demand or grant lapses
+		q.holdLapsed = true
 	}
 	if q.demandChanged || q.shares == nil {
 		q.shares = q.computeShares()

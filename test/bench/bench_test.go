@@ -21,7 +21,7 @@ import (
 var (
 	size          = flag.String("bench.size", "smoke", "smoke (the CI size: checks that every workload completes) or full (issue 8's sizes)")
 	count         = flag.Int("bench.count", 1, "runs per variant; the table shows the median and the spread")
-	only          = flag.String("bench.workloads", "", "comma-separated workload ids (P1,S1,P2,R1,D1,M1,P3,P4,Q1,Q2,T1); empty: all")
+	only          = flag.String("bench.workloads", "", "comma-separated workload ids (P1,S1,P2,R1,D1,M1,P3,P4,Q1,Q2,F1,T1); empty: all")
 	reportPath    = flag.String("bench.report", "", "rewrite the workloads section of this markdown file (docs/benchmarks.md)")
 	jsonPath      = flag.String("bench.json", "", "write every run as JSON to this file")
 	kubeconfig    = flag.String("bench.kubeconfig", "", "run against this control plane and its scheduler instead of a fresh one per run")

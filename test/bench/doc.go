@@ -2,7 +2,10 @@
 // workloads, side by side in one run, through the real-apiserver harness:
 // scheduling throughput (P1, and S1 at three times its nodes), gangs at
 // scale (P2, P3), memory with many
-// pending pods (P4), gang waves (Q1), queue fairness with reclaim (Q2) and
+// pending pods (P4), gang waves (Q1), queue fairness with reclaim (Q2),
+// fairness over time with usage on and off (F1: queues arriving one after
+// another, mixed gangs among them; Jain's index per window, deviation from
+// deserved, time to a fair share, longest wait, evictions per cpu-hour),
 // topology-aware gangs (T1: gangs preferring one rack, against the same
 // stream without annotations), devices through DRA (D1) and gangs with
 // roles (R1: P2's Jobs as a leader and workers, against the same gangs
@@ -13,7 +16,7 @@
 // Each run gets a fresh control plane and the real flotilla-scheduler binary
 // as its own process, serving both profiles from one configuration (the
 // replace-default one), so the default profile's numbers come from the same
-// binary and the scheduler's RSS is its own. P2, R1, D1, M1, Q1, Q2 and T1 are Jobs on the
+// binary and the scheduler's RSS is its own. P2, R1, D1, M1, Q1, Q2, F1 and T1 are Jobs on the
 // realistic substrate (the Job and garbage-collector controllers, and KWOK
 // kubelets that run each pod for its run time): their pods are created by
 // the Job controller, run and finish, and gangs free their nodes by

@@ -57,6 +57,8 @@ type env struct {
 	// topologyLevels, if set, replace the Gang plugin's in the scheduler's
 	// configuration (T1 uses a rack label the shipped levels lack).
 	topologyLevels []string
+	// usage, if set, turns Proportion's fairness over time on (F1).
+	usage usageArgs
 }
 
 // newEnv starts (or connects to) a cluster for one run of a variant. A
@@ -131,6 +133,11 @@ func (e *env) startScheduler() error {
 	config, err := manifests.File("scheduler-config-replace-default.yaml")
 	if err != nil {
 		return err
+	}
+	if e.usage != (usageArgs{}) {
+		if config, err = withUsage(config, e.usage); err != nil {
+			return err
+		}
 	}
 	if len(e.topologyLevels) > 0 {
 		if config, err = withTopologyLevels(config, e.topologyLevels); err != nil {

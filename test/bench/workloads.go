@@ -30,6 +30,7 @@ type variant struct {
 	topology  bool      // their PodGroups prefer one rack (T1)
 	roles     bool      // their PodGroups declare a leader and workers (R1)
 	gpus      gpuSource // where a GPU workload's devices come from
+	usage     bool      // Proportion's fairness over time is on (F1)
 }
 
 // gpuSource is where the GPUs of a workload that asks for them come from.
@@ -51,6 +52,7 @@ var (
 	flotillaRoles = variant{name: "flotilla, gangs with roles", scheduler: flotillaScheduler, gangs: true, roles: true}
 	defaultDRA    = variant{name: "default profile, DRA GPUs", scheduler: defaultScheduler, gpus: draGPUs}
 	flotillaDRA   = variant{name: "flotilla, gangs, DRA GPUs", scheduler: flotillaScheduler, gangs: true, gpus: draGPUs}
+	flotillaUsage = variant{name: "flotilla, usage", scheduler: flotillaScheduler, usage: true}
 	flotillaGPUs  = variant{name: "flotilla, gangs, allocatable GPUs", scheduler: flotillaScheduler, gangs: true, gpus: allocatableGPUs}
 	// defaultGPUs is D1's control: what DRA costs the default profile
 	// itself, beside what it costs flotilla.
@@ -113,6 +115,8 @@ func workloads(full bool) []workload {
 	p4Nodes, p4Pods := pick(50, 5000), pick(200, 10000)
 	q1Nodes, q1Gangs := pick(10, 50), pick(4, 20)
 	q2Nodes := pick(4, 20)
+	f1 := fairStream{nodes: pick(2, 4), phase: time.Duration(pick(10, 60)) * time.Second, phases: pick(4, 5),
+		runSeconds: float64(pick(3, 10)), gangEvery: time.Duration(pick(2, 5)) * time.Second}
 	m1 := mixedStream{zones: pick(2, 10), gangs: pick(4, 40), runSeconds: 5}
 	t1 := rackStream{zones: 2, racks: pick(2, 10), perRack: pick(6, 50), gangs: pick(8, 40),
 		minSize: pick(2, 8), maxSize: pick(8, 128), runSeconds: 5}
@@ -235,6 +239,16 @@ func workloads(full bool) []workload {
 						r.Extra["victims"], r.Extra["victimsMarkedS"], r.Extra["victimsGoneS"], r.Extra["shareBoundS"]),
 					r.Extra["steadyErrorPercent"] <= 2 && r.Extra["secondsToShare"] <= 10
 			},
+		},
+		{
+			id: "F1", what: fmt.Sprintf("fairness over time: on %d nodes of 8 cpu, queue a (weight 1) alone for a phase of %s, then b (1) beside it, then c (2) with mixed gangs (a leader of 2 cpu, 3 workers of 1) every %s; Jobs of 1 cpu + 2Gi pods that run %.0f s; %d phases; usage half-life one phase",
+				f1.nodes, f1.phase, f1.gangEvery, f1.runSeconds, f1.phases),
+			target:   "usage on, against off: b paid back in its first phase (more than its entitlement, more than off); median Jain's index per window >= 0.9; evictions <= 2 x off",
+			variants: []variant{flotillaPlain, flotillaUsage}, jobs: true,
+			run: func(e *env, v variant) (*result, error) {
+				return runFairness(e, v, f1)
+			},
+			verdict: fairVerdict,
 		},
 		{
 			id: "T1", what: fmt.Sprintf("%d GPU nodes (8 GPUs) in %d zones x %d racks x %d; %d Jobs of %d-%d whole-node pods, created at once, run %.0f s",
