@@ -425,6 +425,11 @@ func runQueues(e *env, nodes int) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e.profileDir != "" {
+		// The scheduler's CPU over the reclaim, from three's arrival.
+		profiled := e.profileCPU(e.profilePath(flotillaPlain, "-reclaim"), 15)
+		defer func() { <-profiled }()
+	}
 	activated := time.Now()
 	if err := e.queueJobs("three", perQueue, jobSize); err != nil {
 		return nil, err
