@@ -7,11 +7,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/flotilla-sched/flotilla/apis/config/validation"
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
@@ -234,11 +238,11 @@ func (p *Proportion) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.
 func (p *Proportion) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		// A placed pod going away lowers its queue's allocation.
-		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.isAdmittedAfterPlacedPodDeleted},
 		// A pending pod going away lowers its queue's demand, raising others' shares.
 		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Delete}},
 		// A changed or new queue, or its status showing a new share.
-		{Event: fwk.ClusterEvent{Resource: queueResource, ActionType: fwk.Add | fwk.Update | fwk.Delete}},
+		{Event: fwk.ClusterEvent{Resource: queueResource, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: p.isAdmittedAfterQueueChange},
 		// More nodes, more to share.
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}},
 		// A claim deallocated lowers the allocation of the queue whose done
@@ -249,6 +253,82 @@ func (p *Proportion) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWith
 		{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: isSchedulableAfterClaimChange},
 		{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update}},
 	}, nil
+}
+
+// isAdmittedAfterPlacedPodDeleted re-queues a pod its queue refused when
+// the placed pod that went away lets it in: its queue's path admits it
+// with what the gone pod was still charged given back. Without it every
+// pod a queue refused was tried again on every placed pod that ended
+// anywhere: when a queue reclaimed its share, each victim re-queued the
+// whole backlog of the queues it was taken from, each refused again, and
+// the reclaiming queue's pods, behind them in the queue, waited (Q2: four
+// seconds of 250 such attempts, 2026-11-28). With the demand hold off, the
+// gone pod's demand may also raise every other queue's share at once, so
+// then any deletion re-queues; with it on, a share raised so only rises
+// when the hold lapses, and the status writer wakes those pods then.
+func (p *Proportion) isAdmittedAfterPlacedPodDeleted(_ klog.Logger, pod *corev1.Pod, oldObj, _ interface{}) (fwk.QueueingHint, error) {
+	if tomb, ok := oldObj.(cache.DeletedFinalStateUnknown); ok {
+		oldObj = tomb.Obj
+	}
+	gone, ok := oldObj.(*corev1.Pod)
+	if !ok || !p.queues.HoldsDemand() {
+		return fwk.Queue, nil
+	}
+	// What the gone pod is still charged is given back: a victim, or a pod
+	// that finished, was released when it was marked for deletion or
+	// ended. Read before the view, so that a release in between is at
+	// worst given back twice (the hint then errs toward trying).
+	queue, charge := p.queues.PlacedCharge(gone)
+	view := p.queues.View()
+	released := state.Released{}
+	if charge != nil {
+		view.Release(released, queue, charge)
+	}
+	return p.admittedHint(view, pod, released), nil
+}
+
+// isAdmittedAfterQueueChange re-queues a pod its queue refused when a
+// Queue is created, deleted or its spec changes, and, when only a status
+// changed, if the queues admit the pod now. The leader writes a queue's
+// status whenever its allocation or share moved (at most every second),
+// and each write re-queued every refused pod: while a queue reclaimed, the
+// backlogs of the queues it took from were tried again every second, each
+// refused again, ahead of the reclaiming queue's pods (Q2, 2026-11-28).
+// A status is written from the queues' own state, which is therefore at
+// least as new as it: what that state admits now is the answer.
+func (p *Proportion) isAdmittedAfterQueueChange(_ klog.Logger, pod *corev1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
+	before, after := specOf(oldObj), specOf(newObj)
+	if before == nil || after == nil || !equality.Semantic.DeepEqual(before, after) {
+		return fwk.Queue, nil
+	}
+	return p.admittedHint(p.queues.View(), pod, nil), nil
+}
+
+// specOf is a Queue's spec as the scheduler's informer delivers it
+// (unstructured, or typed), nil for anything else.
+func specOf(obj interface{}) interface{} {
+	switch q := obj.(type) {
+	case *unstructured.Unstructured:
+		return q.Object["spec"]
+	case *flotillav1alpha1.Queue:
+		spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&q.Spec)
+		if err != nil {
+			return nil
+		}
+		return spec
+	}
+	return nil
+}
+
+// admittedHint is Queue if the pod's queue path admits its request (a
+// gang's first member: its quorum's) with released given back, else
+// QueueSkip.
+func (p *Proportion) admittedHint(view *state.QueueView, pod *corev1.Pod, released state.Released) fwk.QueueingHint {
+	request, _, _, _ := p.admissionRequest(pod)
+	if refusing, _ := view.Refuses(p.queues.QueueOf(pod), request, released); refusing != "" {
+		return fwk.QueueSkip
+	}
+	return fwk.Queue
 }
 
 func isSchedulableAfterClaimChange(_ klog.Logger, pod *corev1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {

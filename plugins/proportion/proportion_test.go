@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,9 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -418,6 +422,80 @@ func TestClaimChangeHint(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := isSchedulableAfterClaimChange(klog.Background(), p, tc.old, tc.new)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// A placed pod going away re-queues a pod its queue refused only when the
+// room it gives back lets that pod in (with the demand hold on); with the
+// hold off, any such deletion may raise every share and re-queues it.
+func TestPlacedPodDeletedHint(t *testing.T) {
+	// 10 cpu; a and b weigh the same and both ask for more than 5: each
+	// deserves 5. a holds 7 (1 + 3 + 3), b 3.
+	placed := []*corev1.Pod{pod("a-1", "a", "1", "n"), pod("a-3", "a", "3", "n"), pod("a-3b", "a", "3", "n"), pod("b-1", "b", "1", "n"), pod("b-2", "b", "2", "n")}
+	aWaits, bWaits := pod("a-next", "a", "1", ""), pod("b-next", "b", "3", "")
+	for _, tc := range []struct {
+		name    string
+		refused *corev1.Pod
+		gone    interface{}
+		noHold  bool
+		want    fwk.QueueingHint
+	}{
+		{name: "its queue still over its share", refused: aWaits, gone: placed[0], want: fwk.QueueSkip},
+		{name: "its queue back within its share", refused: aWaits, gone: placed[1], want: fwk.Queue},
+		{name: "room in its own queue", refused: bWaits, gone: placed[3], want: fwk.Queue},
+		{name: "room in another queue", refused: bWaits, gone: placed[1], want: fwk.QueueSkip},
+		{name: "known only by its tombstone", refused: aWaits, gone: cache.DeletedFinalStateUnknown{Key: "ns/a-3", Obj: placed[1]}, want: fwk.Queue},
+		{name: "no demand hold: any share may rise", refused: bWaits, gone: placed[1], noHold: true, want: fwk.Queue},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := testProportion(t, nil, append(slices.Clone(placed), aWaits, bWaits, pod("b-more", "b", "5", "")), queue("a", nil), queue("b", nil))
+			if !tc.noHold {
+				p.queues.HoldDemand(5 * time.Second)
+			}
+			request, _, _, _ := p.admissionRequest(tc.refused)
+			refusing, _ := p.queues.View().Refuses(p.queues.QueueOf(tc.refused), request, nil)
+			require.NotEmpty(t, refusing, "the pod is refused before the deletion")
+			got, err := p.isAdmittedAfterPlacedPodDeleted(klog.Background(), tc.refused, tc.gone, nil)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// A Queue created, deleted or respecified re-queues a pod its queue
+// refused; a status written alone re-queues it only if the queues admit
+// it now.
+func TestQueueChangeHint(t *testing.T) {
+	// 10 cpu shared by a and b: each deserves 5; a holds 5, b 1.
+	placed := []*corev1.Pod{pod("a-5", "a", "5", "n"), pod("b-1", "b", "1", "n")}
+	aWaits, bWaits := pod("a-next", "a", "1", ""), pod("b-next", "b", "3", "")
+	asUnstructured := func(q *flotillav1alpha1.Queue, deserved string) *unstructured.Unstructured {
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(q)
+		require.NoError(t, err)
+		u := &unstructured.Unstructured{Object: obj}
+		require.NoError(t, unstructured.SetNestedField(u.Object, deserved, "status", "deserved", "cpu"))
+		return u
+	}
+	a, heavier := queue("a", nil), queue("a", func(s *flotillav1alpha1.QueueSpec) { s.Weight = 3 })
+	for _, tc := range []struct {
+		name     string
+		pod      *corev1.Pod
+		old, new interface{}
+		want     fwk.QueueingHint
+	}{
+		{name: "a queue created", pod: aWaits, new: asUnstructured(a, "5"), want: fwk.Queue},
+		{name: "a queue deleted", pod: aWaits, old: asUnstructured(a, "5"), want: fwk.Queue},
+		{name: "its spec changed", pod: aWaits, old: asUnstructured(a, "5"), new: asUnstructured(heavier, "5"), want: fwk.Queue},
+		{name: "status alone, its queue still full", pod: aWaits, old: asUnstructured(a, "5"), new: asUnstructured(a, "4"), want: fwk.QueueSkip},
+		{name: "status alone, its queue has room now", pod: pod("b-small", "b", "1", ""), old: asUnstructured(a, "5"), new: asUnstructured(a, "4"), want: fwk.Queue},
+		{name: "status alone, typed objects", pod: bWaits, old: a, new: a.DeepCopy(), want: fwk.Queue},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := testProportion(t, nil, append(slices.Clone(placed), aWaits, bWaits, pod("a-more", "a", "5", ""), pod("b-more", "b", "5", "")), queue("a", nil), queue("b", nil))
+			got, err := p.isAdmittedAfterQueueChange(klog.Background(), tc.pod, tc.old, tc.new)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 		})

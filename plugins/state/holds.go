@@ -81,6 +81,13 @@ func (q *Queues) HoldDemand(d time.Duration) {
 	q.demandChanged = true
 }
 
+// HoldsDemand reports whether queues' demands are held (HoldDemand).
+func (q *Queues) HoldsDemand() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.demandHold > 0
+}
+
 // heldDemandLocked is the demand a queue's share is computed from: its
 // request now, or what it asked for less than the demand hold ago.
 func (q *Queues) heldDemandLocked(queue string, request capacity.Resources, now time.Time) capacity.Resources {

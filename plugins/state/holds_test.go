@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
@@ -101,4 +102,21 @@ func TestHeldDemandKeepsTheShareWhilePodsAreReplaced(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A placed pod is charged to its queue until it ends or is marked for
+// deletion; a pending one is not charged as placed.
+func TestPlacedCharge(t *testing.T) {
+	q := sixteenCPUQueues(queueOf("a", "", 1))
+	placed, pending := cpuPods(q, "a", 1, true)[0], cpuPods(q, "a", 1, false)[0]
+	queue, charge := q.PlacedCharge(placed)
+	assert.Equal(t, "a", queue)
+	assert.Equal(t, int64(1000), charge[corev1.ResourceCPU])
+	_, charge = q.PlacedCharge(pending)
+	assert.Nil(t, charge)
+	marked := placed.DeepCopy()
+	marked.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	q.onPod(marked)
+	_, charge = q.PlacedCharge(placed)
+	assert.Nil(t, charge, "released when marked for deletion")
 }
