@@ -66,8 +66,11 @@
 // that resource; see plugins/preemption). The first member of a gang
 // asks for all the members still needed for its quorum at once, so half a
 // gang is never admitted. Pods refused for queue reasons are re-queued when
-// a placed pod goes away, a claim is deallocated, devices are published or
-// a queue changes (queueing hints).
+// a claim is deallocated, devices are published, a Queue is created,
+// deleted or respecified, and — only if their queue admits them then — when
+// a placed pod goes away (what it was still charged given back) or a
+// Queue's status is written (queueing hints): the backlog of a queue over
+// its share is not tried again on every victim of a reclaim.
 //
 // Turns: room a queue's quota frees goes to its waiters in the queue's
 // order (priority, then age, then name: the order of the Queue's waiting
