@@ -12,6 +12,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -115,4 +116,22 @@ func Deployment() (*appsv1.Deployment, error) {
 			return deployment, nil
 		}
 	}
+}
+
+// WithUsage is a shipped scheduler configuration (off, as shipped) with
+// Proportion's fairness over time on: these half-life, reclaim minimum
+// runtime and status interval. Tests and benchmarks turn usage on so.
+func WithUsage(config []byte, halfLife, minRuntime, statusInterval time.Duration) ([]byte, error) {
+	out := string(config)
+	for from, to := range map[string]string{
+		`usageHalfLife: "0s"`:          fmt.Sprintf("usageHalfLife: %q", halfLife),
+		`usageStatusInterval: "30s"`:   fmt.Sprintf("usageStatusInterval: %q", statusInterval),
+		`usageReclaimMinRuntime: "5m"`: fmt.Sprintf("usageReclaimMinRuntime: %q", minRuntime),
+	} {
+		if !strings.Contains(out, from) {
+			return nil, fmt.Errorf("the shipped configuration has no %s", from)
+		}
+		out = strings.ReplaceAll(out, from, to)
+	}
+	return []byte(out), nil
 }

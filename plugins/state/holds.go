@@ -32,17 +32,13 @@ func (p peaks) hold(queue string, current capacity.Resources, now time.Time, d t
 		byResource = map[corev1.ResourceName]peak{}
 		p[queue] = byResource
 	}
-	for res, v := range current {
-		if h, ok := byResource[res]; !ok || v >= h.value || now.Sub(h.at) >= d {
-			byResource[res] = peak{value: v, at: now}
-		}
-	}
 	held = capacity.Resources{}
-	for res, h := range byResource {
+	for res := range unionOf(current, byResource) {
 		v := current[res]
-		if v < h.value && now.Sub(h.at) >= d {
-			byResource[res] = peak{value: v, at: now}
-			h = byResource[res]
+		h, ok := byResource[res]
+		if !ok || v >= h.value || now.Sub(h.at) >= d {
+			h = peak{value: v, at: now} // risen, or held long enough
+			byResource[res] = h
 		}
 		if h.value > v {
 			if lapse := h.at.Add(d); until.IsZero() || lapse.Before(until) {
@@ -54,6 +50,18 @@ func (p peaks) hold(queue string, current capacity.Resources, now time.Time, d t
 		}
 	}
 	return held, until
+}
+
+// unionOf is the resources named now or held.
+func unionOf(current capacity.Resources, held map[corev1.ResourceName]peak) map[corev1.ResourceName]bool {
+	out := make(map[corev1.ResourceName]bool, len(current)+len(held))
+	for res := range current {
+		out[res] = true
+	}
+	for res := range held {
+		out[res] = true
+	}
+	return out
 }
 
 // earliest is the earlier of two lapses, zero meaning none.

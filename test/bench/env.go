@@ -135,7 +135,7 @@ func (e *env) startScheduler() error {
 		return err
 	}
 	if e.usage != (usageArgs{}) {
-		if config, err = withUsage(config, e.usage); err != nil {
+		if config, err = manifests.WithUsage(config, e.usage.halfLife, e.usage.minRuntime, e.usage.statusInterval); err != nil {
 			return err
 		}
 	}

@@ -61,22 +61,6 @@ type usageArgs struct {
 	halfLife, minRuntime, statusInterval time.Duration
 }
 
-// withUsage turns usage on in a shipped configuration with these args.
-func withUsage(config []byte, u usageArgs) ([]byte, error) {
-	out := string(config)
-	for from, to := range map[string]string{
-		`usageHalfLife: "0s"`:          fmt.Sprintf("usageHalfLife: %q", u.halfLife),
-		`usageStatusInterval: "30s"`:   fmt.Sprintf("usageStatusInterval: %q", u.statusInterval),
-		`usageReclaimMinRuntime: "5m"`: fmt.Sprintf("usageReclaimMinRuntime: %q", u.minRuntime),
-	} {
-		if strings.Count(out, from) == 0 {
-			return nil, fmt.Errorf("the shipped configuration has no %s", from)
-		}
-		out = strings.ReplaceAll(out, from, to)
-	}
-	return []byte(out), nil
-}
-
 // fairQueues are F1's queues and weights, in order of arrival.
 var fairQueues = []struct {
 	name   string

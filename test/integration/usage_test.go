@@ -16,6 +16,7 @@ import (
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
+	"github.com/flotilla-sched/flotilla/manifests"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
@@ -25,16 +26,9 @@ import (
 // reclaimed for usage alone after minRuntime of wall-clock run time.
 func withUsage(t *testing.T, halfLife, minRuntime time.Duration) []byte {
 	t.Helper()
-	config := string(shippedConfig(t, "scheduler-config.yaml"))
-	for from, to := range map[string]string{
-		`usageHalfLife: "0s"`:          fmt.Sprintf("usageHalfLife: %q", halfLife),
-		`usageStatusInterval: "30s"`:   `usageStatusInterval: "1s"`,
-		`usageReclaimMinRuntime: "5m"`: fmt.Sprintf("usageReclaimMinRuntime: %q", minRuntime),
-	} {
-		require.Contains(t, config, from, "the shipped Proportion args")
-		config = strings.Replace(config, from, to, 1)
-	}
-	return []byte(config)
+	config, err := manifests.WithUsage(shippedConfig(t, "scheduler-config.yaml"), halfLife, minRuntime, time.Second)
+	require.NoError(t, err, "the shipped Proportion args")
+	return config
 }
 
 // contended is what the queues of a usage test contend for: 16 of it on
