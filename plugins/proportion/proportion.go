@@ -321,11 +321,18 @@ func specOf(obj interface{}) interface{} {
 }
 
 // admittedHint is Queue if the pod's queue path admits its request (a
-// gang's first member: its quorum's) with released given back, else
-// QueueSkip.
+// gang's first member: its quorum's) with released given back, or if only
+// an ancestor refuses it; QueueSkip if its own queue does.
+// A pod its own queue admits but an ancestor refuses (the parent at its
+// capability or share) may reclaim from the queues beside it under that
+// ancestor, and only an attempt, whose PostFilter looks for victims, does
+// that: skipped, it waited for ever while a sibling held more than its
+// share (a parent with a capability, 2026-11-28: p2 at 5 of its 7.5 cpu,
+// p1 at 10, for 60 s with nothing else happening).
 func (p *Proportion) admittedHint(view *state.QueueView, pod *corev1.Pod, released state.Released) fwk.QueueingHint {
 	request, _, _, _ := p.admissionRequest(pod)
-	if refusing, _ := view.Refuses(p.queues.QueueOf(pod), request, released); refusing != "" {
+	own := p.queues.QueueOf(pod)
+	if refusing, _ := view.Refuses(own, request, released); refusing == own {
 		return fwk.QueueSkip
 	}
 	return fwk.Queue

@@ -501,3 +501,47 @@ func TestQueueChangeHint(t *testing.T) {
 		})
 	}
 }
+
+// A pod its own queue admits but a parent refuses is re-queued on a status
+// write: under the parent it may reclaim from a sibling above its share,
+// which only an attempt (PostFilter) does. A pod its own queue refuses is
+// not.
+func TestHintLeavesAReclaimUnderAParent(t *testing.T) {
+	// p (capability 6) holds p1 (5 cpu placed) and p2 (1): each child
+	// deserves 3.
+	placed := []*corev1.Pod{pod("p1-5", "p1", "5", "n"), pod("p2-1", "p2", "1", "n")}
+	p1Waits, p2Waits := pod("p1-next", "p1", "1", ""), pod("p2-next", "p2", "1", "")
+	queues := []*flotillav1alpha1.Queue{
+		queue("p", func(s *flotillav1alpha1.QueueSpec) { s.Capability = cpuList("6") }),
+		queue("p1", func(s *flotillav1alpha1.QueueSpec) { s.Parent = "p" }),
+		queue("p2", func(s *flotillav1alpha1.QueueSpec) { s.Parent = "p" }),
+	}
+	for _, tc := range []struct {
+		name           string
+		pod            *corev1.Pod
+		refusedBy      string
+		wantOnStatus   fwk.QueueingHint
+		wantOnDeletion fwk.QueueingHint
+	}{
+		{name: "within its own share, the parent full", pod: p2Waits, refusedBy: "p", wantOnStatus: fwk.Queue, wantOnDeletion: fwk.Queue},
+		{name: "over its own share", pod: p1Waits, refusedBy: "p1", wantOnStatus: fwk.QueueSkip, wantOnDeletion: fwk.QueueSkip},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := testProportion(t, nil, append(slices.Clone(placed), p1Waits, p2Waits, pod("p1-more", "p1", "5", ""), pod("p2-more", "p2", "5", "")), queues...)
+			p.queues.HoldDemand(5 * time.Second)
+			request, _, _, _ := p.admissionRequest(tc.pod)
+			refusing, _ := p.queues.View().Refuses(p.queues.QueueOf(tc.pod), request, nil)
+			require.Equal(t, tc.refusedBy, refusing)
+
+			status := queues[0].DeepCopy()
+			got, err := p.isAdmittedAfterQueueChange(klog.Background(), tc.pod, status, status.DeepCopy())
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantOnStatus, got, "a status write")
+			// A pod of another queue outside p going away changes nothing
+			// under p.
+			got, err = p.isAdmittedAfterPlacedPodDeleted(klog.Background(), tc.pod, pod("elsewhere", "default", "1", "n"), nil)
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantOnDeletion, got, "a deletion elsewhere")
+		})
+	}
+}
