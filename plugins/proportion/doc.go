@@ -67,10 +67,18 @@
 // asks for all the members still needed for its quorum at once, so half a
 // gang is never admitted. Pods refused for queue reasons are re-queued when
 // a claim is deallocated, devices are published, a Queue is created,
-// deleted or respecified, and — only if their queue admits them then — when
-// a placed pod goes away (what it was still charged given back) or a
-// Queue's status is written (queueing hints): the backlog of a queue over
-// its share is not tried again on every victim of a reclaim.
+// deleted or respecified, and — only if their own queue admits them then
+// (an ancestor's refusal leaves them a reclaim to try) — when a placed pod
+// goes away (what it was still charged given back) or a Queue's status is
+// written (queueing hints): the backlog of a queue over its share is not
+// tried again on every victim of a reclaim. Events do not mark every
+// moment a reclaim becomes possible (a victim passing the usage minimum
+// runtime, a terminating victim's release already counted by the last
+// attempt), so every status interval a queue that may reclaim — its own
+// share admits a pending pod while a reclaimable queue is above its share
+// — and whose allocation has not moved since the last interval has its
+// first pending pod tried again (state.Queues.StalledReclaims): no queue
+// waits for kube-scheduler's five-minute flush to take back its share.
 //
 // Turns: room a queue's quota frees goes to its waiters in the queue's
 // order (priority, then age, then name: the order of the Queue's waiting

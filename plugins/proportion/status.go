@@ -120,9 +120,11 @@ func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 	// Usage and lapsing demand holds move shares with no event: the pods of
 	// queues whose share rose are tried again now, not at the next event or
 	// the periodic flush.
-	if raised := w.queues.RaisedShares(); len(raised) > 0 && w.activate != nil {
-		pods := make(map[string]*corev1.Pod, len(raised))
-		for _, pod := range raised {
+	// A queue that may reclaim and has not moved since the last
+	// publication has one pod tried again (state.Queues.StalledReclaims).
+	if woken := append(w.queues.RaisedShares(), w.queues.StalledReclaims()...); len(woken) > 0 && w.activate != nil {
+		pods := make(map[string]*corev1.Pod, len(woken))
+		for _, pod := range woken {
 			pods[pod.Namespace+"/"+pod.Name] = pod
 		}
 		w.activate(pods)

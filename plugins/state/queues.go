@@ -73,6 +73,9 @@ type Queues struct {
 	// holdLapsed: a hold lapsed since, which moves shares with no event.
 	woken      map[string]capacity.Resources
 	holdLapsed bool
+	// stallSeen is each queue's allocation when StalledReclaims last
+	// looked.
+	stallSeen map[string]capacity.Resources
 }
 
 type podAccount struct {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -176,6 +178,12 @@ func runFairness(e *env, v variant, s fairStream) (*result, error) {
 	if len(errs) > 0 {
 		return nil, errs[0]
 	}
+	if dir := os.Getenv("FLOTILLA_BENCH_LOGS"); dir != "" {
+		name := filepath.Join(dir, fmt.Sprintf("F1-%s-samples.tsv", strings.ReplaceAll(v.name, ", ", "-")))
+		if err := os.WriteFile(name, []byte(fairTimeline(samples, start, total)), 0o644); err != nil {
+			return nil, err
+		}
+	}
 	r := &result{Seconds: time.Since(start).Seconds(), Extra: fairFigures(samples, arrived, total, s.phase)}
 	r.Extra["evictions"] = float64(watch.evictions())
 	cpuHours := 0.0
@@ -311,6 +319,28 @@ func entitlements(s fairSample, total int64) map[string]int64 {
 		out[name] = d[corev1.ResourceCPU]
 	}
 	return out
+}
+
+// fairTimeline is the samples as a table (seconds since the start, then
+// per queue cpu running, pending, deserved by its status and entitled by
+// the weights, in millicores), for reading a run's course beside the
+// scheduler's log (FLOTILLA_BENCH_LOGS).
+func fairTimeline(samples []fairSample, start time.Time, total int64) string {
+	var b strings.Builder
+	b.WriteString("t")
+	for _, q := range fairQueues {
+		fmt.Fprintf(&b, "\t%[1]s.running\t%[1]s.pending\t%[1]s.deserved\t%[1]s.entitled", q.name)
+	}
+	b.WriteString("\n")
+	for _, s := range samples {
+		ent := entitlements(s, total)
+		fmt.Fprintf(&b, "%.1f", s.at.Sub(start).Seconds())
+		for _, q := range fairQueues {
+			fmt.Fprintf(&b, "\t%d\t%d\t%d\t%d", s.running[q.name], s.pending[q.name], s.deserved[q.name], ent[q.name])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // fairFigures reads F1's samples:

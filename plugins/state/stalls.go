@@ -1,0 +1,81 @@
+package state
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+)
+
+// StalledReclaims returns, for every queue that may take back its share by
+// reclaim and has not moved since the last call, one pending pod to try
+// again: the first in the scheduler's order (priority, then age) among
+// those its own queue admits, while some reclaimable queue holds more than
+// its deserved share. The caller calls it every status interval and
+// activates the pods.
+//
+// The scheduler tries a pod again on events only. A pod for which reclaim
+// found nothing it may take waits for a pod to go away, a node, or a Queue
+// change; some moments that make a victim eligible raise none: a victim
+// passing the usage reclaim minimum runtime, a terminating pod's release
+// already counted when the attempt ran, a share moved under a parent while
+// the pods beside it stood still. Then a queue below its share waited with
+// a sibling above its own until kube-scheduler's flush of unschedulable
+// pods (five minutes). One pod per stalled queue per interval is enough: a
+// reclaim it makes evicts, and the victims' deletions re-queue the rest
+// (Proportion's queueing hints); and a queue that moved is not stalled, so
+// a reclaim in progress costs nothing more.
+func (q *Queues) StalledReclaims() []*corev1.Pod {
+	view := q.View()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	previous := q.stallSeen
+	q.stallSeen = make(map[string]capacity.Resources, len(view.Queues))
+	for name, info := range view.Queues {
+		q.stallSeen[name] = info.Allocated
+	}
+	if !anyAboveShare(view) {
+		return nil
+	}
+	first := map[string]*podAccount{}
+	for _, acc := range q.pods {
+		if acc.placed || acc.foreign || acc.holds != nil {
+			continue
+		}
+		info := view.Queues[acc.queue]
+		before, seen := previous[acc.queue]
+		if info == nil || !seen || !before.Equal(info.Allocated) {
+			continue
+		}
+		if refusing, _ := view.Refuses(acc.queue, acc.request, nil); refusing == acc.queue {
+			continue // over its own share: no reclaim for it
+		}
+		if f := first[acc.queue]; f == nil || acc.priority > f.priority || (acc.priority == f.priority && acc.created.Before(f.created)) {
+			first[acc.queue] = acc
+		}
+	}
+	var out []*corev1.Pod
+	for _, acc := range first {
+		if obj, ok, err := q.store.pods.GetIndexer().GetByKey(acc.pod.String()); err == nil && ok {
+			if pod, isPod := obj.(*corev1.Pod); isPod {
+				out = append(out, pod)
+			}
+		}
+	}
+	return out
+}
+
+// anyAboveShare says whether some queue reclaim may take from holds more
+// than its deserved share of some resource.
+func anyAboveShare(view *QueueView) bool {
+	for _, info := range view.Queues {
+		if !info.Reclaimable {
+			continue
+		}
+		for res, v := range info.Allocated {
+			if v > info.Deserved[res] {
+				return true
+			}
+		}
+	}
+	return false
+}
