@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -538,7 +539,9 @@ func TestNoVictimsNeeded(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &world{terminating: tt.terminating}
-			assert.Equal(t, tt.want, noVictimsNeeded(who, &plan{placement: tt.placement}, w))
+			reason, freeing := noVictimsNeeded(who, &plan{placement: tt.placement}, w)
+			assert.Equal(t, tt.want, reason)
+			assert.Equal(t, strings.HasPrefix(tt.want, "not preempting"), freeing, "room is being freed: the nomination stands")
 		})
 	}
 }

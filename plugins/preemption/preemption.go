@@ -157,7 +157,7 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 	}
 	who, reason := p.preemptorFor(cycle, pod)
 	if who == nil {
-		return nil, fwk.NewStatus(fwk.Unschedulable, reason)
+		return dropNomination, fwk.NewStatus(fwk.Unschedulable, reason)
 	}
 	if waiting, held := p.victimsPending(who.id); waiting > 0 || held > 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, reasons.PreemptionPending.Say("not preempting again: %d victims evicted for %s are still terminating, %d of their ResourceClaims still allocated", waiting, who.what, held))
@@ -165,10 +165,9 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 	who, best, world, status := p.choose(ctx, cycle, who, statuses)
 	if best == nil {
 		if status.IsError() || world != nil {
-			return nil, status
+			return nil, status // room is being freed for it: its nomination stands
 		}
-		// Nothing can help: a nomination it holds is dropped.
-		return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride}}, status
+		return dropNomination, status
 	}
 	p.evict(ctx, who, best, world)
 	node := best.placement[pod.UID]
@@ -176,11 +175,22 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 		fwk.NewStatus(fwk.Success, fmt.Sprintf("preempting %d pods for %s", len(best.pods()), who.what))
 }
 
+// dropNomination clears the node a pod was nominated to. A pod keeps a
+// nomination only while room is being freed for it (its victims, or pods
+// terminating where it would go): the scheduler counts a nominated pod on
+// its node against every pod of no higher priority, so a nomination left
+// to a pod its queue now refuses held that room from every other queue
+// for as long as the pod waited (a parent with a capability, 2026-11-28:
+// q at 33 of its 35 cpu for 60 s beside two free cpus, each nominated to
+// a pod of a queue back at its share).
+var dropNomination = &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride}}
+
 // choose searches for the victims that make room for who: the members
 // placed (one of who's choices), the plan and the world it was made in;
-// or no plan and a status saying why — with the world when a plan evicts
-// nothing (the room is there or being freed), without it when evicting
-// cannot help.
+// or no plan and a status saying why — with the world when pods
+// terminating where the plan would put who are freeing its room, without
+// it when the room is there already (what refused it is not room: its
+// queue's share, a gang's minResources) or evicting cannot help.
 func (p *Preemption) choose(ctx context.Context, cycle fwk.CycleState, who *preemptor, statuses fwk.NodeToStatusReader) (*preemptor, *plan, *world, *fwk.Status) {
 	nodes, err := p.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
@@ -215,7 +225,11 @@ func (p *Preemption) choose(ctx context.Context, cycle fwk.CycleState, who *pree
 		return who, nil, nil, fwk.NewStatus(fwk.Unschedulable, "preemption cannot help: "+reason)
 	}
 	if len(best.victims) == 0 {
-		return who, nil, world, fwk.NewStatus(fwk.Unschedulable, noVictimsNeeded(who, best, world))
+		reason, freeing := noVictimsNeeded(who, best, world)
+		if !freeing {
+			world = nil
+		}
+		return who, nil, world, fwk.NewStatus(fwk.Unschedulable, reason)
 	}
 	return who, best, world, nil
 }
@@ -252,7 +266,7 @@ func (p *Preemption) planFor(ctx context.Context, cycle fwk.CycleState, who *pre
 // minResources, its queue's share), which preemption does not evict for. Only the first is said to be
 // freeing room: a gang whose minResources exceed the cluster was told
 // terminating pods freed room for it where none terminated.
-func noVictimsNeeded(who *preemptor, best *plan, w *world) string {
+func noVictimsNeeded(who *preemptor, best *plan, w *world) (reason string, freeing bool) {
 	terminating := 0
 	seen := map[string]bool{}
 	for _, node := range best.placement {
@@ -262,9 +276,9 @@ func noVictimsNeeded(who *preemptor, best *plan, w *world) string {
 		}
 	}
 	if terminating > 0 {
-		return fmt.Sprintf("not preempting: %d terminating pods are freeing room for %s", terminating, who.what)
+		return fmt.Sprintf("not preempting: %d terminating pods are freeing room for %s", terminating, who.what), true
 	}
-	return fmt.Sprintf("preemption cannot help: %s fits on the nodes without evicting anything, and preemption evicts only to place pods, not for a PodGroup's minResources or a queue's share", who.what)
+	return fmt.Sprintf("preemption cannot help: %s fits on the nodes without evicting anything, and preemption evicts only to place pods, not for a PodGroup's minResources or a queue's share", who.what), false
 }
 
 // countDevices adds the members' DRA devices to what the preemptor asks
