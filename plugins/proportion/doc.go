@@ -68,7 +68,8 @@
 // gang is never admitted. Pods refused for queue reasons are re-queued when
 // a claim is deallocated, devices are published, a Queue is created,
 // deleted or respecified, and — only if their own queue admits them then
-// (an ancestor's refusal leaves them a reclaim to try) — when a placed pod
+// (an ancestor's refusal leaves them a reclaim to try; a pod nominated to
+// a node is always tried, to bind or drop the nomination) — when a placed pod
 // goes away (what it was still charged given back) or a Queue's status is
 // written (queueing hints): the backlog of a queue over its share is not
 // tried again on every victim of a reclaim. Events do not mark every

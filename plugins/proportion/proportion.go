@@ -329,7 +329,17 @@ func specOf(obj interface{}) interface{} {
 // that: skipped, it waited for ever while a sibling held more than its
 // share (a parent with a capability, 2026-11-28: p2 at 5 of its 7.5 cpu,
 // p1 at 10, for 60 s with nothing else happening).
+//
+// A pod nominated to a node is always tried again: it waits for the room
+// its victims free there, and tried, it binds, or its queue refuses it
+// and its nomination is dropped (plugins/preemption). Skipped, it kept a
+// nomination that held the room from every pod of its priority: three
+// such pods of a queue back at its share kept another queue three cpu
+// short for a minute (2026-11-28).
 func (p *Proportion) admittedHint(view *state.QueueView, pod *corev1.Pod, released state.Released) fwk.QueueingHint {
+	if pod.Status.NominatedNodeName != "" {
+		return fwk.Queue
+	}
 	request, _, _, _ := p.admissionRequest(pod)
 	own := p.queues.QueueOf(pod)
 	if refusing, _ := view.Refuses(own, request, released); refusing == own {

@@ -436,6 +436,8 @@ func TestPlacedPodDeletedHint(t *testing.T) {
 	// deserves 5. a holds 7 (1 + 3 + 3), b 3.
 	placed := []*corev1.Pod{pod("a-1", "a", "1", "n"), pod("a-3", "a", "3", "n"), pod("a-3b", "a", "3", "n"), pod("b-1", "b", "1", "n"), pod("b-2", "b", "2", "n")}
 	aWaits, bWaits := pod("a-next", "a", "1", ""), pod("b-next", "b", "3", "")
+	aNominated := aWaits.DeepCopy()
+	aNominated.Status.NominatedNodeName = "n"
 	for _, tc := range []struct {
 		name    string
 		refused *corev1.Pod
@@ -449,6 +451,7 @@ func TestPlacedPodDeletedHint(t *testing.T) {
 		{name: "room in another queue", refused: bWaits, gone: placed[1], want: fwk.QueueSkip},
 		{name: "known only by its tombstone", refused: aWaits, gone: cache.DeletedFinalStateUnknown{Key: "ns/a-3", Obj: placed[1]}, want: fwk.Queue},
 		{name: "no demand hold: any share may rise", refused: bWaits, gone: placed[1], noHold: true, want: fwk.Queue},
+		{name: "nominated: tried to bind or drop its nomination", refused: aNominated, gone: placed[0], want: fwk.Queue},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := testProportion(t, nil, append(slices.Clone(placed), aWaits, bWaits, pod("b-more", "b", "5", "")), queue("a", nil), queue("b", nil))
