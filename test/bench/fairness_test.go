@@ -34,8 +34,9 @@ func TestFairFigures(t *testing.T) {
 	}
 	got := fairFigures(samples, map[string]time.Time{"a": at(0), "b": at(9)}, 16000, phase)
 
-	// b's first phase: 8 samples of 12 and one of 0, entitled to 8 in each.
-	assert.InDelta(t, (8*12.0)/(9*8.0), got["newcomerShareRatio"], 0.001)
+	// b's first phase: b ran 8 samples of 12 and one of 0, a one of 16
+	// and 8 of 4.
+	assert.InDelta(t, (8*12.0)/(8*12.0+16+8*4.0), got["newcomerContendedShare"], 0.001)
 	// b ran its entitlement (less a pod) one second after it arrived.
 	assert.InDelta(t, 1, got["toFairShareS_b"], 0.001)
 	assert.InDelta(t, 1, got["toFairShareS"], 0.001)
