@@ -28,14 +28,15 @@ import (
 
 // PostFilter nominates the node it makes room on, leaves a nomination
 // standing while pods terminating there free the room, and drops it when
-// the room is there already and something else refused the pod (its
-// queue's share): a nomination left so holds that room from every pod of
-// no higher priority for as long as the pod waits.
+// no eviction it may make helps: a nomination left so holds that room from
+// every pod of no higher priority for as long as the pod waits. (The plan
+// that evicts nothing because the room is there already, which drops it
+// too, is TestNoVictimsNeeded's: freeing is false there.)
 func TestPostFilterNomination(t *testing.T) {
 	tests := []struct {
 		name string
 		// on n-0 and n-1 (8 cpu each): a pod of 7 cpu at priority 10 on
-		// n-0; on n-1 one of 7 cpu that is terminating, or none.
+		// n-0; on n-1 one of 7 cpu, terminating or not, or none.
 		terminating, n1Empty bool
 		preemptor            *corev1.Pod
 		wantCode             fwk.Code
@@ -47,7 +48,7 @@ func TestPostFilterNomination(t *testing.T) {
 			wantCode: fwk.Success, nominated: true},
 		{name: "pods terminating free its room", terminating: true, preemptor: wholeNodePod("urgent", 5, ""),
 			wantCode: fwk.Unschedulable, wantResult: nil},
-		{name: "the room is there: its queue refused it", n1Empty: true, preemptor: wholeNodePod("refused", 5, ""),
+		{name: "nothing it may evict makes room", n1Empty: true, preemptor: wholeNodePod("refused", 5, ""),
 			wantCode: fwk.Unschedulable, wantResult: dropNomination},
 	}
 	for _, tt := range tests {
