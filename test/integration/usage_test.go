@@ -374,11 +374,18 @@ func churn(t *testing.T, halfLife time.Duration) []eviction {
 // moment later, back and forth (17 to 23 evictions in 36 s, four turns
 // and more, 2026-11-28 before the hold; 6 to 8 after, all in b's first
 // second).
+//
+// How many of a's pods reclaim to the present share evicts is a race with
+// a's own turnover (its 2 s pods end and b takes their room without an
+// eviction): 1 to 8 in either run, the same build, 2026-11-28. So the run
+// with usage off counts at least what reclaim to the present share may
+// take (a's 16 pods less its share of 8): usage may at most double that.
 func TestUsageChurnEvictsLittleMore(t *testing.T) {
 	var off, on []eviction
 	t.Run("usage off", func(t *testing.T) { off = churn(t, 0) })
 	t.Run("usage on", func(t *testing.T) { on = churn(t, time.Hour) })
-	require.LessOrEqual(t, len(on), 2*max(len(off), 1), "evictions with usage on (%d) against off (%d)", len(on), len(off))
+	const presentShareReclaim = 16 - 8
+	require.LessOrEqual(t, len(on), 2*max(len(off), presentShareReclaim), "evictions with usage on (%d) against off (%d)", len(on), len(off))
 	for name, evictions := range map[string][]eviction{"off": off, "on": on} {
 		turns := 0
 		for i := 1; i < len(evictions); i++ {
