@@ -61,27 +61,8 @@ func TestPostFilterNomination(t *testing.T) {
 				}
 				running = append(running, leaving)
 			}
-			var nodes []*corev1.Node
-			for i := range 2 {
-				nodes = append(nodes, st.MakeNode().Name(fmt.Sprintf("n-%d", i)).Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", corev1.ResourcePods: "110"}).Obj())
-			}
 			all := append([]*corev1.Pod{tt.preemptor}, running...)
-			podIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-			var objects []runtime.Object
-			for _, pod := range all {
-				require.NoError(t, podIndex.Add(pod))
-				objects = append(objects, pod)
-			}
-			handle := handletest.New(t, "flotilla-scheduler",
-				frameworkruntime.WithSnapshotSharedLister(schedcache.NewSnapshot(running, nodes)),
-				frameworkruntime.WithClientSet(fake.NewClientset(objects...)),
-				frameworkruntime.WithEventRecorder(events.NewFakeRecorder(100)))
-			p := &Preemption{
-				handle: passingHandle{surveyHandle{Handle: handle}},
-				store:  state.NewStatic(nil, all),
-				pods:   corelisters.NewPodLister(podIndex),
-				pdbs:   policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), inFlight: map[string]*eviction{},
-			}
+			p := clusterPreemption(t, state.NewStatic(nil, all), 2, running, all)
 			statuses := framework.NewDefaultNodeToStatus()
 			statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.Unschedulable))
 			result, status := p.PostFilter(context.Background(), framework.NewCycleState(), tt.preemptor, statuses)
@@ -94,5 +75,32 @@ func TestPostFilterNomination(t *testing.T) {
 			}
 			assert.Equal(t, tt.wantResult, result)
 		})
+	}
+}
+
+// clusterPreemption is Preemption on a cluster of nodes of 8 cpu and 32Gi
+// (n-0, n-1, ...) running the running pods, whose filters pass, with all
+// the pods (pending ones too) in its lister and a fake API.
+func clusterPreemption(t *testing.T, store *state.Store, nodeCount int, running, all []*corev1.Pod) *Preemption {
+	t.Helper()
+	var nodes []*corev1.Node
+	for i := range nodeCount {
+		nodes = append(nodes, st.MakeNode().Name(fmt.Sprintf("n-%d", i)).Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", corev1.ResourcePods: "110"}).Obj())
+	}
+	podIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	var objects []runtime.Object
+	for _, pod := range all {
+		require.NoError(t, podIndex.Add(pod))
+		objects = append(objects, pod)
+	}
+	handle := handletest.New(t, "flotilla-scheduler",
+		frameworkruntime.WithSnapshotSharedLister(schedcache.NewSnapshot(running, nodes)),
+		frameworkruntime.WithClientSet(fake.NewClientset(objects...)),
+		frameworkruntime.WithEventRecorder(events.NewFakeRecorder(100)))
+	return &Preemption{
+		handle: passingHandle{surveyHandle{Handle: handle}},
+		store:  store,
+		pods:   corelisters.NewPodLister(podIndex),
+		pdbs:   policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), inFlight: map[string]*eviction{},
 	}
 }

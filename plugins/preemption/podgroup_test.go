@@ -13,11 +13,6 @@ import (
 	nativev1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	policylisters "k8s.io/client-go/listers/policy/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/events"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -164,26 +159,8 @@ func TestPodGroupPostFilter(t *testing.T) {
 			leader := nativeMember("leader", "serve", "2", "4Gi")
 			worker := nativeMember("worker", "serve", "7", "8Gi")
 			running := []*corev1.Pod{low0, low1, high}
-			var nodes []*corev1.Node
-			for i := range 3 {
-				nodes = append(nodes, st.MakeNode().Name(fmt.Sprintf("n-%d", i)).Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", corev1.ResourcePods: "110"}).Obj())
-			}
 			all := append([]*corev1.Pod{leader, worker}, running...)
-			podIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-			for _, pod := range all {
-				require.NoError(t, podIndex.Add(pod))
-			}
-			client := fake.NewClientset(running[0], running[1], running[2], leader, worker)
-			handle := handletest.New(t, "flotilla-scheduler",
-				frameworkruntime.WithSnapshotSharedLister(schedcache.NewSnapshot(running, nodes)),
-				frameworkruntime.WithClientSet(client),
-				frameworkruntime.WithEventRecorder(events.NewFakeRecorder(100)))
-			p := &Preemption{
-				handle: passingHandle{surveyHandle{Handle: handle}},
-				store:  state.NewStatic(nil, all).WithNative([]*nativev1beta1.PodGroup{nativeGang("serve", 2, "")}, nil),
-				pods:   corelisters.NewPodLister(podIndex),
-				pdbs:   policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), inFlight: map[string]*eviction{},
-			}
+			p := clusterPreemption(t, state.NewStatic(nil, all).WithNative([]*nativev1beta1.PodGroup{nativeGang("serve", 2, "")}, nil), 3, running, all)
 
 			group := framework.NewCycleState()
 			if !tt.skipPre {
