@@ -139,11 +139,26 @@ func (q *Queues) RaisedShares() []*corev1.Pod {
 	if len(raised) == 0 || !unprompted {
 		return nil
 	}
-	var out []*corev1.Pod
+	var waiting []*podAccount
 	for _, acc := range q.pods {
-		if acc.placed || acc.foreign || acc.holds != nil || !raised[acc.queue] {
-			continue
+		if acc.waiting() && raised[acc.queue] {
+			waiting = append(waiting, acc)
 		}
+	}
+	return q.podsOf(waiting)
+}
+
+// waiting: a pending pod of this scheduler's profiles, not a done pod
+// whose claims still hold devices.
+func (acc *podAccount) waiting() bool {
+	return !acc.placed && !acc.foreign && acc.holds == nil
+}
+
+// podsOf is the accounts' pods as the pod informer has them now (those it
+// still has).
+func (q *Queues) podsOf(accounts []*podAccount) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, acc := range accounts {
 		if obj, ok, err := q.store.pods.GetIndexer().GetByKey(acc.pod.String()); err == nil && ok {
 			if pod, isPod := obj.(*corev1.Pod); isPod {
 				out = append(out, pod)

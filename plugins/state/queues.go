@@ -191,9 +191,6 @@ func (q *Queues) onPodDelete(obj interface{}) {
 	}
 }
 
-// onPodDone releases a pod that finished or is gone, but for the devices
-// its claims still hold: those stay charged to its queue until the claims
-// are deallocated (onClaim), as the devices are not free before.
 // PlacedCharge is what a placed pod is still charged to its queue (nil
 // if nothing: never placed, or released already, as a pod is once it
 // finishes or is marked for deletion), and the queue.
@@ -207,6 +204,9 @@ func (q *Queues) PlacedCharge(pod *corev1.Pod) (queue string, charge capacity.Re
 	return acc.queue, acc.request.Clone()
 }
 
+// onPodDone releases a pod that finished or is gone, but for the devices
+// its claims still hold: those stay charged to its queue until the claims
+// are deallocated (onClaim), as the devices are not free before.
 func (q *Queues) onPodDone(pod *corev1.Pod) {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -1,14 +1,18 @@
 package state
 
 import (
+	"maps"
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // StalledReclaims returns, for every queue that may take back its share by
 // reclaim and has not moved since the last call, one pending pod to try
-// again: the first in the scheduler's order (priority, then age) among
+// again: the first in the scheduler's order (WaitsBefore) among
 // those its own queue admits, while some reclaimable queue holds more than
 // its deserved share. The caller calls it every status interval and
 // activates the pods.
@@ -38,7 +42,7 @@ func (q *Queues) StalledReclaims() []*corev1.Pod {
 	}
 	first := map[string]*podAccount{}
 	for _, acc := range q.pods {
-		if acc.placed || acc.foreign || acc.holds != nil {
+		if !acc.waiting() {
 			continue
 		}
 		info := view.Queues[acc.queue]
@@ -49,19 +53,11 @@ func (q *Queues) StalledReclaims() []*corev1.Pod {
 		if refusing, _ := view.Refuses(acc.queue, acc.request, nil); refusing == acc.queue {
 			continue // over its own share: no reclaim for it
 		}
-		if f := first[acc.queue]; f == nil || acc.priority > f.priority || (acc.priority == f.priority && acc.created.Before(f.created)) {
+		if f := first[acc.queue]; f == nil || flotillav1alpha1.WaitsBefore(acc.priority, acc.created, acc.pod.String(), f.priority, f.created, f.pod.String()) {
 			first[acc.queue] = acc
 		}
 	}
-	var out []*corev1.Pod
-	for _, acc := range first {
-		if obj, ok, err := q.store.pods.GetIndexer().GetByKey(acc.pod.String()); err == nil && ok {
-			if pod, isPod := obj.(*corev1.Pod); isPod {
-				out = append(out, pod)
-			}
-		}
-	}
-	return out
+	return q.podsOf(slices.Collect(maps.Values(first)))
 }
 
 // anyAboveShare says whether some queue reclaim may take from holds more
