@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/kubernetes/test/utils/ktesting"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/kwok/kustomize/stage/node/fast"
@@ -327,31 +328,46 @@ func FinishTerminatingPods(ctx context.Context, tb ktesting.TB, client kubernete
 // exit code 0 it Succeeded, else Failed. It injects failures (and early
 // finishes) into running workloads at a time the test chooses.
 func (cp *ControlPlane) EndPod(ctx context.Context, namespace, name string, exitCode int32) error {
-	pod, err := cp.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	now := metav1.Now()
-	phase, reason := corev1.PodSucceeded, "Completed"
-	if exitCode != 0 {
-		phase, reason = corev1.PodFailed, "Error"
-	}
-	pod.Status.Phase = phase
-	var statuses []corev1.ContainerStatus
-	for _, c := range pod.Spec.Containers {
-		statuses = append(statuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image,
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exitCode, Reason: reason, FinishedAt: now}},
-		})
-	}
-	pod.Status.ContainerStatuses = statuses
-	for i := range pod.Status.Conditions {
-		if t := pod.Status.Conditions[i].Type; t == corev1.PodReady || t == corev1.ContainersReady {
-			pod.Status.Conditions[i].Status, pod.Status.Conditions[i].LastTransitionTime = corev1.ConditionFalse, now
+	return cp.updatePodStatus(ctx, namespace, name, func(pod *corev1.Pod) error {
+		now := metav1.Now()
+		phase, reason := corev1.PodSucceeded, "Completed"
+		if exitCode != 0 {
+			phase, reason = corev1.PodFailed, "Error"
 		}
-	}
-	_, err = cp.Client.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-	return err
+		pod.Status.Phase = phase
+		var statuses []corev1.ContainerStatus
+		for _, c := range pod.Spec.Containers {
+			statuses = append(statuses, corev1.ContainerStatus{
+				Name: c.Name, Image: c.Image,
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exitCode, Reason: reason, FinishedAt: now}},
+			})
+		}
+		pod.Status.ContainerStatuses = statuses
+		for i := range pod.Status.Conditions {
+			if t := pod.Status.Conditions[i].Type; t == corev1.PodReady || t == corev1.ContainersReady {
+				pod.Status.Conditions[i].Status, pod.Status.Conditions[i].LastTransitionTime = corev1.ConditionFalse, now
+			}
+		}
+		return nil
+	})
+}
+
+// updatePodStatus writes the status change onto the pod's latest version,
+// again on a conflict: the simulated kubelets write the same pods' status
+// (Running, Ready) at moments the test does not choose, often just after
+// it read the pod.
+func (cp *ControlPlane) updatePodStatus(ctx context.Context, namespace, name string, change func(*corev1.Pod) error) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pod, err := cp.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if err := change(pod); err != nil {
+			return err
+		}
+		_, err = cp.Client.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 // StopKubelet plays a node's kubelet dying: the simulator lets go of the
@@ -368,24 +384,21 @@ func (cp *ControlPlane) StopKubelet(ctx context.Context, node string) error {
 // SetPodPhase plays the kubelet for a bound pod: it moves the pod to Running
 // (Ready) or to a terminal phase, so status logic can be tested.
 func (cp *ControlPlane) SetPodPhase(ctx context.Context, namespace, name string, phase corev1.PodPhase) error {
-	pod, err := cp.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	if pod.Spec.NodeName == "" {
-		return fmt.Errorf("pod %s/%s is not bound; a kubelet would not run it", namespace, name)
-	}
-	now := metav1.Now()
-	pod.Status.Phase = phase
-	ready := corev1.ConditionFalse
-	if phase == corev1.PodRunning {
-		ready = corev1.ConditionTrue
-		pod.Status.StartTime = &now
-	}
-	setCondition(pod, corev1.PodCondition{Type: corev1.PodReady, Status: ready, LastTransitionTime: now})
-	setCondition(pod, corev1.PodCondition{Type: corev1.ContainersReady, Status: ready, LastTransitionTime: now})
-	_, err = cp.Client.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-	return err
+	return cp.updatePodStatus(ctx, namespace, name, func(pod *corev1.Pod) error {
+		if pod.Spec.NodeName == "" {
+			return fmt.Errorf("pod %s/%s is not bound; a kubelet would not run it", namespace, name)
+		}
+		now := metav1.Now()
+		pod.Status.Phase = phase
+		ready := corev1.ConditionFalse
+		if phase == corev1.PodRunning {
+			ready = corev1.ConditionTrue
+			pod.Status.StartTime = &now
+		}
+		setCondition(pod, corev1.PodCondition{Type: corev1.PodReady, Status: ready, LastTransitionTime: now})
+		setCondition(pod, corev1.PodCondition{Type: corev1.ContainersReady, Status: ready, LastTransitionTime: now})
+		return nil
+	})
 }
 
 func setCondition(pod *corev1.Pod, cond corev1.PodCondition) {
