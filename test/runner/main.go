@@ -64,7 +64,7 @@ func main() {
 	flag.Var(&commands, "command", "a shell command to run beside the tests, as name=command (repeatable); it fails the run if it fails, and its output is printed when it ends")
 	flag.Parse()
 	start := time.Now()
-	r := &runner{results: map[key]*testResult{}, packages: map[string]*pkgResult{}}
+	r := &runner{results: map[key]*testResult{}, packages: map[string]*pkgResult{}, logDir: filepath.Join(*binDir, "failed")}
 
 	var testBinary string
 	var env []string
@@ -166,20 +166,44 @@ func (r *runner) failures() string {
 	sort.Slice(failed, func(i, j int) bool { return failed[i].test < failed[j].test })
 	var b strings.Builder
 	for _, k := range failed {
-		var own []string
-		for _, out := range r.results[k].output {
-			for _, line := range strings.SplitAfter(out, "\n") {
-				if line != "" && !componentLog.MatchString(line) {
-					own = append(own, line)
-				}
-			}
-		}
-		if len(own) > failuresShown {
-			own = append([]string{fmt.Sprintf("(%d lines before these)\n", len(own)-failuresShown)}, own[len(own)-failuresShown:]...)
-		}
-		fmt.Fprintf(&b, "\n--- FAIL: %s (%s), its own output without the components' logs\n%s", k.test, k.pkg, strings.Join(own, ""))
+		b.WriteString(digest(k, r.results[k].output))
 	}
 	return b.String()
+}
+
+// digest is one failed test's own lines, its last failuresShown: the
+// in-process components' klog lines are dropped, since a failure's tail is
+// otherwise their shutdown and a CI summary cut around "--- FAIL" shows
+// nothing of the assertion.
+func digest(k key, output []string) string {
+	var own []string
+	for _, out := range output {
+		for _, line := range strings.SplitAfter(out, "\n") {
+			if line != "" && !componentLog.MatchString(line) {
+				own = append(own, line)
+			}
+		}
+	}
+	if len(own) > failuresShown {
+		own = append([]string{fmt.Sprintf("(%d lines before these)\n", len(own)-failuresShown)}, own[len(own)-failuresShown:]...)
+	}
+	return fmt.Sprintf("\n--- FAIL: %s (%s), its own output without the components' logs\n%s", k.test, k.pkg, strings.Join(own, ""))
+}
+
+// keepFullOutput writes a failed test's whole output, the components'
+// logs included, under logDir and returns the file's path.
+func (r *runner) keepFullOutput(k key, output []string) string {
+	if r.logDir == "" {
+		return ""
+	}
+	path := filepath.Join(r.logDir, strings.NewReplacer("/", "_", " ", "_").Replace(k.test)+".log")
+	if err := os.MkdirAll(r.logDir, 0o755); err != nil {
+		return ""
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(output, "")), 0o644); err != nil {
+		return ""
+	}
+	return path
 }
 
 // build compiles the integration test binary and the scheduler binaries
@@ -430,6 +454,8 @@ type runner struct {
 	packages    map[string]*pkgResult
 	integration string
 	failed      bool
+	// logDir keeps each failed test's whole output (empty: not kept).
+	logDir string
 }
 
 // runProcess runs one `go test -json` or test2json process and records its
@@ -533,7 +559,10 @@ func (r *runner) record(e event, oneTest bool) bool {
 		t.action, t.elapsed = e.Action, e.Elapsed
 		if e.Action == "fail" {
 			r.failed = true
-			fmt.Print(strings.Join(t.output, ""))
+			fmt.Print(digest(k, t.output))
+			if path := r.keepFullOutput(k, t.output); path != "" {
+				fmt.Printf("(its whole output, the components' logs included: %s)\n", path)
+			}
 		}
 		if oneTest && !strings.Contains(e.Test, "/") {
 			fmt.Printf("%-4s\t%s\t%.1fs\n", strings.ToUpper(e.Action), e.Test, e.Elapsed)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -42,5 +44,27 @@ func TestFailuresKeepTheLastLines(t *testing.T) {
 	got := r.failures()
 	if !strings.Contains(got, "(11 lines before these)") || !strings.HasSuffix(got, "x_test.go:9: the assertion\n") {
 		t.Errorf("digest of a long failure:\n%s", got)
+	}
+}
+
+// A test failing keeps its whole output, the components' logs included, in
+// a file of its own, since the digest printed drops them.
+func TestFailedTestKeepsItsWholeOutput(t *testing.T) {
+	dir := t.TempDir()
+	r := &runner{results: map[key]*testResult{}, packages: map[string]*pkgResult{}, logDir: dir}
+	klogLine := "I1128 05:34:30.168180   27591 schedule_one.go:483] \"Successfully bound pod to node\"\n"
+	for _, e := range []event{
+		{Action: "output", Package: "pkg", Test: "TestBroken", Output: klogLine},
+		{Action: "output", Package: "pkg", Test: "TestBroken", Output: "    x_test.go:9: the assertion\n"},
+		{Action: "fail", Package: "pkg", Test: "TestBroken"},
+	} {
+		r.record(e, true)
+	}
+	whole, err := os.ReadFile(filepath.Join(dir, "TestBroken.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(whole), klogLine) || !strings.Contains(string(whole), "the assertion") {
+		t.Errorf("whole output kept:\n%s", whole)
 	}
 }
