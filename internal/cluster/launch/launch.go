@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/cache"
@@ -33,7 +34,15 @@ type Setup struct {
 	// once the scheduler runs.
 	Port     int
 	listener net.Listener
+	// informerName is the scheduler's informers' process-wide name,
+	// released when the Setup is closed or has run.
+	informerName *cache.InformerName
 }
+
+// launched numbers the schedulers this process builds: an informer name
+// must be unique within the process while it is held, and a port is not
+// (a closed Setup's port is handed to the next one).
+var launched atomic.Int64
 
 // New builds a scheduler from a KubeSchedulerConfiguration (YAML) whose
 // clientConnection.kubeconfig is set to kubeconfig, plus command-line flags
@@ -62,23 +71,29 @@ func New(ctx context.Context, dir string, config []byte, kubeconfig string, flag
 	o.SecureServing.BindPort = port
 	fail := func(err error) (*Setup, error) {
 		listener.Close()
+		if o.InformerName != nil {
+			o.InformerName.Release()
+		}
 		return nil, err
 	}
 	if err := o.ComponentGlobalsRegistry.Set(); err != nil {
 		return fail(err)
 	}
-	if o.InformerName, err = cache.NewInformerName("flotilla-scheduler-" + strconv.Itoa(port)); err != nil {
+	if o.InformerName, err = cache.NewInformerName("flotilla-scheduler-" + strconv.FormatInt(launched.Add(1), 10)); err != nil {
 		return fail(err)
 	}
 	cc, sched, err := app.Setup(ctx, o, plugins.SchedulerOptions()...)
 	if err != nil {
 		return fail(err)
 	}
-	return &Setup{Config: cc, Scheduler: sched, Port: port, listener: listener}, nil
+	return &Setup{Config: cc, Scheduler: sched, Port: port, listener: listener, informerName: o.InformerName}, nil
 }
 
 // Close releases a Setup that will not be run.
-func (s *Setup) Close() { s.listener.Close() }
+func (s *Setup) Close() {
+	s.listener.Close()
+	s.informerName.Release()
+}
 
 // Run runs the scheduler until ctx ends, then shuts down its informers and
 // event broadcaster so nothing outlives it.
@@ -92,6 +107,7 @@ func (s *Setup) Run(ctx context.Context) error {
 		s.Config.DynInformerFactory.Shutdown()
 	}
 	s.Config.EventBroadcaster.Shutdown()
+	s.informerName.Release()
 	return err
 }
 
