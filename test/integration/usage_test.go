@@ -396,3 +396,62 @@ func TestUsageChurnEvictsLittleMore(t *testing.T) {
 		require.LessOrEqual(t, turns, 1, "usage %s: reclaim changed direction %d times: %v", name, turns, evictions)
 	}
 }
+
+// A queue that used the cluster for an hour holds it with mixed gangs (a
+// leader of 2 cpu and three workers of 1, minMember 4, the leader and the
+// workers two Jobs of one PodGroup); b, which used nothing, arrives with
+// plain pods. Reclaim for usage takes a's gangs whole, never a part (the
+// victims' Jobs replace them and the replacements wait whole), b ends
+// above the even split, and as use evens out a's gang returns whole,
+// itself reclaiming from b.
+func TestUsageReclaimsMixedGangsWhole(t *testing.T) {
+	h, clock := startUsageCluster(t, time.Hour, 0, contendedCPU)
+	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("a", 1, "")))
+	require.NoError(t, h.CreateQueue(h.Ctx, queueSpec("b", 1, "")))
+	s := startScenario(t, h, append(append([]invariant{}, placementInvariants...), invariant{kind: gangsStayWhole, within: 5 * time.Second})...)
+	deleted := watchDeletedPods(t, h, metav1.NamespaceDefault)
+	held := func() map[string]int64 { return boundCPUByQueue(t, h) }
+	deserved := func(queue string) float64 {
+		d := queueStatus(t, h, queue).Deserved[corev1.ResourceCPU]
+		return d.AsApproximateFloat64()
+	}
+
+	// Four gangs of 5 cpu ask for 20 of the 16: three run.
+	for i := range 4 {
+		group := fmt.Sprintf("a-gang-%d", i)
+		require.NoError(t, h.CreatePodGroup(h.Ctx, metav1.NamespaceDefault, group, 4))
+		createJob(t, h, cluster.Job(cluster.WorkloadSpec{Name: group + "-leader", Replicas: 1, CPU: "2", Memory: "4Gi", Queue: "a", PodGroup: group, IgnoreDisruptions: true}))
+		createJob(t, h, cluster.Job(cluster.WorkloadSpec{Name: group + "-workers", Replicas: 3, CPU: "1", Memory: "2Gi", Queue: "a", PodGroup: group, IgnoreDisruptions: true}))
+	}
+	require.Eventually(t, func() bool { return held()["a"] == 15000 }, bindTimeout, 200*time.Millisecond, "three of a's gangs run: %v\n%s", held(), s.tl)
+	clock.Step(time.Hour)
+	s.tl.add("an hour of usage time passes")
+	require.Eventually(t, func() bool {
+		u := queueStatus(t, h, "a").Usage
+		return u != nil && u.Percent[corev1.ResourceCPU] >= 90
+	}, bindTimeout, 200*time.Millisecond, "a's status shows it used most of the cluster\n%s", s.tl)
+
+	createJob(t, h, cluster.Job(contendedCPU.job("b-work", "b", 16)))
+	// a used 15 of the 16 cpu for the hour, not all: b deserves a little
+	// less than the 80% of a whole cluster's use.
+	require.Eventually(t, func() bool { return deserved("b") > 12 }, bindTimeout, 200*time.Millisecond,
+		"b deserves more than 75%% of the cluster at k = 1: %v\n%s", deserved("b"), s.tl)
+	require.Eventually(t, func() bool { return held()["b"] >= 12000 }, 2*bindTimeout, 200*time.Millisecond,
+		"b, which used nothing, holds what it deserves in whole pods: %v\n%s", held(), s.tl)
+	s.tl.add("b holds %v", held())
+	evicted := deleted.all()
+	require.NotEmpty(t, evicted, "b's room came by reclaim\n%s", s.tl)
+	for _, name := range evicted {
+		require.True(t, strings.HasPrefix(name, "a-gang-"), "only a's pods are evicted: %v\n%s", evicted, s.tl)
+	}
+
+	// Usage time runs on, ten minutes a step, until a's share has room for
+	// a gang again: one returns whole.
+	for step := 0; step < 60 && held()["a"] < 5000; step++ {
+		clock.Step(10 * time.Minute)
+		time.Sleep(500 * time.Millisecond)
+	}
+	require.Eventually(t, func() bool { return held()["a"] >= 5000 }, bindTimeout, 200*time.Millisecond,
+		"a gang of a's returns as use evens out: %v; a %+v; b %+v\n%s", held(), queueStatus(t, h, "a"), queueStatus(t, h, "b"), s.tl)
+	s.tl.add("a gang of a's is back: %v", held())
+}
