@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
@@ -178,12 +179,17 @@ func PodGroup(namespace, name string, minMember int32) *schedv1alpha1.PodGroup {
 // CreatePriorityClass creates a PriorityClass; never makes its pods
 // preemptionPolicy: Never.
 func (cp *ControlPlane) CreatePriorityClass(ctx context.Context, name string, value int32, never bool) error {
+	return CreatePriorityClass(ctx, cp.Client, name, value, never)
+}
+
+// CreatePriorityClass does the same against any cluster the client reaches.
+func CreatePriorityClass(ctx context.Context, client kubernetes.Interface, name string, value int32, never bool) error {
 	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
 	if never {
 		policy := corev1.PreemptNever
 		pc.PreemptionPolicy = &policy
 	}
-	if _, err := cp.Client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+	if _, err := client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	// The apiserver's Priority admission resolves a pod's class from its
@@ -192,7 +198,7 @@ func (cp *ControlPlane) CreatePriorityClass(ctx context.Context, name string, va
 	// dry-run pod of the class is admitted.
 	probe := Pod(PodSpec{Name: "priority-class-probe", CPU: "1", Memory: "1Gi", PriorityClassName: name})
 	return Poll(ctx, 50*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, string, error) {
-		_, err := cp.Client.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := client.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil && strings.Contains(err.Error(), "no PriorityClass with name") {
 			return false, err.Error(), nil
 		}

@@ -20,12 +20,20 @@ import (
 // variable prebuilt names a binary built so already (the test runner
 // builds each once per run, for every test process).
 type binaryBuild struct {
-	flags, env []string
-	prebuilt   string
-	once       sync.Once
-	path       string
-	built      bool
-	err        error
+	// pkg is the main package built, and name the binary's file name;
+	// empty: flotilla-scheduler's.
+	pkg, name string
+	// stampVersionOf, if set, is the module whose version (go.mod's) the
+	// binary reports as its own, as a release build of it would: an
+	// unstamped kube-scheduler has no version and its metrics registry
+	// refuses to start.
+	stampVersionOf string
+	flags, env     []string
+	prebuilt       string
+	once           sync.Once
+	path           string
+	built          bool
+	err            error
 }
 
 func (b *binaryBuild) get() (string, error) {
@@ -43,8 +51,21 @@ func (b *binaryBuild) get() (string, error) {
 			b.err = err
 			return
 		}
-		b.path = filepath.Join(dir, "flotilla-scheduler")
-		args := append(append([]string{"build"}, b.flags...), "-o", b.path, "github.com/flotilla-sched/flotilla/cmd/flotilla-scheduler")
+		pkg, name := b.pkg, b.name
+		if pkg == "" {
+			pkg, name = "github.com/flotilla-sched/flotilla/cmd/flotilla-scheduler", "flotilla-scheduler"
+		}
+		b.path = filepath.Join(dir, name)
+		flags := b.flags
+		if b.stampVersionOf != "" {
+			out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", b.stampVersionOf).Output()
+			if err != nil {
+				b.err = fmt.Errorf("the version of %s: %w", b.stampVersionOf, err)
+				return
+			}
+			flags = append(append([]string{}, flags...), "-ldflags", "-X k8s.io/component-base/version.gitVersion="+strings.TrimSpace(string(out)))
+		}
+		args := append(append([]string{"build"}, flags...), "-o", b.path, pkg)
 		cmd := exec.Command("go", args...)
 		cmd.Env = append(os.Environ(), b.env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -59,6 +80,7 @@ func (b *binaryBuild) get() (string, error) {
 const (
 	SchedulerBinaryEnv       = "FLOTILLA_SCHEDULER_BINARY"
 	StaticSchedulerBinaryEnv = "FLOTILLA_STATIC_SCHEDULER_BINARY"
+	StockSchedulerBinaryEnv  = "FLOTILLA_KUBE_SCHEDULER_BINARY"
 )
 
 var StaticBuildFlags = []string{"-trimpath", "-ldflags", "-s -w"}
@@ -67,13 +89,20 @@ var (
 	schedulerBuild = &binaryBuild{prebuilt: SchedulerBinaryEnv}
 	// As the Dockerfile builds it: static (no cgo), trimmed paths, stripped.
 	staticSchedulerBuild = &binaryBuild{flags: StaticBuildFlags, env: []string{"CGO_ENABLED=0"}, prebuilt: StaticSchedulerBinaryEnv}
+	// Upstream's kube-scheduler at the version flotilla builds against,
+	// with no flotilla code: the benchmarks' baseline.
+	stockSchedulerBuild = &binaryBuild{pkg: "k8s.io/kubernetes/cmd/kube-scheduler", name: "kube-scheduler", prebuilt: StockSchedulerBinaryEnv, stampVersionOf: "k8s.io/kubernetes"}
 )
+
+// StockSchedulerBinary builds upstream's kube-scheduler once per test
+// process and returns its path.
+func StockSchedulerBinary() (string, error) { return stockSchedulerBuild.get() }
 
 // RemoveSchedulerBinaries deletes the binaries this process built (each
 // over 100 MB in the temporary directory): a test package's TestMain calls
 // it once its tests are done.
 func RemoveSchedulerBinaries() {
-	for _, b := range []*binaryBuild{schedulerBuild, staticSchedulerBuild} {
+	for _, b := range []*binaryBuild{schedulerBuild, staticSchedulerBuild, stockSchedulerBuild} {
 		if b.built && b.path != "" {
 			_ = os.RemoveAll(filepath.Dir(b.path))
 		}
@@ -110,6 +139,20 @@ func (cp *ControlPlane) StartSchedulerProcessAs(ctx context.Context, config []by
 	if err != nil {
 		return nil, err
 	}
+	return cp.startBinary(ctx, binary, config, kubeconfig, flags)
+}
+
+// StartStockSchedulerProcess is StartSchedulerProcess for upstream's
+// kube-scheduler (StockSchedulerBinary): no flotilla code in its process.
+func (cp *ControlPlane) StartStockSchedulerProcess(ctx context.Context, config []byte, flags ...string) (*SchedulerProcess, error) {
+	binary, err := StockSchedulerBinary()
+	if err != nil {
+		return nil, err
+	}
+	return cp.startBinary(ctx, binary, config, cp.KubeconfigPath, flags)
+}
+
+func (cp *ControlPlane) startBinary(ctx context.Context, binary string, config []byte, kubeconfig string, flags []string) (*SchedulerProcess, error) {
 	configPath, err := launch.WriteConfig(cp.tb.TempDir(), config, kubeconfig)
 	if err != nil {
 		return nil, err

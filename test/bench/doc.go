@@ -13,10 +13,14 @@
 // prefill and decode claiming different device models, each role required
 // in one zone, against the same pods on the default profile).
 //
-// Each run gets a fresh control plane and the real flotilla-scheduler binary
-// as its own process, serving both profiles from one configuration (the
-// replace-default one), so the default profile's numbers come from the same
-// binary and the scheduler's RSS is its own. P2, R1, D1, M1, Q1, Q2, F1 and T1 are Jobs on the
+// Each run gets a fresh control plane and its scheduler as a process of its
+// own, so the scheduler's RSS is its own: for flotilla's variants the real
+// flotilla-scheduler binary, serving both profiles from one configuration
+// (the replace-default one); for the default profile's, upstream's
+// kube-scheduler built from k8s.io/kubernetes at the version flotilla
+// builds against, with its default profile alone and the shipped client
+// limits and feature gates (no flotilla code in its process: no informers
+// of PodGroups or Queues, no queue accounting). P2, R1, D1, M1, Q1, Q2, F1 and T1 are Jobs on the
 // realistic substrate (the Job and garbage-collector controllers, and KWOK
 // kubelets that run each pod for its run time): their pods are created by
 // the Job controller, run and finish, and gangs free their nodes by

@@ -45,9 +45,12 @@ type env struct {
 	cp        *cluster.ControlPlane // nil against an external control plane
 	namespace string
 	scheduler string
-	proc      *cluster.SchedulerProcess
-	metrics   string
-	pprof     string
+	// stock: the run's scheduler is upstream's kube-scheduler (the default
+	// profile's variants), not flotilla-scheduler.
+	stock   bool
+	proc    *cluster.SchedulerProcess
+	metrics string
+	pprof   string
 	// profileDir: where to save a CPU profile of each run and its
 	// allocations (-bench.cpuprofile).
 	profileDir string
@@ -68,7 +71,7 @@ type env struct {
 // cluster.KubeletOptions). The others schedule bare pods that are never
 // run.
 func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run int, jobs bool) (*env, error) {
-	e := &env{ctx: ctx, tb: tb, namespace: fmt.Sprintf("bench-%d", run), scheduler: v.scheduler}
+	e := &env{ctx: ctx, tb: tb, namespace: fmt.Sprintf("bench-%d", run), scheduler: v.scheduler, stock: v.scheduler == defaultScheduler}
 	var cfg *rest.Config
 	if opts.Kubeconfig != "" {
 		c, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
@@ -124,8 +127,11 @@ func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run in
 	return e, e.pods.Start(ctx, tb, e.client, e.namespace)
 }
 
-// startScheduler runs the flotilla-scheduler binary with both profiles
-// (the replace-default configuration) and waits until it serves.
+// startScheduler runs the scheduler of the run's variant and waits until
+// it serves: for flotilla's variants the flotilla-scheduler binary with
+// both profiles (the replace-default configuration); for the default
+// profile's, upstream's kube-scheduler with its default profile alone
+// (stockConfig), so that no flotilla code runs in the baseline's process.
 func (e *env) startScheduler() error {
 	if e.cp == nil {
 		return nil
@@ -133,6 +139,11 @@ func (e *env) startScheduler() error {
 	config, err := manifests.File("scheduler-config-replace-default.yaml")
 	if err != nil {
 		return err
+	}
+	if e.stock {
+		if config, err = stockConfig(config); err != nil {
+			return err
+		}
 	}
 	if e.usage != (usageArgs{}) {
 		if config, err = manifests.WithUsage(config, e.usage.halfLife, e.usage.minRuntime, e.usage.statusInterval); err != nil {
@@ -166,7 +177,11 @@ func (e *env) startScheduler() error {
 	}
 	// Extra scheduler flags for experiments, e.g. feature gates.
 	flags = append(flags, strings.Fields(os.Getenv("FLOTILLA_BENCH_FLAGS"))...)
-	e.proc, err = e.cp.StartSchedulerProcess(e.ctx, config, flags...)
+	start := e.cp.StartSchedulerProcess
+	if e.stock {
+		start = e.cp.StartStockSchedulerProcess
+	}
+	e.proc, err = start(e.ctx, config, flags...)
 	if err != nil {
 		return err
 	}
@@ -176,6 +191,25 @@ func (e *env) startScheduler() error {
 		return fmt.Errorf("%w: %s", err, tail(e.proc.Logs()))
 	}
 	return nil
+}
+
+// stockConfig is the baseline's configuration: the shipped one's client
+// limits (queries per second and burst to the apiserver) and upstream's
+// default profile, nothing else.
+func stockConfig(shipped []byte) ([]byte, error) {
+	var cfg map[string]interface{}
+	if err := yaml.Unmarshal(shipped, &cfg); err != nil {
+		return nil, err
+	}
+	stock := map[string]interface{}{
+		"apiVersion": cfg["apiVersion"],
+		"kind":       cfg["kind"],
+		"profiles":   []interface{}{map[string]interface{}{"schedulerName": defaultScheduler}},
+	}
+	if conn, ok := cfg["clientConnection"]; ok {
+		stock["clientConnection"] = conn
+	}
+	return yaml.Marshal(stock)
 }
 
 func tail(s string) string {

@@ -316,17 +316,18 @@ func runWaves(e *env, v variant, nodes, gangs int, hold time.Duration) (*result,
 	return r, e.measureScheduler(r, v)
 }
 
-// queueJobs creates queue q's Jobs: pods of 1 cpu + 1Gi, in Jobs of
-// jobSize, pods in all, that run far longer than the measurement, so that
-// only reclaim gives a queue its share. A preempted pod does not count
+// queueJobs creates queue q's Jobs (of priorityClass, "" for none): pods
+// of 1 cpu + 1Gi, in Jobs of jobSize, pods in all, that run far longer
+// than the measurement, so that only reclaim gives a queue its share. A preempted pod does not count
 // against the Job's backoffLimit (the pod failure policy of preemptible
 // batch) and the Job controller replaces it; the replacement waits in its
 // queue.
-func (e *env) queueJobs(q string, pods, jobSize int) error {
+func (e *env) queueJobs(q, priorityClass string, pods, jobSize int) error {
 	jobs := (pods + jobSize - 1) / jobSize
 	return parallel(e.ctx, jobs, func(ctx context.Context, j int) error {
 		spec := cluster.WorkloadSpec{Namespace: e.namespace, Name: fmt.Sprintf("%s-%03d", q, j), Replicas: int32(min(jobSize, pods-j*jobSize)),
-			CPU: "1", Memory: "1Gi", RunSeconds: 3600, Queue: e.namespace + "-" + q, IgnoreDisruptions: true, SchedulerName: e.scheduler}
+			CPU: "1", Memory: "1Gi", RunSeconds: 3600, Queue: e.namespace + "-" + q, IgnoreDisruptions: true, SchedulerName: e.scheduler,
+			PriorityClassName: priorityClass}
 		_, err := e.client.BatchV1().Jobs(e.namespace).Create(ctx, cluster.Job(spec), metav1.CreateOptions{})
 		return err
 	})
