@@ -42,6 +42,19 @@ func TestMain(m *testing.M) {
 
 var runs atomic.Int64
 
+// roundOrder is the order the variants run in round i: as listed in even
+// rounds, reversed in odd ones (A B, B A, A B, ...), so that a side's
+// place in the round (a fresh machine first, a warm one second) is not
+// what a comparison measures.
+func roundOrder(variants []variant, i int) []variant {
+	if i%2 == 0 {
+		return variants
+	}
+	reversed := slices.Clone(variants)
+	slices.Reverse(reversed)
+	return reversed
+}
+
 // TestWorkloads runs every workload once per variant (-bench.count times),
 // variants interleaved so that machine noise hits both alike, and prints
 // the table. At the smoke size it asserts only that everything completes
@@ -87,11 +100,12 @@ func TestWorkloads(t *testing.T) {
 		}
 		byVariant := map[string][]*result{}
 		for i := 0; i < *count; i++ {
-			for _, v := range variants {
+			for position, v := range roundOrder(variants, i) {
 				r := runOnce(t, w, v, opts, i)
 				if r == nil {
 					return
 				}
+				r.Pair, r.Position = i, position
 				byVariant[v.name] = append(byVariant[v.name], r)
 				all = append(all, r)
 			}

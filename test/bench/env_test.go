@@ -27,3 +27,16 @@ func TestStockConfigIsTheDefaultProfileWithTheShippedClientLimits(t *testing.T) 
 	assert.NotContains(t, string(out), "Gang")
 	assert.NotContains(t, string(out), "flotilla")
 }
+
+// Rounds alternate the variants' order: each side runs first in every
+// other round.
+func TestRoundsAlternateWhichSideRunsFirst(t *testing.T) {
+	a, b := variant{name: "a"}, variant{name: "b"}
+	var firsts []string
+	for i := range 4 {
+		order := roundOrder([]variant{a, b}, i)
+		require.Len(t, order, 2)
+		firsts = append(firsts, order[0].name+order[1].name)
+	}
+	assert.Equal(t, []string{"ab", "ba", "ab", "ba"}, firsts)
+}

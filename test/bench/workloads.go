@@ -60,8 +60,14 @@ var (
 
 // result is one measured run.
 type result struct {
-	Workload string  `json:"workload"`
-	Variant  string  `json:"variant"`
+	Workload string `json:"workload"`
+	Variant  string `json:"variant"`
+	// Pair is the round of the workload's variants the run belongs to
+	// (-bench.count rounds), and Position its place in that round: rounds
+	// alternate the variants' order, so that neither side always runs
+	// first on a fresh machine.
+	Pair     int     `json:"pair"`
+	Position int     `json:"position"`
 	Pods     int     `json:"pods"`
 	Seconds  float64 `json:"seconds"` // first pod created to last pod bound (P4: attempted)
 	PodsPerS float64 `json:"podsPerSecond"`
