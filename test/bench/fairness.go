@@ -426,8 +426,7 @@ func fairFigures(samples []fairSample, arrived map[string]time.Time, total int64
 		out["jainMedian"], out["jainLowest"] = jains[len(jains)/2], jains[0]
 	}
 	if len(deviations) > 0 {
-		sort.Float64s(deviations)
-		out["deviationP95Percent"] = 100 * deviations[int(math.Ceil(0.95*float64(len(deviations))))-1]
+		out["deviationP95Percent"] = 100 * nearestRank(deviations, 0.95)
 	}
 	for _, q := range []string{"b", "c"} {
 		at, ok := arrived[q]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -215,7 +216,40 @@ func runJobs(e *env, v variant, nodes int, node cluster.NodeSpec, s jobStream) (
 	delete(r.Extra, "lastCreatedSeconds")
 	first, _, _ := e.pods.Span(nil)
 	r.Extra["jobsCompleteSeconds"] = complete.Sub(first).Seconds()
+	p50, p95, err := e.jobCompletions()
+	if err != nil {
+		return nil, err
+	}
+	r.Extra["jobCompletionP50Seconds"], r.Extra["jobCompletionP95Seconds"] = p50, p95
 	return r, e.measureScheduler(r, v)
+}
+
+// jobCompletions are the median and 95th percentile of the namespace's
+// completed Jobs' time from creation to completion, as a user of each Job
+// sees it (the Job's status, to the second).
+func (e *env) jobCompletions() (p50, p95 float64, err error) {
+	jobs, err := e.client.BatchV1().Jobs(e.namespace).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	var took []float64
+	for _, j := range jobs.Items {
+		if j.Status.CompletionTime != nil {
+			took = append(took, j.Status.CompletionTime.Sub(j.CreationTimestamp.Time).Seconds())
+		}
+	}
+	if len(took) == 0 {
+		return 0, 0, fmt.Errorf("no Job of %s completed", e.namespace)
+	}
+	return nearestRank(took, 0.50), nearestRank(took, 0.95), nil
+}
+
+// nearestRank is the q-quantile of values by the nearest-rank method.
+func nearestRank(values []float64, q float64) float64 {
+	sorted := slices.Clone(values)
+	slices.Sort(sorted)
+	rank := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(rank, 0)]
 }
 
 // jobsResult is what every Job workload measures once its pods are bound:
