@@ -46,7 +46,7 @@ func TestReport(t *testing.T) {
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "Measured %s on this machine (%d cores): each figure is the median over the newest runs (at most %d) of a workload and configuration, with the range of the throughputs\n", time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), *reportRuns)
+	fmt.Fprintf(&b, "Measured %s on the benchmark machine (%d cores): each figure is the median over the newest runs (at most %d) of a workload and configuration, with the range of the throughputs\n", time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), *reportRuns)
 	b.WriteString("(`make bench-upstream`; data items in `bin/upstream`). Ratios, of the medians, above 1 mean flotilla is faster.\n\n")
 	b.WriteString(report.UpstreamTable(results, append(append([]string{}, plain...), gangs...)))
 	b.WriteString("\n")
