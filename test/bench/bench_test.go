@@ -6,11 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -41,6 +44,21 @@ func TestMain(m *testing.M) {
 }
 
 var runs atomic.Int64
+
+// measuredTree names the source tree the runs measure: git's short hash
+// of HEAD, with "+changes" when tracked files differ from it; "" outside
+// a git checkout.
+var measuredTree = sync.OnceValue(func() string {
+	head, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	tree := strings.TrimSpace(string(head))
+	if changed, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(changed))) > 0 {
+		tree += "+changes"
+	}
+	return tree
+})
 
 // roundOrder is the order the variants run in round i: as listed in even
 // rounds, reversed in odd ones (A B, B A, A B, ...), so that a side's
@@ -106,6 +124,7 @@ func TestWorkloads(t *testing.T) {
 					return
 				}
 				r.Pair, r.Position = i, position
+				r.Commit, r.Date = measuredTree(), time.Now().UTC().Format(time.DateOnly)
 				byVariant[v.name] = append(byVariant[v.name], r)
 				all = append(all, r)
 			}

@@ -66,8 +66,12 @@ type result struct {
 	// (-bench.count rounds), and Position its place in that round: rounds
 	// alternate the variants' order, so that neither side always runs
 	// first on a fresh machine.
-	Pair     int     `json:"pair"`
-	Position int     `json:"position"`
+	Pair     int `json:"pair"`
+	Position int `json:"position"`
+	// Commit is the tree the run measured (git's short hash, "+changes"
+	// when it differed from it), Date the day it ran (UTC).
+	Commit   string  `json:"commit,omitempty"`
+	Date     string  `json:"date,omitempty"`
 	Pods     int     `json:"pods"`
 	Seconds  float64 `json:"seconds"` // first pod created to last pod bound (P4: attempted)
 	PodsPerS float64 `json:"podsPerSecond"`
