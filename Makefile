@@ -14,7 +14,7 @@ ARGS ?=
 UNIT_PKGS        = $(shell $(GO) list ./... | grep -v /test/integration)
 INTEGRATION_PKGS = ./test/integration/...
 
-.PHONY: all build kubectl-flotilla krew test test-short test-unit test-integration test-upstream-smoke upstream-harness bench bench-upstream fuzz manifests verify-manifests image image-docker release lint playground clean
+.PHONY: all build kubectl-flotilla krew test test-short test-unit test-integration test-upstream-smoke upstream-harness bench bench-upstream fuzz manifests verify-manifests image image-docker release lint playground clean bench-status
 
 all: build
 
@@ -103,6 +103,11 @@ bench:
 	$(GO) test -count=1 -timeout 180m -run TestWorkloads -v ./test/bench -args -bench.size=$(BENCH_SIZE) \
 	  -bench.count=$(BENCH_COUNT) -bench.workloads=$(BENCH_WORKLOADS) \
 	  -bench.report=$(CURDIR)/docs/benchmarks.md -bench.json=$(CURDIR)/docs/benchmarks.json
+
+## bench-status: rewrites the status table at the top of docs/benchmarks.md from the runs
+## docs/benchmarks.json holds (make bench keeps it current), running nothing
+bench-status:
+	$(GO) test -count=1 -run TestStatus ./test/bench -args -bench.status=$(CURDIR)/docs/benchmarks.md -bench.json=$(CURDIR)/docs/benchmarks.json
 
 ## bench-upstream: Kubernetes' own scheduler_perf on the default plugins and on flotilla (not in
 ## `make test`: about 25 minutes a round at 5000 nodes on 2 cores). Each workload and configuration

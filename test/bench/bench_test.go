@@ -31,6 +31,7 @@ var (
 	schedulerName = flag.String("bench.scheduler-name", "", "with -bench.kubeconfig: the schedulerName the measured scheduler serves (instead of flotilla-scheduler)")
 	metricsURL    = flag.String("bench.metrics-url", "", "with -bench.kubeconfig: the measured scheduler's /metrics, if it serves one")
 	onlyVariants  = flag.String("bench.variants", "", "comma-separated variant names to run (e.g. \"flotilla, gangs, DRA GPUs\" is one; separate with ';'); empty: all. A workload missing variants gets no verdict")
+	statusPath    = flag.String("bench.status", "", "with -bench.json: rewrite the status table of this markdown file (docs/benchmarks.md) from the runs the JSON file holds, running nothing (TestStatus)")
 	cpuProfile    = flag.String("bench.cpuprofile", "", "save a 15 s CPU profile of the scheduler from the start of each run, its heap every 10 s, and its allocations at the end, into this directory")
 )
 
@@ -145,10 +146,48 @@ func TestWorkloads(t *testing.T) {
 		require.NoError(t, report.ReplaceSection(*reportPath, "workloads", table))
 	}
 	if *jsonPath != "" {
+		// The file keeps every workload's newest runs: this run's replace
+		// those of the workloads it ran.
+		kept, err := readRuns(*jsonPath)
+		require.NoError(t, err)
+		ran := map[string]bool{}
+		for _, r := range all {
+			ran[r.Workload] = true
+		}
+		kept = slices.DeleteFunc(kept, func(r *result) bool { return ran[r.Workload] })
+		all = append(kept, all...)
 		data, err := json.MarshalIndent(all, "", "  ")
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(*jsonPath, data, 0o644))
+		if *reportPath != "" {
+			require.NoError(t, report.ReplaceSection(*reportPath, "status", renderStatus(statusRows(all, workloads(true), staleAgainstPlugins(".")))))
+		}
 	}
+}
+
+// readRuns reads the runs a -bench.json file holds; none if it does not
+// exist.
+func readRuns(path string) ([]*result, error) {
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var runs []*result
+	return runs, json.Unmarshal(data, &runs)
+}
+
+// TestStatus rewrites the status table (-bench.status) from the runs
+// -bench.json holds, running no workload.
+func TestStatus(t *testing.T) {
+	if *statusPath == "" || *jsonPath == "" {
+		t.Skip("needs -bench.status and -bench.json")
+	}
+	runs, err := readRuns(*jsonPath)
+	require.NoError(t, err)
+	require.NoError(t, report.ReplaceSection(*statusPath, "status", renderStatus(statusRows(runs, workloads(true), staleAgainstPlugins(".")))))
 }
 
 func runOnce(t *testing.T, w workload, v variant, opts Options, i int) *result {

@@ -1,0 +1,60 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A status row reads its goal per pair of the newest measurement: met when
+// every pair meets it, within noise when pairs fall on both sides, not met
+// when none does; stale as the commit says.
+func TestStatusRowsReadEachPair(t *testing.T) {
+	a, b := variant{name: "a"}, variant{name: "b"}
+	w := func(id string) workload {
+		return workload{id: id, goals: []goal{ratioGoal("pods/s, a / b", a, b, func(r *result) float64 { return r.PodsPerS }, true, 1.0)}}
+	}
+	run := func(id, v string, pair int, commit string, podsPerS float64) *result {
+		return &result{Workload: id, Variant: v, Pair: pair, Commit: commit, Date: "2026-11-28", PodsPerS: podsPerS}
+	}
+	runs := []*result{
+		// An older measurement of W1, not read: only the newest is.
+		run("W1", "a", 0, "old", 1), run("W1", "b", 0, "old", 100),
+		run("W1", "a", 0, "new", 110), run("W1", "b", 0, "new", 100),
+		run("W1", "b", 1, "new", 100), run("W1", "a", 1, "new", 120),
+		run("W2", "a", 0, "new", 90), run("W2", "b", 0, "new", 100),
+		run("W2", "a", 1, "new", 110), run("W2", "b", 1, "new", 100),
+		run("W3", "a", 0, "new", 90), run("W3", "b", 0, "new", 100),
+		// Recorded without pairs: each variant's runs pair up in order.
+		run("W4", "a", 0, "", 120), run("W4", "b", 0, "", 100), run("W4", "a", 0, "", 130), run("W4", "b", 0, "", 100),
+		run("W5", "a", 0, "new", 90),
+	}
+	stale := func(commit string) bool { return commit != "new" }
+	rows := statusRows(runs, []workload{w("W1"), w("W2"), w("W3"), w("W4"), w("W5")}, stale)
+	require.Len(t, rows, 5)
+	for _, tc := range []struct {
+		id      string
+		figures []float64
+		verdict string
+	}{
+		{"W1", []float64{1.1, 1.2}, "met"},
+		{"W2", []float64{0.9, 1.1}, "within noise"},
+		{"W3", []float64{0.9}, "**not met**"},
+		{"W4", []float64{1.2, 1.3}, "met, stale"},
+		{"W5", nil, "not measured"},
+	} {
+		var got statusRow
+		for _, r := range rows {
+			if r.id == tc.id {
+				got = r
+			}
+		}
+		assert.InDeltaSlice(t, tc.figures, got.figures, 1e-9, tc.id)
+		assert.Equal(t, tc.verdict, got.verdict, tc.id)
+	}
+	table := renderStatus(rows)
+	assert.Contains(t, table, "| pods/s, a / b (>= 1.00 x) | W2 | 0.90 x | 0.90–1.10 | 2 | new | 2026-11-28 | within noise |")
+	assert.Equal(t, 2+len(rows), strings.Count(table, "\n"))
+}
