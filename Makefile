@@ -37,8 +37,11 @@ krew:
 ## 15 slowest tests by wall time (also in bin/test-times.txt).
 TEST_PARALLEL ?= 6
 TEST_DURATIONS = test/integration/testdata/durations.txt
+# test/bench's smoke run of every workload on both sides takes about 10 minutes on 2 cores beside the
+# integration tests (2026-11-28), go test's default limit: the unit packages get 20.
+UNIT_TIMEOUT ?= 20m
 test:
-	$(GO) run ./test/runner -unit "$(UNIT_PKGS)" -integration ./test/integration -parallel $(TEST_PARALLEL) \
+	$(GO) run ./test/runner -unit "$(UNIT_PKGS)" -unit-args=-timeout=$(UNIT_TIMEOUT) -integration ./test/integration -parallel $(TEST_PARALLEL) \
 	  -durations $(TEST_DURATIONS) -alone test/integration/testdata/alone.txt -report bin/test-times.txt \
 	  -command "upstream-smoke=$(MAKE) --no-print-directory test-upstream-smoke" \
 	  $(if $(UPDATE_DURATIONS),-update-durations)
@@ -52,7 +55,7 @@ test-short:
 	  -run '^($(SHORT_TESTS))$$' -parallel $(TEST_PARALLEL) -durations $(TEST_DURATIONS)
 
 test-unit:
-	$(GO) test -count=1 $(UNIT_PKGS)
+	$(GO) test -count=1 -timeout $(UNIT_TIMEOUT) $(UNIT_PKGS)
 
 test-integration:
 	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)

@@ -540,6 +540,15 @@ func (r *runner) record(e event, oneTest bool) bool {
 			if e.Action == "fail" {
 				r.failed = true
 				fmt.Printf("%s", strings.Join(p.output, ""))
+				// A test the package's end cut short (its time limit, a
+				// crash) has no result of its own: what it said is all
+				// there is of why.
+				for k, t := range r.results {
+					if k.pkg == e.Package && t.action == "" {
+						t.action = "fail"
+						fmt.Print(digest(k, t.output))
+					}
+				}
 			}
 			fmt.Printf("%-4s\t%s\t%.1fs\n", map[string]string{"pass": "ok", "fail": "FAIL", "skip": "?"}[e.Action], e.Package, e.Elapsed)
 			return e.Action == "fail"

@@ -68,3 +68,21 @@ func TestFailedTestKeepsItsWholeOutput(t *testing.T) {
 		t.Errorf("whole output kept:\n%s", whole)
 	}
 }
+
+// A package that fails while a test runs (its time limit) fails that test
+// too, and prints what the test said: go test reports no result for it.
+func TestPackageEndFailsTheTestsItCutShort(t *testing.T) {
+	r := &runner{results: map[key]*testResult{}, packages: map[string]*pkgResult{}}
+	for _, e := range []event{
+		{Action: "output", Package: "pkg", Test: "TestLong", Output: "panic: test timed out after 10m0s\n"},
+		{Action: "output", Package: "pkg", Test: "TestDone", Output: "fine\n"},
+		{Action: "pass", Package: "pkg", Test: "TestDone"},
+		{Action: "fail", Package: "pkg"},
+	} {
+		r.record(e, false)
+	}
+	got := r.failures()
+	if !strings.Contains(got, "--- FAIL: TestLong (pkg)") || !strings.Contains(got, "test timed out") || strings.Contains(got, "TestDone") {
+		t.Errorf("digest:\n%s", got)
+	}
+}
