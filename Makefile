@@ -110,7 +110,7 @@ bench:
 ## bench-status: rewrites the status table at the top of docs/benchmarks.md from the runs
 ## docs/benchmarks.json holds (make bench keeps it current), running nothing
 bench-status:
-	$(GO) test -count=1 -run TestStatus ./test/bench -args -bench.status=$(CURDIR)/docs/benchmarks.md -bench.json=$(CURDIR)/docs/benchmarks.json
+	$(GO) test -count=1 -run TestWorkloads ./test/bench -args -bench.status=$(CURDIR)/docs/benchmarks.md -bench.json=$(CURDIR)/docs/benchmarks.json
 
 ## bench-upstream: Kubernetes' own scheduler_perf on the default plugins and on flotilla (not in
 ## `make test`: about 25 minutes a round at 5000 nodes on 2 cores). Each workload and configuration

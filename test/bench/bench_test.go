@@ -31,7 +31,7 @@ var (
 	schedulerName = flag.String("bench.scheduler-name", "", "with -bench.kubeconfig: the schedulerName the measured scheduler serves (instead of flotilla-scheduler)")
 	metricsURL    = flag.String("bench.metrics-url", "", "with -bench.kubeconfig: the measured scheduler's /metrics, if it serves one")
 	onlyVariants  = flag.String("bench.variants", "", "comma-separated variant names to run (e.g. \"flotilla, gangs, DRA GPUs\" is one; separate with ';'); empty: all. A workload missing variants gets no verdict")
-	statusPath    = flag.String("bench.status", "", "with -bench.json: rewrite the status table of this markdown file (docs/benchmarks.md) from the runs the JSON file holds, running nothing (TestStatus)")
+	statusPath    = flag.String("bench.status", "", "with -bench.json: rewrite the status table of this markdown file (docs/benchmarks.md) from the runs the JSON file holds, running no workload")
 	cpuProfile    = flag.String("bench.cpuprofile", "", "save a 15 s CPU profile of the scheduler from the start of each run, its heap every 10 s, and its allocations at the end, into this directory")
 )
 
@@ -81,6 +81,14 @@ func roundOrder(variants []variant, i int) []variant {
 func TestWorkloads(t *testing.T) {
 	if testing.Short() {
 		t.Skip("every workload on both profiles takes about 4 minutes at the smoke size: make test runs it, make test-short does not")
+	}
+	if *statusPath != "" {
+		// Only the status table, from the runs the JSON file holds.
+		require.NotEmpty(t, *jsonPath, "-bench.status reads the runs of -bench.json")
+		runs, err := readRuns(*jsonPath)
+		require.NoError(t, err)
+		require.NoError(t, rewriteStatus(*statusPath, runs))
+		return
 	}
 	opts := Options{Kubeconfig: *kubeconfig, SchedulerName: *schedulerName, MetricsURL: *metricsURL}
 	wanted := map[string]bool{}
@@ -160,7 +168,7 @@ func TestWorkloads(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(*jsonPath, data, 0o644))
 		if *reportPath != "" {
-			require.NoError(t, report.ReplaceSection(*reportPath, "status", renderStatus(statusRows(all, workloads(true), staleAgainstPlugins(".")))))
+			require.NoError(t, rewriteStatus(*reportPath, all))
 		}
 	}
 }
@@ -176,18 +184,16 @@ func readRuns(path string) ([]*result, error) {
 		return nil, err
 	}
 	var runs []*result
-	return runs, json.Unmarshal(data, &runs)
+	if err := json.Unmarshal(data, &runs); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return runs, nil
 }
 
-// TestStatus rewrites the status table (-bench.status) from the runs
-// -bench.json holds, running no workload.
-func TestStatus(t *testing.T) {
-	if *statusPath == "" || *jsonPath == "" {
-		t.Skip("needs -bench.status and -bench.json")
-	}
-	runs, err := readRuns(*jsonPath)
-	require.NoError(t, err)
-	require.NoError(t, report.ReplaceSection(*statusPath, "status", renderStatus(statusRows(runs, workloads(true), staleAgainstPlugins(".")))))
+// rewriteStatus rewrites the status table of the markdown file at path
+// from runs.
+func rewriteStatus(path string, runs []*result) error {
+	return report.ReplaceSection(path, "status", renderStatus(statusRows(runs, workloads(true), staleAgainstPlugins("."))))
 }
 
 func runOnce(t *testing.T, w workload, v variant, opts Options, i int) *result {
