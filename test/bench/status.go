@@ -39,6 +39,11 @@ func ratioGoal(what string, v, base variant, of func(*result) float64, atLeast b
 	}}
 }
 
+// rssGoal is the standing memory goal: v's peak RSS at most 1.2 x base's.
+func rssGoal(v, base variant) goal {
+	return ratioGoal("peak RSS, "+v.name+" / "+base.name, v, base, func(r *result) float64 { return r.PeakRSS }, false, 1.2)
+}
+
 // atMostGoal is a goal on one variant's figure, at most limit (in unit).
 func atMostGoal(what string, v variant, of func(*result) float64, limit float64, unit string) goal {
 	return goal{what: what, target: fmt.Sprintf("<= %g %s", limit, unit), unit: unit, meets: func(x float64) bool { return x <= limit },

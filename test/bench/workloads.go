@@ -142,7 +142,8 @@ func workloads(full bool) []workload {
 				return runPods(e, v, podStream{nodes: p1Nodes, node: cpuNode, pods: p1Pods, perGroup: 1, cpu: "500m"})
 			},
 			verdict: ratioVerdict("pods/s", flotillaPlain, 1.0, func(r *result) float64 { return r.PodsPerS }),
-			goals:   []goal{ratioGoal("pods/s, flotilla / default profile", flotillaPlain, defaultPlain, func(r *result) float64 { return r.PodsPerS }, true, 1.0)},
+			goals: []goal{ratioGoal("pods/s, flotilla / default profile", flotillaPlain, defaultPlain, func(r *result) float64 { return r.PodsPerS }, true, 1.0),
+				rssGoal(flotillaPlain, defaultPlain)},
 		},
 		{
 			id: "S1", what: fmt.Sprintf("P1 at scale: %d nodes, %d plain pods", s1Nodes, s1Pods),
@@ -158,7 +159,7 @@ func workloads(full bool) []workload {
 					speed >= 1.0 && rss <= 1.2
 			},
 			goals: []goal{ratioGoal("pods/s, flotilla / default profile", flotillaPlain, defaultPlain, func(r *result) float64 { return r.PodsPerS }, true, 1.0),
-				ratioGoal("peak RSS, flotilla / default profile", flotillaPlain, defaultPlain, func(r *result) float64 { return r.PeakRSS }, false, 1.2)},
+				rssGoal(flotillaPlain, defaultPlain)},
 		},
 		{
 			id: "P2", what: fmt.Sprintf("%d Jobs x 8 pods (1 cpu + 1Gi, run 5 s) on %d nodes", p2Gangs, p2Nodes),
@@ -170,7 +171,7 @@ func workloads(full bool) []workload {
 			},
 			verdict: withJobCompletions(flotillaGangs, ratioVerdict("pods/s", flotillaGangs, 0.9, func(r *result) float64 { return r.PodsPerS })),
 			goals: []goal{ratioGoal("pods/s, flotilla gangs / default profile", flotillaGangs, defaultPlain, func(r *result) float64 { return r.PodsPerS }, true, 0.9),
-				ratioGoal("peak RSS, flotilla gangs / default profile", flotillaGangs, defaultPlain, func(r *result) float64 { return r.PeakRSS }, false, 1.2)},
+				rssGoal(flotillaGangs, defaultPlain)},
 		},
 		{
 			id: "R1", what: fmt.Sprintf("P2 as leader + workers: %d Indexed Jobs x 8 pods (1 cpu + 1Gi, run 5 s) on %d nodes, roles leader (index 0, minimum 1) and workers (minimum 7)", p2Gangs, p2Nodes),
@@ -185,7 +186,8 @@ func workloads(full bool) []workload {
 				ratio := r.PodsPerS / g.PodsPerS
 				return fmt.Sprintf("pods/s %.0f vs %.0f = %.2f x", r.PodsPerS, g.PodsPerS, ratio), ratio >= 0.95
 			},
-			goals: []goal{ratioGoal("pods/s, gangs with roles / without", flotillaRoles, flotillaGangs, func(r *result) float64 { return r.PodsPerS }, true, 0.95)},
+			goals: []goal{ratioGoal("pods/s, gangs with roles / without", flotillaRoles, flotillaGangs, func(r *result) float64 { return r.PodsPerS }, true, 0.95),
+				rssGoal(flotillaRoles, flotillaGangs)},
 		},
 		{
 			id: "D1", what: fmt.Sprintf("P2 with a GPU per pod: %d Jobs x 8 pods (1 cpu + 1Gi + 1 GPU, run 5 s) on %d nodes x 8 GPUs", d1Gangs, d1Nodes),
@@ -218,7 +220,8 @@ func workloads(full bool) []workload {
 				return fmt.Sprintf("%.2f s (default profile, no gang: %.2f s)", f.GangSecs, d.GangSecs), f.GangSecs <= 2
 			},
 			goals: []goal{atMostGoal("the gang bound after its last pod exists", flotillaGangs, func(r *result) float64 { return r.GangSecs }, 2, "s"),
-				ratioGoal("peak RSS, flotilla gangs / default profile", flotillaGangs, defaultPlain, func(r *result) float64 { return r.PeakRSS }, false, 1.2)},
+				ratioGoal("first created → last bound, the gang / the same pods ungrouped (default profile)", flotillaGangs, defaultPlain, func(r *result) float64 { return r.Seconds }, false, 1.1),
+				rssGoal(flotillaGangs, defaultPlain)},
 		},
 		{
 			id: "P4", what: fmt.Sprintf("%d nodes + %d pending pods", p4Nodes, p4Pods),
@@ -232,7 +235,7 @@ func workloads(full bool) []workload {
 				ratio := f.PeakRSS / d.PeakRSS
 				return fmt.Sprintf("peak RSS %.0f MiB vs %.0f MiB = %.2f x", f.PeakRSS/mib, d.PeakRSS/mib, ratio), ratio <= 1.2
 			},
-			goals: []goal{ratioGoal("peak RSS, flotilla / default profile", flotillaPlain, defaultPlain, func(r *result) float64 { return r.PeakRSS }, false, 1.2)},
+			goals: []goal{rssGoal(flotillaPlain, defaultPlain)},
 		},
 		{
 			id: "Q1", what: fmt.Sprintf("%d Jobs, each a gang of 40%% of %d nodes, created at once, pods run 2 s", q1Gangs, q1Nodes),
@@ -247,7 +250,8 @@ func workloads(full bool) []workload {
 					r.Seconds <= 1.5*r.Extra["idealSeconds"] && r.Extra["partialPercent"] <= 1
 			},
 			goals: []goal{atMostGoal("all complete over the ideal (waves x run time)", flotillaGangs, func(r *result) float64 { return r.Seconds / r.Extra["idealSeconds"] }, 1.5, "x"),
-				atMostGoal("resource-seconds held by incomplete gangs", flotillaGangs, func(r *result) float64 { return r.Extra["partialPercent"] }, 1, "%")},
+				atMostGoal("resource-seconds held by incomplete gangs", flotillaGangs, func(r *result) float64 { return r.Extra["partialPercent"] }, 1, "%"),
+				rssGoal(flotillaGangs, defaultPlain)},
 		},
 		{
 			id: "Q2", what: fmt.Sprintf("3 queues, weights 1:2:3, each over-subscribed with Jobs of 1 cpu + 1Gi pods, on %d nodes", q2Nodes),
@@ -265,7 +269,8 @@ func workloads(full bool) []workload {
 				return verdict, r.Extra["steadyErrorPercent"] <= 2 && r.Extra["secondsToShare"] <= 10
 			},
 			goals: []goal{atMostGoal("a newly active queue at its share", flotillaPlain, func(r *result) float64 { return r.Extra["secondsToShare"] }, 10, "s"),
-				atMostGoal("steady allocation off deserved", flotillaPlain, func(r *result) float64 { return r.Extra["steadyErrorPercent"] }, 2, "%")},
+				atMostGoal("steady allocation off deserved", flotillaPlain, func(r *result) float64 { return r.Extra["steadyErrorPercent"] }, 2, "%"),
+				rssGoal(flotillaPlain, defaultPlain)},
 		},
 		{
 			id: "F1", what: fmt.Sprintf("fairness over time: on %d nodes of 8 cpu, queue a (weight 1) alone for a phase of %s, then b (1) beside it, then c (2) with mixed gangs (a leader of 2 cpu, 3 workers of 1) every %s; Jobs of 1 cpu + 2Gi pods that run %.0f s; %d phases; usage half-life one phase",
@@ -287,6 +292,7 @@ func workloads(full bool) []workload {
 						on, off := pair[flotillaUsage.name], pair[flotillaPlain.name]
 						return extra(on, "newcomerContendedShare") - extra(off, "newcomerContendedShare"), on != nil && off != nil
 					}},
+				rssGoal(flotillaUsage, flotillaPlain),
 			},
 		},
 		{
