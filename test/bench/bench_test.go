@@ -22,16 +22,16 @@ import (
 )
 
 var (
-	size          = flag.String("bench.size", "smoke", "smoke (the CI size: checks that every workload completes) or full (issue 8's sizes)")
+	size          = flag.String("bench.size", "smoke", "smoke (the CI size: checks that every workload completes) or full (the sizes docs/benchmarks.md reports)")
 	count         = flag.Int("bench.count", 1, "runs per variant; the table shows the median and the spread")
 	only          = flag.String("bench.workloads", "", "comma-separated workload ids (P1,S1,P2,R1,D1,M1,P3,P4,Q1,Q2,F1,T1); empty: all")
-	reportPath    = flag.String("bench.report", "", "rewrite the workloads section of this markdown file (docs/benchmarks.md)")
+	reportPath    = flag.String("bench.report", "", "rewrite the status table and the workloads section of this markdown file (docs/benchmarks.md) from every run -bench.json keeps (this run's alone without it)")
 	jsonPath      = flag.String("bench.json", "", "write every run as JSON to this file")
 	kubeconfig    = flag.String("bench.kubeconfig", "", "run against this control plane and its scheduler instead of a fresh one per run")
 	schedulerName = flag.String("bench.scheduler-name", "", "with -bench.kubeconfig: the schedulerName the measured scheduler serves (instead of flotilla-scheduler)")
 	metricsURL    = flag.String("bench.metrics-url", "", "with -bench.kubeconfig: the measured scheduler's /metrics, if it serves one")
 	onlyVariants  = flag.String("bench.variants", "", "comma-separated variant names to run (e.g. \"flotilla, gangs, DRA GPUs\" is one; separate with ';'); empty: all. A workload missing variants gets no verdict")
-	statusPath    = flag.String("bench.status", "", "with -bench.json: rewrite the status table of this markdown file (docs/benchmarks.md) from the runs the JSON file holds, running no workload")
+	statusPath    = flag.String("bench.status", "", "with -bench.json: rewrite the status table and the workloads section of this markdown file (docs/benchmarks.md) from the runs the JSON file holds, running no workload")
 	cpuProfile    = flag.String("bench.cpuprofile", "", "save a 15 s CPU profile of the scheduler from the start of each run, its heap every 10 s, and its allocations at the end, into this directory")
 )
 
@@ -83,11 +83,11 @@ func TestWorkloads(t *testing.T) {
 		t.Skip("every workload on both profiles takes about 4 minutes at the smoke size: make test runs it, make test-short does not")
 	}
 	if *statusPath != "" {
-		// Only the status table, from the runs the JSON file holds.
+		// Only the tables, from the runs the JSON file holds.
 		require.NotEmpty(t, *jsonPath, "-bench.status reads the runs of -bench.json")
 		runs, err := readRuns(*jsonPath)
 		require.NoError(t, err)
-		require.NoError(t, rewriteStatus(*statusPath, runs))
+		require.NoError(t, rewriteTables(*statusPath, runs))
 		return
 	}
 	opts := Options{Kubeconfig: *kubeconfig, SchedulerName: *schedulerName, MetricsURL: *metricsURL}
@@ -97,8 +97,6 @@ func TestWorkloads(t *testing.T) {
 			wanted[strings.ToUpper(id)] = true
 		}
 	}
-	var rows []row
-	var outcomes []outcome
 	var all []*result
 	for _, w := range workloads(*size == "full") {
 		if len(wanted) > 0 && !wanted[w.id] {
@@ -125,7 +123,6 @@ func TestWorkloads(t *testing.T) {
 			}
 			variants = slices.DeleteFunc(slices.Clone(variants), func(v variant) bool { return !keep[v.name] })
 		}
-		byVariant := map[string][]*result{}
 		for i := 0; i < *count; i++ {
 			for position, v := range roundOrder(variants, i) {
 				r := runOnce(t, w, v, opts, i)
@@ -134,25 +131,13 @@ func TestWorkloads(t *testing.T) {
 				}
 				r.Pair, r.Position = i, position
 				r.Commit, r.Date = measuredTree(), time.Now().UTC().Format(time.DateOnly)
-				byVariant[v.name] = append(byVariant[v.name], r)
+				r.Size, r.Machine = *size, machine()
 				all = append(all, r)
 			}
 		}
-		medians := map[string]*result{}
-		for _, v := range variants {
-			medians[v.name] = median(byVariant[v.name])
-			rows = append(rows, row{id: w.id, what: w.what, variant: v.name, runs: byVariant[v.name], median: medians[v.name]})
-		}
-		if len(variants) == len(w.variants) {
-			measured, met := w.verdict(medians)
-			outcomes = append(outcomes, outcome{id: w.id, target: w.target, measured: measured, met: met})
-		}
 	}
-	table := render(rows, outcomes, *size, *count)
-	fmt.Println(table)
-	if *reportPath != "" {
-		require.NoError(t, report.ReplaceSection(*reportPath, "workloads", table))
-	}
+	fmt.Println(renderWorkloads(all, workloads(*size == "full")))
+	fmt.Println(renderStatus(statusRows(all, workloads(*size == "full"), func(string) bool { return false })))
 	if *jsonPath != "" {
 		// The file keeps every workload's newest runs: this run's replace
 		// those of the workloads it ran.
@@ -167,9 +152,11 @@ func TestWorkloads(t *testing.T) {
 		data, err := json.MarshalIndent(all, "", "  ")
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(*jsonPath, data, 0o644))
-		if *reportPath != "" {
-			require.NoError(t, rewriteStatus(*reportPath, all))
-		}
+	}
+	if *reportPath != "" {
+		// From every workload's newest runs the JSON file keeps, or this
+		// run's alone without one.
+		require.NoError(t, rewriteTables(*reportPath, all))
 	}
 }
 
@@ -190,10 +177,13 @@ func readRuns(path string) ([]*result, error) {
 	return runs, nil
 }
 
-// rewriteStatus rewrites the status table of the markdown file at path
-// from runs.
-func rewriteStatus(path string, runs []*result) error {
-	return report.ReplaceSection(path, "status", renderStatus(statusRows(runs, workloads(true), staleAgainstPlugins("."))))
+// rewriteTables rewrites the status table and the workloads section of
+// the markdown file at path from runs, full-size workloads' described.
+func rewriteTables(path string, runs []*result) error {
+	if err := report.ReplaceSection(path, "status", renderStatus(statusRows(runs, workloads(true), staleAgainstPlugins(".")))); err != nil {
+		return err
+	}
+	return report.ReplaceSection(path, "workloads", renderWorkloads(runs, workloads(true)))
 }
 
 func runOnce(t *testing.T, w workload, v variant, opts Options, i int) *result {

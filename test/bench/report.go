@@ -2,11 +2,12 @@ package bench
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
-	"time"
 )
 
 // row is one workload's variant over its runs.
@@ -16,10 +17,13 @@ type row struct {
 	median            *result
 }
 
-// outcome is one workload against its target.
-type outcome struct {
+// measurement is one workload's newest measurement in words: its figures
+// against its target, where and when it was measured, and over how many
+// pairs of runs.
+type measurement struct {
 	id, target, measured string
-	met                  bool
+	commit, date, size   string
+	pairs                int
 }
 
 // median takes the median of every figure over the runs.
@@ -61,11 +65,64 @@ func spread(runs []*result, of func(*result) float64) string {
 	return fmt.Sprintf(" [%.0f–%.0f]", lo, hi)
 }
 
-// render writes the results and the targets as markdown.
-func render(rows []row, outcomes []outcome, size string, count int) string {
+// renderWorkloads is the workloads section: each workload's newest
+// measurement among runs (that of pairsOf, the one the status table
+// reads), a row per variant with the median of its runs, then each
+// workload's figures in words. Verdicts are the status table's.
+func renderWorkloads(runs []*result, ws []workload) string {
+	var rows []row
+	var measurements []measurement
+	machines := map[string]bool{}
+	for _, w := range ws {
+		pairs, commit, date := pairsOf(runsOf(runs, w.id))
+		if len(pairs) == 0 {
+			continue
+		}
+		byVariant := map[string][]*result{}
+		var names []string
+		size := "–"
+		for _, pair := range pairs {
+			for _, r := range pair {
+				if byVariant[r.Variant] == nil {
+					names = append(names, r.Variant)
+				}
+				byVariant[r.Variant] = append(byVariant[r.Variant], r)
+				if r.Machine != "" {
+					machines[r.Machine] = true
+				}
+				if r.Size != "" {
+					size = r.Size
+				}
+			}
+		}
+		// Variants in the workload's order; others (a scheduler measured
+		// through -bench.kubeconfig) after them.
+		slices.SortStableFunc(names, func(a, b string) int { return variantIndex(w, a) - variantIndex(w, b) })
+		medians := map[string]*result{}
+		for _, name := range names {
+			medians[name] = median(byVariant[name])
+			rows = append(rows, row{id: w.id, what: w.what, variant: name, runs: byVariant[name], median: medians[name]})
+		}
+		m := measurement{id: w.id, target: w.target, measured: "–", commit: commit, date: date, size: size, pairs: len(pairs)}
+		if len(medians) == len(w.variants) && w.measured != nil {
+			complete := true
+			for _, v := range w.variants {
+				complete = complete && medians[v.name] != nil
+			}
+			if complete {
+				m.measured = w.measured(medians)
+			}
+		}
+		measurements = append(measurements, m)
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Size %s, %d run(s) per variant (median [min–max]); %s; %d CPUs (%s); %s.\n\n",
-		size, count, time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), cpuModel(), runtime.Version())
+	b.WriteString("Each workload's newest measurement: per variant the median of its runs (pods/s: [min–max] over them); measured on ")
+	if len(machines) == 0 {
+		b.WriteString("a machine not recorded")
+	} else {
+		b.WriteString(strings.Join(slices.Sorted(maps.Keys(machines)), "; "))
+	}
+	b.WriteString(".\n\n")
 	b.WriteString("| id | workload | variant | pods | first created → last bound | pods/s | latency p50 / p90 / p99 | scheduling / binding (s, summed) | peak RSS | heap in use | slowest gang: last created → bound |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
@@ -78,15 +135,44 @@ func render(rows []row, outcomes []outcome, size string, count int) string {
 			r.id, r.what, r.variant, m.Pods, m.Seconds, m.PodsPerS, spread(r.runs, func(x *result) float64 { return x.PodsPerS }),
 			latency(m), m.SchedulingSecs, m.BindingSecs, m.PeakRSS/mib, m.HeapInUse/mib, gang)
 	}
-	b.WriteString("\n| id | target | measured | met |\n|---|---|---|---|\n")
-	for _, o := range outcomes {
-		met := "yes"
-		if !o.met {
-			met = "**no**"
+	b.WriteString("\n| id | target | measured (medians of the runs) | pairs | size | commit | date |\n|---|---|---|---|---|---|---|\n")
+	for _, m := range measurements {
+		commit, date := m.commit, m.date
+		if commit == "" {
+			commit = "unknown"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", o.id, o.target, o.measured, met)
+		if date == "" {
+			date = "–"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %s |\n", m.id, m.target, m.measured, m.pairs, m.size, commit, date)
 	}
 	return b.String()
+}
+
+// runsOf is the runs of workload id, in their order.
+func runsOf(runs []*result, id string) []*result {
+	var of []*result
+	for _, r := range runs {
+		if r.Workload == id {
+			of = append(of, r)
+		}
+	}
+	return of
+}
+
+// variantIndex is name's place among w's variants, past them when absent.
+func variantIndex(w workload, name string) int {
+	for i, v := range w.variants {
+		if v.name == name {
+			return i
+		}
+	}
+	return len(w.variants)
+}
+
+// machine describes where a run ran: CPUs, their model and Go's version.
+func machine() string {
+	return fmt.Sprintf("%d CPUs (%s), %s", runtime.NumCPU(), cpuModel(), runtime.Version())
 }
 
 func ms(seconds float64) string { return fmt.Sprintf("%.0f ms", 1000*seconds) }

@@ -46,7 +46,16 @@ func rssGoal(v, base variant) goal {
 
 // atMostGoal is a goal on one variant's figure, at most limit (in unit).
 func atMostGoal(what string, v variant, of func(*result) float64, limit float64, unit string) goal {
-	return goal{what: what, target: fmt.Sprintf("<= %g %s", limit, unit), unit: unit, meets: func(x float64) bool { return x <= limit },
+	return variantGoal(what, fmt.Sprintf("<= %g %s", limit, unit), unit, v, of, func(x float64) bool { return x <= limit })
+}
+
+// atLeastGoal is a goal on one variant's figure, at least limit (in unit).
+func atLeastGoal(what string, v variant, of func(*result) float64, limit float64, unit string) goal {
+	return variantGoal(what, fmt.Sprintf(">= %g %s", limit, unit), unit, v, of, func(x float64) bool { return x >= limit })
+}
+
+func variantGoal(what, target, unit string, v variant, of func(*result) float64, meets func(float64) bool) goal {
+	return goal{what: what, target: strings.TrimSpace(target), unit: unit, meets: meets,
 		figure: func(pair map[string]*result) (float64, bool) {
 			r := pair[v.name]
 			if r == nil {
@@ -54,6 +63,38 @@ func atMostGoal(what string, v variant, of func(*result) float64, limit float64,
 			}
 			return of(r), true
 		}}
+}
+
+// differenceGoal is a goal on of(v) - of(base): above limit when
+// strictly, else at least limit (in unit, e.g. percentage points).
+func differenceGoal(what string, v, base variant, of func(*result) float64, limit float64, strictly bool, unit string) goal {
+	target, meets := fmt.Sprintf(">= %g %s", limit, unit), func(x float64) bool { return x >= limit }
+	if strictly {
+		target, meets = fmt.Sprintf("> %g %s", limit, unit), func(x float64) bool { return x > limit }
+	}
+	return goal{what: what, target: strings.TrimSpace(target), unit: unit, meets: meets,
+		figure: func(pair map[string]*result) (float64, bool) {
+			a, b := pair[v.name], pair[base.name]
+			if a == nil || b == nil {
+				return 0, false
+			}
+			return of(a) - of(b), true
+		}}
+}
+
+// extraOf reads one of a run's workload-specific figures.
+func extraOf(name string) func(*result) float64 {
+	return func(r *result) float64 { return extra(r, name) }
+}
+
+// jobCompletionGoals are what a Job's user feels, for v against base:
+// the time until every Job completed, and the 95th percentile of one
+// Job's creation to completion, each at most 1.1 x.
+func jobCompletionGoals(v, base variant) []goal {
+	return []goal{
+		ratioGoal("every Job complete, "+v.name+" / "+base.name, v, base, extraOf("jobsCompleteSeconds"), false, 1.1),
+		ratioGoal("one Job created → complete, p95, "+v.name+" / "+base.name, v, base, extraOf("jobCompletionP95Seconds"), false, 1.1),
+	}
 }
 
 // extra is one of a run's workload-specific figures, 0 without the run.
@@ -114,13 +155,7 @@ func pairsOf(runs []*result) (pairs []map[string]*result, commit, date string) {
 func statusRows(all []*result, ws []workload, stale func(commit string) bool) []statusRow {
 	var rows []statusRow
 	for _, w := range ws {
-		var runs []*result
-		for _, r := range all {
-			if r.Workload == w.id {
-				runs = append(runs, r)
-			}
-		}
-		pairs, commit, date := pairsOf(runs)
+		pairs, commit, date := pairsOf(runsOf(all, w.id))
 		for _, g := range w.goals {
 			row := statusRow{id: w.id, goal: g.what, target: g.target, unit: g.unit, commit: commit, date: date}
 			met := 0

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -57,4 +58,38 @@ func TestStatusRowsReadEachPair(t *testing.T) {
 	table := renderStatus(rows)
 	assert.Contains(t, table, "| pods/s, a / b (>= 1.00 x) | W2 | 0.90 x | 0.90–1.10 | 2 | new | 2026-11-28 | within noise |")
 	assert.Equal(t, 2+len(rows), strings.Count(table, "\n"))
+}
+
+// The workloads section shows each workload's newest measurement only, a
+// row per variant in the workload's order, and its figures in words only
+// when every variant was measured.
+func TestRenderWorkloadsShowsTheNewestMeasurement(t *testing.T) {
+	a, b := variant{name: "a"}, variant{name: "b"}
+	words := func(m map[string]*result) string {
+		return fmt.Sprintf("a %.0f vs b %.0f pods/s", m["a"].PodsPerS, m["b"].PodsPerS)
+	}
+	ws := []workload{
+		{id: "W1", what: "one", target: "a >= b", variants: []variant{a, b}, measured: words},
+		{id: "W2", what: "two", target: "a >= b", variants: []variant{a, b}, measured: words},
+		{id: "W3", what: "three", target: "a >= b", variants: []variant{a, b}, measured: words},
+	}
+	run := func(id, v string, pair int, commit string, podsPerS float64) *result {
+		return &result{Workload: id, Variant: v, Pair: pair, Commit: commit, Date: "2026-11-28", PodsPerS: podsPerS, Size: "full", Machine: "2 CPUs"}
+	}
+	runs := []*result{
+		run("W1", "a", 0, "old", 1), run("W1", "b", 0, "old", 1),
+		// Round 1 ran b first: rows still follow the workload's order.
+		run("W1", "a", 0, "new", 110), run("W1", "b", 0, "new", 100),
+		run("W1", "b", 1, "new", 100), run("W1", "a", 1, "new", 130),
+		run("W1", "a", 2, "new", 120), run("W1", "b", 2, "new", 100),
+		run("W2", "b", 0, "new", 90),
+	}
+	table := renderWorkloads(runs, ws)
+	assert.Contains(t, table, "| W1 | one | a | 0 | 0.0 s | 120 [110–130] |")
+	assert.Contains(t, table, "| W1 | a >= b | a 120 vs b 100 pods/s | 3 | full | new | 2026-11-28 |")
+	assert.Less(t, strings.Index(table, "| W1 | one | a |"), strings.Index(table, "| W1 | one | b |"))
+	assert.Contains(t, table, "| W2 | a >= b | – | 1 | full | new | 2026-11-28 |", "W2 lacks a: no figures in words")
+	assert.NotContains(t, table, "| W3 |", "W3 was never measured")
+	assert.NotContains(t, table, "| 1 [", "the old commit's runs are not read")
+	assert.Contains(t, table, "measured on 2 CPUs.")
 }

@@ -70,8 +70,12 @@ type result struct {
 	Position int `json:"position"`
 	// Commit is the tree the run measured (git's short hash, "+changes"
 	// when it differed from it), Date the day it ran (UTC).
-	Commit   string  `json:"commit,omitempty"`
-	Date     string  `json:"date,omitempty"`
+	Commit string `json:"commit,omitempty"`
+	Date   string `json:"date,omitempty"`
+	// Size is the workloads' size (full or smoke), Machine where the run
+	// ran (CPUs, model, Go).
+	Size     string  `json:"size,omitempty"`
+	Machine  string  `json:"machine,omitempty"`
 	Pods     int     `json:"pods"`
 	Seconds  float64 `json:"seconds"` // first pod created to last pod bound (P4: attempted)
 	PodsPerS float64 `json:"podsPerSecond"`
@@ -89,16 +93,16 @@ type result struct {
 	Extra map[string]float64 `json:"extra,omitempty"`
 }
 
-// workload is one row of issue 8's table.
+// workload is one benchmark: its variants, how one run goes, and its goals.
 type workload struct {
 	id, what, target string
 	variants         []variant
 	run              func(e *env, v variant) (*result, error)
-	// verdict says what was measured against the target and whether it was met.
-	verdict func(medians map[string]*result) (string, bool)
+	// measured states the figures of the median runs against the target
+	// in words; goals give the verdicts.
+	measured func(medians map[string]*result) string
 	// goals are its rows of the status table, each read per pair of runs
-	// (status.go); a workload whose target no figure of a pair states
-	// (D1, M1, T1: several figures and controls) has its verdict only.
+	// (status.go): the verdicts.
 	goals []goal
 	// jobs: the workload is Jobs whose pods run and finish (the realistic
 	// substrate: Job controller and simulated kubelets); otherwise bare
@@ -118,8 +122,7 @@ func workloads(full bool) []workload {
 	p1Nodes, p1Pods := pick(50, 5000), pick(200, 10000)
 	s1Nodes, s1Pods := pick(60, 15000), pick(120, 30000)
 	p2Nodes, p2Gangs := pick(20, 1000), pick(20, 1000)
-	// D1 is P2 with a DRA GPU per pod, at P2's size as the devices issue
-	// asks. With DRA the default profile binds about 10 pods/s there on
+	// D1 is P2 with a DRA GPU per pod, at P2's size. With DRA the default profile binds about 10 pods/s there on
 	// these 2 cores (4451 of 8000 pods in 7m40s, 2026-11-25 at 78bd44d:
 	// DynamicResources' Filter runs the allocator node by node), hence
 	// its own bind timeout.
@@ -141,7 +144,7 @@ func workloads(full bool) []workload {
 			run: func(e *env, v variant) (*result, error) {
 				return runPods(e, v, podStream{nodes: p1Nodes, node: cpuNode, pods: p1Pods, perGroup: 1, cpu: "500m"})
 			},
-			verdict: ratioVerdict("pods/s", flotillaPlain, 1.0, func(r *result) float64 { return r.PodsPerS }),
+			measured: ratioMeasured("pods/s", flotillaPlain, func(r *result) float64 { return r.PodsPerS }),
 			goals: []goal{ratioGoal("pods/s, flotilla / default profile", flotillaPlain, defaultPlain, func(r *result) float64 { return r.PodsPerS }, true, 1.0),
 				rssGoal(flotillaPlain, defaultPlain)},
 		},
@@ -152,11 +155,10 @@ func workloads(full bool) []workload {
 			run: func(e *env, v variant) (*result, error) {
 				return runPods(e, v, podStream{nodes: s1Nodes, node: cpuNode, pods: s1Pods, perGroup: 1, cpu: "500m"})
 			},
-			verdict: func(m map[string]*result) (string, bool) {
+			measured: func(m map[string]*result) string {
 				f, d := m[flotillaPlain.name], m[defaultPlain.name]
 				speed, rss := f.PodsPerS/d.PodsPerS, f.PeakRSS/d.PeakRSS
-				return fmt.Sprintf("pods/s %.0f vs %.0f = %.2f x; peak RSS %.0f MiB vs %.0f MiB = %.2f x", f.PodsPerS, d.PodsPerS, speed, f.PeakRSS/mib, d.PeakRSS/mib, rss),
-					speed >= 1.0 && rss <= 1.2
+				return fmt.Sprintf("pods/s %.0f vs %.0f = %.2f x; peak RSS %.0f MiB vs %.0f MiB = %.2f x", f.PodsPerS, d.PodsPerS, speed, f.PeakRSS/mib, d.PeakRSS/mib, rss)
 			},
 			goals: []goal{ratioGoal("pods/s, flotilla / default profile", flotillaPlain, defaultPlain, func(r *result) float64 { return r.PodsPerS }, true, 1.0),
 				rssGoal(flotillaPlain, defaultPlain)},
@@ -169,9 +171,9 @@ func workloads(full bool) []workload {
 				return runJobs(e, v, p2Nodes, cluster.NodeSpec{Name: "n", CPU: "16", Memory: "64Gi"},
 					jobStream{jobs: p2Gangs, size: 8, cpu: "1", memory: "1Gi", runSeconds: 5})
 			},
-			verdict: withJobCompletions(flotillaGangs, ratioVerdict("pods/s", flotillaGangs, 0.9, func(r *result) float64 { return r.PodsPerS })),
-			goals: []goal{ratioGoal("pods/s, flotilla gangs / default profile", flotillaGangs, defaultPlain, func(r *result) float64 { return r.PodsPerS }, true, 0.9),
-				rssGoal(flotillaGangs, defaultPlain)},
+			measured: withJobCompletions(flotillaGangs, ratioMeasured("pods/s", flotillaGangs, func(r *result) float64 { return r.PodsPerS })),
+			goals: append([]goal{ratioGoal("pods/s, flotilla gangs / default profile", flotillaGangs, defaultPlain, func(r *result) float64 { return r.PodsPerS }, true, 0.9),
+				rssGoal(flotillaGangs, defaultPlain)}, jobCompletionGoals(flotillaGangs, defaultPlain)...),
 		},
 		{
 			id: "R1", what: fmt.Sprintf("P2 as leader + workers: %d Indexed Jobs x 8 pods (1 cpu + 1Gi, run 5 s) on %d nodes, roles leader (index 0, minimum 1) and workers (minimum 7)", p2Gangs, p2Nodes),
@@ -181,13 +183,13 @@ func workloads(full bool) []workload {
 				return runJobs(e, v, p2Nodes, cluster.NodeSpec{Name: "n", CPU: "16", Memory: "64Gi"},
 					jobStream{jobs: p2Gangs, size: 8, cpu: "1", memory: "1Gi", runSeconds: 5, indexed: true})
 			},
-			verdict: func(m map[string]*result) (string, bool) {
+			measured: func(m map[string]*result) string {
 				r, g := m[flotillaRoles.name], m[flotillaGangs.name]
 				ratio := r.PodsPerS / g.PodsPerS
-				return fmt.Sprintf("pods/s %.0f vs %.0f = %.2f x", r.PodsPerS, g.PodsPerS, ratio), ratio >= 0.95
+				return fmt.Sprintf("pods/s %.0f vs %.0f = %.2f x", r.PodsPerS, g.PodsPerS, ratio)
 			},
-			goals: []goal{ratioGoal("pods/s, gangs with roles / without", flotillaRoles, flotillaGangs, func(r *result) float64 { return r.PodsPerS }, true, 0.95),
-				rssGoal(flotillaRoles, flotillaGangs)},
+			goals: append([]goal{ratioGoal("pods/s, gangs with roles / without", flotillaRoles, flotillaGangs, func(r *result) float64 { return r.PodsPerS }, true, 0.95),
+				rssGoal(flotillaRoles, flotillaGangs)}, jobCompletionGoals(flotillaRoles, flotillaGangs)...),
 		},
 		{
 			id: "D1", what: fmt.Sprintf("P2 with a GPU per pod: %d Jobs x 8 pods (1 cpu + 1Gi + 1 GPU, run 5 s) on %d nodes x 8 GPUs", d1Gangs, d1Nodes),
@@ -197,7 +199,11 @@ func workloads(full bool) []workload {
 				return runJobs(e, v, d1Nodes, cluster.NodeSpec{Name: "n", CPU: "16", Memory: "64Gi"},
 					jobStream{jobs: d1Gangs, size: 8, cpu: "1", memory: "1Gi", runSeconds: 5, podGPUs: 1, nodeGPUs: 8, bindTimeout: 25 * time.Minute})
 			},
-			verdict: draVerdict,
+			measured: draMeasured,
+			goals: append([]goal{
+				ratioGoal("pods/s, "+flotillaDRA.name+" / "+defaultDRA.name, flotillaDRA, defaultDRA, func(r *result) float64 { return r.PodsPerS }, true, 0.9),
+				ratioGoal("pods/s, "+flotillaDRA.name+" / "+flotillaGPUs.name, flotillaDRA, flotillaGPUs, func(r *result) float64 { return r.PodsPerS }, true, 0.9),
+				rssGoal(flotillaDRA, defaultDRA), rssGoal(flotillaDRA, flotillaGPUs)}, jobCompletionGoals(flotillaDRA, defaultDRA)...),
 		},
 		{
 			id: "M1", what: fmt.Sprintf("mixed gangs on DRA: %d gangs of prefill (2 pods x 4 h100), decode (4 pods x 2 l40), each role in one zone, and a router, on %d zones of 2 h100 nodes and 1 l40 node (8 devices each), pods run %.0f s", m1.gangs, m1.zones, m1.runSeconds),
@@ -206,7 +212,9 @@ func workloads(full bool) []workload {
 			run: func(e *env, v variant) (*result, error) {
 				return runMixed(e, v, m1)
 			},
-			verdict: mixedVerdict,
+			measured: mixedMeasured,
+			goals: []goal{ratioGoal("every gang bound, "+flotillaDRA.name+" / "+defaultDRA.name+" (no gangs, roles or domains)", flotillaDRA, defaultDRA, func(r *result) float64 { return r.Seconds }, false, 1.2),
+				rssGoal(flotillaDRA, defaultDRA)},
 		},
 		{
 			id: "P3", what: fmt.Sprintf("one %d-pod gang on %d nodes", p3Size, p3Nodes),
@@ -215,9 +223,9 @@ func workloads(full bool) []workload {
 			run: func(e *env, v variant) (*result, error) {
 				return runPods(e, v, podStream{nodes: p3Nodes, node: cpuNode, pods: p3Size, perGroup: p3Size, cpu: "1"})
 			},
-			verdict: func(m map[string]*result) (string, bool) {
+			measured: func(m map[string]*result) string {
 				f, d := m[flotillaGangs.name], m[defaultPlain.name]
-				return fmt.Sprintf("%.2f s (default profile, no gang: %.2f s)", f.GangSecs, d.GangSecs), f.GangSecs <= 2
+				return fmt.Sprintf("%.2f s (default profile, no gang: %.2f s)", f.GangSecs, d.GangSecs)
 			},
 			goals: []goal{atMostGoal("the gang bound after its last pod exists", flotillaGangs, func(r *result) float64 { return r.GangSecs }, 2, "s"),
 				ratioGoal("first created → last bound, the gang / the same pods ungrouped (default profile)", flotillaGangs, defaultPlain, func(r *result) float64 { return r.Seconds }, false, 1.1),
@@ -230,10 +238,10 @@ func workloads(full bool) []workload {
 			run: func(e *env, v variant) (*result, error) {
 				return runPods(e, v, podStream{nodes: p4Nodes, node: cpuNode, pods: p4Pods, perGroup: 1, cpu: "100", pending: true})
 			},
-			verdict: func(m map[string]*result) (string, bool) {
+			measured: func(m map[string]*result) string {
 				f, d := m[flotillaPlain.name], m[defaultPlain.name]
 				ratio := f.PeakRSS / d.PeakRSS
-				return fmt.Sprintf("peak RSS %.0f MiB vs %.0f MiB = %.2f x", f.PeakRSS/mib, d.PeakRSS/mib, ratio), ratio <= 1.2
+				return fmt.Sprintf("peak RSS %.0f MiB vs %.0f MiB = %.2f x", f.PeakRSS/mib, d.PeakRSS/mib, ratio)
 			},
 			goals: []goal{rssGoal(flotillaPlain, defaultPlain)},
 		},
@@ -244,10 +252,9 @@ func workloads(full bool) []workload {
 			run: func(e *env, v variant) (*result, error) {
 				return runWaves(e, v, q1Nodes, q1Gangs, 2*time.Second)
 			},
-			verdict: func(m map[string]*result) (string, bool) {
+			measured: func(m map[string]*result) string {
 				r := m[flotillaGangs.name]
-				return fmt.Sprintf("%.1f s vs ideal %.1f s = %.2f x; incomplete gangs held %.2f%%", r.Seconds, r.Extra["idealSeconds"], r.Seconds/r.Extra["idealSeconds"], r.Extra["partialPercent"]),
-					r.Seconds <= 1.5*r.Extra["idealSeconds"] && r.Extra["partialPercent"] <= 1
+				return fmt.Sprintf("%.1f s vs ideal %.1f s = %.2f x; incomplete gangs held %.2f%%", r.Seconds, r.Extra["idealSeconds"], r.Seconds/r.Extra["idealSeconds"], r.Extra["partialPercent"])
 			},
 			goals: []goal{atMostGoal("all complete over the ideal (waves x run time)", flotillaGangs, func(r *result) float64 { return r.Seconds / r.Extra["idealSeconds"] }, 1.5, "x"),
 				atMostGoal("resource-seconds held by incomplete gangs", flotillaGangs, func(r *result) float64 { return r.Extra["partialPercent"] }, 1, "%"),
@@ -260,13 +267,13 @@ func workloads(full bool) []workload {
 			run: func(e *env, v variant) (*result, error) {
 				return runQueues(e, v, q2Nodes)
 			},
-			verdict: func(m map[string]*result) (string, bool) {
+			measured: func(m map[string]*result) string {
 				r := m[flotillaPlain.name]
-				verdict := fmt.Sprintf("steady error %.1f%%; new queue at its share after %.1f s (%s)", r.Extra["steadyErrorPercent"], r.Extra["secondsToShare"], reclaimBreakdown(r))
+				measured := fmt.Sprintf("steady error %.1f%%; new queue at its share after %.1f s (%s)", r.Extra["steadyErrorPercent"], r.Extra["secondsToShare"], reclaimBreakdown(r))
 				if d := m[defaultPlain.name]; d != nil {
-					verdict += fmt.Sprintf("; the default profile's priority preemption of the same pods: %.1f s (%s)", d.Extra["secondsToShare"], reclaimBreakdown(d))
+					measured += fmt.Sprintf("; the default profile's priority preemption of the same pods: %.1f s (%s)", d.Extra["secondsToShare"], reclaimBreakdown(d))
 				}
-				return verdict, r.Extra["steadyErrorPercent"] <= 2 && r.Extra["secondsToShare"] <= 10
+				return measured
 			},
 			goals: []goal{atMostGoal("a newly active queue at its share", flotillaPlain, func(r *result) float64 { return r.Extra["secondsToShare"] }, 10, "s"),
 				atMostGoal("steady allocation off deserved", flotillaPlain, func(r *result) float64 { return r.Extra["steadyErrorPercent"] }, 2, "%"),
@@ -280,18 +287,16 @@ func workloads(full bool) []workload {
 			run: func(e *env, v variant) (*result, error) {
 				return runFairness(e, v, f1)
 			},
-			verdict: fairVerdict,
+			measured: fairMeasured,
 			goals: []goal{
 				{what: "b's part of what a and b ran in its first phase, usage on", target: "> 0.5", meets: func(x float64) bool { return x > 0.5 },
 					figure: func(pair map[string]*result) (float64, bool) {
 						on := pair[flotillaUsage.name]
 						return extra(on, "newcomerContendedShare"), on != nil
 					}},
-				{what: "the same, usage on less off", target: ">= 0.05", meets: func(x float64) bool { return x >= 0.05 },
-					figure: func(pair map[string]*result) (float64, bool) {
-						on, off := pair[flotillaUsage.name], pair[flotillaPlain.name]
-						return extra(on, "newcomerContendedShare") - extra(off, "newcomerContendedShare"), on != nil && off != nil
-					}},
+				differenceGoal("the same, usage on less off", flotillaUsage, flotillaPlain, extraOf("newcomerContendedShare"), 0.05, false, ""),
+				atLeastGoal("Jain's index per window, median, usage on", flotillaUsage, extraOf("jainMedian"), 0.9, ""),
+				ratioGoal("evictions, usage on / off (each counted as at least 1)", flotillaUsage, flotillaPlain, func(r *result) float64 { return math.Max(extra(r, "evictions"), 1) }, false, 2),
 				rssGoal(flotillaUsage, flotillaPlain),
 			},
 		},
@@ -303,51 +308,54 @@ func workloads(full bool) []workload {
 			run: func(e *env, v variant) (*result, error) {
 				return runRacks(e, v, t1)
 			},
-			verdict: racksVerdict,
+			measured: racksMeasured,
+			goals: []goal{
+				differenceGoal("gangs in one rack, of those a rack holds: preferred rack less no annotations", flotillaTopology, flotillaGangs, extraOf("oneRackOfFittingPercent"), 0, true, "points"),
+				differenceGoal("GPUs allocated: preferred rack less no annotations", flotillaTopology, flotillaGangs, extraOf("gpuAllocationPercent"), -2, false, "points"),
+				ratioGoal("pods/s, preferred rack / no annotations", flotillaTopology, flotillaGangs, func(r *result) float64 { return r.PodsPerS }, true, 0.9),
+				rssGoal(flotillaTopology, flotillaGangs)},
 		},
 	}
 }
 
 const mib = 1 << 20
 
-func ratioVerdict(what string, v variant, min float64, of func(*result) float64) func(map[string]*result) (string, bool) {
-	return func(m map[string]*result) (string, bool) {
+func ratioMeasured(what string, v variant, of func(*result) float64) func(map[string]*result) string {
+	return func(m map[string]*result) string {
 		ratio := of(m[v.name]) / of(m[defaultPlain.name])
-		return fmt.Sprintf("%s %.0f vs %.0f = %.2f x", what, of(m[v.name]), of(m[defaultPlain.name]), ratio), ratio >= min
+		return fmt.Sprintf("%s %.0f vs %.0f = %.2f x", what, of(m[v.name]), of(m[defaultPlain.name]), ratio)
 	}
 }
 
-// withJobCompletions adds to a Job workload's verdict what its users feel
+// withJobCompletions adds to a Job workload's figures what its users feel
 // beside the scheduler's pace: the time until every Job completed, and
 // the median and 95th percentile of one Job's time from creation to
-// completion, for v and the default profile. The target stays the
-// verdict's.
-func withJobCompletions(v variant, verdict func(map[string]*result) (string, bool)) func(map[string]*result) (string, bool) {
-	return func(m map[string]*result) (string, bool) {
-		measured, met := verdict(m)
+// completion, for v and the default profile.
+func withJobCompletions(v variant, of func(map[string]*result) string) func(map[string]*result) string {
+	return func(m map[string]*result) string {
+		measured := of(m)
 		f, d := m[v.name].Extra, m[defaultPlain.name].Extra
 		return fmt.Sprintf("%s; every Job complete %.1f vs %.1f s = %.2f x; one Job p50 / p95 %.0f / %.0f vs %.0f / %.0f s",
 			measured, f["jobsCompleteSeconds"], d["jobsCompleteSeconds"], f["jobsCompleteSeconds"]/d["jobsCompleteSeconds"],
-			f["jobCompletionP50Seconds"], f["jobCompletionP95Seconds"], d["jobCompletionP50Seconds"], d["jobCompletionP95Seconds"]), met
+			f["jobCompletionP50Seconds"], f["jobCompletionP95Seconds"], d["jobCompletionP50Seconds"], d["jobCompletionP95Seconds"])
 	}
 }
 
-// draVerdict compares flotilla with DRA GPUs with the default profile on
+// draMeasured compares flotilla with DRA GPUs with the default profile on
 // the same pods and with flotilla on allocatable GPUs.
 //
-// The target against allocatable GPUs is the issue's; the control
+// Beside the target against allocatable GPUs, the control
 // (the default profile on both) says how much of a shortfall DRA costs
 // any scheduler here: the claims' apiserver writes and DynamicResources'
 // own plugin run in both profiles.
-func draVerdict(m map[string]*result) (string, bool) {
+func draMeasured(m map[string]*result) string {
 	f, d, a, da := m[flotillaDRA.name], m[defaultDRA.name], m[flotillaGPUs.name], m[defaultGPUs.name]
 	vsDefault, vsAllocatable := f.PodsPerS/d.PodsPerS, f.PodsPerS/a.PodsPerS
 	rssDefault, rssAllocatable := f.PeakRSS/d.PeakRSS, f.PeakRSS/a.PeakRSS
 	return fmt.Sprintf("pods/s %.0f vs %.0f (default profile) = %.2f x, vs %.0f (allocatable GPUs) = %.2f x; peak RSS %.0f vs %.0f MiB = %.2f x, vs %.0f MiB = %.2f x; "+
-			"control, the default profile on DRA vs allocatable GPUs: pods/s %.2f x, peak RSS %.2f x",
-			f.PodsPerS, d.PodsPerS, vsDefault, a.PodsPerS, vsAllocatable, f.PeakRSS/mib, d.PeakRSS/mib, rssDefault, a.PeakRSS/mib, rssAllocatable,
-			d.PodsPerS/da.PodsPerS, d.PeakRSS/da.PeakRSS),
-		vsDefault >= 0.9 && vsAllocatable >= 0.9 && rssDefault <= 1.2 && rssAllocatable <= 1.2
+		"control, the default profile on DRA vs allocatable GPUs: pods/s %.2f x, peak RSS %.2f x",
+		f.PodsPerS, d.PodsPerS, vsDefault, a.PodsPerS, vsAllocatable, f.PeakRSS/mib, d.PeakRSS/mib, rssDefault, a.PeakRSS/mib, rssAllocatable,
+		d.PodsPerS/da.PodsPerS, d.PeakRSS/da.PeakRSS)
 }
 
 // podStream is a workload of bare pods: nodes copies of node, then pods
