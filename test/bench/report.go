@@ -146,6 +146,39 @@ func renderWorkloads(runs []*result, ws []workload) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %s |\n", m.id, m.target, m.measured, m.pairs, m.size, commit, date)
 	}
+	for _, w := range ws {
+		if pairs, commit, date := pairsOf(runsOf(runs, w.id)); len(pairs) > 0 {
+			b.WriteString("\n" + renderRuns(w, pairs, commit, date))
+		}
+	}
+	return b.String()
+}
+
+// renderRuns lists every run behind a workload's rows, pair by pair in
+// the order they ran, with its workload-specific figures: the raw runs
+// each verdict is read from.
+func renderRuns(w workload, pairs []map[string]*result, commit, date string) string {
+	var b strings.Builder
+	if commit == "" {
+		commit = "unknown commit"
+	}
+	fmt.Fprintf(&b, "<details><summary>%s: every run (%d pairs, %s, %s)</summary>\n\n", w.id, len(pairs), commit, date)
+	b.WriteString("| pair | order | variant | first created → last bound | pods/s | p99 | peak RSS | other figures |\n|---|---|---|---|---|---|---|---|\n")
+	for i, pair := range pairs {
+		ran := slices.SortedFunc(maps.Values(pair), func(a, b *result) int { return a.Position - b.Position })
+		for _, r := range ran {
+			var other []string
+			for _, k := range slices.Sorted(maps.Keys(r.Extra)) {
+				other = append(other, fmt.Sprintf("%s %.3g", k, r.Extra[k]))
+			}
+			if r.GangSecs > 0 {
+				other = append([]string{fmt.Sprintf("slowest gang %.2f s", r.GangSecs)}, other...)
+			}
+			fmt.Fprintf(&b, "| %d | %d | %s | %.1f s | %.0f | %s | %.0f MiB | %s |\n",
+				i+1, r.Position+1, r.Variant, r.Seconds, r.PodsPerS, ms(r.P99), r.PeakRSS/mib, strings.Join(other, "; "))
+		}
+	}
+	b.WriteString("\n</details>\n")
 	return b.String()
 }
 

@@ -84,6 +84,8 @@ func TestRenderWorkloadsShowsTheNewestMeasurement(t *testing.T) {
 		run("W1", "a", 2, "new", 120), run("W1", "b", 2, "new", 100),
 		run("W2", "b", 0, "new", 90),
 	}
+	// W1's a ran second in its second round.
+	runs[5].Position = 1
 	table := renderWorkloads(runs, ws)
 	assert.Contains(t, table, "| W1 | one | a | 0 | 0.0 s | 120 [110–130] |")
 	assert.Contains(t, table, "| W1 | a >= b | a 120 vs b 100 pods/s | 3 | full | new | 2026-11-28 |")
@@ -92,4 +94,10 @@ func TestRenderWorkloadsShowsTheNewestMeasurement(t *testing.T) {
 	assert.NotContains(t, table, "| W3 |", "W3 was never measured")
 	assert.NotContains(t, table, "| 1 [", "the old commit's runs are not read")
 	assert.Contains(t, table, "measured on 2 CPUs.")
+	// Every run of the newest measurement, in the order each pair ran.
+	assert.Contains(t, table, "<details><summary>W1: every run (3 pairs, new, 2026-11-28)</summary>")
+	assert.Contains(t, table, "| 2 | 1 | b | 0.0 s | 100 |")
+	assert.Contains(t, table, "| 2 | 2 | a | 0.0 s | 130 |")
+	assert.Less(t, strings.Index(table, "| 2 | 1 | b |"), strings.Index(table, "| 2 | 2 | a |"))
+	assert.Equal(t, 2, strings.Count(table, "<details>"), "W1 and W2")
 }
