@@ -32,7 +32,11 @@ var (
 	metricsURL    = flag.String("bench.metrics-url", "", "with -bench.kubeconfig: the measured scheduler's /metrics, if it serves one")
 	onlyVariants  = flag.String("bench.variants", "", "comma-separated variant names to run (e.g. \"flotilla, gangs, DRA GPUs\" is one; separate with ';'); empty: all. A workload missing variants gets no verdict")
 	statusPath    = flag.String("bench.status", "", "with -bench.json: rewrite the status table and the workloads section of this markdown file (docs/benchmarks.md) from the runs the JSON file holds, running no workload")
-	cpuProfile    = flag.String("bench.cpuprofile", "", "save a 15 s CPU profile of the scheduler from the start of each run, its heap every 10 s, and its allocations at the end, into this directory")
+	cpuProfile    = flag.String("bench.cpuprofile", "", "save a 15 s CPU profile of the scheduler from the start of each run, its heap every -bench.heap-every, and its allocations at the end, into this directory")
+	// The peak RSS is the heap at one moment of the run, which the profile
+	// at its end does not show: a short workload (P3) needs samples closer
+	// together than a long one.
+	heapEvery = flag.Duration("bench.heap-every", 10*time.Second, "with -bench.cpuprofile: how often to save the scheduler's heap")
 )
 
 // TestMain removes the scheduler binary the runs started once they are

@@ -57,12 +57,7 @@ func (e *env) profileRun(v variant) func() {
 	}
 }
 
-// heapInterval is how often a profiled run saves the scheduler's heap: the
-// peak RSS is the heap at one moment of the run, which the profile at its
-// end does not show.
-const heapInterval = 10 * time.Second
-
-// sampleHeap saves the scheduler's heap profile every heapInterval until
+// sampleHeap saves the scheduler's heap profile every -bench.heap-every until
 // stop, each as -heap-<seconds>.pprof, and logs its RSS then: the sample
 // nearest the RSS peak says what held the memory.
 func (e *env) sampleHeap(v variant, stop <-chan struct{}) <-chan struct{} {
@@ -70,7 +65,7 @@ func (e *env) sampleHeap(v variant, stop <-chan struct{}) <-chan struct{} {
 	go func() {
 		defer close(done)
 		start := time.Now()
-		tick := time.NewTicker(heapInterval)
+		tick := time.NewTicker(*heapEvery)
 		defer tick.Stop()
 		for {
 			select {

@@ -1,12 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"os"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -26,32 +26,14 @@ type measurement struct {
 	pairs                int
 }
 
-// median takes the median of every figure over the runs.
-func median(runs []*result) *result {
-	pick := func(of func(*result) float64) float64 {
-		v := make([]float64, len(runs))
-		for i, r := range runs {
-			v[i] = of(r)
-		}
-		sort.Float64s(v)
-		if len(v)%2 == 1 {
-			return v[len(v)/2]
-		}
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2
-	}
-	m := &result{Workload: runs[0].Workload, Variant: runs[0].Variant, Pods: runs[0].Pods,
-		Seconds: pick(func(r *result) float64 { return r.Seconds }), PodsPerS: pick(func(r *result) float64 { return r.PodsPerS }),
-		P50: pick(func(r *result) float64 { return r.P50 }), P90: pick(func(r *result) float64 { return r.P90 }), P99: pick(func(r *result) float64 { return r.P99 }),
-		SchedulingSecs: pick(func(r *result) float64 { return r.SchedulingSecs }), BindingSecs: pick(func(r *result) float64 { return r.BindingSecs }),
-		PeakRSS: pick(func(r *result) float64 { return r.PeakRSS }), HeapInUse: pick(func(r *result) float64 { return r.HeapInUse }),
-		GangSecs: pick(func(r *result) float64 { return r.GangSecs })}
-	if runs[0].Extra != nil {
-		m.Extra = map[string]float64{}
-		for k := range runs[0].Extra {
-			m.Extra[k] = pick(func(r *result) float64 { return r.Extra[k] })
-		}
-	}
-	return m
+// medianRun is the run whose time (first created to last bound) is the
+// median of the runs, the lower middle of an even count: a real run, so
+// that its figures belong together, where medians taken figure by
+// figure would mix runs.
+func medianRun(runs []*result) *result {
+	sorted := slices.Clone(runs)
+	slices.SortStableFunc(sorted, func(a, b *result) int { return cmp.Compare(a.Seconds, b.Seconds) })
+	return sorted[(len(sorted)-1)/2]
 }
 
 func spread(runs []*result, of func(*result) float64) string {
@@ -67,7 +49,7 @@ func spread(runs []*result, of func(*result) float64) string {
 
 // renderWorkloads is the workloads section: each workload's newest
 // measurement among runs (that of pairsOf, the one the status table
-// reads), a row per variant with the median of its runs, then each
+// reads), a row per variant with its median run, then each
 // workload's figures in words. Verdicts are the status table's.
 func renderWorkloads(runs []*result, ws []workload) string {
 	var rows []row
@@ -100,7 +82,7 @@ func renderWorkloads(runs []*result, ws []workload) string {
 		slices.SortStableFunc(names, func(a, b string) int { return variantIndex(w, a) - variantIndex(w, b) })
 		medians := map[string]*result{}
 		for _, name := range names {
-			medians[name] = median(byVariant[name])
+			medians[name] = medianRun(byVariant[name])
 			rows = append(rows, row{id: w.id, what: w.what, variant: name, runs: byVariant[name], median: medians[name]})
 		}
 		m := measurement{id: w.id, target: w.target, measured: "–", commit: commit, date: date, size: size, pairs: len(pairs)}
@@ -116,7 +98,7 @@ func renderWorkloads(runs []*result, ws []workload) string {
 		measurements = append(measurements, m)
 	}
 	var b strings.Builder
-	b.WriteString("Each workload's newest measurement: per variant the median of its runs (pods/s: [min–max] over them); measured on ")
+	b.WriteString("Each workload's newest measurement: per variant its median run by time, first created → last bound (pods/s: [min–max] over the runs); measured on ")
 	if len(machines) == 0 {
 		b.WriteString("a machine not recorded")
 	} else {
@@ -135,7 +117,7 @@ func renderWorkloads(runs []*result, ws []workload) string {
 			r.id, r.what, r.variant, m.Pods, m.Seconds, m.PodsPerS, spread(r.runs, func(x *result) float64 { return x.PodsPerS }),
 			latency(m), m.SchedulingSecs, m.BindingSecs, m.PeakRSS/mib, m.HeapInUse/mib, gang)
 	}
-	b.WriteString("\n| id | target | measured (medians of the runs) | pairs | size | commit | date |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n| id | target | measured (the median runs) | pairs | size | commit | date |\n|---|---|---|---|---|---|---|\n")
 	for _, m := range measurements {
 		commit, date := m.commit, m.date
 		if commit == "" {

@@ -74,7 +74,7 @@ func TestRenderWorkloadsShowsTheNewestMeasurement(t *testing.T) {
 		{id: "W3", what: "three", target: "a >= b", variants: []variant{a, b}, measured: words},
 	}
 	run := func(id, v string, pair int, commit string, podsPerS float64) *result {
-		return &result{Workload: id, Variant: v, Pair: pair, Commit: commit, Date: "2026-11-28", PodsPerS: podsPerS, Size: "full", Machine: "2 CPUs"}
+		return &result{Workload: id, Variant: v, Pair: pair, Commit: commit, Date: "2026-11-28", PodsPerS: podsPerS, Seconds: 1000 / podsPerS, Size: "full", Machine: "2 CPUs"}
 	}
 	runs := []*result{
 		run("W1", "a", 0, "old", 1), run("W1", "b", 0, "old", 1),
@@ -87,7 +87,8 @@ func TestRenderWorkloadsShowsTheNewestMeasurement(t *testing.T) {
 	// W1's a ran second in its second round.
 	runs[5].Position = 1
 	table := renderWorkloads(runs, ws)
-	assert.Contains(t, table, "| W1 | one | a | 0 | 0.0 s | 120 [110–130] |")
+	// a's median run by time is its 120 pods/s run, figures and all.
+	assert.Contains(t, table, "| W1 | one | a | 0 | 8.3 s | 120 [110–130] |")
 	assert.Contains(t, table, "| W1 | a >= b | a 120 vs b 100 pods/s | 3 | full | new | 2026-11-28 |")
 	assert.Less(t, strings.Index(table, "| W1 | one | a |"), strings.Index(table, "| W1 | one | b |"))
 	assert.Contains(t, table, "| W2 | a >= b | – | 1 | full | new | 2026-11-28 |", "W2 lacks a: no figures in words")
@@ -96,8 +97,8 @@ func TestRenderWorkloadsShowsTheNewestMeasurement(t *testing.T) {
 	assert.Contains(t, table, "measured on 2 CPUs.")
 	// Every run of the newest measurement, in the order each pair ran.
 	assert.Contains(t, table, "<details><summary>W1: every run (3 pairs, new, 2026-11-28)</summary>")
-	assert.Contains(t, table, "| 2 | 1 | b | 0.0 s | 100 |")
-	assert.Contains(t, table, "| 2 | 2 | a | 0.0 s | 130 |")
+	assert.Contains(t, table, "| 2 | 1 | b | 10.0 s | 100 |")
+	assert.Contains(t, table, "| 2 | 2 | a | 7.7 s | 130 |")
 	assert.Less(t, strings.Index(table, "| 2 | 1 | b |"), strings.Index(table, "| 2 | 2 | a |"))
 	assert.Equal(t, 2, strings.Count(table, "<details>"), "W1 and W2")
 }

@@ -276,6 +276,7 @@ func workloads(full bool) []workload {
 				return measured
 			},
 			goals: []goal{atMostGoal("a newly active queue at its share", flotillaPlain, func(r *result) float64 { return r.Extra["secondsToShare"] }, 10, "s"),
+				ratioGoal("the same, flotilla / the default profile's priority preemption of the same Jobs", flotillaPlain, defaultPlain, extraOf("secondsToShare"), false, 1.0),
 				atMostGoal("steady allocation off deserved", flotillaPlain, func(r *result) float64 { return r.Extra["steadyErrorPercent"] }, 2, "%"),
 				rssGoal(flotillaPlain, defaultPlain)},
 		},
