@@ -89,7 +89,7 @@ test-upstream-smoke: upstream-harness
 	  || { tail -50 $(CURDIR)/bin/upstream-smoke/in-tree.log; echo "upstream smoke run failed: bin/upstream-smoke/in-tree.log"; exit 1; }
 	$(UPSTREAM_ENV) -data-items-dir=$(CURDIR)/bin/upstream-smoke -test.run '^TestReport$$' \
 	  -upstream.workloads="$(UPSTREAM_SMOKE)" -upstream.runs=1 -upstream.complete \
-	  -upstream.report=$(CURDIR)/bin/upstream-smoke/benchmarks.md
+	  -upstream.report=$(CURDIR)/bin/upstream-smoke/benchmarks.md -upstream.json=$(CURDIR)/bin/upstream-smoke/benchmarks.json
 
 # upstream-harness: the etcd that scheduler_perf starts, and the build-tagged test binary.
 upstream-harness:
@@ -121,8 +121,10 @@ bench-status:
 ## runs in its own process, so neither inherits the other's heap and goroutines, and a run that fails
 ## or times out loses only its own figures; UPSTREAM_RUNS rounds over all the workloads, interleaved
 ## so a slow spell of the machine does not fall on one workload's runs, each round swapping which
-## configuration runs first. Then the tables in docs/benchmarks.md are rewritten with each figure's
-## median over the newest UPSTREAM_RUNS runs in bin/upstream. UPSTREAM_WORKLOADS picks
+## configuration runs first, its data items in bin/upstream/<commit>. Then the tables in
+## docs/benchmarks.md are rewritten with each figure's median over the newest UPSTREAM_RUNS runs in
+## bin/upstream, those runs join docs/benchmarks.json as pairs (round by round), and the status table
+## is rewritten with them. UPSTREAM_WORKLOADS picks
 ## test-case/workload names, e.g.
 ## UPSTREAM_WORKLOADS="SchedulingBasic/500Nodes GangScheduling/500Nodes_100Gangs_300Pods".
 ## The batching cases (HostPortConflict, ResourceSaturation) run on and off (OpportunisticBatching)
@@ -143,19 +145,22 @@ UPSTREAM_RUNS ?= 3
 UPSTREAM_ENV = cd test/upstream && PATH="$(CURDIR)/bin:$$PATH" KUBE_CACHE_MUTATION_DETECTOR=false \
   $(CURDIR)/bin/upstream.test
 UPSTREAM_RUN = $(UPSTREAM_ENV) -data-items-dir=$(CURDIR)/bin/upstream
+# The source tree a benchmark measures: the short commit, "+changes" when tracked files differ from it.
+TREE = $(shell git rev-parse --short HEAD)$(shell git status --porcelain --untracked-files=no | grep -q . && echo +changes)
 bench-upstream: upstream-harness
-	mkdir -p bin/upstream
+	mkdir -p bin/upstream/$(TREE)
 	for round in $$(seq $(UPSTREAM_RUNS)); do \
 	  order="default flotilla"; [ $$((round % 2)) = 0 ] && order="flotilla default"; \
 	  for w in $(UPSTREAM_WORKLOADS); do vs="$$order"; case $$w in GangScheduling/*) vs="$$order in-tree flotilla-native";; esac; \
 	  for v in $$vs; do \
 	  log=$(CURDIR)/bin/upstream/$${w//\//_}-$$v.log; \
-	  ( $(UPSTREAM_RUN) -test.run '^$$' -test.bench BenchmarkPerfScheduling -test.benchtime=1x -test.timeout 120m \
+	  ( $(UPSTREAM_RUN)/$(TREE) -test.run '^$$' -test.bench BenchmarkPerfScheduling -test.benchtime=1x -test.timeout 120m \
 	    -upstream.workloads=$$w -upstream.variants=$$v > $$log 2>&1 ) \
 	  && echo "$$w $$v (round $$round): done" || echo "$$w $$v (round $$round): FAILED, see $$log"; \
 	done; done; done
 	$(UPSTREAM_RUN) -test.run '^TestReport$$' -upstream.workloads="$(UPSTREAM_WORKLOADS)" \
-	  -upstream.runs=$(UPSTREAM_RUNS) -upstream.report=$(CURDIR)/docs/benchmarks.md
+	  -upstream.runs=$(UPSTREAM_RUNS) -upstream.report=$(CURDIR)/docs/benchmarks.md -upstream.json=$(CURDIR)/docs/benchmarks.json
+	$(MAKE) --no-print-directory bench-status
 
 ## fuzz: run each fuzz target for FUZZTIME (default 10s; a count such as 20000x has no deadline to race, see .ci/run)
 FUZZTIME ?= 10s

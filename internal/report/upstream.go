@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Upstream scheduler_perf writes its measurements as perfdash data items,
@@ -117,49 +119,16 @@ func workloadOf(name string) (workload, variant string, ok bool) {
 // of and how far they spread: on a small machine two runs of one workload
 // differ by a fifth, so one pair of runs does not decide a ratio.
 func ReadUpstream(dir string, runs int) (map[string]map[string]UpstreamMeasure, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "BenchmarkPerfScheduling_benchmark_*.json"))
+	read, err := UpstreamRuns(dir)
 	if err != nil {
 		return nil, err
 	}
-	// The names end in an RFC 3339 UTC time: sorted by name is sorted by time.
-	sort.Strings(files)
 	all := map[string]map[string][]UpstreamMeasure{}
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return nil, err
+	for _, run := range read {
+		if all[run.Workload] == nil {
+			all[run.Workload] = map[string][]UpstreamMeasure{}
 		}
-		var items struct {
-			DataItems []dataItem `json:"dataItems"`
-		}
-		if err := json.Unmarshal(data, &items); err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		// One file is one run of each workload and variant in it.
-		fresh := map[string]map[string]UpstreamMeasure{}
-		for _, item := range items.DataItems {
-			workload, variant, ok := workloadOf(item.Labels["Name"])
-			if !ok {
-				continue
-			}
-			if fresh[workload] == nil {
-				fresh[workload] = map[string]UpstreamMeasure{}
-			}
-			m := fresh[workload][variant]
-			if m == nil {
-				m = UpstreamMeasure{}
-				fresh[workload][variant] = m
-			}
-			addFigures(m, item)
-		}
-		for workload, variants := range fresh {
-			if all[workload] == nil {
-				all[workload] = map[string][]UpstreamMeasure{}
-			}
-			for variant, m := range variants {
-				all[workload][variant] = append(all[workload][variant], m)
-			}
-		}
+		all[run.Workload][run.Variant] = append(all[run.Workload][run.Variant], run.Figures)
 	}
 	out := map[string]map[string]UpstreamMeasure{}
 	for workload, variants := range all {
@@ -172,6 +141,96 @@ func ReadUpstream(dir string, runs int) (map[string]map[string]UpstreamMeasure, 
 		}
 	}
 	return out, nil
+}
+
+// UpstreamRun is one run of one workload under one configuration.
+type UpstreamRun struct {
+	Workload, Variant string
+	// At is when its data-items file was written; Tree the source tree
+	// measured: the name of the subdirectory of the data-items directory
+	// the file is in (make bench-upstream names it by commit), "" for a
+	// file directly in it.
+	At      time.Time
+	Tree    string
+	Figures UpstreamMeasure
+}
+
+// UpstreamRuns reads every data-items file in dir and in its
+// subdirectories, oldest first.
+func UpstreamRuns(dir string) ([]UpstreamRun, error) {
+	const pattern = "BenchmarkPerfScheduling_benchmark_*.json"
+	files, err := filepath.Glob(filepath.Join(dir, pattern))
+	if err != nil {
+		return nil, err
+	}
+	nested, err := filepath.Glob(filepath.Join(dir, "*", pattern))
+	if err != nil {
+		return nil, err
+	}
+	type file struct {
+		path, tree string
+		at         time.Time
+	}
+	var all []file
+	for _, path := range append(files, nested...) {
+		tree := ""
+		if parent := filepath.Dir(path); parent != filepath.Clean(dir) {
+			tree = filepath.Base(parent)
+		}
+		all = append(all, file{path: path, tree: tree, at: writtenAt(path)})
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].at.Before(all[j].at) })
+	var runs []UpstreamRun
+	for _, f := range all {
+		data, err := os.ReadFile(f.path)
+		if err != nil {
+			return nil, err
+		}
+		var items struct {
+			DataItems []dataItem `json:"dataItems"`
+		}
+		if err := json.Unmarshal(data, &items); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.path, err)
+		}
+		// One file is one run of each workload and variant in it.
+		fresh := map[string]map[string]UpstreamMeasure{}
+		var order [][2]string
+		for _, item := range items.DataItems {
+			workload, variant, ok := workloadOf(item.Labels["Name"])
+			if !ok {
+				continue
+			}
+			if fresh[workload] == nil {
+				fresh[workload] = map[string]UpstreamMeasure{}
+			}
+			m := fresh[workload][variant]
+			if m == nil {
+				m = UpstreamMeasure{}
+				fresh[workload][variant] = m
+				order = append(order, [2]string{workload, variant})
+			}
+			addFigures(m, item)
+		}
+		for _, wv := range order {
+			runs = append(runs, UpstreamRun{Workload: wv[0], Variant: wv[1], At: f.at, Tree: f.tree, Figures: fresh[wv[0]][wv[1]]})
+		}
+	}
+	return runs, nil
+}
+
+// writtenAt is the time a data-items file's name ends in (RFC 3339, UTC),
+// or its modification time if the name holds none.
+func writtenAt(path string) time.Time {
+	name := strings.TrimSuffix(filepath.Base(path), ".json")
+	if i := strings.LastIndex(name, "_"); i >= 0 {
+		if at, err := time.Parse(time.RFC3339, name[i+1:]); err == nil {
+			return at
+		}
+	}
+	if info, err := os.Stat(path); err == nil {
+		return info.ModTime()
+	}
+	return time.Time{}
 }
 
 // Figures ReadUpstream adds to the medians.
@@ -315,4 +374,92 @@ func ratio(flotilla, def UpstreamMeasure, name string, lowerIsBetter bool) strin
 		return fmt.Sprintf("%.2f x", d/f)
 	}
 	return fmt.Sprintf("%.2f x", f/d)
+}
+
+// Upstream workloads in docs/benchmarks.json: P5 is a workload under the
+// default plugins and flotilla, P6 a batching case with batching on and
+// off under both, P7 a gang case under every configuration of
+// UpstreamVariants.
+var (
+	// batchingOn ends the name of a batching case run as shipped, its
+	// batch size after the underscore.
+	batchingOn  = regexp.MustCompile(`_[0-9]+BatchSize$`)
+	batchingOff = "_OpportunisticBatchingDisabled"
+)
+
+// UpstreamRunID is the workload and variant under which an upstream run is
+// kept with test/bench's: "P5 <case>/<workload>", "P6 <case>/<workload
+// without its batching suffix>" with ", batching" or ", no batching" after
+// the variant, "P7 <case>/<workload>".
+func UpstreamRunID(workload, variant string) (id, variantName string) {
+	switch {
+	case strings.HasPrefix(workload, "GangScheduling/"):
+		return "P7 " + workload, variant
+	case batchingOn.MatchString(workload):
+		return "P6 " + batchingOn.ReplaceAllString(workload, ""), variant + ", batching"
+	case strings.HasSuffix(workload, batchingOff):
+		return "P6 " + strings.TrimSuffix(workload, batchingOff), variant + ", no batching"
+	}
+	return "P5 " + workload, variant
+}
+
+// UpstreamBenchRuns turns upstream runs (UpstreamRuns, oldest first) into
+// runs as docs/benchmarks.json keeps them: for each workload of
+// UpstreamRunID, its runs of the tree its newest run measured, the newest
+// rounds of each variant (every one if rounds < 1), the k-th of each
+// variant in pair k (make bench-upstream runs every configuration once a
+// round), ordered within it by time. Throughput is the run's pods/s,
+// SchedulingDuration its seconds; every figure is also in Extra, under
+// UpstreamMeasure's names.
+func UpstreamBenchRuns(runs []UpstreamRun, rounds int, machine string) []*Run {
+	newestTree := map[string]string{}
+	byVariant := map[string]map[string][]UpstreamRun{}
+	var ids []string
+	for _, r := range runs {
+		id, _ := UpstreamRunID(r.Workload, r.Variant)
+		newestTree[id] = r.Tree
+		if byVariant[id] == nil {
+			byVariant[id] = map[string][]UpstreamRun{}
+			ids = append(ids, id)
+		}
+	}
+	for _, r := range runs {
+		id, variant := UpstreamRunID(r.Workload, r.Variant)
+		if r.Tree == newestTree[id] {
+			byVariant[id][variant] = append(byVariant[id][variant], r)
+		}
+	}
+	var out []*Run
+	for _, id := range ids {
+		type member struct {
+			variant string
+			run     UpstreamRun
+		}
+		var pairs [][]member
+		for variant, vruns := range byVariant[id] {
+			if rounds > 0 && len(vruns) > rounds {
+				vruns = vruns[len(vruns)-rounds:]
+			}
+			for k, r := range vruns {
+				for len(pairs) <= k {
+					pairs = append(pairs, nil)
+				}
+				pairs[k] = append(pairs[k], member{variant, r})
+			}
+		}
+		for k, pair := range pairs {
+			sort.Slice(pair, func(i, j int) bool {
+				if !pair[i].run.At.Equal(pair[j].run.At) {
+					return pair[i].run.At.Before(pair[j].run.At)
+				}
+				return pair[i].variant < pair[j].variant
+			})
+			for position, m := range pair {
+				out = append(out, &Run{Workload: id, Variant: m.variant, Pair: k, Position: position, Commit: m.run.Tree,
+					Date: m.run.At.UTC().Format(time.DateOnly), Machine: machine,
+					Seconds: m.run.Figures[Duration], PodsPerS: m.run.Figures[Throughput], Extra: m.run.Figures})
+			}
+		}
+	}
+	return out
 }

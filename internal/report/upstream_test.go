@@ -1,11 +1,14 @@
 package report
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestWorkloadOf(t *testing.T) {
@@ -158,5 +161,80 @@ func TestReadUpstreamMediansOfTheNewestRuns(t *testing.T) {
 		if table := UpstreamTable(got, []string{basic}); !strings.Contains(table, tc.row) {
 			t.Errorf("runs %d: table lacks %q:\n%s", tc.runs, tc.row, table)
 		}
+	}
+}
+
+// Upstream runs join docs/benchmarks.json as pairs: the k-th newest run
+// of each configuration in pair k, of the tree the newest run measured
+// only, batching cases as one workload with batching on and off.
+func TestUpstreamBenchRunsPairRounds(t *testing.T) {
+	at := func(hour int) time.Time { return time.Date(2026, 11, 28, hour, 0, 0, 0, time.UTC) }
+	run := func(workload, variant, tree string, hour int, throughput float64) UpstreamRun {
+		return UpstreamRun{Workload: workload, Variant: variant, Tree: tree, At: at(hour),
+			Figures: UpstreamMeasure{Throughput: throughput, Duration: 10000 / throughput}}
+	}
+	hostOn, hostOff := "HostPortConflict/20000Nodes_20000Pods_1000BatchSize", "HostPortConflict/20000Nodes_20000Pods_OpportunisticBatchingDisabled"
+	runs := []UpstreamRun{
+		// An older tree's round: not read.
+		run(basic, "default", "old", 1, 1), run(basic, "flotilla", "old", 2, 1),
+		run(basic, "default", "new", 3, 100), run(basic, "flotilla", "new", 4, 110),
+		// The second round ran flotilla first.
+		run(basic, "flotilla", "new", 5, 120), run(basic, "default", "new", 6, 100),
+		run(hostOn, "default", "new", 7, 500), run(hostOn, "flotilla", "new", 8, 520),
+		run(hostOff, "default", "new", 9, 100), run(hostOff, "flotilla", "new", 10, 104),
+	}
+	got := map[string]*Run{}
+	for _, r := range UpstreamBenchRuns(runs, 3, "2 CPUs") {
+		got[fmt.Sprintf("%s|%s|%d", r.Workload, r.Variant, r.Pair)] = r
+	}
+	if len(got) != 8 {
+		t.Fatalf("got %d runs, want 8: %v", len(got), slices.Sorted(maps.Keys(got)))
+	}
+	for key, want := range map[string]struct {
+		position   int
+		throughput float64
+	}{
+		"P5 SchedulingBasic/5000Nodes_10000Pods|default|0":                 {0, 100},
+		"P5 SchedulingBasic/5000Nodes_10000Pods|flotilla|0":                {1, 110},
+		"P5 SchedulingBasic/5000Nodes_10000Pods|flotilla|1":                {0, 120},
+		"P5 SchedulingBasic/5000Nodes_10000Pods|default|1":                 {1, 100},
+		"P6 HostPortConflict/20000Nodes_20000Pods|default, batching|0":     {0, 500},
+		"P6 HostPortConflict/20000Nodes_20000Pods|flotilla, batching|0":    {1, 520},
+		"P6 HostPortConflict/20000Nodes_20000Pods|default, no batching|0":  {2, 100},
+		"P6 HostPortConflict/20000Nodes_20000Pods|flotilla, no batching|0": {3, 104},
+	} {
+		r := got[key]
+		if r == nil {
+			t.Errorf("%s: missing", key)
+			continue
+		}
+		if r.Position != want.position || r.PodsPerS != want.throughput || r.Commit != "new" || r.Date != "2026-11-28" || r.Extra[Throughput] != want.throughput {
+			t.Errorf("%s: position %d, pods/s %v, commit %q, date %q; want position %d, pods/s %v, commit new, date 2026-11-28",
+				key, r.Position, r.PodsPerS, r.Commit, r.Date, want.position, want.throughput)
+		}
+	}
+}
+
+// Runs are read from the data-items directory and from its
+// subdirectories, each named by the tree it measured, oldest first.
+func TestUpstreamRunsReadTreesOldestFirst(t *testing.T) {
+	root := t.TempDir()
+	for _, tree := range []string{"", "abc1234"} {
+		if tree != "" {
+			if err := os.Mkdir(filepath.Join(root, tree), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	upstreamDir{t, filepath.Join(root, "abc1234")}.run("2026-11-28T01:00:00Z",
+		item("SchedulingThroughput", basicDefault, "not applicable", `{"Average": 200}`))
+	upstreamDir{t, root}.run("2026-11-27T01:00:00Z",
+		item("SchedulingThroughput", basicFlotilla, "not applicable", `{"Average": 100}`))
+	runs, err := UpstreamRuns(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[0].Tree != "" || runs[0].Variant != "flotilla" || runs[1].Tree != "abc1234" || runs[1].Figures[Throughput] != 200 {
+		t.Fatalf("runs %+v: want the untreed flotilla run of 2026-11-27, then abc1234's default run", runs)
 	}
 }

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -89,7 +88,7 @@ func TestWorkloads(t *testing.T) {
 	if *statusPath != "" {
 		// Only the tables, from the runs the JSON file holds.
 		require.NotEmpty(t, *jsonPath, "-bench.status reads the runs of -bench.json")
-		runs, err := readRuns(*jsonPath)
+		runs, err := report.ReadRuns(*jsonPath)
 		require.NoError(t, err)
 		require.NoError(t, rewriteTables(*statusPath, runs))
 		return
@@ -135,7 +134,7 @@ func TestWorkloads(t *testing.T) {
 				}
 				r.Pair, r.Position = i, position
 				r.Commit, r.Date = measuredTree(), time.Now().UTC().Format(time.DateOnly)
-				r.Size, r.Machine = *size, machine()
+				r.Size, r.Machine = *size, report.Machine()
 				all = append(all, r)
 			}
 		}
@@ -145,17 +144,9 @@ func TestWorkloads(t *testing.T) {
 	if *jsonPath != "" {
 		// The file keeps every workload's newest runs: this run's replace
 		// those of the workloads it ran.
-		kept, err := readRuns(*jsonPath)
+		var err error
+		all, err = report.MergeRuns(*jsonPath, all)
 		require.NoError(t, err)
-		ran := map[string]bool{}
-		for _, r := range all {
-			ran[r.Workload] = true
-		}
-		kept = slices.DeleteFunc(kept, func(r *result) bool { return ran[r.Workload] })
-		all = append(kept, all...)
-		data, err := json.MarshalIndent(all, "", "  ")
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(*jsonPath, data, 0o644))
 	}
 	if *reportPath != "" {
 		// From every workload's newest runs the JSON file keeps, or this
@@ -164,27 +155,10 @@ func TestWorkloads(t *testing.T) {
 	}
 }
 
-// readRuns reads the runs a -bench.json file holds; none if it does not
-// exist.
-func readRuns(path string) ([]*result, error) {
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var runs []*result
-	if err := json.Unmarshal(data, &runs); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return runs, nil
-}
-
 // rewriteTables rewrites the status table and the workloads section of
 // the markdown file at path from runs, full-size workloads' described.
 func rewriteTables(path string, runs []*result) error {
-	if err := report.ReplaceSection(path, "status", renderStatus(statusRows(runs, workloads(true), staleAgainstPlugins(".")))); err != nil {
+	if err := report.ReplaceSection(path, "status", renderStatus(statusRows(runs, append(workloads(true), upstreamWorkloads()...), staleAgainstPlugins(".")))); err != nil {
 		return err
 	}
 	return report.ReplaceSection(path, "workloads", renderWorkloads(runs, workloads(true)))

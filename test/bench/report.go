@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
-	"os"
-	"runtime"
 	"slices"
 	"strings"
 )
@@ -185,11 +183,6 @@ func variantIndex(w workload, name string) int {
 	return len(w.variants)
 }
 
-// machine describes where a run ran: CPUs, their model and Go's version.
-func machine() string {
-	return fmt.Sprintf("%d CPUs (%s), %s", runtime.NumCPU(), cpuModel(), runtime.Version())
-}
-
 func ms(seconds float64) string { return fmt.Sprintf("%.0f ms", 1000*seconds) }
 
 // latency is "–" when nothing was scheduled (P4's pods all stay pending).
@@ -198,19 +191,4 @@ func latency(m *result) string {
 		return "–"
 	}
 	return fmt.Sprintf("%s / %s / %s", ms(m.P50), ms(m.P90), ms(m.P99))
-}
-
-func cpuModel() string {
-	data, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown CPU"
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "model name") {
-			if i := strings.Index(line, ":"); i >= 0 {
-				return strings.TrimSpace(line[i+1:])
-			}
-		}
-	}
-	return "unknown CPU"
 }

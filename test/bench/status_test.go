@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla/internal/report"
 )
 
 // A status row reads its goal per pair of the newest measurement: met when
@@ -101,4 +104,45 @@ func TestRenderWorkloadsShowsTheNewestMeasurement(t *testing.T) {
 	assert.Contains(t, table, "| 2 | 2 | a | 7.7 s | 130 |")
 	assert.Less(t, strings.Index(table, "| 2 | 1 | b |"), strings.Index(table, "| 2 | 2 | a |"))
 	assert.Equal(t, 2, strings.Count(table, "<details>"), "W1 and W2")
+}
+
+// Upstream runs, paired as make bench-upstream adds them to
+// docs/benchmarks.json, are read by their goals: P6's gain from batching
+// from the four runs of a pair, P7's gang wait from two figures.
+func TestStatusReadsUpstreamPairs(t *testing.T) {
+	at := func(minute int) time.Time { return time.Date(2026, 11, 28, 12, minute, 0, 0, time.UTC) }
+	run := func(workload, variant string, minute int, figures report.UpstreamMeasure) report.UpstreamRun {
+		return report.UpstreamRun{Workload: workload, Variant: variant, Tree: "new", At: at(minute), Figures: figures}
+	}
+	pods := func(x float64) report.UpstreamMeasure {
+		return report.UpstreamMeasure{report.Throughput: x, report.Duration: 10}
+	}
+	on, off := "HostPortConflict/20000Nodes_20000Pods_1000BatchSize", "HostPortConflict/20000Nodes_20000Pods_OpportunisticBatchingDisabled"
+	gang := "GangScheduling/5000Nodes_1000Gangs_3000Pods"
+	var runs []report.UpstreamRun
+	for round, flotilla := range []float64{200, 180} {
+		m := 10 * round
+		runs = append(runs,
+			run("SchedulingBasic/5000Nodes_10000Pods", "default", m, pods(200)), run("SchedulingBasic/5000Nodes_10000Pods", "flotilla", m+1, pods(flotilla)),
+			// Batching gains 5 x for the default plugins, 4 x for flotilla.
+			run(on, "default", m+2, pods(500)), run(on, "flotilla", m+3, pods(480)),
+			run(off, "default", m+4, pods(100)), run(off, "flotilla", m+5, pods(120)),
+			run(gang, "flotilla", m+6, report.UpstreamMeasure{report.Throughput: 400, report.GangWaitAvg: 3}),
+			run(gang, report.InTree, m+7, report.UpstreamMeasure{report.Throughput: 300, report.NativeGangAvg: 12}))
+	}
+	rows := statusRows(report.UpstreamBenchRuns(runs, 3, "2 CPUs"), upstreamWorkloads(), func(string) bool { return false })
+	verdicts := map[string]string{}
+	for _, r := range rows {
+		verdicts[r.id+" | "+r.goal] = fmt.Sprintf("%v %s", r.figures, r.verdict)
+	}
+	for key, want := range map[string]string{
+		"P5 SchedulingBasic/5000Nodes_10000Pods | pods/s, flotilla / default plugins":                                        "[1 0.9] within noise",
+		"P6 HostPortConflict/20000Nodes_20000Pods | pods/s with batching, flotilla / default plugins":                        "[0.96 0.96] met",
+		"P6 HostPortConflict/20000Nodes_20000Pods | gain from batching (pods/s on / off), flotilla's / the default plugins'": "[0.8 0.8] **not met**",
+		"P7 GangScheduling/5000Nodes_1000Gangs_3000Pods | pods/s, flotilla / in-tree gang scheduler":                         "[1.3333333333333333 1.3333333333333333] met",
+		"P7 GangScheduling/5000Nodes_1000Gangs_3000Pods | gang wait, mean, flotilla / the in-tree pod-group attempt":         "[0.25 0.25] met",
+		"P5 PreemptionAsync/5000Nodes | pods/s, flotilla / default plugins":                                                  "[] not measured",
+	} {
+		assert.Equal(t, want, verdicts[key], key)
+	}
 }

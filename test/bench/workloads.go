@@ -12,6 +12,7 @@ import (
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
+	"github.com/flotilla-sched/flotilla/internal/report"
 )
 
 const (
@@ -58,40 +59,8 @@ var (
 	defaultGPUs = variant{name: "default profile, allocatable GPUs", scheduler: defaultScheduler, gpus: allocatableGPUs}
 )
 
-// result is one measured run.
-type result struct {
-	Workload string `json:"workload"`
-	Variant  string `json:"variant"`
-	// Pair is the round of the workload's variants the run belongs to
-	// (-bench.count rounds), and Position its place in that round: rounds
-	// alternate the variants' order, so that neither side always runs
-	// first on a fresh machine.
-	Pair     int `json:"pair"`
-	Position int `json:"position"`
-	// Commit is the tree the run measured (git's short hash, "+changes"
-	// when it differed from it), Date the day it ran (UTC).
-	Commit string `json:"commit,omitempty"`
-	Date   string `json:"date,omitempty"`
-	// Size is the workloads' size (full or smoke), Machine where the run
-	// ran (CPUs, model, Go).
-	Size     string  `json:"size,omitempty"`
-	Machine  string  `json:"machine,omitempty"`
-	Pods     int     `json:"pods"`
-	Seconds  float64 `json:"seconds"` // first pod created to last pod bound (P4: attempted)
-	PodsPerS float64 `json:"podsPerSecond"`
-	// From the scheduler's metrics.
-	P50            float64 `json:"p50Seconds"`
-	P90            float64 `json:"p90Seconds"`
-	P99            float64 `json:"p99Seconds"`
-	SchedulingSecs float64 `json:"schedulingSeconds"`
-	BindingSecs    float64 `json:"bindingSeconds"`
-	PeakRSS        float64 `json:"peakRSSBytes"`
-	HeapInUse      float64 `json:"heapInUseBytes"`
-	// The slowest gang, from its last pod created to its last member bound.
-	GangSecs float64 `json:"gangSeconds,omitempty"`
-	// Workload-specific figures (Q1, Q2).
-	Extra map[string]float64 `json:"extra,omitempty"`
-}
+// result is one measured run, as docs/benchmarks.json keeps it.
+type result = report.Run
 
 // workload is one benchmark: its variants, how one run goes, and its goals.
 type workload struct {

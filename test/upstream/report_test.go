@@ -3,9 +3,11 @@
 package upstream
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
-	"runtime"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +19,13 @@ var (
 	reportPath = flag.String("upstream.report", "",
 		"rewrite the upstream-perf section of this markdown file (docs/benchmarks.md) from the data items in -data-items-dir")
 	reportRuns = flag.Int("upstream.runs", 3, "report each figure's median over this many newest runs of a workload and configuration (0: all)")
-	complete   = flag.Bool("upstream.complete", false,
+	jsonPath   = flag.String("upstream.json", "",
+		"add the newest -upstream.runs rounds of each workload, as pairs, to this JSON file of runs (docs/benchmarks.json), replacing that workload's older runs: the status table reads them")
+	complete = flag.Bool("upstream.complete", false,
 		"fail unless every workload was measured (its SchedulingDuration) under each of its configurations, each gang workload's gang wait under flotilla and its pod-group attempt under the in-tree gang scheduler (the smoke run in make test)")
 )
 
-// minRatio is issue 18's target for every non-gang workload: flotilla's
+// minRatio is the target for every non-gang workload: flotilla's
 // throughput at least this share of the default plugins'.
 const minRatio = 0.95
 
@@ -45,8 +49,24 @@ func TestReport(t *testing.T) {
 		}
 	}
 
+	runs, err := report.UpstreamRuns(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chosen := map[string]bool{}
+	for _, w := range chosenWorkloads(t) {
+		chosen[w] = true
+	}
+	runs = slices.DeleteFunc(runs, func(r report.UpstreamRun) bool { return !chosen[r.Workload] })
+	trees, days := map[string]bool{}, map[string]bool{}
+	for _, r := range runs {
+		trees[cmp.Or(r.Tree, "unknown commit")] = true
+		days[r.At.UTC().Format(time.DateOnly)] = true
+	}
+
 	var b strings.Builder
-	fmt.Fprintf(&b, "Measured %s on the benchmark machine (%d cores): each figure is the median over the newest runs (at most %d) of a workload and configuration, with the range of the throughputs\n", time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), *reportRuns)
+	fmt.Fprintf(&b, "Measured at %s on %s, on %s: each figure is the median over the newest runs (at most %d) of a workload and configuration, with the range of the throughputs\n",
+		strings.Join(slices.Sorted(maps.Keys(trees)), ", "), strings.Join(slices.Sorted(maps.Keys(days)), ", "), report.Machine(), *reportRuns)
 	b.WriteString("(`make bench-upstream`; data items in `bin/upstream`). Ratios, of the medians, above 1 mean flotilla is faster.\n\n")
 	b.WriteString(report.UpstreamTable(results, append(append([]string{}, plain...), gangs...)))
 	b.WriteString("\n")
@@ -67,7 +87,7 @@ func TestReport(t *testing.T) {
 	}
 
 	if len(gangs) > 0 {
-		b.WriteString("Gangs side by side: flotilla on scheduler-plugins PodGroups (our gang case) against the in-tree gang scheduler on native PodGroups (upstream's case, GenericWorkload on), and against the same pods ungrouped under the default plugins. Gang wait: flotilla's from a gang's attempt starting to its quorum placed; the in-tree one's pod-group scheduling attempt.\n\n")
+		b.WriteString("Gangs side by side: flotilla on scheduler-plugins PodGroups (flotilla's gang case) against the in-tree gang scheduler on native PodGroups (upstream's case, GenericWorkload on), and against the same pods ungrouped under the default plugins. Gang wait: flotilla's from a gang's attempt starting to its quorum placed; the in-tree one's pod-group scheduling attempt.\n\n")
 		b.WriteString(report.GangTable(results, gangs))
 		b.WriteString("\nNative PodGroups side by side: upstream's gang case (native PodGroups, GenericWorkload on) under the in-tree default plugins and under the shipped flotilla profile, where kube-scheduler's pod-group cycle places the groups with flotilla's queues, Binpack and Preemption taking part; the pod-group scheduling attempt is kube-scheduler's own.\n\n")
 		b.WriteString(report.NativeTable(results, gangs))
@@ -93,6 +113,25 @@ func TestReport(t *testing.T) {
 	}
 	if err := report.ReplaceSection(*reportPath, "upstream-perf", b.String()); err != nil {
 		t.Fatal(err)
+	}
+	if *jsonPath != "" {
+		paired := report.UpstreamBenchRuns(runs, *reportRuns, report.Machine())
+		if _, err := report.MergeRuns(*jsonPath, paired); err != nil {
+			t.Fatal(err)
+		}
+		if *complete {
+			kept := map[[2]string]bool{}
+			for _, r := range paired {
+				kept[[2]string{r.Workload, r.Variant}] = true
+			}
+			for _, w := range chosenWorkloads(t) {
+				for _, v := range report.VariantsOf(w) {
+					if id, variant := report.UpstreamRunID(w, v); !kept[[2]string{id, variant}] {
+						t.Errorf("%s under %s: no run in %s as %s / %s", w, v, *jsonPath, id, variant)
+					}
+				}
+			}
+		}
 	}
 	t.Logf("wrote %s:\n%s", *reportPath, b.String())
 }
