@@ -215,7 +215,7 @@ func renderStatus(rows []statusRow) string {
 // this checkout does not have, or a tree with uncommitted changes is
 // stale.
 func staleAgainstPlugins(repo string) func(commit string) bool {
-	last, err := exec.Command("git", "-C", repo, "log", "-1", "--format=%H", "--", "plugins/").Output()
+	last, err := exec.Command("git", "-C", repo, "log", "-1", "--format=%H", "--", ":/plugins/").Output()
 	return func(commit string) bool {
 		if commit == "" || strings.HasSuffix(commit, "+changes") || err != nil {
 			return true // not a tree the history holds

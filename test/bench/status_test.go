@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -145,4 +146,22 @@ func TestStatusReadsUpstreamPairs(t *testing.T) {
 	} {
 		assert.Equal(t, want, verdicts[key], key)
 	}
+}
+
+// A measurement is stale when its commit predates the last change under
+// plugins/, read from the package's directory as make bench runs it.
+func TestStaleAgainstPluginsFromThePackageDirectory(t *testing.T) {
+	git := func(args ...string) string {
+		out, err := exec.Command("git", args...).Output()
+		require.NoError(t, err, "git %v: the tests run in a checkout with its history", args)
+		return strings.TrimSpace(string(out))
+	}
+	last := git("log", "-1", "--format=%h", "--", ":/plugins/")
+	require.NotEmpty(t, last, "a change under plugins/")
+	stale := staleAgainstPlugins(".")
+	assert.False(t, stale(git("rev-parse", "--short", "HEAD")), "HEAD")
+	assert.False(t, stale(last), "the last change under plugins/ itself")
+	assert.True(t, stale(git("rev-parse", "--short", last+"^")), "the commit before it")
+	assert.True(t, stale(""), "an unknown commit")
+	assert.True(t, stale(last+"+changes"), "uncommitted changes")
 }
