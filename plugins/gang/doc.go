@@ -16,8 +16,11 @@
 //     Succeeded. It is re-queued by pod and PodGroup events (queueing
 //     hints) and by a member's success, not a timer. Bindings are not among
 //     those events: the queue would run the hint for every held member on
-//     each one. A member that arrives already bound is reported by the
-//     store's informer instead.
+//     each one. The store counts each group's members in its own informer
+//     handler (no listing per count); a member it counts that completes a
+//     gated gang lets the gang's members in, which covers a member that
+//     arrives already bound and one whose own PreEnqueue ran before the
+//     store counted it.
 //   - PreFilter: the first member of an attempt checks, by first-fit
 //     decreasing over each node's free capacity, that the members still
 //     needed for the quorum fit; if not the gang is refused before anything

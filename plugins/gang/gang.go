@@ -173,6 +173,15 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		}
 	}
 	g.store.Lock(func(locked *state.Locked) { locked.SetGated(key, why != "") })
+	if because == reasons.WaitingForMembers && g.membersShort(key, pg) == "" {
+		// A sibling counted since the check above completed the gang. The
+		// store counts members in its own informer handler, which may run
+		// after the queue's; one counted after the gang was marked gated
+		// lets its members in (OnMemberCounted), one counted before is
+		// seen here.
+		g.store.Lock(func(locked *state.Locked) { locked.SetGated(key, false) })
+		why = ""
+	}
 	if why == "" {
 		return nil
 	}

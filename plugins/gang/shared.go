@@ -111,18 +111,21 @@ func sharedFor(ctx context.Context, store *state.Store, h fwk.Handle, permitWait
 		}); err != nil {
 			return nil, err
 		}
-		// A member that arrives bound can complete a gated gang's count;
-		// the queue hears of it only as an assigned pod, an event Gang
-		// does not register for (EventsToRegister says why).
-		if err := store.OnMemberAddedBound(func(key state.GroupKey) {
+		// A member counted can complete a gated gang's count after its own
+		// PreEnqueue (the queue's handler ran first) or without one (it
+		// arrived bound): the gang's gated members are let in then.
+		// PreEnqueue re-counts after marking the gang gated, so one of
+		// the two sees the other (Gang.PreEnqueue).
+		store.OnMemberCounted(func(key state.GroupKey) {
 			var gated bool
 			store.Lock(func(locked *state.Locked) { gated = locked.Gated(key) })
-			if gated {
+			if !gated {
+				return
+			}
+			if pg := store.PodGroup(key); pg != nil && store.MembersShort(key, pg) == "" {
 				s.activatePending(klog.FromContext(ctx), "", key)
 			}
-		}); err != nil {
-			return nil, err
-		}
+		})
 		// The framework hears of a PodGroup from its own (dynamic) informer,
 		// which can run ahead of the store's: a member gated in PreEnqueue
 		// because the store did not know its PodGroup yet would then wait

@@ -130,7 +130,10 @@
 // once plans are found on 10% of the nodes (at least 100), tried from a
 // random node: planning on all of 5000 nodes takes longer than
 // high-priority pods arrive in upstream's PreemptionAsync benchmark, and
-// starves every other pod.
+// starves every other pod. A pod that every node refused for what no
+// eviction changes (more than any node holds, a selector, a taint) is
+// refused before anything is surveyed, as DefaultPreemption refuses it:
+// the scheduler's message already counts the filters' reasons per node.
 //
 // A gang member that Gang refused because its quorum does not fit
 // preempts for the whole quorum: the members still needed are placed

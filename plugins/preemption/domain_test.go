@@ -393,7 +393,7 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 		// Not "no node has room": room is not what refused it.
 		{name: "refused for what no eviction changes: nothing planned, the reason said", nodes: 50, cheapest: 37,
 			unresolvable: `queue "ghost" does not exist`, wantVictim: "none", wantPlanned: [2]int{0, 0}, wantSimulated: 0,
-			wantReason: `evicting pods cannot change why no node takes pod ns/high: queue "ghost" does not exist (50 nodes)`},
+			wantReason: `every node refused pod ns/high for a reason evicting pods does not change`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -441,7 +441,12 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 				statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable, tt.unresolvable))
 			}
 
-			pl, reason := p.planPod(ctx, framework.NewCycleState(), who, w, statuses)
+			// As planFor does: a pod no node refused for room is not planned.
+			failed, reason := p.candidateNodes(who, statuses)
+			var pl *plan
+			if reason == "" {
+				pl, reason = p.planPod(ctx, framework.NewCycleState(), who, w, failed)
+			}
 			assert.Len(t, h.simulatedOn, tt.wantSimulated, "nodes simulated")
 			if tt.wantVictim == "none" {
 				assert.Nil(t, pl)

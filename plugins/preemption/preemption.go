@@ -243,6 +243,19 @@ func (p *Preemption) planFor(ctx context.Context, cycle fwk.CycleState, who *pre
 			return nil, nil, reason, nil
 		}
 	}
+	var failedNodes []fwk.NodeInfo
+	if onePod {
+		// Before surveying every node: a pod every node refused for what
+		// no eviction changes (more cpu than any node has, a selector, a
+		// taint) is refused at once. 10,000 such pods on 5,000 nodes spent
+		// a quarter of the scheduler's CPU here, surveying and summing up
+		// the filters' reasons per attempt (2026-11-28, 5ac95dc), where
+		// DefaultPreemption spent 2%.
+		var reason string
+		if failedNodes, reason = p.candidateNodes(who, statuses); reason != "" {
+			return nil, nil, reason, nil
+		}
+	}
 	w, err := p.survey(ctx, who, nodes, onePod)
 	if err != nil {
 		return nil, nil, "", err
@@ -255,7 +268,7 @@ func (p *Preemption) planFor(ctx context.Context, cycle fwk.CycleState, who *pre
 	case !onePod:
 		best, reason = p.planGang(ctx, cycle, who, w)
 	default:
-		best, reason = p.planPod(ctx, cycle, who, w, statuses)
+		best, reason = p.planPod(ctx, cycle, who, w, failedNodes)
 	}
 	return best, w, reason, nil
 }

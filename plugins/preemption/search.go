@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
-	"strings"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,7 +71,7 @@ func candidateBudget(n int) int {
 }
 
 // planPod finds, on the nodes where the pod failed for reasons eviction
-// can cure, the fewest victims that make room, and takes the cheapest node.
+// can cure (failedNodes, of candidateNodes), the fewest victims that make room, and takes the cheapest node.
 // It looks at every such node of a small cluster; of a large one, at the
 // first candidateBudget nodes where eviction makes room, from a random
 // start, so no region of the cluster is always the one evicted from.
@@ -92,17 +91,7 @@ func candidateBudget(n int) int {
 // by prefix, then each victim not needed given back) lands on a different
 // set; such a node may be passed over for a plan as cheap as its plan by
 // resources, as any node beyond the budget is.
-func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, statuses fwk.NodeToStatusReader) (*plan, string) {
-	failedNodes, err := p.candidateNodes(who, statuses)
-	if err != nil {
-		return nil, err.Error()
-	}
-	if len(failedNodes) == 0 {
-		// Every node refused it for something no eviction changes (a
-		// missing queue, a selector, a taint): say that, not that room is
-		// short.
-		return nil, fmt.Sprintf("evicting pods cannot change why no node takes %s: %s", who.what, unresolvable(p.handle.SnapshotSharedLister().NodeInfos(), statuses))
-	}
+func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, failedNodes []fwk.NodeInfo) (*plan, string) {
 	budget := candidateBudget(len(failedNodes))
 	offset := 0
 	if budget < len(failedNodes) {
@@ -189,50 +178,30 @@ func (p *Preemption) confirm(ctx context.Context, cycle fwk.CycleState, who *pre
 // DynamicResources refused because it cannot allocate the pod's claims
 // there. DynamicResources calls that UnschedulableAndUnresolvable, as it
 // cannot see devices freed by evictions (no AddPod/RemovePod); the plan
-// counts them (see countDevices), so here evicting can help.
-func (p *Preemption) candidateNodes(who *preemptor, statuses fwk.NodeToStatusReader) ([]fwk.NodeInfo, error) {
+// counts them (see countDevices), so here evicting can help. With none, it
+// says why not. The filters' own reasons are not repeated: the scheduler
+// reports them, with how many nodes gave each, in the same message.
+func (p *Preemption) candidateNodes(who *preemptor, statuses fwk.NodeToStatusReader) ([]fwk.NodeInfo, string) {
 	lister := p.handle.SnapshotSharedLister().NodeInfos()
 	nodes, err := statuses.NodesForStatusCode(lister, fwk.Unschedulable)
-	if err != nil || who.freeDevices == nil {
-		return nodes, err
-	}
-	refused, err := statuses.NodesForStatusCode(lister, fwk.UnschedulableAndUnresolvable)
 	if err != nil {
-		return nil, err
+		return nil, err.Error()
 	}
-	for _, n := range refused {
-		if st := statuses.Get(n.Node().Name); st.Plugin() == pluginnames.DynamicResources && slices.Contains(st.Reasons(), draCannotAllocate) {
-			nodes = append(nodes, n)
+	if who.freeDevices != nil {
+		refused, err := statuses.NodesForStatusCode(lister, fwk.UnschedulableAndUnresolvable)
+		if err != nil {
+			return nil, err.Error()
 		}
-	}
-	return nodes, nil
-}
-
-// unresolvable sums up the filters' answers that no eviction changes:
-// each distinct reason once, with how many nodes gave it.
-func unresolvable(lister fwk.NodeInfoLister, statuses fwk.NodeToStatusReader) string {
-	nodes, err := statuses.NodesForStatusCode(lister, fwk.UnschedulableAndUnresolvable)
-	if err != nil {
-		return err.Error()
+		for _, n := range refused {
+			if st := statuses.Get(n.Node().Name); st.Plugin() == pluginnames.DynamicResources && slices.Contains(st.Reasons(), draCannotAllocate) {
+				nodes = append(nodes, n)
+			}
+		}
 	}
 	if len(nodes) == 0 {
-		return "no node was refused for room"
+		return nil, fmt.Sprintf("every node refused %s for a reason evicting pods does not change", who.what)
 	}
-	counts := map[string]int{}
-	var order []string
-	for _, n := range nodes {
-		for _, reason := range statuses.Get(n.Node().Name).Reasons() {
-			if counts[reason] == 0 {
-				order = append(order, reason)
-			}
-			counts[reason]++
-		}
-	}
-	parts := make([]string, 0, len(order))
-	for _, reason := range order {
-		parts = append(parts, fmt.Sprintf("%s (%d nodes)", reason, counts[reason]))
-	}
-	return strings.Join(parts, ", ")
+	return nodes, ""
 }
 
 // draCannotAllocate is DynamicResources' reason for a node on which the

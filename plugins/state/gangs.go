@@ -311,7 +311,7 @@ func (locked *Locked) Forget(g *Gang) {
 // bound ones (from the informer) and reserved ones (assumed, waiting in
 // Permit or binding), each counted once.
 func (locked *Locked) Placed(g *Gang) int {
-	if locked.s.boundTracked == nil || !locked.s.boundTracked.HasSynced() {
+	if !locked.s.tracked() {
 		// Until the handler has seen every pod, count from the index.
 		n := len(g.reserved)
 		for _, p := range locked.s.Members(g.Key) {
@@ -354,11 +354,14 @@ func (locked *Locked) MembersInFlight() int {
 	return n
 }
 
-// trackBound keeps the bound members of each group and drops members from
-// the reserved set once the apiserver shows them bound or gone, so the set
-// only ever holds in-flight members. Both under one lock: a member is
-// counted once, as reserved or as bound, whatever the moment.
-func (s *Store) trackBound(obj interface{}, gone bool) {
+// trackMember keeps each group's live members (countLive), its bound
+// members, and drops members from the reserved set once the apiserver
+// shows them bound or gone, so the set only ever holds in-flight members.
+// The last two under one lock: a member is counted once, as reserved or
+// as bound, whatever the moment. gone: the pod left the informer or its
+// group; a delete's object may show it terminating though the informer
+// counted it live, so membership is dropped by UID whatever it shows.
+func (s *Store) trackMember(obj interface{}, gone bool) {
 	pod, ok := unwrap(obj).(*corev1.Pod)
 	if !ok {
 		return
@@ -367,6 +370,7 @@ func (s *Store) trackBound(obj interface{}, gone bool) {
 	if !ok {
 		return
 	}
+	s.countLive(key, pod.UID, !gone && pod.DeletionTimestamp == nil)
 	isBound := !gone && pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -81,22 +81,59 @@ func (s *Store) succeededOf(key GroupKey) []types.UID {
 // the pods the scheduler knows (pending, placed, not terminating) and
 // those that Succeeded, each once.
 func (s *Store) MemberCount(key GroupKey) int {
-	members := s.Members(key)
-	n := len(members)
-	succeeded := s.succeededOf(key)
-	if len(succeeded) == 0 {
-		return n
+	if !s.tracked() {
+		// Until the handler has seen every pod, count from the index.
+		members := s.Members(key)
+		live := make(map[types.UID]bool, len(members))
+		for _, p := range members {
+			live[p.UID] = true
+		}
+		return len(live) + s.succeededBeside(key, func(uid types.UID) bool { return live[uid] })
 	}
-	live := make(map[types.UID]bool, len(members))
-	for _, p := range members {
-		live[p.UID] = true
-	}
-	for _, uid := range succeeded {
-		if !live[uid] {
-			n++ // just finished: the scheduler's informer may not have dropped it yet
+	s.liveMu.Lock()
+	live := s.live[key]
+	n := len(live)
+	isLive := func(uid types.UID) bool { return live[uid] }
+	// Succeeded members just finished may not have left the pod
+	// informer yet: those are counted once.
+	n += s.succeededBeside(key, isLive)
+	s.liveMu.Unlock()
+	return n
+}
+
+// countLive records whether a group's member is live (shown by the
+// informer, not being deleted) and, when it becomes live, tells the
+// OnMemberCounted callbacks, after counting it.
+func (s *Store) countLive(key GroupKey, uid types.UID, live bool) {
+	s.liveMu.Lock()
+	set := s.live[key]
+	added := live && !set[uid]
+	switch {
+	case added:
+		if set == nil {
+			set = map[types.UID]bool{}
+			s.live[key] = set
+		}
+		set[uid] = true
+	case !live && set != nil:
+		delete(set, uid)
+		if len(set) == 0 {
+			delete(s.live, key)
 		}
 	}
-	return n
+	callbacks := s.onCounted
+	s.liveMu.Unlock()
+	if added {
+		for _, f := range callbacks {
+			f(key)
+		}
+	}
+}
+
+// tracked reports whether the pods handler has seen every pod, so that
+// bound and live count the members without listing them.
+func (s *Store) tracked() bool {
+	return s.podsTracked != nil && s.podsTracked.HasSynced()
 }
 
 // OnMemberSucceeded calls f with the group of every member that Succeeded:
@@ -138,7 +175,7 @@ func (locked *Locked) Quorum(g *Gang, pg *schedv1alpha1.PodGroup) quorum.Count {
 		}
 		// As Placed counts them: by the bound handler once it has seen
 		// every pod, until then by the index.
-		tracked := locked.s.boundTracked != nil && locked.s.boundTracked.HasSynced()
+		tracked := locked.s.tracked()
 		for _, p := range locked.s.Members(g.Key) {
 			if _, reserved := g.reserved[p.UID]; reserved {
 				continue

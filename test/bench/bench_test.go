@@ -171,7 +171,7 @@ func runOnce(t *testing.T, w workload, v variant, opts Options, i int) *result {
 		t.Cleanup(cancel)
 		e, err := newEnv(ctx, t, opts, v, int(runs.Add(1)), w.jobs)
 		require.NoError(t, err)
-		e.profileDir, e.workload = *cpuProfile, w.id
+		e.profileDir, e.heapEvery, e.workload = *cpuProfile, *heapEvery, w.id
 		got, err := w.run(e, v)
 		if dir := os.Getenv("FLOTILLA_BENCH_LOGS"); dir != "" && e.proc != nil {
 			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.log", w.id, runs.Load())), []byte(e.proc.Logs()), 0o644)

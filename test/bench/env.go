@@ -54,9 +54,11 @@ type env struct {
 	// profileDir: where to save a CPU profile of each run and its
 	// allocations (-bench.cpuprofile).
 	profileDir string
-	workload   string
-	pods       *cluster.PodRecorder
-	nodes      []string
+	// heapEvery: how often sampleHeap saves the heap profile.
+	heapEvery time.Duration
+	workload  string
+	pods      *cluster.PodRecorder
+	nodes     []string
 	// topologyLevels, if set, replace the Gang plugin's in the scheduler's
 	// configuration (T1 uses a rack label the shipped levels lack).
 	topologyLevels []string

@@ -65,7 +65,7 @@ func (e *env) sampleHeap(v variant, stop <-chan struct{}) <-chan struct{} {
 	go func() {
 		defer close(done)
 		start := time.Now()
-		tick := time.NewTicker(*heapEvery)
+		tick := time.NewTicker(e.heapEvery)
 		defer tick.Stop()
 		for {
 			select {

@@ -1,0 +1,119 @@
+package state
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+)
+
+// trackedStore is a Store whose pod informer runs on a fake watch, with
+// the handler New registers: events reach it as the apiserver's would.
+func trackedStore(t *testing.T) (*Store, *watch.FakeWatcher) {
+	t.Helper()
+	w := watch.NewFake()
+	s := &Store{now: time.Now, gangs: map[GroupKey]*Gang{}, placing: map[GroupKey]*Gang{}, groupTimes: map[GroupKey]time.Time{},
+		bound: map[GroupKey]map[types.UID]bool{}, live: map[GroupKey]map[types.UID]bool{}}
+	s.pods = cache.NewSharedIndexInformer(listThenWatch{&cache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			return &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return w, nil },
+	}}, &corev1.Pod{}, 0, cache.Indexers{})
+	s.succeeded = cache.NewSharedIndexInformer(&cache.ListWatch{}, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{podGroupIndex: indexByGroup})
+	require.NoError(t, s.trackPods())
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go s.pods.RunWithContext(ctx)
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), s.podsTracked.HasSynced))
+	return s, w
+}
+
+// listThenWatch lists, then watches: the fake watch sends no initial
+// events, so the reflector must not stream its list from the watch.
+type listThenWatch struct{ *cache.ListWatch }
+
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+// MemberCount counts from the members the handler keeps once it has seen
+// every pod, and agrees with a listing of the index at every step: a
+// member leaves the count when it starts terminating, when it leaves the
+// group by a label, and when a delete shows it terminating though it was
+// counted live (a pod deleted at once, grace period 0). A succeeded member
+// the informer still shows is counted once.
+func TestMemberCountFollowsTheInformer(t *testing.T) {
+	g, h := GroupKey{Namespace: "ns", Name: "g"}, GroupKey{Namespace: "ns", Name: "h"}
+	inGroup := func(pod *corev1.Pod, group string) *corev1.Pod {
+		pod = pod.DeepCopy()
+		pod.Namespace = "ns"
+		pod.Labels = map[string]string{schedv1alpha1.PodGroupLabel: group}
+		return pod
+	}
+	// A leader unlike its workers.
+	leader := inGroup(sized("leader", capacity.Resources{corev1.ResourceCPU: 2000, corev1.ResourceMemory: 8 << 30}), "g")
+	worker0 := inGroup(sized("worker-0", capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 2 << 30, "nvidia.com/gpu": 1}), "g")
+	worker1 := inGroup(sized("worker-1", capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 2 << 30, "nvidia.com/gpu": 1}), "g")
+	other := inGroup(sized("other", capacity.Resources{corev1.ResourceCPU: 500, corev1.ResourceMemory: 1 << 30}), "h")
+	terminating := func(pod *corev1.Pod) *corev1.Pod {
+		pod = pod.DeepCopy()
+		pod.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		return pod
+	}
+	s, w := trackedStore(t)
+	var mu sync.Mutex
+	counted := map[GroupKey][]int{} // MemberCount as OnMemberCounted saw it
+	s.OnMemberCounted(func(key GroupKey) {
+		n := s.MemberCount(key)
+		mu.Lock()
+		defer mu.Unlock()
+		counted[key] = append(counted[key], n)
+	})
+	steps := []struct {
+		name  string
+		event func()
+		want  map[GroupKey]int
+	}{
+		{"the leader arrives", func() { w.Add(leader) }, map[GroupKey]int{g: 1, h: 0}},
+		{"its workers arrive", func() { w.Add(worker0); w.Add(worker1) }, map[GroupKey]int{g: 3, h: 0}},
+		{"another group's member", func() { w.Add(other) }, map[GroupKey]int{g: 3, h: 1}},
+		{"a worker moves to the other group by its label", func() { w.Modify(inGroup(worker1, "h")) }, map[GroupKey]int{g: 2, h: 2}},
+		{"a worker starts terminating", func() { w.Modify(terminating(worker0)) }, map[GroupKey]int{g: 1, h: 2}},
+		{"and is gone", func() { w.Delete(terminating(worker0)) }, map[GroupKey]int{g: 1, h: 2}},
+		{"the leader is deleted at once: the delete shows it terminating", func() { w.Delete(terminating(leader)) }, map[GroupKey]int{g: 0, h: 2}},
+		{"a member of h succeeded while the informer still shows it", func() {
+			require.NoError(t, s.succeeded.GetIndexer().Add(&metav1.PartialObjectMetadata{ObjectMeta: other.ObjectMeta}))
+		}, map[GroupKey]int{g: 0, h: 2}},
+		{"then leaves the informer: counted once, as succeeded", func() { w.Delete(other) }, map[GroupKey]int{g: 0, h: 2}},
+	}
+	for _, step := range steps {
+		step.event()
+		for key, want := range step.want {
+			require.Eventually(t, func() bool { return s.MemberCount(key) == want }, 5*time.Second, time.Millisecond,
+				"%s: group %s counts %d, want %d", step.name, key, s.MemberCount(key), want)
+			// The listing the count replaces agrees with it.
+			listed := len(s.Members(key))
+			live := map[types.UID]bool{}
+			for _, p := range s.Members(key) {
+				live[p.UID] = true
+			}
+			assert.Equal(t, want, listed+s.succeededBeside(key, func(uid types.UID) bool { return live[uid] }), "%s: group %s listed", step.name, key)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Each member was already counted when the callback heard of it, so a
+	// gang completed by it is seen complete there; leaving calls nothing.
+	assert.Equal(t, map[GroupKey][]int{g: {1, 2, 3}, h: {1, 2}}, counted)
+}
