@@ -114,7 +114,8 @@ func workloadOf(name string) (workload, variant string, ok bool) {
 
 // ReadUpstream reads every data-items file in dir and gives, per workload
 // and variant, the median of each figure over its newest runs (at most
-// runs of them; every run if runs < 1): workload -> variant -> figures.
+// runs of them; every run if runs < 1) of the tree the workload's newest
+// run measured: workload -> variant -> figures.
 // Runs, and the range of the throughputs, say how many runs the median is
 // of and how far they spread: on a small machine two runs of one workload
 // differ by a fifth, so one pair of runs does not decide a ratio.
@@ -123,8 +124,12 @@ func ReadUpstream(dir string, runs int) (map[string]map[string]UpstreamMeasure, 
 	if err != nil {
 		return nil, err
 	}
+	newest := newestTrees(read)
 	all := map[string]map[string][]UpstreamMeasure{}
 	for _, run := range read {
+		if id, _ := UpstreamRunID(run.Workload, run.Variant); run.Tree != newest[id] {
+			continue // as UpstreamBenchRuns: one tree's runs, never a mix
+		}
 		if all[run.Workload] == nil {
 			all[run.Workload] = map[string][]UpstreamMeasure{}
 		}
@@ -403,6 +408,17 @@ func UpstreamRunID(workload, variant string) (id, variantName string) {
 	return "P5 " + workload, variant
 }
 
+// newestTrees is, per workload of UpstreamRunID, the tree its newest run
+// (of runs, oldest first) measured.
+func newestTrees(runs []UpstreamRun) map[string]string {
+	newest := map[string]string{}
+	for _, r := range runs {
+		id, _ := UpstreamRunID(r.Workload, r.Variant)
+		newest[id] = r.Tree
+	}
+	return newest
+}
+
 // UpstreamBenchRuns turns upstream runs (UpstreamRuns, oldest first) into
 // runs as docs/benchmarks.json keeps them: for each workload of
 // UpstreamRunID, its runs of the tree its newest run measured, the newest
@@ -412,12 +428,11 @@ func UpstreamRunID(workload, variant string) (id, variantName string) {
 // SchedulingDuration its seconds; every figure is also in Extra, under
 // UpstreamMeasure's names.
 func UpstreamBenchRuns(runs []UpstreamRun, rounds int, machine string) []*Run {
-	newestTree := map[string]string{}
+	newestTree := newestTrees(runs)
 	byVariant := map[string]map[string][]UpstreamRun{}
 	var ids []string
 	for _, r := range runs {
 		id, _ := UpstreamRunID(r.Workload, r.Variant)
-		newestTree[id] = r.Tree
 		if byVariant[id] == nil {
 			byVariant[id] = map[string][]UpstreamRun{}
 			ids = append(ids, id)

@@ -164,6 +164,37 @@ func TestReadUpstreamMediansOfTheNewestRuns(t *testing.T) {
 	}
 }
 
+// The tables read one tree's runs, as the status table's pairs do: a
+// commit measured in part does not mix with an older one's runs.
+func TestReadUpstreamReadsTheNewestTreeOnly(t *testing.T) {
+	root := t.TempDir()
+	for _, tree := range []string{"old", "new"} {
+		if err := os.Mkdir(filepath.Join(root, tree), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, fresh := upstreamDir{t, filepath.Join(root, "old")}, upstreamDir{t, filepath.Join(root, "new")}
+	old.run("2026-11-27T01:00:00Z", item("SchedulingThroughput", basicDefault, "not applicable", `{"Average": 100}`),
+		item("SchedulingThroughput", basicFlotilla, "not applicable", `{"Average": 100}`),
+		item("SchedulingThroughput", gangFlotilla, "not applicable", `{"Average": 50}`))
+	old.run("2026-11-27T02:00:00Z", item("SchedulingThroughput", basicDefault, "not applicable", `{"Average": 110}`),
+		item("SchedulingThroughput", basicFlotilla, "not applicable", `{"Average": 110}`))
+	// The new tree measured SchedulingBasic only, once.
+	fresh.run("2026-11-28T01:00:00Z", item("SchedulingThroughput", basicDefault, "not applicable", `{"Average": 200}`),
+		item("SchedulingThroughput", basicFlotilla, "not applicable", `{"Average": 190}`))
+	got, err := ReadUpstream(root, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := got[basic]; b["default"][Runs] != 1 || b["default"][Throughput] != 200 || b["flotilla"][Runs] != 1 || b["flotilla"][Throughput] != 190 {
+		t.Errorf("SchedulingBasic should be the new tree's one run: %v", b)
+	}
+	// A workload the new tree did not measure is its newest tree's.
+	if g := got["GangScheduling/5000Nodes_1000Gangs_3000Pods"]["flotilla"]; g[Runs] != 1 || g[Throughput] != 50 {
+		t.Errorf("GangScheduling should be the old tree's run: %v", g)
+	}
+}
+
 // Upstream runs join docs/benchmarks.json as pairs: the k-th newest run
 // of each configuration in pair k, of the tree the newest run measured
 // only, batching cases as one workload with batching on and off.
