@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -68,6 +70,54 @@ func TestQueueingHints(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
+	}
+
+	// PodGroup updates: only what gates or places the gang wakes it, not
+	// the status and waiting reason the status writer keeps, whether the
+	// informer gives typed or (the scheduler's dynamic one) unstructured
+	// objects.
+	edited := func(edit func(*schedv1alpha1.PodGroup)) *schedv1alpha1.PodGroup {
+		pg := podGroup("a", t0, 3)
+		pg.Generation = 1
+		pg.Labels = map[string]string{flotillav1alpha1.QueueLabel: "team-a"}
+		pg.Annotations = map[string]string{flotillav1alpha1.RolesAnnotation: `{"leader":{"minMember":1},"worker":{"minMember":2}}`}
+		if edit != nil {
+			edit(pg)
+		}
+		return pg
+	}
+	unstructuredOf := func(pg *schedv1alpha1.PodGroup) interface{} {
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pg)
+		require.NoError(t, err)
+		return &unstructured.Unstructured{Object: obj}
+	}
+	updates := []struct {
+		name string
+		new  *schedv1alpha1.PodGroup
+		want fwk.QueueingHint
+	}{
+		{"status only", edited(func(pg *schedv1alpha1.PodGroup) { pg.Status.Phase, pg.Status.Running = schedv1alpha1.PodGroupScheduling, 2 }), fwk.QueueSkip},
+		{"waiting reason written", edited(func(pg *schedv1alpha1.PodGroup) {
+			pg.Annotations[flotillav1alpha1.WaitingReasonAnnotation], pg.Annotations[flotillav1alpha1.WaitingMessageAnnotation] = "WaitingForMembers", "2 of 3"
+		}), fwk.QueueSkip},
+		{"minMember lowered: a new generation", edited(func(pg *schedv1alpha1.PodGroup) { pg.Generation, pg.Spec.MinMember = 2, 2 }), fwk.Queue},
+		{"roles changed", edited(func(pg *schedv1alpha1.PodGroup) {
+			pg.Annotations[flotillav1alpha1.RolesAnnotation] = `{"leader":{"minMember":1},"worker":{"minMember":1}}`
+		}), fwk.Queue},
+		{"topology asked", edited(func(pg *schedv1alpha1.PodGroup) { pg.Annotations[flotillav1alpha1.TopologyRequiredAnnotation] = "topology.kubernetes.io/zone" }), fwk.Queue},
+		{"moved to another queue", edited(func(pg *schedv1alpha1.PodGroup) { pg.Labels[flotillav1alpha1.QueueLabel] = "team-b" }), fwk.Queue},
+	}
+	for _, tt := range updates {
+		for _, form := range []struct {
+			name     string
+			old, new interface{}
+		}{{"typed", edited(nil), tt.new}, {"unstructured", unstructuredOf(edited(nil)), unstructuredOf(tt.new)}} {
+			t.Run("PodGroup updated, "+tt.name+", "+form.name, func(t *testing.T) {
+				got, err := g.isSchedulableAfterPodGroupChange(logger, a[0], form.old, form.new)
+				require.NoError(t, err)
+				assert.Equal(t, tt.want, got)
+			})
+		}
 	}
 
 	// Claims: only freed devices (or a new claim) wake a refused gang.
