@@ -96,7 +96,9 @@ func TestQueueingHints(t *testing.T) {
 		new  *schedv1alpha1.PodGroup
 		want fwk.QueueingHint
 	}{
-		{"status only", edited(func(pg *schedv1alpha1.PodGroup) { pg.Status.Phase, pg.Status.Running = schedv1alpha1.PodGroupScheduling, 2 }), fwk.QueueSkip},
+		{"status only", edited(func(pg *schedv1alpha1.PodGroup) {
+			pg.Status.Phase, pg.Status.Running = schedv1alpha1.PodGroupScheduling, 2
+		}), fwk.QueueSkip},
 		{"waiting reason written", edited(func(pg *schedv1alpha1.PodGroup) {
 			pg.Annotations[flotillav1alpha1.WaitingReasonAnnotation], pg.Annotations[flotillav1alpha1.WaitingMessageAnnotation] = "WaitingForMembers", "2 of 3"
 		}), fwk.QueueSkip},
@@ -104,7 +106,9 @@ func TestQueueingHints(t *testing.T) {
 		{"roles changed", edited(func(pg *schedv1alpha1.PodGroup) {
 			pg.Annotations[flotillav1alpha1.RolesAnnotation] = `{"leader":{"minMember":1},"worker":{"minMember":1}}`
 		}), fwk.Queue},
-		{"topology asked", edited(func(pg *schedv1alpha1.PodGroup) { pg.Annotations[flotillav1alpha1.TopologyRequiredAnnotation] = "topology.kubernetes.io/zone" }), fwk.Queue},
+		{"topology asked", edited(func(pg *schedv1alpha1.PodGroup) {
+			pg.Annotations[flotillav1alpha1.TopologyRequiredAnnotation] = "topology.kubernetes.io/zone"
+		}), fwk.Queue},
 		{"moved to another queue", edited(func(pg *schedv1alpha1.PodGroup) { pg.Labels[flotillav1alpha1.QueueLabel] = "team-b" }), fwk.Queue},
 	}
 	for _, tt := range updates {
