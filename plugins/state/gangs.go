@@ -300,9 +300,12 @@ func (locked *Locked) Version() uint64 { return locked.s.changes }
 func (locked *Locked) Now() time.Time { return locked.s.now() }
 
 // Forget drops a gang's accounting once it has no reserved member left and
-// is neither placing nor backing off, so finished gangs cost no memory.
+// is neither placing, backing off nor gated, so finished gangs cost no
+// memory. A gated gang is kept: the member that completes its count lets
+// its members in only if it is still known to be gated (OnMemberCounted);
+// it is dropped once its last member is gone (trackMember).
 func (locked *Locked) Forget(g *Gang) {
-	if len(g.reserved) == 0 && g.attemptStarted.IsZero() && !locked.IsPlacing(g) && locked.s.waiter != g && !g.backoffUntil.After(locked.s.now()) && len(g.blocked) == 0 {
+	if len(g.reserved) == 0 && g.attemptStarted.IsZero() && !locked.IsPlacing(g) && locked.s.waiter != g && !g.backoffUntil.After(locked.s.now()) && len(g.blocked) == 0 && !g.gated {
 		delete(locked.s.gangs, g.Key)
 	}
 }
@@ -370,10 +373,14 @@ func (s *Store) trackMember(obj interface{}, gone bool) {
 	if !ok {
 		return
 	}
-	s.countLive(key, pod.UID, !gone && pod.DeletionTimestamp == nil)
+	remaining := s.countLive(key, pod.UID, !gone && pod.DeletionTimestamp == nil)
 	isBound := !gone && pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if g, ok := s.gangs[key]; ok && g.gated && remaining == 0 {
+		g.gated = false // no member left to hold
+		(&Locked{s: s}).Forget(g)
+	}
 	if isBound {
 		if s.bound[key] == nil {
 			s.bound[key] = map[types.UID]bool{}

@@ -117,3 +117,31 @@ func TestMemberCountFollowsTheInformer(t *testing.T) {
 	// gang completed by it is seen complete there; leaving calls nothing.
 	assert.Equal(t, map[GroupKey][]int{g: {1, 2, 3}, h: {1, 2}}, counted)
 }
+
+// A gated gang stays known as gated while it has members, whatever
+// forgets finished gangs (the status writer calls Forget on every write):
+// the member that completes its count lets it in only if it is. Once its
+// last member is gone it is forgotten.
+func TestGatedGangIsKeptWhileItHasMembers(t *testing.T) {
+	key := GroupKey{Namespace: "ns", Name: "g"}
+	leader := sized("leader", capacity.Resources{corev1.ResourceCPU: 2000, corev1.ResourceMemory: 8 << 30})
+	leader.Labels = map[string]string{schedv1alpha1.PodGroupLabel: "g"}
+	s, w := trackedStore(t)
+	w.Add(leader)
+	require.Eventually(t, func() bool { return s.MemberCount(key) == 1 }, 5*time.Second, time.Millisecond)
+	gated := func() (g bool) {
+		s.Lock(func(locked *Locked) { g = locked.Gated(key) })
+		return g
+	}
+	s.Lock(func(locked *Locked) {
+		locked.SetGated(key, true)
+		locked.Forget(locked.Gang(key))
+	})
+	assert.True(t, gated(), "forgotten while gated")
+	w.Delete(leader)
+	require.Eventually(t, func() bool { return !gated() }, 5*time.Second, time.Millisecond, "gated after its last member left")
+	s.Lock(func(locked *Locked) {
+		_, known := locked.s.gangs[key]
+		assert.False(t, known, "kept after its last member left")
+	})
+}

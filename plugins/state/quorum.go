@@ -103,8 +103,9 @@ func (s *Store) MemberCount(key GroupKey) int {
 
 // countLive records whether a group's member is live (shown by the
 // informer, not being deleted) and, when it becomes live, tells the
-// OnMemberCounted callbacks, after counting it.
-func (s *Store) countLive(key GroupKey, uid types.UID, live bool) {
+// OnMemberCounted callbacks, after counting it. It returns how many live
+// members the group has.
+func (s *Store) countLive(key GroupKey, uid types.UID, live bool) int {
 	s.liveMu.Lock()
 	set := s.live[key]
 	added := live && !set[uid]
@@ -121,13 +122,14 @@ func (s *Store) countLive(key GroupKey, uid types.UID, live bool) {
 			delete(s.live, key)
 		}
 	}
-	callbacks := s.onCounted
+	callbacks, remaining := s.onCounted, len(s.live[key])
 	s.liveMu.Unlock()
 	if added {
 		for _, f := range callbacks {
 			f(key)
 		}
 	}
+	return remaining
 }
 
 // tracked reports whether the pods handler has seen every pod, so that

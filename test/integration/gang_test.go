@@ -191,8 +191,8 @@ func TestPodGroupCreatedAfterItsPods(t *testing.T) {
 // places its own pods does) completes its gang's count: the members held
 // at PreEnqueue for it are let in. The scheduling queue does not report
 // an assigned pod to Gang (bindings would cost a hint run per gated
-// member), so the store's informer does; the PodGroup's status, rewritten
-// with one more member scheduled, wakes them too, a little later.
+// member), so the store's informer does (OnMemberCounted); the gang's
+// status writes do not wake its members.
 func TestMemberArrivingBoundWakesItsGang(t *testing.T) {
 	h := startCluster(t, "scheduler-config.yaml", nodes(2, "8")...)
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "prebound", 3))
