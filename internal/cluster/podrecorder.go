@@ -29,8 +29,9 @@ type PodRecorder struct {
 	firstCreate                     time.Time
 	// attemptedAt: when a pod was first reported unschedulable.
 	attemptedAt map[string]time.Time
-	// finishedAt: when a pod was first seen Succeeded or Failed.
-	finishedAt map[string]time.Time
+	// runningAt: when a pod was first seen Running; finishedAt: when it
+	// was first seen Succeeded or Failed.
+	runningAt, finishedAt map[string]time.Time
 	// nodeOf: where a pod was bound.
 	nodeOf map[string]string
 	// jobOf: the Job a pod belongs to; members: a Job's pods.
@@ -46,7 +47,7 @@ type PodRecorder struct {
 
 func NewPodRecorder() *PodRecorder {
 	return &PodRecorder{attemptedAt: map[string]time.Time{}, createStart: map[string]time.Time{}, createdAt: map[string]time.Time{},
-		boundAt: map[string]time.Time{}, finishedAt: map[string]time.Time{}, nodeOf: map[string]string{}, jobOf: map[string]string{}, members: map[string][]string{},
+		boundAt: map[string]time.Time{}, runningAt: map[string]time.Time{}, finishedAt: map[string]time.Time{}, nodeOf: map[string]string{}, jobOf: map[string]string{}, members: map[string][]string{},
 		boundCh: make(chan struct{}, 1), nodeByUID: map[types.UID]string{}}
 }
 
@@ -74,6 +75,9 @@ func (l *PodRecorder) Start(ctx context.Context, tb ktesting.TB, client kubernet
 				l.jobOf[pod.Name] = job
 				l.members[job] = append(l.members[job], pod.Name)
 			}
+		}
+		if _, ok := l.runningAt[pod.Name]; !ok && pod.Status.Phase == corev1.PodRunning {
+			l.runningAt[pod.Name] = now
 		}
 		if _, ok := l.finishedAt[pod.Name]; !ok && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) {
 			l.finishedAt[pod.Name] = now
@@ -283,13 +287,13 @@ func (l *PodRecorder) Rebound() []string {
 
 // PodLife is what the recorder saw of one pod; a zero time is not seen.
 type PodLife struct {
-	Created, Bound, Finished time.Time
-	Node                     string
+	Created, Bound, Running, Finished time.Time
+	Node                              string
 }
 
 // Life returns what the recorder saw of the named pod.
 func (l *PodRecorder) Life(name string) PodLife {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return PodLife{Created: l.createdAt[name], Bound: l.boundAt[name], Finished: l.finishedAt[name], Node: l.nodeOf[name]}
+	return PodLife{Created: l.createdAt[name], Bound: l.boundAt[name], Running: l.runningAt[name], Finished: l.finishedAt[name], Node: l.nodeOf[name]}
 }

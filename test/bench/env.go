@@ -64,6 +64,10 @@ type env struct {
 	topologyLevels []string
 	// usage, if set, turns Proportion's fairness over time on (F1).
 	usage usageArgs
+	// requestsAtStart: the in-process apiserver's request counts when the
+	// run's control plane was up (apiserverRequests); nil against an
+	// external control plane.
+	requestsAtStart map[string]float64
 }
 
 // newEnv starts (or connects to) a cluster for one run of a variant. A
@@ -125,6 +129,11 @@ func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run in
 			}
 		}
 	})
+	if e.cp != nil {
+		if e.requestsAtStart, err = apiserverRequests(); err != nil {
+			return nil, err
+		}
+	}
 	e.pods = cluster.NewPodRecorder()
 	return e, e.pods.Start(ctx, tb, e.client, e.namespace)
 }

@@ -216,7 +216,7 @@ func runJobs(e *env, v variant, nodes int, node cluster.NodeSpec, s jobStream) (
 	delete(r.Extra, "lastCreatedSeconds")
 	first, _, _ := e.pods.Span(nil)
 	r.Extra["jobsCompleteSeconds"] = complete.Sub(first).Seconds()
-	p50, p95, err := e.jobCompletions()
+	p50, p95, err := e.jobCompletions(r.Extra)
 	if err != nil {
 		return nil, err
 	}
@@ -226,22 +226,78 @@ func runJobs(e *env, v variant, nodes int, node cluster.NodeSpec, s jobStream) (
 
 // jobCompletions are the median and 95th percentile of the namespace's
 // completed Jobs' time from creation to completion, as a user of each Job
-// sees it (the Job's status, to the second).
-func (e *env) jobCompletions() (p50, p95 float64, err error) {
+// sees it (the Job's status, to the second); extra gets the median of
+// each stage of a Job's life (jobStages).
+func (e *env) jobCompletions(extra map[string]float64) (p50, p95 float64, err error) {
 	jobs, err := e.client.BatchV1().Jobs(e.namespace).List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, 0, err
 	}
 	var took []float64
+	members := e.pods.Jobs()
+	stages := map[string][]float64{}
 	for _, j := range jobs.Items {
-		if j.Status.CompletionTime != nil {
-			took = append(took, j.Status.CompletionTime.Sub(j.CreationTimestamp.Time).Seconds())
+		if j.Status.CompletionTime == nil {
+			continue
+		}
+		took = append(took, j.Status.CompletionTime.Sub(j.CreationTimestamp.Time).Seconds())
+		lives := make([]cluster.PodLife, 0, len(members[j.Name]))
+		for _, name := range members[j.Name] {
+			lives = append(lives, e.pods.Life(name))
+		}
+		for name, secs := range jobStages(j.CreationTimestamp.Time, j.Status.CompletionTime.Time, lives) {
+			stages[name] = append(stages[name], secs)
 		}
 	}
 	if len(took) == 0 {
 		return 0, 0, fmt.Errorf("no Job of %s completed", e.namespace)
 	}
+	for name, secs := range stages {
+		extra[name] = nearestRank(secs, 0.50)
+	}
 	return nearestRank(took, 0.50), nearestRank(took, 0.95), nil
+}
+
+// jobStages splits one Job's life, from its creation to its completion,
+// at the moments its last pod was created, bound, seen running and seen
+// finished: where a Job's time goes when the scheduler is not all of it
+// (the Job controller creates the pods and completes the Job, the
+// kubelets start and finish them). Creation and completion are the Job's
+// own times, to the second. A stage whose moment some pod lacks is left
+// out, and so is the next.
+func jobStages(created, completed time.Time, pods []cluster.PodLife) map[string]float64 {
+	last := func(of func(cluster.PodLife) time.Time) time.Time {
+		var latest time.Time
+		for _, p := range pods {
+			t := of(p)
+			if t.IsZero() {
+				return time.Time{}
+			}
+			if t.After(latest) {
+				latest = t
+			}
+		}
+		return latest
+	}
+	moments := []struct {
+		stage string
+		at    time.Time
+	}{
+		{"jobPodsCreatedSeconds", last(func(p cluster.PodLife) time.Time { return p.Created })},
+		{"jobPodsBoundSeconds", last(func(p cluster.PodLife) time.Time { return p.Bound })},
+		{"jobPodsRunningSeconds", last(func(p cluster.PodLife) time.Time { return p.Running })},
+		{"jobPodsFinishedSeconds", last(func(p cluster.PodLife) time.Time { return p.Finished })},
+		{"jobCompletedSeconds", completed},
+	}
+	out := map[string]float64{}
+	from := created
+	for _, m := range moments {
+		if !m.at.IsZero() && !from.IsZero() {
+			out[m.stage] = m.at.Sub(from).Seconds()
+		}
+		from = m.at
+	}
+	return out
 }
 
 // nearestRank is the q-quantile of values by the nearest-rank method.

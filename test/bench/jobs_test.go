@@ -2,8 +2,11 @@ package bench
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/flotilla-sched/flotilla/internal/cluster"
 )
 
 func TestNearestRank(t *testing.T) {
@@ -23,6 +26,41 @@ func TestNearestRank(t *testing.T) {
 			values := append([]float64{}, tc.values...)
 			assert.Equal(t, tc.want, nearestRank(tc.values, tc.q))
 			assert.Equal(t, values, tc.values, "the input is not reordered")
+		})
+	}
+}
+
+func TestJobStagesSplitAJobsLifeAtItsLastPod(t *testing.T) {
+	at := func(s float64) time.Time { return time.Unix(1000, 0).Add(time.Duration(s * float64(time.Second))) }
+	pod := func(created, bound, running, finished float64) cluster.PodLife {
+		life := cluster.PodLife{Created: at(created), Bound: at(bound), Running: at(running), Finished: at(finished)}
+		if running < 0 {
+			life.Running = time.Time{}
+		}
+		return life
+	}
+	for _, tc := range []struct {
+		name string
+		pods []cluster.PodLife
+		want map[string]float64
+	}{{
+		name: "each stage ends at its last pod, whichever pod that is",
+		pods: []cluster.PodLife{pod(1, 2, 3, 9), pod(1.5, 2.5, 4, 8.5)},
+		want: map[string]float64{"jobPodsCreatedSeconds": 1.5, "jobPodsBoundSeconds": 1, "jobPodsRunningSeconds": 1.5, "jobPodsFinishedSeconds": 5, "jobCompletedSeconds": 1},
+	}, {
+		name: "a pod never seen running leaves out the stages that end and start there",
+		pods: []cluster.PodLife{pod(1, 2, 3, 9), pod(1, 2, -1, 8)},
+		want: map[string]float64{"jobPodsCreatedSeconds": 1, "jobPodsBoundSeconds": 1, "jobCompletedSeconds": 1},
+	}, {
+		name: "no pods, no stages",
+		want: map[string]float64{},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := jobStages(at(0), at(10), tc.pods)
+			assert.Len(t, got, len(tc.want))
+			for stage, secs := range tc.want {
+				assert.InDelta(t, secs, got[stage], 1e-9, stage)
+			}
 		})
 	}
 }

@@ -22,6 +22,13 @@ type schedulerMetrics struct {
 	// its scheduling cycle (a DRA pod's holds its allocator).
 	permitWait, preBind float64
 	heapInUse           float64
+	// CPU the scheduler process used since it started, seconds; and the
+	// requests its clients sent (rest_client_requests_total): writes
+	// (POST, PUT, PATCH, DELETE) and GETs (gets and lists). On 2 cores
+	// both are taken from what the apiserver, the controllers and the
+	// kubelets have to work with.
+	cpuSeconds    float64
+	writes, reads float64
 }
 
 func scrape(url, profile string) (*schedulerMetrics, error) {
@@ -62,6 +69,19 @@ func scrape(url, profile string) (*schedulerMetrics, error) {
 	}
 	if f := families["go_memstats_heap_inuse_bytes"]; f != nil && len(f.GetMetric()) > 0 {
 		m.heapInUse = f.GetMetric()[0].GetGauge().GetValue()
+	}
+	if f := families["process_cpu_seconds_total"]; f != nil && len(f.GetMetric()) > 0 {
+		m.cpuSeconds = f.GetMetric()[0].GetCounter().GetValue()
+	}
+	if f := families["rest_client_requests_total"]; f != nil {
+		for _, s := range f.GetMetric() {
+			switch label(s, "method") {
+			case "GET":
+				m.reads += s.GetCounter().GetValue()
+			case "POST", "PUT", "PATCH", "DELETE":
+				m.writes += s.GetCounter().GetValue()
+			}
+		}
 	}
 	return m, nil
 }

@@ -15,3 +15,38 @@ func TestQuantileInterpolatesInsideBuckets(t *testing.T) {
 	assert.InDelta(t, 0.05, quantile(buckets, 0.25), 1e-9)
 	assert.Equal(t, 0.0, quantile(nil, 0.5))
 }
+
+func TestRequestsSinceCountsTheRunsWritesAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		before, now map[string]float64
+		top         int
+		writes      float64
+		busiest     string
+	}{{
+		name:    "the counts of earlier runs in the process are left out",
+		before:  map[string]float64{"POST pods/binding": 100, "PATCH pods/status": 40},
+		now:     map[string]float64{"POST pods/binding": 180, "PATCH pods/status": 40, "PATCH podgroups/status": 30},
+		top:     5,
+		writes:  110,
+		busiest: "POST pods/binding 80, PATCH podgroups/status 30",
+	}, {
+		name:    "lists are shown but are not writes",
+		now:     map[string]float64{"LIST pods": 50, "POST events": 20},
+		top:     5,
+		writes:  20,
+		busiest: "LIST pods 50, POST events 20",
+	}, {
+		name:    "only the busiest are named, ties by name",
+		now:     map[string]float64{"POST events": 5, "DELETE pods": 5, "PUT jobs/status": 1},
+		top:     2,
+		writes:  11,
+		busiest: "DELETE pods 5, POST events 5",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			writes, busiest := requestsSince(tc.before, tc.now, tc.top)
+			assert.Equal(t, tc.writes, writes)
+			assert.Equal(t, tc.busiest, busiest)
+		})
+	}
+}

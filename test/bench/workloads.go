@@ -419,6 +419,19 @@ func (e *env) measureScheduler(r *result, v variant) error {
 			r.Extra = map[string]float64{}
 		}
 		r.Extra["permitWaitSeconds"], r.Extra["preBindSeconds"] = m.permitWait, m.preBind
+		r.Extra["schedulerCPUSeconds"], r.Extra["schedulerWrites"], r.Extra["schedulerGets"] = m.cpuSeconds, m.writes, m.reads
+	}
+	if e.requestsAtStart != nil {
+		now, err := apiserverRequests()
+		if err != nil {
+			return err
+		}
+		writes, busiest := requestsSince(e.requestsAtStart, now, 12)
+		if r.Extra == nil {
+			r.Extra = map[string]float64{}
+		}
+		r.Extra["apiserverWrites"] = writes
+		e.tb.Logf("%s %s: the apiserver's busiest requests of the run: %s", e.workload, v.name, busiest)
 	}
 	r.PeakRSS = e.peakRSS()
 	if e.profileDir != "" {
