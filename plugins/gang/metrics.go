@@ -29,6 +29,15 @@ var (
 		Help:           "PodGroup status patches written by the scheduler.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	// podGroupMemberLists counts the lists of a PodGroup's pods the status
+	// writer made because the informers could not account for every
+	// member (state.Store.MembersAsListed): a few per scheduler start,
+	// and one per status write of a gang with a failed member.
+	podGroupMemberLists = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "flotilla", Name: "podgroup_member_lists_total",
+		Help:           "Lists of a PodGroup's pods from the apiserver made by the status writer, which otherwise counts the members from its informers.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	// podGroupWaitingWrites counts the patches of PodGroups' waiting
 	// annotations: one each time a gang starts waiting, its reason or
 	// message changes, or it stops waiting.
@@ -88,7 +97,7 @@ const (
 )
 
 func init() {
-	legacyregistry.MustRegister(gangWaitSeconds, gangRejections, podGroupStatusWrites, podGroupWaitingWrites, podGroupsByPhase, gangLongestWait, gangMembersInFlight, gangsPaced, quorumCheckSeconds, quorumChecksOvertaken)
+	legacyregistry.MustRegister(gangWaitSeconds, gangRejections, podGroupStatusWrites, podGroupMemberLists, podGroupWaitingWrites, podGroupsByPhase, gangLongestWait, gangMembersInFlight, gangsPaced, quorumCheckSeconds, quorumChecksOvertaken)
 	// Every reason's series exists from the start, at 0: a rate over a
 	// series that appears with its first increment misses that increment.
 	for _, reason := range []string{reasonDoesNotFit, reasonMemberUnplaceable, reasonLostPlace, reasonTimedOut} {

@@ -68,13 +68,7 @@ func (s *perScheduler) writeStatus(ctx context.Context, key state.GroupKey) erro
 	if pg == nil {
 		return nil
 	}
-	// Terminated members leave the scheduler's informer, so count from the
-	// apiserver; the coalescing keeps this to a few lists per gang.
-	// ResourceVersion "0": from the apiserver's watch cache, not a quorum
-	// read of etcd — a thousand gangs make thousands of these.
-	pods, err := s.handle.ClientSet().CoreV1().Pods(key.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: labels.Set{schedv1alpha1.PodGroupLabel: key.Name}.String(), ResourceVersion: "0",
-	})
+	pods, err := s.membersOf(ctx, key, pg)
 	if err != nil {
 		return err
 	}
@@ -89,18 +83,38 @@ func (s *perScheduler) writeStatus(ctx context.Context, key state.GroupKey) erro
 		locked.Forget(g)
 	})
 	roles, rolesErr := s.store.RolesOf(pg)
-	status := computeStatus(pg, roles, pods.Items, placing, metav1.Now())
+	status := computeStatus(pg, roles, pods, placing, metav1.Now())
 	// The status first: a refused annotation patch must not hold back
 	// the phase and counts.
-	statusErr := s.patchStatus(ctx, key, pg, status, len(pods.Items))
+	statusErr := s.patchStatus(ctx, key, pg, status, len(pods))
 	why := waiting{}
 	waits := status.Phase == schedv1alpha1.PodGroupPending || status.Phase == schedv1alpha1.PodGroupScheduling
 	if rolesErr != nil && waits {
 		why = waiting{reason: reasons.InvalidSpec, message: reasons.InvalidSpec.Say("gang %s waits: %v", key, rolesErr)}
 	} else {
-		why = waitingOf(pg, roles, pods.Items, status, placing, retrier)
+		why = waitingOf(pg, roles, pods, status, placing, retrier)
 	}
 	return errors.Join(statusErr, s.sayWhyWaiting(ctx, pg, why))
+}
+
+// membersOf returns the group's pods as the apiserver shows them: from
+// the informers when they account for every member
+// (state.Store.MembersAsListed), else listed, a consistent read served
+// from the apiserver's watch cache (as new as the informers, so a member
+// they saw leave is shown as it left).
+func (s *perScheduler) membersOf(ctx context.Context, key state.GroupKey, pg *schedv1alpha1.PodGroup) ([]corev1.Pod, error) {
+	if pods, ok := s.store.MembersAsListed(key, pg); ok {
+		return pods, nil
+	}
+	list, err := s.handle.ClientSet().CoreV1().Pods(key.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.Set{schedv1alpha1.PodGroupLabel: key.Name}.String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	podGroupMemberLists.Inc()
+	s.store.Listed(key, list.Items)
+	return list.Items, nil
 }
 
 // patchStatus writes status to the PodGroup when it differs from what it
@@ -271,7 +285,9 @@ func computeStatus(pg *schedv1alpha1.PodGroup, roles *flotillav1alpha1.Roles, po
 		default:
 			live++
 		}
-		if p.Spec.NodeName != "" {
+		// A succeeded member was bound; the informers show it by its
+		// metadata only.
+		if p.Spec.NodeName != "" || p.Status.Phase == corev1.PodSucceeded {
 			bound++
 			boundLabels = append(boundLabels, p.Labels)
 		}

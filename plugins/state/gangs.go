@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
@@ -364,7 +365,8 @@ func (locked *Locked) MembersInFlight() int {
 // as bound, whatever the moment. gone: the pod left the informer or its
 // group; a delete's object may show it terminating though the informer
 // counted it live, so membership is dropped by UID whatever it shows.
-func (s *Store) trackMember(obj interface{}, gone bool) {
+// deleted: it left the informer (not only the group, by a label).
+func (s *Store) trackMember(obj interface{}, gone, deleted bool) {
 	pod, ok := unwrap(obj).(*corev1.Pod)
 	if !ok {
 		return
@@ -373,7 +375,12 @@ func (s *Store) trackMember(obj interface{}, gone bool) {
 	if !ok {
 		return
 	}
-	remaining := s.countLive(key, pod.UID, !gone && pod.DeletionTimestamp == nil)
+	// A pod that leaves the informer not shown terminating finished (the
+	// informer drops Succeeded and Failed pods) or was deleted unseen: a
+	// tombstone says the watch missed how it left.
+	_, unseen := obj.(cache.DeletedFinalStateUnknown)
+	mayHaveFailed := deleted && (unseen || pod.DeletionTimestamp == nil)
+	remaining := s.countLive(key, pod.UID, !gone && pod.DeletionTimestamp == nil, mayHaveFailed)
 	isBound := !gone && pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -104,9 +104,18 @@ func (s *Store) MemberCount(key GroupKey) int {
 // countLive records whether a group's member is live (shown by the
 // informer, not being deleted) and, when it becomes live, tells the
 // OnMemberCounted callbacks, after counting it. It returns how many live
-// members the group has.
-func (s *Store) countLive(key GroupKey, uid types.UID, live bool) int {
+// members the group has. mayHaveFailed: the member left the informer and
+// may have failed, which only a list of the group's pods can show
+// (MembersAsListed); recorded with the member leaving live, so that no
+// reader finds it in neither.
+func (s *Store) countLive(key GroupKey, uid types.UID, live, mayHaveFailed bool) int {
 	s.liveMu.Lock()
+	if mayHaveFailed && s.departed != nil {
+		if s.departed[key] == nil {
+			s.departed[key] = map[types.UID]bool{}
+		}
+		s.departed[key][uid] = true
+	}
 	set := s.live[key]
 	added := live && !set[uid]
 	switch {

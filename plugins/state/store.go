@@ -111,6 +111,16 @@ type Store struct {
 	// It has its own lock: MemberCount is read under the store's.
 	liveMu sync.Mutex
 	live   map[GroupKey]map[types.UID]bool
+	// departed, listed and trackedSince say when the informers account
+	// for every member of a group (MembersAsListed), under liveMu with
+	// live: departed are the members that left the pod informer without
+	// being shown terminating (they finished, or their watch event was
+	// lost), listed the groups whose pods were listed from the apiserver
+	// since this store started, trackedSince when the pods handler was
+	// first found to have seen every pod.
+	departed     map[GroupKey]map[types.UID]bool
+	listed       map[GroupKey]bool
+	trackedSince time.Time
 	// onCounted are called with a group after a member joins its live
 	// set (OnMemberCounted).
 	onCounted []func(GroupKey)
@@ -142,7 +152,8 @@ func newStore(h fwk.Handle) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{clients: clients, now: time.Now, gangs: map[GroupKey]*Gang{}, placing: map[GroupKey]*Gang{}, groupTimes: map[GroupKey]time.Time{}, bound: map[GroupKey]map[types.UID]bool{}, live: map[GroupKey]map[types.UID]bool{}}
+	s := &Store{clients: clients, now: time.Now, gangs: map[GroupKey]*Gang{}, placing: map[GroupKey]*Gang{}, groupTimes: map[GroupKey]time.Time{}, bound: map[GroupKey]map[types.UID]bool{}, live: map[GroupKey]map[types.UID]bool{},
+		departed: map[GroupKey]map[types.UID]bool{}, listed: map[GroupKey]bool{}}
 	// Registered with the scheduler's factory so that the scheduler starts
 	// it and waits for its sync before scheduling, like its own informers.
 	s.podGroups = h.SharedInformerFactory().InformerFor(&schedv1alpha1.PodGroup{}, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
@@ -184,16 +195,16 @@ func (s *Store) trackPods() error {
 	}
 	var err error
 	s.podsTracked, err = s.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) { s.trackMember(obj, false) },
+		AddFunc: func(obj interface{}) { s.trackMember(obj, false, false) },
 		UpdateFunc: func(old, obj interface{}) {
 			if o, ok := old.(*corev1.Pod); ok {
 				if n, ok := obj.(*corev1.Pod); ok && o.Labels[schedv1alpha1.PodGroupLabel] != n.Labels[schedv1alpha1.PodGroupLabel] {
-					s.trackMember(o, true)
+					s.trackMember(o, true, false)
 				}
 			}
-			s.trackMember(obj, false)
+			s.trackMember(obj, false, false)
 		},
-		DeleteFunc: func(obj interface{}) { s.trackMember(obj, true) },
+		DeleteFunc: func(obj interface{}) { s.trackMember(obj, true, true) },
 	})
 	return err
 }
@@ -347,6 +358,7 @@ func (s *Store) forgetGroup(obj interface{}) {
 	}
 	s.forgetRoles(pg)
 	key := GroupKey{Namespace: pg.Namespace, Name: pg.Name}
+	s.forgetListing(key)
 	if len(s.Members(key)) > 0 {
 		return
 	}
