@@ -1,9 +1,12 @@
 package state
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
@@ -57,10 +60,7 @@ func (s *Store) MembersAsListed(key GroupKey, pg *schedv1alpha1.PodGroup) (pods 
 	}
 
 	s.liveMu.Lock()
-	if s.trackedSince.IsZero() {
-		s.trackedSince = s.now()
-	}
-	if !s.listed[key] && !pg.CreationTimestamp.Time.After(s.trackedSince) {
+	if !s.listed[key] && (s.trackedSince.IsZero() || !pg.CreationTimestamp.Time.After(s.trackedSince)) {
 		s.liveMu.Unlock()
 		return nil, false
 	}
@@ -125,6 +125,21 @@ func (s *Store) Listed(key GroupKey, pods []corev1.Pod) {
 		return
 	}
 	s.departed[key] = departed
+}
+
+// noteTrackedSince records when the pods handler has seen every pod
+// (trackedSince), polled from the scheduler's start: a PodGroup made
+// after it has had every member's leaving seen by the handler. Noted
+// when first asked for instead, it was later than the gangs created
+// with the scheduler's start, and every one of P2's 1,000 groups was
+// listed once.
+func (s *Store) noteTrackedSince(ctx context.Context) {
+	if !cache.WaitForCacheSync(ctx.Done(), s.tracked) {
+		return
+	}
+	s.liveMu.Lock()
+	defer s.liveMu.Unlock()
+	s.trackedSince = s.now()
 }
 
 // forgetListing drops what MembersAsListed knows of a deleted group.

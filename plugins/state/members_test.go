@@ -181,6 +181,9 @@ func TestMembersAsListedOnlyWhenTheInformersAccountForEveryMember(t *testing.T) 
 	}
 	s, w := trackedStore(t)
 	s.now = func() time.Time { return start }
+	_, ok := s.MembersAsListed(key, young)
+	require.False(t, ok, "answered before the handler's sync was noted")
+	s.noteTrackedSince(context.Background())
 	succeeds := func(pod *corev1.Pod) {
 		require.NoError(t, s.succeeded.GetIndexer().Add(&metav1.PartialObjectMetadata{ObjectMeta: pod.ObjectMeta}))
 	}
@@ -253,7 +256,7 @@ func TestMembersAsListedOnlyWhenTheInformersAccountForEveryMember(t *testing.T) 
 	// A deleted PodGroup's listing is forgotten: one of its name made
 	// anew before the handler started is listed first again.
 	s.Listed(old, nil)
-	_, ok := s.MembersAsListed(old, older)
+	_, ok = s.MembersAsListed(old, older)
 	require.True(t, ok, "settled by a list")
 	s.forgetGroup(older)
 	_, ok = s.MembersAsListed(old, older)
