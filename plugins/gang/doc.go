@@ -277,14 +277,14 @@
 // or Running) and none of its pods is left running or waiting with at
 // least one succeeded: an MPI job's launcher succeeds and its workers are
 // deleted, a Spark driver outlives its executors. The members are
-// counted from the scheduler's informers (the live pods and the succeeded
-// ones), not listed from the apiserver: a label-selected list scans every
-// pod of the namespace, and a thousand gangs' lists slowed every other
-// client of the apiserver. A group is listed only where the informers may
-// miss a member (state.Store.MembersAsListed): once after the scheduler
-// starts if the PodGroup is older than that, and while a member that left
-// the pod informer is not shown succeeded, which is how a failed member
-// shows (flotilla_podgroup_member_lists_total).
+// counted from the scheduler's informers: the live pods, and the
+// succeeded and the failed ones (metadata only), not listed from the
+// apiserver: a label-selected list scans every pod of the namespace, and
+// a thousand gangs' lists slowed every other client of the apiserver. A
+// member that left the pod informer is waited for (up to 2 s) until the
+// succeeded or failed informer shows it; one that none shows by then
+// (deleted at once, or the informers lag) has the group's pods listed
+// (flotilla_podgroup_member_lists_total{reason}).
 //
 // Why it waits: the same writer keeps the PodGroup's waiting annotations
 // (scheduling.flotilla.dev/waiting-reason and waiting-message; the API has

@@ -33,11 +33,11 @@ var (
 	// writer made because the informers could not account for every
 	// member (state.Store.MembersAsListed): a few per scheduler start,
 	// and one per status write of a gang with a failed member.
-	podGroupMemberLists = metrics.NewCounter(&metrics.CounterOpts{
+	podGroupMemberLists = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "flotilla", Name: "podgroup_member_lists_total",
-		Help:           "Lists of a PodGroup's pods from the apiserver made by the status writer, which otherwise counts the members from its informers.",
+		Help:           "Lists of a PodGroup's pods from the apiserver made by the status writer, which otherwise counts the members from its informers, by reason (untracked, older_than_tracking, member_left_unseen).",
 		StabilityLevel: metrics.ALPHA,
-	})
+	}, []string{"reason"})
 	// podGroupWaitingWrites counts the patches of PodGroups' waiting
 	// annotations: one each time a gang starts waiting, its reason or
 	// message changes, or it stops waiting.

@@ -107,7 +107,15 @@ func sharedFor(ctx context.Context, store *state.Store, h fwk.Handle, permitWait
 		// finish is let in, and the PodGroup's status moves on.
 		if err := store.OnMemberSucceeded(func(key state.GroupKey) {
 			s.activatePending(klog.FromContext(ctx), "", key)
-			s.status.Notify(key)
+		}); err != nil {
+			return nil, err
+		}
+		// A status waits for a member that left the pod informer to show
+		// as succeeded or failed (state.Store.MembersAsListed).
+		if err := store.OnMemberFinished(func(key state.GroupKey) {
+			if !key.Native {
+				s.status.Notify(key)
+			}
 		}); err != nil {
 			return nil, err
 		}

@@ -68,8 +68,8 @@ func (s *perScheduler) writeStatus(ctx context.Context, key state.GroupKey) erro
 	if pg == nil {
 		return nil
 	}
-	pods, err := s.membersOf(ctx, key, pg)
-	if err != nil {
+	pods, ok, err := s.membersOf(ctx, key, pg)
+	if err != nil || !ok {
 		return err
 	}
 	var placing bool
@@ -101,20 +101,28 @@ func (s *perScheduler) writeStatus(ctx context.Context, key state.GroupKey) erro
 // the informers when they account for every member
 // (state.Store.MembersAsListed), else listed, a consistent read served
 // from the apiserver's watch cache (as new as the informers, so a member
-// they saw leave is shown as it left).
-func (s *perScheduler) membersOf(ctx context.Context, key state.GroupKey, pg *schedv1alpha1.PodGroup) ([]corev1.Pod, error) {
-	if pods, ok := s.store.MembersAsListed(key, pg); ok {
-		return pods, nil
+// they saw leave is shown as it left). ok false: the informers will
+// account for every member in a moment, and the write is made then.
+func (s *perScheduler) membersOf(ctx context.Context, key state.GroupKey, pg *schedv1alpha1.PodGroup) (pods []corev1.Pod, ok bool, err error) {
+	pods, unaccounted := s.store.MembersAsListed(key, pg)
+	switch unaccounted {
+	case "":
+		return pods, true, nil
+	case state.WaitForFinished:
+		// Written when a finished members' informer shows the member
+		// (OnMemberFinished), or after the grace, listed.
+		s.status.NotifyAfter(key, state.FinishedGrace)
+		return nil, false, nil
 	}
 	list, err := s.handle.ClientSet().CoreV1().Pods(key.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.Set{schedv1alpha1.PodGroupLabel: key.Name}.String(),
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	podGroupMemberLists.Inc()
+	podGroupMemberLists.WithLabelValues(string(unaccounted)).Inc()
 	s.store.Listed(key, list.Items)
-	return list.Items, nil
+	return list.Items, true, nil
 }
 
 // patchStatus writes status to the PodGroup when it differs from what it

@@ -2,10 +2,15 @@ package state
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
@@ -18,106 +23,166 @@ import (
 // took 24.9 CPU-seconds of the control plane against 1.1 s for the
 // default profile's run (P2, one pair, 2026-11-28, b81540a), and the
 // Jobs finished 1.14–1.22 x later, their pods' status updates queued
-// behind them. The informers show all but the failed members: the live
-// ones (the pod informer) and the succeeded ones (the store's own
-// metadata informer). A member that fails leaves the pod informer as one
-// that succeeds does, so a member that left unseen by the succeeded
-// informer is the one case only a list can settle.
+// behind them. So the status counts the members from informers: the
+// live ones from the pod informer, the succeeded ones from the store's
+// metadata informer (quorum.go), the failed ones from another (failed
+// below). A member that just finished has left the pod informer and may
+// not be in either of the others yet: that moment, and a member deleted
+// without being shown terminating, are what a list settles.
+
+// failedSelector picks the failed members of any PodGroup.
+var failedSelector = metav1.ListOptions{
+	LabelSelector: schedv1alpha1.PodGroupLabel,
+	FieldSelector: fields.OneTermEqualSelector("status.phase", string(corev1.PodFailed)).String(),
+}
+
+// watchFailed returns the informer of failed gang members (metadata
+// only), for the status alone. It is not the scheduler factory's, which
+// keys informers by type and already holds the succeeded members' of
+// the same type: RunFailed starts it, and the status waits for its sync
+// (MembersAsListed).
+func watchFailed(client metadata.Interface) cache.SharedIndexInformer {
+	res := client.Resource(podsResource).Namespace(metav1.NamespaceAll)
+	return cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.LabelSelector, opts.FieldSelector = failedSelector.LabelSelector, failedSelector.FieldSelector
+			return res.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.LabelSelector, opts.FieldSelector = failedSelector.LabelSelector, failedSelector.FieldSelector
+			return res.Watch(ctx, opts)
+		},
+	}, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{podGroupIndex: indexByGroup})
+}
+
+// runFailed runs the failed members' informer until ctx ends.
+func (s *Store) runFailed(ctx context.Context) {
+	if s.failed != nil {
+		s.failed.RunWithContext(ctx)
+	}
+}
+
+// OnMemberFinished calls f with the group of every member that the
+// succeeded or the failed members' informer starts showing: a status
+// that waited for it (WaitForFinished) can be written.
+func (s *Store) OnMemberFinished(f func(GroupKey)) error {
+	for _, informer := range []cache.SharedIndexInformer{s.succeeded, s.failed} {
+		if informer == nil {
+			continue
+		}
+		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj interface{}) {
+				if key, ok := groupOfObject(obj); ok {
+					f(key)
+				}
+			},
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // MembersAsListed returns the group's pods as a list of its pods from the
 // apiserver shows them, built from the informers: the live members as the
-// pod informer shows them, and each succeeded member as a pod in phase
-// Succeeded with its metadata only (no spec, no conditions). ok is false
-// when the informers may not account for every member, and the caller
-// must list, then say what it listed (Listed):
-//   - the pods handler has not yet seen every pod;
-//   - the group is a native one (its members' metadata names no group);
-//   - the PodGroup is not younger than the handler and its pods were not
-//     listed yet: a member may have failed before the handler started;
-//   - a member left the pod informer without being shown terminating and
-//     the succeeded informer does not show it: it may have failed.
-//
-// A member that failed before its PodGroup existed and before this
-// scheduler started is missed; it cannot have been bound by this
-// scheduler, which places no member of a missing group.
-func (s *Store) MembersAsListed(key GroupKey, pg *schedv1alpha1.PodGroup) (pods []corev1.Pod, ok bool) {
-	if key.Native || s.departed == nil || !s.tracked() {
-		return nil, false
+// pod informer shows them, and each finished member as a pod in phase
+// Succeeded or Failed with its metadata only (no spec, no conditions).
+// unaccounted is empty, or says why the informers may not account for
+// every member; the caller then lists and says what it listed (Listed).
+func (s *Store) MembersAsListed(key GroupKey, pg *schedv1alpha1.PodGroup) (pods []corev1.Pod, unaccounted ListReason) {
+	if key.Native || s.departed == nil || s.failed == nil || s.succeeded == nil ||
+		!s.tracked() || !s.failed.HasSynced() || !s.succeeded.HasSynced() {
+		return nil, ListUntracked
 	}
 	live := s.Members(key)
-	var succeeded []*metav1.PartialObjectMetadata
-	if s.succeeded != nil {
-		objs, _ := s.succeeded.GetIndexer().ByIndex(podGroupIndex, key.String())
-		for _, o := range objs {
-			if m, ok := o.(*metav1.PartialObjectMetadata); ok {
-				succeeded = append(succeeded, m)
-			}
-		}
-	}
-	shownSucceeded := make(map[types.UID]bool, len(succeeded))
-	for _, m := range succeeded {
-		shownSucceeded[m.UID] = true
+	succeeded, failed := finishedOf(s.succeeded, key), finishedOf(s.failed, key)
+	finished := make(map[types.UID]bool, len(succeeded)+len(failed))
+	for _, m := range append(succeeded, failed...) {
+		finished[m.UID] = true
 	}
 
 	s.liveMu.Lock()
-	if !s.listed[key] && (s.trackedSince.IsZero() || !pg.CreationTimestamp.Time.After(s.trackedSince)) {
-		s.liveMu.Unlock()
-		return nil, false
-	}
-	for uid := range s.departed[key] {
-		if !shownSucceeded[uid] {
-			s.liveMu.Unlock()
-			return nil, false
+	var unsettled bool
+	var waited time.Duration // by the longest waiting of them
+	for uid, since := range s.departed[key] {
+		if !finished[uid] {
+			unsettled, waited = true, max(waited, s.now().Sub(since))
 		}
 	}
-	// Every departed member is shown succeeded: settled for good, so
-	// that its pod's later deletion costs no list.
+	if unsettled {
+		s.liveMu.Unlock()
+		if waited < FinishedGrace {
+			return nil, WaitForFinished
+		}
+		return nil, ListMemberLeftUnseen
+	}
+	// Every departed member is shown finished: settled for good, so that
+	// its pod's later deletion costs no list.
 	delete(s.departed, key)
 	s.liveMu.Unlock()
 
-	pods = make([]corev1.Pod, 0, len(live)+len(succeeded))
+	pods = make([]corev1.Pod, 0, len(live)+len(finished))
 	for _, p := range live {
 		// A member just finished may still be in the pod informer: the
-		// succeeded informer is the newer word.
-		if !shownSucceeded[p.UID] {
+		// finished members' informers are the newer word.
+		if !finished[p.UID] {
 			pods = append(pods, *p)
 		}
 	}
-	for _, m := range succeeded {
-		pods = append(pods, corev1.Pod{ObjectMeta: m.ObjectMeta, Status: corev1.PodStatus{Phase: corev1.PodSucceeded}})
+	for phase, members := range map[corev1.PodPhase][]*metav1.PartialObjectMetadata{corev1.PodSucceeded: succeeded, corev1.PodFailed: failed} {
+		for _, m := range members {
+			pods = append(pods, corev1.Pod{ObjectMeta: m.ObjectMeta, Status: corev1.PodStatus{Phase: phase}})
+		}
 	}
-	return pods, true
+	return pods, ""
 }
+
+// finishedOf returns the group's members a finished members' informer
+// shows.
+func finishedOf(informer cache.SharedIndexInformer, key GroupKey) []*metav1.PartialObjectMetadata {
+	objs, _ := informer.GetIndexer().ByIndex(podGroupIndex, key.String())
+	members := make([]*metav1.PartialObjectMetadata, 0, len(objs))
+	for _, o := range objs {
+		if m, ok := o.(*metav1.PartialObjectMetadata); ok {
+			members = append(members, m)
+		}
+	}
+	return members
+}
+
+// ListReason is why MembersAsListed could not answer.
+type ListReason string
+
+const (
+	// ListUntracked: the informers have not all synced, or the group is
+	// a native one (its members' metadata names no group).
+	ListUntracked ListReason = "untracked"
+	// WaitForFinished: a member left the pod informer not shown
+	// terminating less than FinishedGrace ago, and neither finished
+	// members' informer shows it yet: the caller writes nothing now and
+	// tries again when one does (OnMemberFinished) or the grace is over.
+	WaitForFinished ListReason = "wait_for_finished"
+	// ListMemberLeftUnseen: the same, for longer than FinishedGrace: it
+	// was deleted at once, or the informers lag.
+	ListMemberLeftUnseen ListReason = "member_left_unseen"
+)
 
 // Listed records a list of the group's pods taken from the apiserver (a
 // consistent read, as new as what the informers showed) because
-// MembersAsListed could not answer. A departed member the list shows
-// failed stays departed, so the group is listed again while it keeps its
-// failed member, and the status keeps counting it; one the list shows
-// live left after the list was taken and waits for the next. A departed
-// member the list shows succeeded, or does not show (deleted), is
-// settled.
+// MembersAsListed could not answer: a departed member the list does not
+// show was deleted and is settled. One it shows stays departed until a
+// finished members' informer shows it: a status counted without it
+// would be written and not corrected.
 func (s *Store) Listed(key GroupKey, pods []corev1.Pod) {
 	if key.Native || s.departed == nil {
 		return
 	}
-	unsettled := map[types.UID]bool{}
-	for i := range pods {
-		p := &pods[i]
-		switch {
-		case p.Status.Phase == corev1.PodFailed && p.DeletionTimestamp == nil:
-			unsettled[p.UID] = true
-		case p.Status.Phase != corev1.PodSucceeded && p.DeletionTimestamp == nil:
-			unsettled[p.UID] = false
-		}
-	}
 	s.liveMu.Lock()
 	defer s.liveMu.Unlock()
-	s.listed[key] = true
-	departed := map[types.UID]bool{}
-	for uid, failed := range unsettled {
-		if failed || s.departed[key][uid] {
-			departed[uid] = true
+	departed := map[types.UID]time.Time{}
+	for i := range pods {
+		if since, ok := s.departed[key][pods[i].UID]; ok {
+			departed[pods[i].UID] = since
 		}
 	}
 	if len(departed) == 0 {
@@ -127,25 +192,14 @@ func (s *Store) Listed(key GroupKey, pods []corev1.Pod) {
 	s.departed[key] = departed
 }
 
-// noteTrackedSince records when the pods handler has seen every pod
-// (trackedSince), polled from the scheduler's start: a PodGroup made
-// after it has had every member's leaving seen by the handler. Noted
-// when first asked for instead, it was later than the gangs created
-// with the scheduler's start, and every one of P2's 1,000 groups was
-// listed once.
-func (s *Store) noteTrackedSince(ctx context.Context) {
-	if !cache.WaitForCacheSync(ctx.Done(), s.tracked) {
-		return
-	}
-	s.liveMu.Lock()
-	defer s.liveMu.Unlock()
-	s.trackedSince = s.now()
-}
-
 // forgetListing drops what MembersAsListed knows of a deleted group.
 func (s *Store) forgetListing(key GroupKey) {
 	s.liveMu.Lock()
 	defer s.liveMu.Unlock()
-	delete(s.listed, key)
 	delete(s.departed, key)
 }
+
+// FinishedGrace is how long a status write waits for a member that left
+// the pod informer to show in a finished members' informer before it
+// lists the group's pods.
+const FinishedGrace = 2 * time.Second

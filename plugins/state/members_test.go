@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,20 +27,34 @@ func trackedStore(t *testing.T) (*Store, *watch.FakeWatcher) {
 	w := watch.NewFake()
 	s := &Store{now: time.Now, gangs: map[GroupKey]*Gang{}, placing: map[GroupKey]*Gang{}, groupTimes: map[GroupKey]time.Time{},
 		bound: map[GroupKey]map[types.UID]bool{}, live: map[GroupKey]map[types.UID]bool{},
-		departed: map[GroupKey]map[types.UID]bool{}, listed: map[GroupKey]bool{}}
+		departed: map[GroupKey]map[types.UID]time.Time{}}
 	s.pods = cache.NewSharedIndexInformer(listThenWatch{&cache.ListWatch{
 		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
 			return &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
 		},
 		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return w, nil },
 	}}, &corev1.Pod{}, 0, cache.Indexers{})
-	s.succeeded = cache.NewSharedIndexInformer(&cache.ListWatch{}, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{podGroupIndex: indexByGroup})
 	require.NoError(t, s.trackPods())
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	s.succeeded, s.failed = idleMetadataInformer(ctx), idleMetadataInformer(ctx)
 	go s.pods.RunWithContext(ctx)
-	require.True(t, cache.WaitForCacheSync(ctx.Done(), s.podsTracked.HasSynced))
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), s.podsTracked.HasSynced, s.succeeded.HasSynced, s.failed.HasSynced))
 	return s, w
+}
+
+// idleMetadataInformer is a running informer of pod metadata, indexed by
+// group, whose list is empty and whose watch sends nothing: a test adds
+// to its indexer what the apiserver would show.
+func idleMetadataInformer(ctx context.Context) cache.SharedIndexInformer {
+	informer := cache.NewSharedIndexInformer(listThenWatch{&cache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			return &metav1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+	}}, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{podGroupIndex: indexByGroup})
+	go informer.RunWithContext(ctx)
+	return informer
 }
 
 // listThenWatch lists, then watches: the fake watch sends no initial
@@ -149,116 +164,95 @@ func TestGatedGangIsKeptWhileItHasMembers(t *testing.T) {
 
 // MembersAsListed answers from the informers only while they account for
 // every member: a member that leaves the pod informer unseen as
-// terminating may have failed, and only a list (Listed) or the succeeded
-// informer settles it; a group older than the handler is listed once. A
-// leader unlike its GPU workers; one worker succeeds, one fails, the
-// leader is deleted.
+// terminating has finished or was deleted at once; the status waits for
+// a finished members' informer to show it, and past FinishedGrace lists
+// (Listed settles a member the list does not show). A leader unlike its
+// GPU workers; one worker succeeds, one fails, the leader is deleted.
 func TestMembersAsListedOnlyWhenTheInformersAccountForEveryMember(t *testing.T) {
-	key, old := GroupKey{Namespace: "ns", Name: "g"}, GroupKey{Namespace: "ns", Name: "old"}
+	key := GroupKey{Namespace: "ns", Name: "g"}
 	start := time.Now()
-	member := func(pod *corev1.Pod, group string) *corev1.Pod {
-		pod.Labels = map[string]string{schedv1alpha1.PodGroupLabel: group, "role": pod.Name}
+	member := func(pod *corev1.Pod) *corev1.Pod {
+		pod.Labels = map[string]string{schedv1alpha1.PodGroupLabel: "g", "role": pod.Name}
 		pod.Spec.NodeName = "node-" + pod.Name
 		pod.Status.Phase = corev1.PodRunning
 		return pod
 	}
-	leader := member(sized("leader", capacity.Resources{corev1.ResourceCPU: 2000, corev1.ResourceMemory: 8 << 30}), "g")
-	worker0 := member(sized("worker-0", capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 2 << 30, "nvidia.com/gpu": 1}), "g")
-	worker1 := member(sized("worker-1", capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 2 << 30, "nvidia.com/gpu": 1}), "g")
-	veteran := member(sized("veteran", capacity.Resources{corev1.ResourceCPU: 500, corev1.ResourceMemory: 1 << 30}), "old")
-	young := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", CreationTimestamp: metav1.NewTime(start.Add(time.Second))}}
-	older := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "old", CreationTimestamp: metav1.NewTime(start.Add(-time.Minute))}}
-	groups := map[GroupKey]*schedv1alpha1.PodGroup{key: young, old: older}
-	in := func(pod *corev1.Pod, phase corev1.PodPhase) corev1.Pod {
-		p := *pod.DeepCopy()
-		p.Status.Phase = phase
-		return p
-	}
+	leader := member(sized("leader", capacity.Resources{corev1.ResourceCPU: 2000, corev1.ResourceMemory: 8 << 30}))
+	worker0 := member(sized("worker-0", capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 2 << 30, "nvidia.com/gpu": 1}))
+	worker1 := member(sized("worker-1", capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 2 << 30, "nvidia.com/gpu": 1}))
+	unbound := member(sized("worker-2", capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 2 << 30, "nvidia.com/gpu": 1}))
+	unbound.Spec.NodeName, unbound.Status.Phase = "", corev1.PodPending
+	pg := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}}
 	terminating := func(pod *corev1.Pod) *corev1.Pod {
 		pod = pod.DeepCopy()
 		pod.DeletionTimestamp = &metav1.Time{Time: start}
 		return pod
 	}
-	s, w := trackedStore(t)
-	s.now = func() time.Time { return start }
-	_, ok := s.MembersAsListed(key, young)
-	require.False(t, ok, "answered before the handler's sync was noted")
-	s.noteTrackedSince(context.Background())
-	succeeds := func(pod *corev1.Pod) {
-		require.NoError(t, s.succeeded.GetIndexer().Add(&metav1.PartialObjectMetadata{ObjectMeta: pod.ObjectMeta}))
+	as := func(pod *corev1.Pod, phase corev1.PodPhase) corev1.Pod {
+		p := *pod.DeepCopy()
+		p.Status.Phase = phase
+		return p
 	}
-	// settle waits until the pods handler counts n members of the group.
-	settle := func(key GroupKey, n int) func() {
-		return func() {
-			require.Eventually(t, func() bool { return s.MemberCount(key) == n }, 5*time.Second, time.Millisecond)
-		}
+	s, w := trackedStore(t)
+	var elapsed atomic.Int64 // since start, as the store's clock reads it
+	s.now = func() time.Time { return start.Add(time.Duration(elapsed.Load())) }
+	shows := func(informer cache.SharedIndexInformer, pod *corev1.Pod) {
+		require.NoError(t, informer.GetIndexer().Add(&metav1.PartialObjectMetadata{ObjectMeta: pod.ObjectMeta}))
+	}
+	settle := func(n int) {
+		require.Eventually(t, func() bool { return s.MemberCount(key) == n }, 5*time.Second, time.Millisecond)
 	}
 	steps := []struct {
-		name   string
-		event  func()
-		key    GroupKey
-		listed bool // what ok must say
-		want   map[string]corev1.PodPhase
+		name        string
+		event       func()
+		unaccounted ListReason
+		want        map[string]corev1.PodPhase
 	}{
-		{"the members arrive", func() { w.Add(leader); w.Add(worker0); w.Add(worker1); settle(key, 3)() }, key, true,
+		{"the members arrive", func() { w.Add(leader); w.Add(worker0); w.Add(worker1); settle(3) }, "",
 			map[string]corev1.PodPhase{"leader": corev1.PodRunning, "worker-0": corev1.PodRunning, "worker-1": corev1.PodRunning}},
-		{"a worker succeeds and is shown succeeded while the pod informer still shows it", func() { succeeds(worker0) }, key, true,
+		{"a worker is shown succeeded while the pod informer still shows it", func() { shows(s.succeeded, worker0) }, "",
 			map[string]corev1.PodPhase{"leader": corev1.PodRunning, "worker-0": corev1.PodSucceeded, "worker-1": corev1.PodRunning}},
-		{"it leaves the pod informer as it was (the watch's delete of a pod that stopped matching)", func() {
-			w.Delete(worker0)
-			settle(key, 3)()
-		}, key, true, map[string]corev1.PodPhase{"leader": corev1.PodRunning, "worker-0": corev1.PodSucceeded, "worker-1": corev1.PodRunning}},
-		{"the other worker leaves the same way, and the succeeded informer does not show it", func() {
-			w.Delete(worker1)
-			settle(key, 2)()
-		}, key, false, nil},
-		{"a list shows it failed: listed again while it stays", func() {
-			s.Listed(key, []corev1.Pod{in(leader, corev1.PodRunning), in(worker0, corev1.PodSucceeded), in(worker1, corev1.PodFailed)})
-		}, key, false, nil},
-		{"a list shows it deleted", func() {
-			s.Listed(key, []corev1.Pod{in(leader, corev1.PodRunning), in(worker0, corev1.PodSucceeded)})
-		}, key, true, map[string]corev1.PodPhase{"leader": corev1.PodRunning, "worker-0": corev1.PodSucceeded}},
-		{"the leader is deleted: shown terminating, then gone", func() {
-			w.Modify(terminating(leader))
-			w.Delete(terminating(leader))
-			settle(key, 1)()
-		}, key, true, map[string]corev1.PodPhase{"worker-0": corev1.PodSucceeded}},
-		{"the succeeded worker's pod is deleted", func() {
-			require.NoError(t, s.succeeded.GetIndexer().Delete(&metav1.PartialObjectMetadata{ObjectMeta: worker0.ObjectMeta}))
-		}, key, true, map[string]corev1.PodPhase{}},
-		{"a group older than the handler is listed first", func() { w.Add(veteran); settle(old, 1)() }, old, false, nil},
-		{"its list shows a member that left after it was taken", func() {
-			w.Delete(veteran)
-			settle(old, 0)()
-			s.Listed(old, []corev1.Pod{in(veteran, corev1.PodRunning)})
-		}, old, false, nil},
-		{"the next list shows it deleted", func() { s.Listed(old, nil) }, old, true, map[string]corev1.PodPhase{}},
-		{"a member whose delete the watch missed may have failed", func() {
-			w.Add(veteran)
-			settle(old, 1)()
-			s.trackMember(cache.DeletedFinalStateUnknown{Key: "ns/veteran", Obj: terminating(veteran)}, true, true)
-		}, old, false, nil},
+		{"it leaves the pod informer as it was (the watch's delete of a pod that stopped matching)", func() { w.Delete(worker0); settle(3) }, "",
+			map[string]corev1.PodPhase{"leader": corev1.PodRunning, "worker-0": corev1.PodSucceeded, "worker-1": corev1.PodRunning}},
+		{"the other worker leaves the same way, shown in neither finished informer yet", func() { w.Delete(worker1); settle(2) }, WaitForFinished, nil},
+		{"still not shown after the grace", func() { elapsed.Add(int64(FinishedGrace)) }, ListMemberLeftUnseen, nil},
+		{"shown failed", func() { shows(s.failed, worker1) }, "",
+			map[string]corev1.PodPhase{"leader": corev1.PodRunning, "worker-0": corev1.PodSucceeded, "worker-1": corev1.PodFailed}},
+		{"the leader is deleted: shown terminating, then gone", func() { w.Modify(terminating(leader)); w.Delete(terminating(leader)); settle(1) }, "",
+			map[string]corev1.PodPhase{"worker-0": corev1.PodSucceeded, "worker-1": corev1.PodFailed}},
+		{"the failed worker's pod is deleted", func() {
+			require.NoError(t, s.failed.GetIndexer().Delete(&metav1.PartialObjectMetadata{ObjectMeta: worker1.ObjectMeta}))
+		}, "", map[string]corev1.PodPhase{"worker-0": corev1.PodSucceeded}},
+		{"an unbound member deleted at once leaves as a finished one does", func() { w.Add(unbound); settle(2); w.Delete(unbound); settle(1) }, WaitForFinished, nil},
+		{"a list that still shows it keeps it waiting", func() {
+			s.Listed(key, []corev1.Pod{as(worker0, corev1.PodSucceeded), as(unbound, corev1.PodPending)})
+		}, WaitForFinished, nil},
+		{"a list that does not show it settles it", func() { s.Listed(key, []corev1.Pod{as(worker0, corev1.PodSucceeded)}) }, "",
+			map[string]corev1.PodPhase{"worker-0": corev1.PodSucceeded}},
+		{"a member whose delete the watch missed waits too", func() {
+			w.Add(worker1)
+			settle(2)
+			s.trackMember(cache.DeletedFinalStateUnknown{Key: "ns/worker-1", Obj: terminating(worker1)}, true, true)
+		}, WaitForFinished, nil},
+		{"a native group is listed", func() { key.Native = true }, ListUntracked, nil},
 	}
 	for _, step := range steps {
 		step.event()
-		pods, ok := s.MembersAsListed(step.key, groups[step.key])
-		require.Equal(t, step.listed, ok, "%s: answered from the informers", step.name)
-		if !ok {
+		pods, why := s.MembersAsListed(key, pg)
+		require.Equal(t, step.unaccounted, why, "%s: why it lists", step.name)
+		if why != "" {
 			continue
 		}
 		got := map[string]corev1.PodPhase{}
 		for _, p := range pods {
 			got[p.Name] = p.Status.Phase
-			assert.Equal(t, step.key.Name, p.Labels[schedv1alpha1.PodGroupLabel], "%s: %s keeps its labels", step.name, p.Name)
+			assert.Equal(t, "g", p.Labels[schedv1alpha1.PodGroupLabel], "%s: %s keeps its labels", step.name, p.Name)
 		}
 		assert.Equal(t, step.want, got, step.name)
 	}
-	// A deleted PodGroup's listing is forgotten: one of its name made
-	// anew before the handler started is listed first again.
-	s.Listed(old, nil)
-	_, ok = s.MembersAsListed(old, older)
-	require.True(t, ok, "settled by a list")
-	s.forgetGroup(older)
-	_, ok = s.MembersAsListed(old, older)
-	assert.False(t, ok, "a re-made group's old listing kept")
+	// A deleted PodGroup's departed members are forgotten.
+	key.Native = false
+	s.forgetGroup(pg)
+	_, why := s.MembersAsListed(key, pg)
+	assert.Empty(t, why, "a deleted group's departed members kept")
 }

@@ -112,9 +112,9 @@ func (s *Store) countLive(key GroupKey, uid types.UID, live, mayHaveFailed bool)
 	s.liveMu.Lock()
 	if mayHaveFailed && s.departed != nil {
 		if s.departed[key] == nil {
-			s.departed[key] = map[types.UID]bool{}
+			s.departed[key] = map[types.UID]time.Time{}
 		}
-		s.departed[key][uid] = true
+		s.departed[key][uid] = s.now()
 	}
 	set := s.live[key]
 	added := live && !set[uid]

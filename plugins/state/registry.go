@@ -47,7 +47,7 @@ func For(ctx context.Context, h fwk.Handle) (*Store, error) {
 		return nil, err
 	}
 	registry.stores[factory] = s
-	go s.noteTrackedSince(ctx)
+	go s.runFailed(ctx)
 	go func() {
 		<-ctx.Done()
 		registry.Lock()

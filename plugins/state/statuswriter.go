@@ -87,6 +87,14 @@ func (w *StatusWriter[K]) Notify(key K) {
 	}
 }
 
+// NotifyAfter schedules a write of key after d, if this replica writes
+// at all: for a write that waits for the informers.
+func (w *StatusWriter[K]) NotifyAfter(key K, d time.Duration) {
+	if w.started.Load() {
+		w.queue.AddAfter(key, d)
+	}
+}
+
 func (w *StatusWriter[K]) run() {
 	for {
 		key, shutdown := w.queue.Get()

@@ -111,16 +111,15 @@ type Store struct {
 	// It has its own lock: MemberCount is read under the store's.
 	liveMu sync.Mutex
 	live   map[GroupKey]map[types.UID]bool
-	// departed, listed and trackedSince say when the informers account
-	// for every member of a group (MembersAsListed), under liveMu with
-	// live: departed are the members that left the pod informer without
-	// being shown terminating (they finished, or their watch event was
-	// lost), listed the groups whose pods were listed from the apiserver
-	// since this store started, trackedSince when the pods handler was
-	// first found to have seen every pod.
-	departed     map[GroupKey]map[types.UID]bool
-	listed       map[GroupKey]bool
-	trackedSince time.Time
+	// departed are, per group, the members that left the pod informer
+	// without being shown terminating, and when: they finished (the
+	// informer drops Succeeded and Failed pods), or were deleted unseen.
+	// Kept under liveMu with live, until the finished members' informers
+	// or a list account for them (MembersAsListed).
+	departed map[GroupKey]map[types.UID]time.Time
+	// failed are the gang members that Failed (metadata only), for the
+	// PodGroup status (aslisted.go).
+	failed cache.SharedIndexInformer
 	// onCounted are called with a group after a member joins its live
 	// set (OnMemberCounted).
 	onCounted []func(GroupKey)
@@ -153,7 +152,7 @@ func newStore(h fwk.Handle) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{clients: clients, now: time.Now, gangs: map[GroupKey]*Gang{}, placing: map[GroupKey]*Gang{}, groupTimes: map[GroupKey]time.Time{}, bound: map[GroupKey]map[types.UID]bool{}, live: map[GroupKey]map[types.UID]bool{},
-		departed: map[GroupKey]map[types.UID]bool{}, listed: map[GroupKey]bool{}}
+		departed: map[GroupKey]map[types.UID]time.Time{}}
 	// Registered with the scheduler's factory so that the scheduler starts
 	// it and waits for its sync before scheduling, like its own informers.
 	s.podGroups = h.SharedInformerFactory().InformerFor(&schedv1alpha1.PodGroup{}, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
@@ -171,6 +170,7 @@ func newStore(h fwk.Handle) (*Store, error) {
 		return nil, err
 	}
 	s.succeeded = s.watchSucceeded(h.SharedInformerFactory(), meta)
+	s.failed = watchFailed(meta)
 	if _, err := s.podGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: s.forgetGroup}); err != nil {
 		return nil, err
 	}
