@@ -6,10 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -30,29 +27,13 @@ import (
 // not be in either of the others yet: that moment, and a member deleted
 // without being shown terminating, are what a list settles.
 
-// failedSelector picks the failed members of any PodGroup.
-var failedSelector = metav1.ListOptions{
-	LabelSelector: schedv1alpha1.PodGroupLabel,
-	FieldSelector: fields.OneTermEqualSelector("status.phase", string(corev1.PodFailed)).String(),
-}
-
 // watchFailed returns the informer of failed gang members (metadata
 // only), for the status alone. It is not the scheduler factory's, which
 // keys informers by type and already holds the succeeded members' of
-// the same type: RunFailed starts it, and the status waits for its sync
+// the same type: runFailed starts it, and the status waits for its sync
 // (MembersAsListed).
 func watchFailed(client metadata.Interface) cache.SharedIndexInformer {
-	res := client.Resource(podsResource).Namespace(metav1.NamespaceAll)
-	return cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.LabelSelector, opts.FieldSelector = failedSelector.LabelSelector, failedSelector.FieldSelector
-			return res.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.LabelSelector, opts.FieldSelector = failedSelector.LabelSelector, failedSelector.FieldSelector
-			return res.Watch(ctx, opts)
-		},
-	}, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{podGroupIndex: indexByGroup})
+	return membersIn(client, corev1.PodFailed, 0)
 }
 
 // runFailed runs the failed members' informer until ctx ends.

@@ -34,29 +34,33 @@ import (
 
 var podsResource = corev1.SchemeGroupVersion.WithResource("pods")
 
-// succeededSelector picks the succeeded members of any PodGroup.
-var succeededSelector = metav1.ListOptions{
-	LabelSelector: schedv1alpha1.PodGroupLabel,
-	FieldSelector: fields.OneTermEqualSelector("status.phase", string(corev1.PodSucceeded)).String(),
-}
-
 // watchSucceeded registers, with the scheduler's informer factory (so the
 // scheduler starts it and waits for its sync before scheduling), the
 // informer of succeeded gang members.
 func (s *Store) watchSucceeded(factory informers.SharedInformerFactory, client metadata.Interface) cache.SharedIndexInformer {
-	res := client.Resource(podsResource).Namespace(metav1.NamespaceAll)
 	return factory.InformerFor(&metav1.PartialObjectMetadata{}, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return cache.NewSharedIndexInformer(&cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-				opts.LabelSelector, opts.FieldSelector = succeededSelector.LabelSelector, succeededSelector.FieldSelector
-				return res.List(ctx, opts)
-			},
-			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-				opts.LabelSelector, opts.FieldSelector = succeededSelector.LabelSelector, succeededSelector.FieldSelector
-				return res.Watch(ctx, opts)
-			},
-		}, &metav1.PartialObjectMetadata{}, resync, cache.Indexers{podGroupIndex: indexByGroup})
+		return membersIn(client, corev1.PodSucceeded, resync)
 	})
+}
+
+// membersIn returns an informer of the gang members (pods labelled with
+// a PodGroup) in one phase, metadata only, indexed by group.
+func membersIn(client metadata.Interface, phase corev1.PodPhase, resync time.Duration) cache.SharedIndexInformer {
+	res := client.Resource(podsResource).Namespace(metav1.NamespaceAll)
+	selected := func(opts *metav1.ListOptions) {
+		opts.LabelSelector = schedv1alpha1.PodGroupLabel
+		opts.FieldSelector = fields.OneTermEqualSelector("status.phase", string(phase)).String()
+	}
+	return cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			selected(&opts)
+			return res.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			selected(&opts)
+			return res.Watch(ctx, opts)
+		},
+	}, &metav1.PartialObjectMetadata{}, resync, cache.Indexers{podGroupIndex: indexByGroup})
 }
 
 // succeededOf returns the UIDs of the group's members that Succeeded.
