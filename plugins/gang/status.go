@@ -68,7 +68,7 @@ func (s *perScheduler) writeStatus(ctx context.Context, key state.GroupKey) erro
 	if pg == nil {
 		return nil
 	}
-	pods, ok, err := s.membersOf(ctx, key, pg)
+	pods, ok, err := s.membersOf(ctx, key)
 	if err != nil || !ok {
 		return err
 	}
@@ -103,8 +103,8 @@ func (s *perScheduler) writeStatus(ctx context.Context, key state.GroupKey) erro
 // from the apiserver's watch cache (as new as the informers, so a member
 // they saw leave is shown as it left). ok false: the informers will
 // account for every member in a moment, and the write is made then.
-func (s *perScheduler) membersOf(ctx context.Context, key state.GroupKey, pg *schedv1alpha1.PodGroup) (pods []corev1.Pod, ok bool, err error) {
-	pods, unaccounted := s.store.MembersAsListed(key, pg)
+func (s *perScheduler) membersOf(ctx context.Context, key state.GroupKey) (pods []corev1.Pod, ok bool, err error) {
+	pods, unaccounted := s.store.MembersAsListed(key)
 	switch unaccounted {
 	case "":
 		return pods, true, nil

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
-	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
 // A PodGroup's status counts its members by phase, the finished ones
@@ -70,7 +69,7 @@ func (s *Store) OnMemberFinished(f func(GroupKey)) error {
 // Succeeded or Failed with its metadata only (no spec, no conditions).
 // unaccounted is empty, or says why the informers may not account for
 // every member; the caller then lists and says what it listed (Listed).
-func (s *Store) MembersAsListed(key GroupKey, pg *schedv1alpha1.PodGroup) (pods []corev1.Pod, unaccounted ListReason) {
+func (s *Store) MembersAsListed(key GroupKey) (pods []corev1.Pod, unaccounted ListReason) {
 	if key.Native || s.departed == nil || s.failed == nil || s.succeeded == nil ||
 		!s.tracked() || !s.failed.HasSynced() || !s.succeeded.HasSynced() {
 		return nil, ListUntracked

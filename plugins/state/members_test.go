@@ -238,7 +238,7 @@ func TestMembersAsListedOnlyWhenTheInformersAccountForEveryMember(t *testing.T) 
 	}
 	for _, step := range steps {
 		step.event()
-		pods, why := s.MembersAsListed(key, pg)
+		pods, why := s.MembersAsListed(key)
 		require.Equal(t, step.unaccounted, why, "%s: why it lists", step.name)
 		if why != "" {
 			continue
@@ -253,6 +253,6 @@ func TestMembersAsListedOnlyWhenTheInformersAccountForEveryMember(t *testing.T) 
 	// A deleted PodGroup's departed members are forgotten.
 	key.Native = false
 	s.forgetGroup(pg)
-	_, why := s.MembersAsListed(key, pg)
+	_, why := s.MembersAsListed(key)
 	assert.Empty(t, why, "a deleted group's departed members kept")
 }
