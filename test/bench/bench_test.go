@@ -36,6 +36,10 @@ var (
 	// at its end does not show: a short workload (P3) needs samples closer
 	// together than a long one.
 	heapEvery = flag.Duration("bench.heap-every", 10*time.Second, "with -bench.cpuprofile: how often to save the scheduler's heap")
+	// A cost spread thinly over a whole run (a few percent more CPU per
+	// pod) hides in 15 s of one run: profile whole runs of several pairs
+	// and merge them (go tool pprof -top a b c).
+	cpuSeconds = flag.Int("bench.cpuprofile-seconds", 15, "with -bench.cpuprofile: how long each run's CPU profile lasts from the run's start (the run waits for it)")
 )
 
 // TestMain removes the scheduler binary the runs started once they are
@@ -171,7 +175,8 @@ func runOnce(t *testing.T, w workload, v variant, opts Options, i int) *result {
 		t.Cleanup(cancel)
 		e, err := newEnv(ctx, t, opts, v, int(runs.Add(1)), w.jobs)
 		require.NoError(t, err)
-		e.profileDir, e.heapEvery, e.workload = *cpuProfile, *heapEvery, w.id
+		e.profileDir, e.heapEvery, e.workload, e.round = *cpuProfile, *heapEvery, w.id, i
+		e.cpuSeconds = *cpuSeconds
 		got, err := w.run(e, v)
 		if dir := os.Getenv("FLOTILLA_BENCH_LOGS"); dir != "" && e.proc != nil {
 			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.log", w.id, runs.Load())), []byte(e.proc.Logs()), 0o644)

@@ -56,9 +56,13 @@ type env struct {
 	profileDir string
 	// heapEvery: how often sampleHeap saves the heap profile.
 	heapEvery time.Duration
-	workload  string
-	pods      *cluster.PodRecorder
-	nodes     []string
+	// cpuSeconds: how long profileRun's CPU profile lasts.
+	cpuSeconds int
+	workload   string
+	// round: which round of the workload this run is, for profile names.
+	round int
+	pods  *cluster.PodRecorder
+	nodes []string
 	// topologyLevels, if set, replace the Gang plugin's in the scheduler's
 	// configuration (T1 uses a rack label the shipped levels lack).
 	topologyLevels []string

@@ -41,13 +41,14 @@ func (e *env) statusValue(field string) float64 {
 	return 0
 }
 
-// profileRun starts a 15 s CPU profile of the run when -bench.cpuprofile
-// is set; the returned func waits until it is written.
+// profileRun starts a CPU profile of the run (-bench.cpuprofile-seconds
+// long) when -bench.cpuprofile is set; the returned func waits until it is
+// written.
 func (e *env) profileRun(v variant) func() {
 	if e.profileDir == "" {
 		return func() {}
 	}
-	done := e.profileCPU(e.profilePath(v, ""), 15)
+	done := e.profileCPU(e.profilePath(v, ""), e.cpuSeconds)
 	stop := make(chan struct{})
 	sampled := e.sampleHeap(v, stop)
 	return func() {
@@ -81,9 +82,10 @@ func (e *env) sampleHeap(v variant, stop <-chan struct{}) <-chan struct{} {
 	return done
 }
 
-// profilePath is where the run's profile of the kind goes.
+// profilePath is where the run's profile of the kind goes, named by its
+// round so that the runs of several pairs can be merged.
 func (e *env) profilePath(v variant, kind string) string {
-	return filepath.Join(e.profileDir, fmt.Sprintf("%s-%s%s.pprof", e.workload, strings.ReplaceAll(v.name, " ", ""), kind))
+	return filepath.Join(e.profileDir, fmt.Sprintf("%s-%s-%d%s.pprof", e.workload, strings.ReplaceAll(v.name, " ", ""), e.round, kind))
 }
 
 // profileCPU saves a CPU profile of the scheduler over the next seconds to
