@@ -89,6 +89,8 @@ type podAccount struct {
 	foreign  bool
 	group    GroupKey
 	inGroup  bool
+	// labels: the pod's, for the role its gang counts it in (Gangs).
+	labels map[string]string
 	// For the queue's waiting list (Waiting): the pod's name, priority
 	// and creation.
 	pod      types.NamespacedName
@@ -143,6 +145,7 @@ func (q *Queues) onPod(obj interface{}) {
 	}
 	acc.queue, acc.request = queue, request
 	acc.group, acc.inGroup = GroupOf(pod)
+	acc.labels = pod.Labels
 	acc.pod, acc.priority, acc.created = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, corev1helpers.PodPriority(pod), pod.CreationTimestamp.Time
 	acc.foreign = !q.profiles[pod.Spec.SchedulerName]
 	acc.placed = pod.Spec.NodeName != "" || acc.reserved
@@ -379,7 +382,7 @@ func (q *Queues) Reserve(pod *corev1.Pod) {
 	defer q.mu.Unlock()
 	acc := q.pods[pod.UID]
 	if acc == nil {
-		acc = &podAccount{queue: queue, request: q.store.Charge(pod), foreign: !q.profiles[pod.Spec.SchedulerName]}
+		acc = &podAccount{queue: queue, request: q.store.Charge(pod), foreign: !q.profiles[pod.Spec.SchedulerName], labels: pod.Labels}
 		acc.group, acc.inGroup = GroupOf(pod)
 		q.pods[pod.UID] = acc
 		q.demandChanged = true
@@ -483,7 +486,8 @@ func (q *Queues) Gangs(limit int) QueueGangs {
 		queue    string
 		priority int32
 		placed   []types.UID
-		waiting  bool // a member not yet placed, not done
+		labels   []map[string]string // placed's
+		waiting  bool                // a member not yet placed, not done
 	}
 	out := QueueGangs{Running: map[string]int32{}, Pending: map[string]int32{}, Waiting: map[string][]WaitingEntry{}}
 	gangs := map[GroupKey]*gang{}
@@ -506,14 +510,14 @@ func (q *Queues) Gangs(limit int) QueueGangs {
 		g.queue, g.priority = acc.queue, max(g.priority, acc.priority)
 		switch {
 		case acc.placed:
-			g.placed = append(g.placed, uid)
+			g.placed, g.labels = append(g.placed, uid), append(g.labels, acc.labels)
 		case acc.holds == nil:
 			g.waiting = true
 		}
 	}
 	q.mu.Unlock()
 	for key, g := range gangs {
-		if q.store.QuorumOf(key, g.placed).Reached() {
+		if q.store.QuorumOfLabelled(key, g.placed, g.labels).Reached() {
 			out.Running[g.queue]++
 			continue
 		}

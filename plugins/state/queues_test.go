@@ -294,3 +294,47 @@ func TestGangs(t *testing.T) {
 	assert.Equal(t, map[string]int32{"a": 1}, gangs.Running, "done has its quorum")
 	assert.Equal(t, map[string]int32{"a": 4}, gangs.Pending, "late, early, urgent, and orphan: counted, not listed")
 }
+
+// A gang with roles runs once each role has its minimum placed, not when
+// its total does: the roles are read from the queues' accounts, which
+// know a member placed in this cycle (reserved) before the informer
+// shows it bound.
+func TestGangsByRole(t *testing.T) {
+	roles := `[{"name": "leader", "minMember": 1, "selector": {"matchLabels": {"role": "leader"}}},
+	           {"name": "workers", "minMember": 2, "selector": {"matchLabels": {"role": "worker"}}}]`
+	group := func(name string) *schedv1alpha1.PodGroup {
+		return &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name), ResourceVersion: "1",
+			Annotations: map[string]string{flotillav1alpha1.RolesAnnotation: roles}}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 3}}
+	}
+	member := func(i int, group, role string, bound bool) *corev1.Pod {
+		p := queuePod(i, "a", bound)
+		p.Labels[schedv1alpha1.PodGroupLabel] = group
+		p.Labels["role"] = role
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("1Gi")
+		if role == "leader" {
+			// The leader asks more than a worker, as a Ray head does.
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("4")
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("8Gi")
+		}
+		return p
+	}
+	inFlight := member(7, "led", "leader", false)
+	pods := []*corev1.Pod{
+		// Three workers placed, the leader pending: the total, not the roles.
+		member(1, "headless", "worker", true), member(2, "headless", "worker", true), member(3, "headless", "worker", true),
+		member(4, "headless", "leader", false),
+		// Two workers bound and the leader reserved.
+		member(5, "led", "worker", true), member(6, "led", "worker", true), inFlight,
+	}
+	q := NewStaticQueues(NewStatic([]*schedv1alpha1.PodGroup{group("headless"), group("led")}, pods), "default", nil,
+		[]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: capacity.Resources{corev1.ResourceCPU: 100000}.List()}}},
+		"flotilla-scheduler")
+	gangs := q.Gangs(10)
+	assert.Empty(t, gangs.Running, "neither has its leader placed")
+	assert.Equal(t, map[string]int32{"a": 2}, gangs.Pending, "headless, with its total placed, and led")
+
+	q.Reserve(inFlight)
+	gangs = q.Gangs(10)
+	assert.Equal(t, map[string]int32{"a": 1}, gangs.Running, "led: each role has its minimum, its leader reserved")
+	assert.Equal(t, map[string]int32{"a": 1}, gangs.Pending, "headless still")
+}

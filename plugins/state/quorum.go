@@ -207,8 +207,36 @@ func (locked *Locked) Quorum(g *Gang, pg *schedv1alpha1.PodGroup) quorum.Count {
 // QuorumOf counts a gang whose placed members the caller saw itself (as
 // preemption sees them in its snapshot), by the same rule as Quorum.
 func (s *Store) QuorumOf(key GroupKey, placed []types.UID) quorum.Count {
+	return s.quorumOf(key, placed, func(seen map[types.UID]bool) []map[string]string {
+		// Placed members the informer does not show yet (in flight)
+		// count in no role: their gang's roles look shorter, so fewer
+		// of its members are surplus, never more.
+		var placedLabels []map[string]string
+		for _, p := range s.Members(key) {
+			if seen[p.UID] {
+				placedLabels = append(placedLabels, p.Labels)
+			}
+		}
+		return placedLabels
+	})
+}
+
+// QuorumOfLabelled is QuorumOf for a caller that holds the placed
+// members' labels too (placedLabels[i] are placed[i]'s), as the queues'
+// accounts do: a gang with roles is counted without looking its members
+// up, which the Queue status, counting every gang each second, would pay
+// for every member of every gang.
+func (s *Store) QuorumOfLabelled(key GroupKey, placed []types.UID, placedLabels []map[string]string) quorum.Count {
+	return s.quorumOf(key, placed, func(map[types.UID]bool) []map[string]string { return placedLabels })
+}
+
+// quorumOf counts a gang whose placed members are placed, the labels of
+// those with a role read by labelsOf (given the placed UIDs) only when
+// its PodGroup declares roles.
+func (s *Store) quorumOf(key GroupKey, placed []types.UID, labelsOf func(seen map[types.UID]bool) []map[string]string) quorum.Count {
 	c := quorum.Count{Placed: len(placed)}
-	if pg := s.PodGroup(key); pg != nil {
+	pg := s.PodGroup(key)
+	if pg != nil {
 		c.MinMember = int(pg.Spec.MinMember)
 	}
 	seen := make(map[types.UID]bool, len(placed))
@@ -216,18 +244,9 @@ func (s *Store) QuorumOf(key GroupKey, placed []types.UID) quorum.Count {
 		seen[uid] = true
 	}
 	c.Succeeded = s.succeededBeside(key, func(uid types.UID) bool { return seen[uid] })
-	if pg := s.PodGroup(key); pg != nil {
+	if pg != nil {
 		if roles, err := s.RolesOf(pg); err == nil && roles != nil {
-			// Placed members the informer does not show yet (in flight)
-			// count in no role: their gang's roles look shorter, so fewer
-			// of its members are surplus, never more.
-			var placedLabels []map[string]string
-			for _, p := range s.Members(key) {
-				if seen[p.UID] {
-					placedLabels = append(placedLabels, p.Labels)
-				}
-			}
-			c = s.withRoles(c, pg, placedLabels, s.succeededLabels(key, func(uid types.UID) bool { return seen[uid] }))
+			c = s.withRoles(c, pg, labelsOf(seen), s.succeededLabels(key, func(uid types.UID) bool { return seen[uid] }))
 		}
 	}
 	return c

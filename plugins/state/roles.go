@@ -67,19 +67,32 @@ func (s *Store) forgetRoles(pg *schedv1alpha1.PodGroup) {
 // role, which PreEnqueue refuses) counts in no role.
 func RoleCounts(roles *flotillav1alpha1.Roles, placed, succeeded []map[string]string) []quorum.RoleCount {
 	counts := make([]quorum.RoleCount, len(roles.List()))
-	at := map[string]int{}
 	for i, r := range roles.List() {
 		counts[i] = quorum.RoleCount{Name: r.Name, MinMember: int(r.MinMember)}
-		at[r.Name] = i
+	}
+	// A gang has a few roles: finding one's count by name is a short scan,
+	// cheaper than a map built for every count (the Queue status counts
+	// every gang each second).
+	countOf := func(l map[string]string) *quorum.RoleCount {
+		name, err := roles.Of(l)
+		if err != nil || name == "" {
+			return nil
+		}
+		for i := range counts {
+			if counts[i].Name == name {
+				return &counts[i]
+			}
+		}
+		return nil
 	}
 	for _, l := range placed {
-		if name, err := roles.Of(l); err == nil && name != "" {
-			counts[at[name]].Placed++
+		if c := countOf(l); c != nil {
+			c.Placed++
 		}
 	}
 	for _, l := range succeeded {
-		if name, err := roles.Of(l); err == nil && name != "" {
-			counts[at[name]].Succeeded++
+		if c := countOf(l); c != nil {
+			c.Succeeded++
 		}
 	}
 	return counts
