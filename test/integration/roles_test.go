@@ -152,8 +152,19 @@ func TestWorkersShareOneCliqueTheirLeaderGoesAnywhere(t *testing.T) {
 
 	roles := `[{"name": "leader", "minMember": 1, "selector": {"matchLabels": {"app": "lws-leader"}}},
 	           {"name": "workers", "minMember": 8, "topologyRequired": "` + cluster.CliqueLabel + `", "selector": {"matchLabels": {"app": "lws-worker"}}}]`
+	// The gang's own Queue, whose status counts it running only once
+	// each role has its minimum placed.
+	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("lws", 1, "")))
+	gangsOfQueue := func() string {
+		q, err := h.GetQueue(h.Ctx, "lws")
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("running %d, pending %d", q.Status.RunningGangs, q.Status.PendingGangs)
+	}
 	pg := cluster.PodGroup("default", "lws", 9)
 	pg.Annotations = map[string]string{flotillav1alpha1.RolesAnnotation: roles}
+	pg.Labels = map[string]string{flotillav1alpha1.QueueLabel: "lws"}
 	_, err = h.PodGroups.SchedulingV1alpha1().PodGroups("default").Create(h.Ctx, pg, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "lws-leader", Replicas: 1, CPU: "2", Memory: "4Gi", PodGroup: "lws"})
@@ -176,6 +187,8 @@ func TestWorkersShareOneCliqueTheirLeaderGoesAnywhere(t *testing.T) {
 	assert.Contains(t, podGroupAnnotations(t, h, "lws")[flotillav1alpha1.WaitingMessageAnnotation],
 		"role workers (0 of its minimum 8 placed): no nvidia.com/gpu.clique domain has room for its 8 members (largest free: clique-b, 7)")
 	assertNoneBoundFor(t, h, "lws", 5*time.Second)
+	require.Eventually(t, func() bool { return gangsOfQueue() == "running 0, pending 1" }, bindTimeout, 250*time.Millisecond,
+		"Queue lws says %s\n%s", gangsOfQueue(), s.tl)
 
 	// 3. Room in clique B.
 	require.NoError(t, h.Client.CoreV1().Pods("default").Delete(h.Ctx, fillers[0], metav1.DeleteOptions{}))
@@ -187,6 +200,8 @@ func TestWorkersShareOneCliqueTheirLeaderGoesAnywhere(t *testing.T) {
 	}
 	_, err = h.WaitForPodsBound(h.Ctx, "default", "app=lws-leader", 1, bindTimeout)
 	require.NoError(t, err, "%s", s.tl)
+	require.Eventually(t, func() bool { return gangsOfQueue() == "running 1, pending 0" }, bindTimeout, 250*time.Millisecond,
+		"Queue lws says %s\n%s", gangsOfQueue(), s.tl)
 
 	// 3b. A worker fails: the Job controller replaces it, and the
 	// replacement rejoins its role's clique (the node it left is free),
