@@ -99,7 +99,14 @@
 //     Surplus is counted by the gang's own rule (package quorum): members
 //     that Succeeded count toward minMember, so a gang with 2 succeeded
 //     and 8 running members of minMember 8 has 2 running surplus members.
-//     Pods waiting in Permit or binding are never victims.
+//     Pods waiting in Permit or binding are never victims; a pod whose
+//     bind the pods informer already shows is running, and may be one
+//     (the framework lists it as binding until its binding cycle returns).
+//     A preemption that finds no plan while pods it may evict are in
+//     flight says so, and its pod is activated once one of them is bound
+//     or deleted: its filters listen for room freed, not for a pod bound,
+//     so it would otherwise wait for an unrelated event, up to the
+//     scheduler's five-minute flush.
 //
 // Choosing victims: candidates are ordered least important first — victims
 // whose eviction alone stays within every PodDisruptionBudget before those

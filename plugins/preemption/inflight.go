@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
@@ -243,4 +245,79 @@ func (p *Preemption) dropVictim(id string, uid types.UID) {
 		}
 	}
 	e.victims = kept
+}
+
+// A preemptor's filters listen for room being freed (a pod deleted, a
+// node added), not for a pod being bound: a preemptor that found no plan
+// because the pods it may evict were in flight (waiting in Permit or
+// binding, never victims) would wait for an unrelated event, up to the
+// scheduler's five-minute flush. It is remembered with those pods instead,
+// and activated once one of them is bound or deleted: its next attempt
+// finds them running and evictable.
+type settlingWait struct {
+	pod   *corev1.Pod
+	held  map[types.UID]podRef
+	since time.Time
+}
+
+// awaitSettling remembers that the preemptor found no plan while the held
+// pods were in flight. One already bound or gone (its event came before
+// this) activates the preemptor at once; the scheduler then retries it
+// after its attempt ends.
+func (p *Preemption) awaitSettling(logger klog.Logger, pod *corev1.Pod, held map[types.UID]podRef) {
+	for _, ref := range held {
+		if got, err := p.pods.Pods(ref.namespace).Get(ref.name); err != nil || got.UID != ref.uid || got.Spec.NodeName != "" {
+			p.handle.Activate(logger, map[string]*corev1.Pod{pod.Namespace + "/" + pod.Name: pod})
+			return
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.settling == nil {
+		p.settling = map[types.UID]*settlingWait{}
+	}
+	p.settling[pod.UID] = &settlingWait{pod: pod, held: held, since: time.Now()}
+}
+
+// settled activates the preemptors waiting for the pod, and forgets waits
+// older than forgetAfter (a preemptor placed or deleted meanwhile).
+func (p *Preemption) settled(logger klog.Logger, uid types.UID) {
+	wake := map[string]*corev1.Pod{}
+	p.mu.Lock()
+	now := time.Now()
+	for id, s := range p.settling {
+		if _, ok := s.held[uid]; ok {
+			wake[s.pod.Namespace+"/"+s.pod.Name] = s.pod
+			delete(p.settling, id)
+		} else if now.Sub(s.since) > forgetAfter {
+			delete(p.settling, id)
+		}
+	}
+	p.mu.Unlock()
+	if len(wake) > 0 {
+		logger.V(4).Info("Pods a preemptor may evict settled", "pod", uid, "preemptors", len(wake))
+		p.handle.Activate(logger, wake)
+	}
+}
+
+// settlingHandler calls settled for each pod the informer shows bound or
+// deleted.
+func (p *Preemption) settlingHandler(logger klog.Logger) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			old, okOld := oldObj.(*corev1.Pod)
+			pod, okNew := newObj.(*corev1.Pod)
+			if okOld && okNew && old.Spec.NodeName == "" && pod.Spec.NodeName != "" {
+				p.settled(logger, pod.UID)
+			}
+		},
+		DeleteFunc: func(obj interface{}) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				p.settled(logger, pod.UID)
+			}
+		},
+	}
 }

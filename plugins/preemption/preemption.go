@@ -3,6 +3,7 @@ package preemption
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -38,6 +39,10 @@ type Preemption struct {
 	// inFlight: evictions started for a preemptor (a pod or a gang) whose
 	// victims may still hold their nodes or whose pods are not placed yet.
 	inFlight map[string]*eviction
+	// settling: preemptors that found no plan while pods they may evict
+	// were in flight (waiting in Permit or binding), by preemptor UID
+	// (awaitSettling).
+	settling map[types.UID]*settlingWait
 }
 
 var (
@@ -54,13 +59,17 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	}
 	store.EnableGangPreemption(h.ProfileName())
 	factory := h.SharedInformerFactory()
-	return &Preemption{
+	p := &Preemption{
 		handle:   h,
 		store:    store,
 		pods:     factory.Core().V1().Pods().Lister(),
 		pdbs:     factory.Policy().V1().PodDisruptionBudgets().Lister(),
 		inFlight: map[string]*eviction{},
-	}, nil
+	}
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(p.settlingHandler(klog.FromContext(ctx))); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	return p, nil
 }
 
 // Name returns the plugin's name.
@@ -202,6 +211,7 @@ func (p *Preemption) choose(ctx context.Context, cycle fwk.CycleState, who *pree
 	var best *plan
 	var world *world
 	var reason, firstReason string
+	held := map[types.UID]podRef{}
 	for i, members := range who.choices {
 		if i > 0 {
 			who = who.choosing(members)
@@ -209,6 +219,9 @@ func (p *Preemption) choose(ctx context.Context, cycle fwk.CycleState, who *pree
 		best, world, reason, err = p.planFor(ctx, cycle, who, nodes, statuses)
 		if err != nil {
 			return who, nil, nil, fwk.AsStatus(err)
+		}
+		if world != nil {
+			maps.Copy(held, world.held.pods)
 		}
 		if i == 0 {
 			firstReason = reason
@@ -220,6 +233,10 @@ func (p *Preemption) choose(ctx context.Context, cycle fwk.CycleState, who *pree
 	if best == nil {
 		if firstReason != "" {
 			reason = firstReason
+		}
+		if len(held) > 0 {
+			p.awaitSettling(klog.FromContext(ctx), who.pod, held)
+			reason += fmt.Sprintf("; %d pods it may evict are still being scheduled (waiting in Permit or binding), and it tries again once they are bound", len(held))
 		}
 		klog.FromContext(ctx).V(4).Info("No preemption", "preemptor", who.what, "reason", reason)
 		return who, nil, nil, fwk.NewStatus(fwk.Unschedulable, "preemption cannot help: "+reason)

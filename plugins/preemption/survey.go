@@ -12,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -60,6 +61,18 @@ type world struct {
 	// reclaimFrom are the queues whose pods the preemptor may reclaim
 	// (reclaimableQueues), decided once per preemption for every pod.
 	reclaimFrom map[string]bool
+	// pods is the pods informer's view, which tells a pod bound from one
+	// still binding (inFlight).
+	pods corelisters.PodLister
+	// held are the pods the policy lets the preemptor evict that were in
+	// flight, so not victims (noteHeld); shared by the world's copies.
+	held *heldPods
+}
+
+// heldPods are pods in flight a preemption would have counted as victims.
+type heldPods struct {
+	mu   sync.Mutex
+	pods map[types.UID]podRef
 }
 
 // base is what the queues will have given back, net, once the evictions
@@ -219,7 +232,8 @@ func unitsByNode(units []*unit) map[string][]*unit {
 // PreemptionAsync benchmark.
 func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.NodeInfo, onDemand bool) (*world, error) {
 	w := &world{nodes: nodes, byName: make(map[string]fwk.NodeInfo, len(nodes)), terminating: map[string][]fwk.PodInfo{},
-		leaving: state.Released{}, claimed: state.Released{}, onDemand: onDemand, who: who, handle: p.handle, store: p.store}
+		leaving: state.Released{}, claimed: state.Released{}, onDemand: onDemand, who: who, handle: p.handle, store: p.store, pods: p.pods,
+		held: &heldPods{pods: map[types.UID]podRef{}}}
 	leaving, claims := p.pending(who.id)
 	w.leavingPods = leaving
 	if w.queues = p.store.Queues(); w.queues != nil {
@@ -360,7 +374,7 @@ func (w *world) gangsByMembers(store *state.Store, who *preemptor) map[state.Gro
 			return
 		}
 		if pod.Spec.NodeName == "" {
-			if w.inFlight(pod.UID) {
+			if w.inFlight(pod) {
 				groups[key] = append(groups[key], w.classify(&framework.PodInfo{Pod: pod}, ""))
 			}
 			return
@@ -391,14 +405,45 @@ func (w *world) classify(info fwk.PodInfo, node string) found {
 		c.queue = w.queues.QueueOf(pod)
 	}
 	c.eligible, c.reclaim = w.eligible(w.who, pod, c.queue)
-	c.eligible = c.eligible && !w.inFlight(pod.UID)
+	if c.eligible && w.inFlight(pod) {
+		c.eligible = false
+		w.noteHeld(pod)
+	}
 	return c
 }
 
 // inFlight reports whether a pod is this scheduler's attempt in flight:
-// waiting in Permit or binding.
-func (w *world) inFlight(uid types.UID) bool {
-	return w.handle.GetWaitingPod(uid) != nil || w.handle.GetPodInPreBind(uid) != nil
+// waiting in Permit, or binding and not yet shown bound. The framework
+// keeps a pod in its binding map until the pod's binding cycle returns,
+// after the bind call: a pod the pods informer already shows bound runs
+// as far as the cluster is concerned, and is a victim like any other
+// (DefaultPreemption deletes it too). Otherwise a preemptor created just
+// after its only victim was bound found no victim, and waited for an
+// event its filters listen to (2026-11-29, 2b958da: a CI run's preemption
+// step waited 30 s for it).
+func (w *world) inFlight(pod *corev1.Pod) bool {
+	if w.handle.GetWaitingPod(pod.UID) != nil {
+		return true
+	}
+	return w.handle.GetPodInPreBind(pod.UID) != nil && !w.shownBound(pod)
+}
+
+// shownBound reports whether the pods informer shows the pod bound.
+func (w *world) shownBound(pod *corev1.Pod) bool {
+	if w.pods == nil {
+		return false
+	}
+	got, err := w.pods.Pods(pod.Namespace).Get(pod.Name)
+	return err == nil && got.UID == pod.UID && got.Spec.NodeName != ""
+}
+
+// noteHeld remembers a pod the policy lets the preemptor evict that is in
+// flight: a preemption that finds no plan waits for it to be bound
+// (Preemption.awaitSettling). Plans on several nodes classify at once.
+func (w *world) noteHeld(pod *corev1.Pod) {
+	w.held.mu.Lock()
+	defer w.held.mu.Unlock()
+	w.held.pods[pod.UID] = podRef{namespace: pod.Namespace, name: pod.Name, uid: pod.UID}
 }
 
 // inGang reports whether a pod is a member of a gang with a PodGroup.

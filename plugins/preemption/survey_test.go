@@ -2,6 +2,7 @@ package preemption
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -29,6 +31,9 @@ import (
 type surveyHandle struct {
 	fwk.Handle
 	waiting map[types.UID]bool
+	// binding are the pods in the framework's binding map: binding, or
+	// bound with their binding cycle not yet returned.
+	binding map[types.UID]bool
 }
 
 func newSurveyHandle(t testing.TB, waiting map[types.UID]bool) surveyHandle {
@@ -42,7 +47,30 @@ func (h surveyHandle) GetWaitingPod(uid types.UID) fwk.WaitingPod {
 	return nil
 }
 
+func (h surveyHandle) GetPodInPreBind(uid types.UID) fwk.PodInPreBind {
+	if h.binding[uid] {
+		return podInPreBind{}
+	}
+	return nil
+}
+
 type waitingPod struct{ fwk.WaitingPod }
+
+type podInPreBind struct{ fwk.PodInPreBind }
+
+// informerOf is a pods lister holding the pods, those named unbound shown
+// not yet bound (their binding under way).
+func informerOf(pods []*corev1.Pod, unbound ...string) corelisters.PodLister {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, pod := range pods {
+		if slices.Contains(unbound, pod.Name) {
+			pod = pod.DeepCopy()
+			pod.Spec.NodeName = ""
+		}
+		_ = indexer.Add(pod)
+	}
+	return corelisters.NewPodLister(indexer)
+}
 
 func running(name string, priority int32, group string) *corev1.Pod {
 	w := st.MakePod().Namespace("ns").Name(name).UID(name).Priority(priority).Node("n").
@@ -80,9 +108,12 @@ func TestSurvey(t *testing.T) {
 		name            string
 		pods            []*corev1.Pod
 		waiting         []string
+		binding         []string // in the binding map; bound in the informer unless unbound
+		unbound         []string
 		preemptor       *corev1.Pod
 		want            []string // units, least important first; "+" joins a whole gang
 		wantTerminating int
+		wantHeld        []string // evictable but in flight: the preemption waits for them
 	}{
 		{name: "lower priority only, least important first",
 			pods:      []*corev1.Pod{running("high", 100, ""), running("low", 1, ""), running("lowest", 0, "")},
@@ -97,7 +128,18 @@ func TestSurvey(t *testing.T) {
 			preemptor: running("p", 50, ""), want: []string{"r-w0", "r-w1", "r-l+r-w0+r-w1+r-w2+r-w3"}},
 		{name: "a gang with a member waiting in Permit is never a victim as a whole",
 			pods:    []*corev1.Pod{running("e-0", 1, "exact"), running("e-1", 1, "exact"), running("low", 1, "")},
-			waiting: []string{"e-1"}, preemptor: running("p", 50, ""), want: []string{"low"}},
+			waiting: []string{"e-1"}, preemptor: running("p", 50, ""), want: []string{"low"}, wantHeld: []string{"e-1"}},
+		{name: "a pod still binding is no victim, and is held",
+			pods:    []*corev1.Pod{running("binding", 1, ""), running("low", 1, "")},
+			binding: []string{"binding"}, unbound: []string{"binding"},
+			preemptor: running("p", 50, ""), want: []string{"low"}, wantHeld: []string{"binding"}},
+		{name: "a pod the informer shows bound is a victim, though its binding cycle has not returned",
+			pods:    []*corev1.Pod{running("just-bound", 1, "")},
+			binding: []string{"just-bound"}, preemptor: running("p", 50, ""), want: []string{"just-bound"}},
+		{name: "a pod in flight the preemptor may not evict is not held",
+			pods:    []*corev1.Pod{running("higher", 60, ""), running("low", 1, "")},
+			binding: []string{"higher"}, unbound: []string{"higher"},
+			preemptor: running("p", 50, ""), want: []string{"low"}},
 		{name: "terminating pods are room being freed, not victims",
 			pods:      []*corev1.Pod{terminating, running("low", 1, "")},
 			preemptor: running("p", 50, ""), want: []string{"low"}, wantTerminating: 1},
@@ -109,12 +151,17 @@ func TestSurvey(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			node := framework.NewNodeInfo(tt.pods...)
 			node.SetNode(st.MakeNode().Name("n").Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi"}).Obj())
-			waiting := map[types.UID]bool{}
-			for _, name := range tt.waiting {
-				waiting[types.UID(name)] = true
+			uids := func(names []string) map[types.UID]bool {
+				out := map[types.UID]bool{}
+				for _, name := range names {
+					out[types.UID(name)] = true
+				}
+				return out
 			}
+			handle := newSurveyHandle(t, uids(tt.waiting))
+			handle.binding = uids(tt.binding)
 			p := &Preemption{
-				handle: newSurveyHandle(t, waiting), store: state.NewStatic(groups, tt.pods),
+				handle: handle, store: state.NewStatic(groups, tt.pods), pods: informerOf(tt.pods, tt.unbound...),
 				pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 				inFlight: map[string]*eviction{},
 			}
@@ -133,10 +180,19 @@ func TestSurvey(t *testing.T) {
 				}
 				return got
 			}
+			heldNames := func(w *world) []string {
+				var got []string
+				for _, ref := range w.held.pods {
+					got = append(got, ref.name)
+				}
+				slices.Sort(got)
+				return got
+			}
 			w, err := p.survey(context.Background(), who, []fwk.NodeInfo{node}, false)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, unitNames(w.units))
 			assert.Len(t, w.terminating["n"], tt.wantTerminating)
+			assert.Equal(t, tt.wantHeld, heldNames(w), "held in flight")
 
 			// Surveyed for one pod, the single pods become units when
 			// their node is planned: the same units, in the same order.
@@ -144,6 +200,7 @@ func TestSurvey(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, unitNames(lazy.unitsAt("n")), "units made on demand")
 			assert.Len(t, lazy.terminatingOn("n"), tt.wantTerminating)
+			assert.Equal(t, tt.wantHeld, heldNames(lazy), "held in flight, surveyed on demand")
 		})
 	}
 }
