@@ -51,7 +51,7 @@ func membersIn(client metadata.Interface, phase corev1.PodPhase, resync time.Dur
 		opts.LabelSelector = schedv1alpha1.PodGroupLabel
 		opts.FieldSelector = fields.OneTermEqualSelector("status.phase", string(phase)).String()
 	}
-	return cache.NewSharedIndexInformer(&cache.ListWatch{
+	informer := cache.NewSharedIndexInformer(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			selected(&opts)
 			return res.List(ctx, opts)
@@ -61,6 +61,25 @@ func membersIn(client metadata.Interface, phase corev1.PodPhase, resync time.Dur
 			return res.Watch(ctx, opts)
 		},
 	}, &metav1.PartialObjectMetadata{}, resync, cache.Indexers{podGroupIndex: indexByGroup})
+	withoutManagedFields(informer)
+	return informer
+}
+
+// withoutManagedFields drops the objects' managedFields before the
+// informer stores them: nothing here reads them, and they are a large
+// part of what an object keeps. The finished members' informers keep
+// every finished gang member of the cluster (8,000 after one P2 run,
+// 2026-11-29 at 33b4873: their managedFields were 3–4 MB of the
+// scheduler's heap, more than its own state).
+func withoutManagedFields(informer cache.SharedIndexInformer) {
+	// SetTransform fails only once the informer has started; these are set
+	// where they are made.
+	_ = informer.SetTransform(func(obj interface{}) (interface{}, error) {
+		if m, ok := obj.(metav1.Object); ok {
+			m.SetManagedFields(nil)
+		}
+		return obj, nil
+	})
 }
 
 // succeededOf returns the UIDs of the group's members that Succeeded.

@@ -156,7 +156,7 @@ func newStore(h fwk.Handle) (*Store, error) {
 	// Registered with the scheduler's factory so that the scheduler starts
 	// it and waits for its sync before scheduling, like its own informers.
 	s.podGroups = h.SharedInformerFactory().InformerFor(&schedv1alpha1.PodGroup{}, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return cache.NewSharedIndexInformer(&cache.ListWatch{
+		informer := cache.NewSharedIndexInformer(&cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 				return clients.SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).List(ctx, opts)
 			},
@@ -164,6 +164,8 @@ func newStore(h fwk.Handle) (*Store, error) {
 				return clients.SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).Watch(ctx, opts)
 			},
 		}, &schedv1alpha1.PodGroup{}, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		withoutManagedFields(informer)
+		return informer
 	})
 	meta, err := metadata.NewForConfig(h.KubeConfig())
 	if err != nil {
