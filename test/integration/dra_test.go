@@ -484,6 +484,7 @@ func TestDRAPreemptionEvictsOneGangForItsDevices(t *testing.T) {
 		}
 		assert.Len(t, runningMembers(t, h, job), 8, "gang %s untouched\n%s", job.Name, s.tl)
 	}
+	assert.Zero(t, gangRejections(t, h, "high"), "a gang the cluster holds once room is made is never given up\n%s", s.tl)
 	s.waitJobs(60*time.Second, high)
 }
 

@@ -474,6 +474,9 @@ func TestRolesKeepTheirMinimumUnderPreemption(t *testing.T) {
 	require.Eventually(t, func() bool { return len(deleted.names("lws-")) == 11 }, bindTimeout, 100*time.Millisecond,
 		"no surplus left: the whole gang goes, not 3 of its 9 (deleted %v)", deleted.names("lws-"))
 	assert.Equal(t, 0, bound(t, h, "scheduling.x-k8s.io/pod-group=lws"))
+	for _, group := range []string{"urgent-a", "urgent-b"} {
+		assert.Zero(t, gangRejections(t, h, group), "gang %s, held by the cluster once room is made, is never given up", group)
+	}
 }
 
 // Preemption plans room per role: a high-priority gang of a leader (cpu)
@@ -569,4 +572,5 @@ func preemptionPlansRoomPerRole(t *testing.T, dra bool) {
 			assert.True(t, strings.HasPrefix(node, "clique-a-"), "worker %s on %s", pod, node)
 		}
 	}
+	assert.Zero(t, gangRejections(t, h, "lws"), "a gang the cluster holds once room is made is never given up")
 }
