@@ -9,6 +9,7 @@ import (
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -104,7 +105,11 @@ type PodSpec struct {
 	Extended map[corev1.ResourceName]string
 	Labels   map[string]string
 	// PodGroup puts the pod in a scheduler-plugins PodGroup of that name.
-	PodGroup          string
+	PodGroup string
+	// NativePodGroup puts the pod in Kubernetes' own PodGroup of that name
+	// (scheduling.k8s.io, spec.schedulingGroup), which the apiserver keeps
+	// only with the GenericWorkload gate on (NativeGroupsAPIServerFlags).
+	NativePodGroup    string
 	PriorityClassName string
 	// NodeName places the pod directly, bypassing every scheduler, as a
 	// DaemonSet or a static pod would be.
@@ -152,6 +157,10 @@ func Pod(spec PodSpec) *corev1.Pod {
 		one := int64(1)
 		grace = &one
 	}
+	var group *corev1.PodSchedulingGroup
+	if spec.NativePodGroup != "" {
+		group = &corev1.PodSchedulingGroup{PodGroupName: &spec.NativePodGroup}
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: spec.Name, Labels: labels},
 		Spec: corev1.PodSpec{
@@ -159,6 +168,7 @@ func Pod(spec PodSpec) *corev1.Pod {
 			NodeName:                      spec.NodeName,
 			PriorityClassName:             spec.PriorityClassName,
 			TerminationGracePeriodSeconds: grace,
+			SchedulingGroup:               group,
 			Containers: []corev1.Container{{
 				Name:      "main",
 				Image:     "registry.k8s.io/pause:3.10",
@@ -173,6 +183,17 @@ func PodGroup(namespace, name string, minMember int32) *schedv1alpha1.PodGroup {
 	return &schedv1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec:       schedv1alpha1.PodGroupSpec{MinMember: minMember},
+	}
+}
+
+// NativeGang builds Kubernetes' own PodGroup (scheduling.k8s.io/v1beta1)
+// with a gang policy of minCount and no Workload, as upstream's
+// scheduler_perf gang case makes them.
+func NativeGang(namespace, name string, minCount int32) *schedulingv1beta1.PodGroup {
+	return &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+			Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: minCount}}},
 	}
 }
 

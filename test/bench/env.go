@@ -68,6 +68,9 @@ type env struct {
 	topologyLevels []string
 	// usage, if set, turns Proportion's fairness over time on (F1).
 	usage usageArgs
+	// nativeGangs: the run's apiserver and scheduler serve Kubernetes' own
+	// PodGroups (variant.nativeGangs).
+	nativeGangs bool
 	// requestsAtStart: the in-process apiserver's request counts when the
 	// run's control plane was up (apiserverRequests); nil against an
 	// external control plane.
@@ -81,7 +84,7 @@ type env struct {
 // cluster.KubeletOptions). The others schedule bare pods that are never
 // run.
 func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run int, jobs bool) (*env, error) {
-	e := &env{ctx: ctx, tb: tb, namespace: fmt.Sprintf("bench-%d", run), scheduler: v.scheduler, stock: v.scheduler == defaultScheduler}
+	e := &env{ctx: ctx, tb: tb, namespace: fmt.Sprintf("bench-%d", run), scheduler: v.scheduler, stock: v.scheduler == defaultScheduler, nativeGangs: v.nativeGangs}
 	var cfg *rest.Config
 	if opts.Kubeconfig != "" {
 		c, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
@@ -93,7 +96,13 @@ func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run in
 			e.scheduler = opts.SchedulerName
 		}
 	} else {
-		cp, err := cluster.StartControlPlane(ctx, tb, cluster.ControlPlaneOptions{})
+		var apiserverFlags []string
+		if v.nativeGangs {
+			// The gate is set in this process's apiserver for this run
+			// only: the test server restores it when the run ends.
+			apiserverFlags = cluster.NativeGroupsAPIServerFlags
+		}
+		cp, err := cluster.StartControlPlane(ctx, tb, cluster.ControlPlaneOptions{ExtraAPIServerFlags: apiserverFlags})
 		if err != nil {
 			return nil, err
 		}
@@ -189,6 +198,10 @@ func (e *env) startScheduler() error {
 		if !strings.HasPrefix(f, "--v=") {
 			flags = append(flags, f)
 		}
+	}
+	if e.nativeGangs {
+		// A second --feature-gates adds to the shipped one's gates.
+		flags = append(flags, "--feature-gates=GenericWorkload=true")
 	}
 	// Extra scheduler flags for experiments, e.g. feature gates.
 	flags = append(flags, strings.Fields(os.Getenv("FLOTILLA_BENCH_FLAGS"))...)

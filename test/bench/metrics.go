@@ -29,6 +29,10 @@ type schedulerMetrics struct {
 	// kubelets have to work with.
 	cpuSeconds    float64
 	writes, reads float64
+	// podGroupsScheduled: kube-scheduler's pod-group scheduling attempts
+	// that placed their group (the in-tree gang scheduling of native
+	// PodGroups).
+	podGroupsScheduled float64
 }
 
 func scrape(url, profile string) (*schedulerMetrics, error) {
@@ -65,6 +69,13 @@ func scrape(url, profile string) (*schedulerMetrics, error) {
 	if f := families["scheduler_permit_wait_duration_seconds"]; f != nil {
 		for _, s := range f.GetMetric() {
 			m.permitWait += s.GetHistogram().GetSampleSum()
+		}
+	}
+	if f := families["scheduler_podgroup_scheduling_attempt_duration_seconds"]; f != nil {
+		for _, s := range f.GetMetric() {
+			if label(s, "result") == "scheduled" {
+				m.podGroupsScheduled += float64(s.GetHistogram().GetSampleCount())
+			}
 		}
 	}
 	if f := families["go_memstats_heap_inuse_bytes"]; f != nil && len(f.GetMetric()) > 0 {
