@@ -1,7 +1,8 @@
 // Package bench measures flotilla against the default profile on the same
 // workloads, side by side in one run, through the real-apiserver harness:
 // scheduling throughput (P1, and S1 at three times its nodes), gangs at
-// scale (P2, P3), memory with many
+// scale (P2, P3; P3 also against the same gang under kube-scheduler's
+// in-tree gang scheduling of native PodGroups), memory with many
 // pending pods (P4), gang waves (Q1), queue fairness with reclaim (Q2),
 // fairness over time with usage on and off (F1: queues arriving one after
 // another, mixed gangs among them; Jain's index per window, deviation from
