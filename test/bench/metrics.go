@@ -71,13 +71,7 @@ func scrape(url, profile string) (*schedulerMetrics, error) {
 			m.permitWait += s.GetHistogram().GetSampleSum()
 		}
 	}
-	if f := families["scheduler_podgroup_scheduling_attempt_duration_seconds"]; f != nil {
-		for _, s := range f.GetMetric() {
-			if label(s, "result") == "scheduled" {
-				m.podGroupsScheduled += float64(s.GetHistogram().GetSampleCount())
-			}
-		}
-	}
+	m.podGroupsScheduled = cluster.Value(families, "scheduler_podgroup_scheduling_attempt_duration_seconds", map[string]string{"result": "scheduled"})
 	if f := families["go_memstats_heap_inuse_bytes"]; f != nil && len(f.GetMetric()) > 0 {
 		m.heapInUse = f.GetMetric()[0].GetGauge().GetValue()
 	}

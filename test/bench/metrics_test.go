@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -47,6 +50,40 @@ func TestRequestsSinceCountsTheRunsWritesAlone(t *testing.T) {
 			writes, busiest := requestsSince(tc.before, tc.now, tc.top)
 			assert.Equal(t, tc.writes, writes)
 			assert.Equal(t, tc.busiest, busiest)
+		})
+	}
+}
+
+func TestScrapeCountsThePodGroupsPlaced(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		series string
+		placed float64
+	}{{
+		name: "attempts that placed their group, over profiles; failed ones left out",
+		series: `# TYPE scheduler_podgroup_scheduling_attempt_duration_seconds histogram
+scheduler_podgroup_scheduling_attempt_duration_seconds_bucket{profile="default-scheduler",result="scheduled",le="+Inf"} 2
+scheduler_podgroup_scheduling_attempt_duration_seconds_sum{profile="default-scheduler",result="scheduled"} 0.5
+scheduler_podgroup_scheduling_attempt_duration_seconds_count{profile="default-scheduler",result="scheduled"} 2
+scheduler_podgroup_scheduling_attempt_duration_seconds_bucket{profile="other",result="scheduled",le="+Inf"} 1
+scheduler_podgroup_scheduling_attempt_duration_seconds_sum{profile="other",result="scheduled"} 0.1
+scheduler_podgroup_scheduling_attempt_duration_seconds_count{profile="other",result="scheduled"} 1
+scheduler_podgroup_scheduling_attempt_duration_seconds_bucket{profile="default-scheduler",result="unschedulable",le="+Inf"} 4
+scheduler_podgroup_scheduling_attempt_duration_seconds_sum{profile="default-scheduler",result="unschedulable"} 0.2
+scheduler_podgroup_scheduling_attempt_duration_seconds_count{profile="default-scheduler",result="unschedulable"} 4
+`,
+		placed: 3,
+	}, {
+		name:   "a scheduler without the gate registers no pod-group metrics",
+		series: "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.5\n",
+		placed: 0,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, tc.series) }))
+			defer server.Close()
+			m, err := scrape(server.URL, "default-scheduler")
+			assert.NoError(t, err)
+			assert.Equal(t, tc.placed, m.podGroupsScheduled)
 		})
 	}
 }
