@@ -24,11 +24,27 @@ func ServingFlags(port int) []string {
 	return []string{"--secure-port=" + strconv.Itoa(port), "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*"}
 }
 
-// WaitHealthy waits until the scheduler on port answers /healthz.
+// WaitHealthy waits until the scheduler on port answers /healthz: it
+// serves, though its informers may not have synced yet.
 func WaitHealthy(ctx context.Context, port int, timeout time.Duration) error {
+	return waitOK(ctx, port, "/healthz", "healthy", timeout)
+}
+
+// WaitReady waits until the scheduler on port answers /readyz, which
+// kube-scheduler passes once every informer has synced and delivered its
+// initial list to the handlers (its sched-handler-sync check), as a
+// Deployment's readiness probe would see it. A fresh apiserver makes a
+// custom resource's first list wait a second (Retry-After while its watch
+// cache starts), so a scheduler watching CRDs may serve a second before it
+// schedules.
+func WaitReady(ctx context.Context, port int, timeout time.Duration) error {
+	return waitOK(ctx, port, "/readyz", "ready", timeout)
+}
+
+func waitOK(ctx context.Context, port int, path, state string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if resp, err := Insecure.Get(fmt.Sprintf("https://127.0.0.1:%d/healthz", port)); err == nil {
+		if resp, err := Insecure.Get(fmt.Sprintf("https://127.0.0.1:%d%s", port, path)); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
@@ -36,7 +52,7 @@ func WaitHealthy(ctx context.Context, port int, timeout time.Duration) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("scheduler on port %d not healthy after %s", port, timeout)
+	return fmt.Errorf("scheduler on port %d not %s after %s", port, state, timeout)
 }
 
 // Scrape reads and parses a Prometheus text endpoint.

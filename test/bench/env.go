@@ -215,7 +215,10 @@ func (e *env) startScheduler() error {
 	}
 	e.metrics = fmt.Sprintf("https://127.0.0.1:%d/metrics", port)
 	e.pprof = fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/profile", port)
-	if err := cluster.WaitHealthy(e.ctx, port, 60*time.Second); err != nil {
+	// The workload starts once the scheduler is ready, not merely serving:
+	// otherwise a side whose informers sync later (flotilla's watch its
+	// CRDs) is timed for its start-up.
+	if err := cluster.WaitReady(e.ctx, port, 60*time.Second); err != nil {
 		return fmt.Errorf("%w: %s", err, tail(e.proc.Logs()))
 	}
 	return nil
