@@ -364,18 +364,15 @@ func runPods(e *env, v variant, stream podStream) (*result, error) {
 		return nil, err
 	}
 	groups := (pods + perGroup - 1) / perGroup
-	if v.nativeGangs {
+	if v.gangs || v.nativeGangs {
 		err := parallel(e.ctx, groups, func(ctx context.Context, g int) error {
-			_, err := e.client.SchedulingV1beta1().PodGroups(e.namespace).Create(ctx, cluster.NativeGang(e.namespace, groupName(g), int32(perGroup)), metav1.CreateOptions{})
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	if v.gangs {
-		err := parallel(e.ctx, groups, func(ctx context.Context, g int) error {
-			_, err := e.podGroups.SchedulingV1alpha1().PodGroups(e.namespace).Create(ctx, cluster.PodGroup(e.namespace, groupName(g), int32(perGroup)), metav1.CreateOptions{})
+			name, size := groupName(g), int32(perGroup)
+			var err error
+			if v.nativeGangs {
+				_, err = e.client.SchedulingV1beta1().PodGroups(e.namespace).Create(ctx, cluster.NativeGang(e.namespace, name, size), metav1.CreateOptions{})
+			} else {
+				_, err = e.podGroups.SchedulingV1alpha1().PodGroups(e.namespace).Create(ctx, cluster.PodGroup(e.namespace, name, size), metav1.CreateOptions{})
+			}
 			return err
 		})
 		if err != nil {
