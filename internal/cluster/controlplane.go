@@ -36,8 +36,8 @@ import (
 // the apiserver's default of 100 streams per connection puts that connection
 // at its limit, where Go's server can count a just-finished stream a moment
 // after the client has reused its slot and resets the new stream with
-// PROTOCOL_ERROR (a request of a test failed so, once in five make test
-// runs, 2026-11-27 at 5534c4c). Separate processes, as in a real cluster,
+// PROTOCOL_ERROR (a test's request failed so, about once in five make
+// test runs). Separate processes, as in a real cluster,
 // each hold a connection of their own far below the limit.
 var apiServerFlags = []string{
 	"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",

@@ -163,7 +163,7 @@
 // placing gang at a time, every member of another gang ahead of its
 // siblings in the queue was refused, each refusal a scheduling cycle and a
 // status write: with 1000 eight-pod Jobs arriving together the scheduler
-// spent seconds at a time refusing instead of placing (benchmark P2).
+// spent seconds at a time refusing instead of placing.
 //
 // Topology (topology.go). A PodGroup may ask for one domain of a node label
 // (a zone, a rack, an NVLink domain) with the annotations

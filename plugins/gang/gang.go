@@ -74,6 +74,7 @@ var (
 
 // New builds the plugin from validated args.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	registerMetrics()
 	args, err := validation.Args(Name, obj, validation.ValidateGangArgs)
 	if err != nil {
 		return nil, err
@@ -338,8 +339,7 @@ func (g *Gang) attemptUnderWay(key state.GroupKey) bool {
 // new generation), labels or annotations. Not when only its status or the
 // waiting reason changes: those are flotilla's own writes, and each
 // re-queued every member held at PreEnqueue, so a 1000-pod gang ran
-// PreEnqueue 1000 times per status write while its pods were created
-// (2026-11-28, 46da135: a third of the scheduler's allocation in P3).
+// PreEnqueue 1000 times per status write while its pods were created.
 func (g *Gang) isSchedulableAfterPodGroupChange(logger klog.Logger, pod *corev1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
 	want, isMember := ownGroupOf(pod)
 	if !isMember {

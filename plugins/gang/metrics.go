@@ -1,6 +1,8 @@
 package gang
 
 import (
+	"sync"
+
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 )
@@ -96,11 +98,13 @@ const (
 	reasonTimedOut          = "timed_out"
 )
 
-func init() {
+// registerMetrics registers the plugin's metrics with the scheduler's
+// registry, once however many profiles build the plugin.
+var registerMetrics = sync.OnceFunc(func() {
 	legacyregistry.MustRegister(gangWaitSeconds, gangRejections, podGroupStatusWrites, podGroupMemberLists, podGroupWaitingWrites, podGroupsByPhase, gangLongestWait, gangMembersInFlight, gangsPaced, quorumCheckSeconds, quorumChecksOvertaken)
 	// Every reason's series exists from the start, at 0: a rate over a
 	// series that appears with its first increment misses that increment.
 	for _, reason := range []string{reasonDoesNotFit, reasonMemberUnplaceable, reasonLostPlace, reasonTimedOut} {
 		gangRejections.WithLabelValues(reason)
 	}
-}
+})

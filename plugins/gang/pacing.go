@@ -18,9 +18,9 @@ import (
 // allocator's snapshot and a copy of the allocated devices) until it is
 // bound. Gangs place members in bursts and release them to bind at once,
 // so without a bound they outrun an apiserver that takes a claim write
-// and a binding per member: on 2 cores with DRA GPUs (docs/benchmarks.md,
-// D1) about 180 members were past their cycle against the default
-// profile's 30, and the scheduler used twice its memory. A gang's attempt
+// and a binding per member: on a small machine with DRA GPUs several times
+// the default profile's members are past their cycle at once, and the
+// scheduler's memory grows with them. A gang's attempt
 // therefore starts only while fewer than the limit are in flight; attempts
 // under way go on, and a gang larger than the limit still starts when the
 // backlog is below it, so pacing delays gangs but never stops one.

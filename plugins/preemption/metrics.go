@@ -1,6 +1,8 @@
 package preemption
 
 import (
+	"sync"
+
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 )
@@ -19,11 +21,13 @@ var (
 	}, []string{"kind"})
 )
 
-func init() {
+// registerMetrics registers the plugin's metrics with the scheduler's
+// registry, once however many profiles build the plugin.
+var registerMetrics = sync.OnceFunc(func() {
 	legacyregistry.MustRegister(victimsTotal)
 	// Both kinds' series exist from the start, at 0: a rate over a series
 	// that appears with its first increment misses that increment.
 	for _, kind := range []string{kindPreemption, kindReclaim} {
 		victimsTotal.WithLabelValues(kind)
 	}
-}
+})

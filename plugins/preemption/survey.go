@@ -419,8 +419,7 @@ func (w *world) classify(info fwk.PodInfo, node string) found {
 // as far as the cluster is concerned, and is a victim like any other
 // (DefaultPreemption deletes it too). Otherwise a preemptor created just
 // after its only victim was bound found no victim, and waited for an
-// event its filters listen to (2026-11-29, 2b958da: a CI run's preemption
-// step waited 30 s for it).
+// event its filters listen to, which may not come for a long time.
 func (w *world) inFlight(pod *corev1.Pod) bool {
 	if w.handle.GetWaitingPod(pod.UID) != nil {
 		return true

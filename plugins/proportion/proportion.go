@@ -46,6 +46,7 @@ var (
 
 // New builds the plugin from validated args.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	registerMetrics()
 	args, err := validation.Args(Name, obj, validation.ValidateProportionArgs)
 	if err != nil {
 		return nil, err
@@ -261,8 +262,8 @@ func (p *Proportion) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWith
 // pod a queue refused was tried again on every placed pod that ended
 // anywhere: when a queue reclaimed its share, each victim re-queued the
 // whole backlog of the queues it was taken from, each refused again, and
-// the reclaiming queue's pods, behind them in the queue, waited (Q2: four
-// seconds of 250 such attempts, 2026-11-28). With the demand hold off, the
+// the reclaiming queue's pods, behind them in the queue, waited. With the
+// demand hold off, the
 // gone pod's demand may also raise every other queue's share at once, so
 // then any deletion re-queues; with it on, a share raised so only rises
 // when the hold lapses, and the status writer wakes those pods then.
@@ -293,7 +294,7 @@ func (p *Proportion) isAdmittedAfterPlacedPodDeleted(_ klog.Logger, pod *corev1.
 // status whenever its allocation or share moved (at most every second),
 // and each write re-queued every refused pod: while a queue reclaimed, the
 // backlogs of the queues it took from were tried again every second, each
-// refused again, ahead of the reclaiming queue's pods (Q2, 2026-11-28).
+// refused again, ahead of the reclaiming queue's pods.
 // A status is written from the queues' own state, which is therefore at
 // least as new as it: what that state admits now is the answer.
 func (p *Proportion) isAdmittedAfterQueueChange(_ klog.Logger, pod *corev1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
@@ -327,15 +328,14 @@ func specOf(obj interface{}) interface{} {
 // capability or share) may reclaim from the queues beside it under that
 // ancestor, and only an attempt, whose PostFilter looks for victims, does
 // that: skipped, it waited for ever while a sibling held more than its
-// share (a parent with a capability, 2026-11-28: p2 at 5 of its 7.5 cpu,
-// p1 at 10, for 60 s with nothing else happening).
+// share, with nothing else happening.
 //
 // A pod nominated to a node is always tried again: it waits for the room
 // its victims free there, and tried, it binds, or its queue refuses it
 // and its nomination is dropped (plugins/preemption). Skipped, it kept a
 // nomination that held the room from every pod of its priority: three
 // such pods of a queue back at its share kept another queue three cpu
-// short for a minute (2026-11-28).
+// short of its share.
 func (p *Proportion) admittedHint(view *state.QueueView, pod *corev1.Pod, released state.Released) fwk.QueueingHint {
 	if pod.Status.NominatedNodeName != "" {
 		return fwk.Queue

@@ -3,6 +3,7 @@ package proportion
 import (
 	"context"
 	"fmt"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -547,4 +548,11 @@ func TestHintLeavesAReclaimUnderAParent(t *testing.T) {
 			assert.Equal(t, tc.wantOnDeletion, got, "a deletion elsewhere")
 		})
 	}
+}
+
+// TestMain registers the metrics the tests read, as New does for a
+// scheduler: the tests build the plugin's parts without New.
+func TestMain(m *testing.M) {
+	registerMetrics()
+	os.Exit(m.Run())
 }

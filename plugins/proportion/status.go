@@ -1,6 +1,8 @@
 package proportion
 
 import (
+	"sync"
+
 	"context"
 	"time"
 
@@ -58,10 +60,12 @@ var (
 	perQueue = []*metrics.GaugeVec{queuePendingGangs, queueRunningGangs, queueValid}
 )
 
-func init() {
+// registerMetrics registers the plugin's metrics with the scheduler's
+// registry, once however many profiles build the plugin.
+var registerMetrics = sync.OnceFunc(func() {
 	legacyregistry.MustRegister(queueDeserved, queueAllocated, queueRequested, queueGuaranteed, queueCapability, queueUsage,
 		queuePendingGangs, queueRunningGangs, queueValid)
-}
+})
 
 // allQueues is the status writer's one key: every publication covers every
 // queue, since shares move together.

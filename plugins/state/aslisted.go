@@ -15,11 +15,9 @@ import (
 // too, which kube-scheduler's pod informer drops. Listing the group's
 // pods from the apiserver for every status write shows them, but each
 // label-selected list scans every pod of the namespace in the apiserver's
-// watch cache: with 1,000 Jobs of 8 pods in one namespace those lists
-// took 24.9 CPU-seconds of the control plane against 1.1 s for the
-// default profile's run (P2, one pair, 2026-11-28, b81540a), and the
-// Jobs finished 1.14–1.22 x later, their pods' status updates queued
-// behind them. So the status counts the members from informers: the
+// watch cache: with thousands of gang pods in one namespace those lists
+// cost the control plane many times what scheduling the pods does, and
+// the pods' own status updates queue behind them. So the status counts the members from informers: the
 // live ones from the pod informer, the succeeded ones from the store's
 // metadata informer (quorum.go), the failed ones from another (failed
 // below). A member that just finished has left the pod informer and may

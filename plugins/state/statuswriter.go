@@ -23,9 +23,10 @@ var statusWriteErrors = metrics.NewCounterVec(&metrics.CounterOpts{
 	StabilityLevel: metrics.ALPHA,
 }, []string{"writer"})
 
-func init() {
+// registerStatusMetrics registers the status writers' metric, once.
+var registerStatusMetrics = sync.OnceFunc(func() {
 	legacyregistry.MustRegister(statusWriteErrors)
-}
+})
 
 // StatusWriter writes the status of API objects (PodGroups, Queues) for the
 // replica that schedules. Gang and Proportion both write through it, so
@@ -52,6 +53,7 @@ type StatusWriter[K comparable] struct {
 // onStart, if given, runs once when the writer starts (to catch up with
 // what changed while no replica wrote, or to start a periodic refresh).
 func NewStatusWriter[K comparable](ctx context.Context, name string, interval time.Duration, write func(context.Context, K) error, onStart func()) *StatusWriter[K] {
+	registerStatusMetrics()
 	queue := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[K]{Name: name})
 	statusWriteErrors.WithLabelValues(name) // the series exists, at 0, before the first error
 	go func() {

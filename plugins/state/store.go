@@ -32,11 +32,12 @@ import (
 // podGroupIndex indexes pods by the PodGroup they name.
 const podGroupIndex = "flotilla.dev/pod-group"
 
-func init() {
-	// Events about PodGroups go through the scheduler's recorder, which
-	// resolves object references through client-go's scheme.
+// registerPodGroupScheme adds the PodGroup API to client-go's scheme,
+// once: events about PodGroups go through the scheduler's recorder, which
+// resolves object references through that scheme.
+var registerPodGroupScheme = sync.OnceFunc(func() {
 	_ = schedv1alpha1.AddToScheme(clientscheme.Scheme)
-}
+})
 
 // GroupKey names a PodGroup: pods join a group in their own namespace only.
 // Native is set for a native PodGroup (scheduling.k8s.io, named by the
@@ -106,8 +107,8 @@ type Store struct {
 	// being deleted (what Members lists), kept by the same handler, so
 	// that MemberCount costs no copy of the group's index: PreEnqueue,
 	// the queueing hint and the status writer each count a gang's
-	// members, once per member's arrival, and a 1000-pod gang's listings
-	// made a third of the scheduler's allocation (2026-11-28, 5ac95dc).
+	// members, once per member's arrival, and listing a 1000-pod gang's
+	// index each time dominates what the scheduler allocates.
 	// It has its own lock: MemberCount is read under the store's.
 	liveMu sync.Mutex
 	live   map[GroupKey]map[types.UID]bool
@@ -141,6 +142,7 @@ type Store struct {
 }
 
 func newStore(h fwk.Handle) (*Store, error) {
+	registerPodGroupScheme()
 	if h.KubeConfig() == nil {
 		return nil, fmt.Errorf("no kubeconfig to watch PodGroups with")
 	}

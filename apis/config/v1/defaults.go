@@ -49,10 +49,11 @@ func SetDefaults_BinpackArgs(obj *BinpackArgs) {
 const (
 	DefaultPermitWaitingTimeSeconds int64 = 60
 	DefaultGangBackoffSeconds       int64 = 10
-	// DefaultMaxMembersInFlight: on 2 cores with DRA GPUs (benchmark D1 in
-	// docs/benchmarks.md) an unpaced flotilla held about 180 members past
-	// their cycle against the default profile's 30, at twice its memory;
-	// 96 kept its memory within 1.1 x and raised its pods/s.
+	// DefaultMaxMembersInFlight bounds the members past their cycle (in
+	// Permit, PreBind or Bind): unpaced, gangs with DRA devices hold
+	// several times the default profile's, and the memory their cycle
+	// states keep grows with them (docs/benchmarks.md has the
+	// measurement that chose 96).
 	DefaultMaxMembersInFlight int64 = 96
 )
 
@@ -95,8 +96,8 @@ func SetDefaults_ProportionArgs(obj *ProportionArgs) {
 }
 
 // DefaultDemandHold covers the Job controller's replacement of a cohort of
-// finished pods (its batches of 1, 2, 4, 8 took up to about 1.5 s on a
-// loaded 2-core machine, 2026-11-28) with room to spare.
+// finished pods (its batches of 1, 2, 4, 8 take up to about 1.5 s on a
+// loaded 2-core machine) with room to spare.
 const DefaultDemandHold = 5 * time.Second
 
 // Usage defaults: off; when on, k = 1 (a newcomer beside a queue that held

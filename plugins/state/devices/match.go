@@ -22,8 +22,8 @@ type classVerdict struct {
 // selectors match it. The verdicts are kept in the Reader while neither
 // object changes (by ResourceVersion): selectors are CEL, and every count
 // of a node and of the cluster's totals asks again — evaluated per check,
-// they were half of all the scheduler allocated on 1000 nodes x 8 devices
-// (D1, 2026-11-25 at 9b3d5ce). Objects without a ResourceVersion (not
+// they dominate what the scheduler allocates on a cluster of many
+// devices. Objects without a ResourceVersion (not
 // from an apiserver) are evaluated every time.
 func (r *Reader) deviceMatches(ctx context.Context, class *resourceapi.DeviceClass, slice *resourceapi.ResourceSlice) ([]bool, error) {
 	key := sliceClass{slice: slice.Name, class: class.Name}
