@@ -11,6 +11,8 @@ import (
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/planner"
+	"github.com/flotilla-sched/flotilla/plugins/state/quorum"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
@@ -53,31 +55,24 @@ func (g *Gang) GeneratePlacements(_ context.Context, _ fwk.PodGroupCycleState, g
 	if status != nil {
 		return nil, status
 	}
-	domains := map[string][]fwk.NodeInfo{}
-	for _, n := range parent.Nodes {
-		value, ok := n.Node().Labels[key]
-		if !ok || (pinned != "" && value != pinned) {
-			continue
-		}
-		domains[value] = append(domains[value], n)
+	var only []string
+	if pinned != "" {
+		only = []string{pinned}
 	}
+	domains := planner.Domains(key, parent.Nodes, only)
 	need := stillNeeded(group, len(running))
-	names := make([]string, 0, len(domains))
-	for name := range domains {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	placements := make([]*fwk.Placement, 0, len(names))
+	placements := make([]*fwk.Placement, 0, len(domains))
 	var closest domainShortfall
-	for _, name := range names {
-		short := need.shortIn(domains[name])
+	var closestNodes []fwk.NodeInfo
+	for _, d := range domains {
+		short := need.shortIn(d.Nodes)
 		if short.resource == "" {
-			placements = append(placements, &fwk.Placement{Name: name, Nodes: domains[name]})
+			placements = append(placements, &fwk.Placement{Name: d.Value, Nodes: d.Nodes})
 			continue
 		}
-		short.domain = name
+		short.domain = d.Value
 		if closest.domain == "" || short.fraction > closest.fraction {
-			closest = short
+			closest, closestNodes = short, d.Nodes
 		}
 	}
 	told := state.GroupKey{Namespace: group.GetNamespace(), Name: group.GetName(), Native: true}
@@ -85,9 +80,9 @@ func (g *Gang) GeneratePlacements(_ context.Context, _ fwk.PodGroupCycleState, g
 	case len(placements) > 0:
 		g.tellPlacement(group, told, "")
 		return &fwk.GeneratePlacementsResult{Placements: placements}, nil
-	case len(names) == 0 && pinned != "":
+	case len(domains) == 0 && pinned != "":
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("members run in %s domain %s, which has no node left", key, pinned))
-	case len(names) == 0:
+	case len(domains) == 0:
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("no node has the topology label %s", key))
 	}
 	// No domain has room. The closest is still proposed: its members'
@@ -97,7 +92,7 @@ func (g *Gang) GeneratePlacements(_ context.Context, _ fwk.PodGroupCycleState, g
 	// the group wait for room that preemption could have made.
 	g.tellPlacement(group, told, reasons.WaitingForTopologyDomain.Say("no %s domain has room for the %d members the group still needs (closest: %s, %s)",
 		key, need.members, closest.domain, closest.describe()))
-	return &fwk.GeneratePlacementsResult{Placements: []*fwk.Placement{{Name: closest.domain, Nodes: domains[closest.domain]}}}, nil
+	return &fwk.GeneratePlacementsResult{Placements: []*fwk.Placement{{Name: closest.domain, Nodes: closestNodes}}}, nil
 }
 
 // tellPlacement says on a native PodGroup why no domain is offered to it
@@ -197,35 +192,17 @@ func stillNeeded(group fwk.PodGroupInfo, running int) neededRoom {
 	waiting := group.GetUnscheduledPods()
 	members := 1
 	if pg := group.GetPodGroup(); pg != nil && pg.Spec.SchedulingPolicy.Gang != nil {
-		members = int(pg.Spec.SchedulingPolicy.Gang.MinCount) - running
+		members = quorum.Count{MinMember: int(pg.Spec.SchedulingPolicy.Gang.MinCount), Placed: running}.Short()
 	}
 	members = min(members, len(waiting))
 	if members <= 0 {
 		return neededRoom{}
 	}
-	byResource := map[corev1.ResourceName][]int64{}
-	for _, pod := range waiting {
-		for name, v := range capacity.Request(pod) {
-			byResource[name] = append(byResource[name], v)
-		}
+	requests := make([]capacity.Resources, len(waiting))
+	for i, pod := range waiting {
+		requests[i] = capacity.Request(pod)
 	}
-	least := capacity.Resources{corev1.ResourcePods: int64(members)}
-	for name, amounts := range byResource {
-		if len(amounts) < len(waiting) {
-			// Some waiting member asks none of it: the smallest requests
-			// are zeros.
-			amounts = append(amounts, make([]int64, len(waiting)-len(amounts))...)
-		}
-		slices.Sort(amounts)
-		var sum int64
-		for _, v := range amounts[:members] {
-			sum += v
-		}
-		if sum > 0 {
-			least[name] = sum
-		}
-	}
-	return neededRoom{members: members, least: least}
+	return neededRoom{members: members, least: planner.LeastRoom(requests, members)}
 }
 
 // domainShortfall is the resource a domain lacks most, relative to need.

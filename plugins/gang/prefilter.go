@@ -130,19 +130,9 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 				doesNotFitNow = true
 				status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.message)
 				if preempts {
-					room := &state.GangNeedsRoom{Key: key}
-					if topo != nil && topo.Required != "" {
-						// Room freed outside one domain is room it cannot use.
-						room.Level = topo.Required
-						for val := range planner.PinnedValues(topo.Required, locked.PlacedOn(gang), nodes) {
-							room.Pinned = append(room.Pinned, val)
-						}
-					}
-					room.RoleDomains = roleRooms(topo, locked, gang, nodes)
-					if len(room.RoleDomains) > 0 {
-						room.RoleOf = topo.RoleOf
-					}
-					cycle.Write(state.GangNeedsRoomKey, room)
+					// Room freed outside the domains the gang and its roles
+					// require is room it cannot use.
+					cycle.Write(state.GangNeedsRoomKey, &state.GangNeedsRoom{Key: key, Topology: roomTopology(topo, locked, gang, nodes)})
 					status = fwk.NewStatus(fwk.Unschedulable, v.message)
 				}
 			case startAttempt:

@@ -10,30 +10,18 @@ import (
 	"github.com/flotilla-sched/flotilla/plugins/state/planner"
 )
 
-// roleRooms are the domains the gang's roles require of their own, in the
-// order declared, for preemption to make room in: each at its required
-// level, pinned to the values its placed members hold.
-func roleRooms(t *topology, locked *state.Locked, gang *state.Gang, nodes []fwk.NodeInfo) []state.RoleDomain {
+// roomTopology is the part of the gang's topology that room made for it
+// must honour (planner.Topology.NeedsRoom), pinned where its placed
+// members are; nil when it requires no domain.
+func roomTopology(t *topology, locked *state.Locked, gang *state.Gang, nodes []fwk.NodeInfo) *topology {
 	if t == nil {
 		return nil
 	}
-	var placedOn map[string][]string
-	var out []state.RoleDomain
-	for _, r := range t.Roles {
-		if r.Required == "" {
-			continue
-		}
-		if placedOn == nil {
-			placedOn = locked.PlacedOnByRole(gang, t.Of)
-		}
-		room := state.RoleDomain{Role: r.Name, Level: r.Required}
-		for v := range planner.PinnedValues(r.Required, placedOn[r.Name], nodes) {
-			room.Pinned = append(room.Pinned, v)
-		}
-		slices.Sort(room.Pinned)
-		out = append(out, room)
+	var placedByRole map[string][]string
+	if slices.ContainsFunc(t.Roles, func(r planner.RoleTopology) bool { return r.Required != "" }) {
+		placedByRole = locked.PlacedOnByRole(gang, t.Of)
 	}
-	return out
+	return t.NeedsRoom(locked.PlacedOn(gang), placedByRole, nodes)
 }
 
 // steer is where a member of a gang whose attempt runs may go: up to

@@ -178,7 +178,7 @@ func TestPlanGangInOneDomainCountsDevices(t *testing.T) {
 	request.Add(demand[members[0].UID])
 	free := map[string]int64{"r2-1": 8}
 	who := &preemptor{pod: members[0], members: members, priority: 1000, request: request,
-		group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: "gang ns/g", level: rackLabel,
+		group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: "gang ns/g", topology: inOneDomain(rackLabel, nil),
 		catalog: store.Devices().Catalog(), deviceKeys: []corev1.ResourceName{key}, demand: demand,
 		freeDevices: func(n *corev1.Node) capacity.Resources { return capacity.Resources{key: free[n.Name]} }}
 	ctx := context.Background()

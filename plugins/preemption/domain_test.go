@@ -26,6 +26,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/planner"
 )
 
 const rackLabel = "example.com/rack"
@@ -172,7 +173,7 @@ func TestPlanGangInOneDomain(t *testing.T) {
 				inFlight: map[string]*eviction{},
 			}
 			who := &preemptor{pod: members[0], members: members, priority: 1000, request: capacity.Request(members[0]),
-				group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: "gang ns/g", level: rackLabel, pinned: tt.pinned}
+				group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: "gang ns/g", topology: inOneDomain(rackLabel, tt.pinned)}
 			ctx := context.Background()
 			w, err := p.survey(ctx, who, nodes, false)
 			require.NoError(t, err)
@@ -258,8 +259,8 @@ func TestPlanGangWithRoleDomains(t *testing.T) {
 			who := &preemptor{pod: members[0], members: members, priority: 1000, request: capacity.Request(members[0]),
 				group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: "gang ns/g"}
 			if !tt.noRoles {
-				who.roleDomains = []state.RoleDomain{{Role: "workers", Level: cliqueLabel, Pinned: tt.pinned}}
-				who.roleOf = func(p *corev1.Pod) string { return p.Labels["role"] }
+				who.topology = &planner.Topology{Levels: []string{planner.Anywhere}, OfPod: func(p *corev1.Pod) string { return p.Labels["role"] },
+					Roles: []planner.RoleTopology{{Name: "workers", Required: cliqueLabel, Levels: []string{cliqueLabel}, Pinned: tt.pinned}}}
 			}
 			ctx := context.Background()
 			w, err := p.survey(ctx, who, nodes, false)
@@ -577,4 +578,10 @@ func TestGangMembersArePlacedByTheirOwnSpec(t *testing.T) {
 	require.NotNil(t, pl, reason)
 	assert.Equal(t, []string{"low"}, names(pl), "the worker's rack is made room in")
 	assert.Equal(t, "r2", domainOf[pl.placement[worker.UID]], "the worker where its selector wants it")
+}
+
+// inOneDomain is the topology of a gang whose members must share one
+// value of level, pinned to those values (nil: any).
+func inOneDomain(level string, pinned []string) *planner.Topology {
+	return &planner.Topology{Required: level, Levels: []string{level}, Pinned: pinned}
 }

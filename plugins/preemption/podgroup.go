@@ -3,8 +3,6 @@ package preemption
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sort"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +12,7 @@ import (
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/planner"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
@@ -178,11 +177,10 @@ func (p *Preemption) nativePreemptor(first *corev1.Pod, key state.GroupKey) (*pr
 	}
 	who.id = evictionID(first, true)
 	who.what = "gang " + key.String()
-	who.level = pg.Annotations[flotillav1alpha1.TopologyRequiredAnnotation]
-	if who.level != "" {
-		who.pinned = p.placedDomains(key, who.level)
+	if level := pg.Annotations[flotillav1alpha1.TopologyRequiredAnnotation]; level != "" {
+		who.topology = &planner.Topology{Required: level, Levels: []string{level}, Pinned: p.placedDomains(key, level)}
 	}
-	who.choices = quorumChoices(choice, nil, nil)
+	who.choices = choice.Choices(nil)
 	who.setMembers(who.choices[0])
 	return who, ""
 }
@@ -190,22 +188,18 @@ func (p *Preemption) nativePreemptor(first *corev1.Pod, key state.GroupKey) (*pr
 // placedDomains are the values of level on the nodes of the group's placed
 // members (nil when none is placed): the domain the rest must join.
 func (p *Preemption) placedDomains(key state.GroupKey, level string) []string {
-	var values []string
+	var placedOn []string
+	var nodes []fwk.NodeInfo
 	lister := p.handle.SnapshotSharedLister().NodeInfos()
 	for _, m := range p.store.Members(key) {
 		if m.Spec.NodeName == "" {
 			continue
 		}
-		node, err := lister.Get(m.Spec.NodeName)
-		if err != nil {
-			continue
-		}
-		if v, ok := node.Node().Labels[level]; ok && !slices.Contains(values, v) {
-			values = append(values, v)
+		if node, err := lister.Get(m.Spec.NodeName); err == nil {
+			placedOn, nodes = append(placedOn, m.Spec.NodeName), append(nodes, node)
 		}
 	}
-	sort.Strings(values)
-	return values
+	return planner.PinnedList(level, placedOn, nodes)
 }
 
 // SignPod signs every pod with nothing of Preemption's: its PreFilter

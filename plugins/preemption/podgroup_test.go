@@ -121,8 +121,10 @@ func TestPreemptorForANativeGroup(t *testing.T) {
 			}
 			sort.Strings(got)
 			assert.Equal(t, tt.wantMembers, got)
-			assert.Equal(t, tt.wantLevel, who.level)
-			assert.Equal(t, tt.wantPinned, who.pinned)
+			assert.Equal(t, tt.wantLevel, who.level())
+			if who.topology != nil {
+				assert.Equal(t, tt.wantPinned, who.topology.Pinned)
+			}
 			assert.Equal(t, tt.wantWhat, who.what)
 		})
 	}

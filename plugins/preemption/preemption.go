@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +19,7 @@ import (
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+	"github.com/flotilla-sched/flotilla/plugins/state/planner"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
@@ -123,16 +123,11 @@ type preemptor struct {
 	priority  int32
 	request   capacity.Resources
 	what      string
-	// level, for a gang confined to one topology domain: the node label
-	// whose one value its members share; pinned the values its placed
-	// members hold (nil: any).
-	level  string
-	pinned []string
-	// roleDomains, for a gang some of whose roles require a domain of
-	// their own: each such role's members are placed inside one domain of
-	// its level (see placeRoles); roleOf tells a member's role.
-	roleDomains []state.RoleDomain
-	roleOf      func(*corev1.Pod) string
+	// topology is the domains the room made must keep to (nil: none):
+	// the gang's required level, where its members share one value,
+	// pinned to the values its placed members hold, and the roles that
+	// require a domain of their own (planner.Topology.NeedsRoom).
+	topology *planner.Topology
 	// For a preemptor asking for DRA devices: catalog is the attempt's
 	// device view, deviceKeys the class keys its members ask under, and
 	// demand each member's devices by claim (a DRA-backed extended
@@ -255,7 +250,7 @@ func (p *Preemption) choose(ctx context.Context, cycle fwk.CycleState, who *pree
 // planFor surveys the cluster for who and searches for its plan: nil and
 // why not when there is none.
 func (p *Preemption) planFor(ctx context.Context, cycle fwk.CycleState, who *preemptor, nodes []fwk.NodeInfo, statuses fwk.NodeToStatusReader) (*plan, *world, string, error) {
-	onePod := who.level == "" && !(who.inGroup && len(who.members) > 1)
+	onePod := who.level() == "" && !(who.inGroup && len(who.members) > 1)
 	if class := p.store.Devices().Asks(who.members); class != "" {
 		if reason := p.countDevices(ctx, who); reason != "" {
 			return nil, nil, reason, nil
@@ -281,7 +276,7 @@ func (p *Preemption) planFor(ctx context.Context, cycle fwk.CycleState, who *pre
 	var best *plan
 	var reason string
 	switch {
-	case who.level != "":
+	case who.level() != "":
 		best, reason = p.planGangInOneDomain(ctx, cycle, who, w)
 	case !onePod:
 		best, reason = p.planGang(ctx, cycle, who, w)
@@ -361,13 +356,36 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 	if choice.Short > 0 {
 		return nil, fmt.Sprintf("not preempting: gang %s needs %d more members than are pending", key, choice.Short)
 	}
-	who.level, who.pinned = room.Level, room.Pinned
-	who.roleDomains, who.roleOf = room.RoleDomains, room.RoleOf
+	who.topology = room.Topology
 	who.id = evictionID(pod, true)
 	who.what = "gang " + key.String()
-	who.choices = quorumChoices(choice, who.roleDomains, who.roleOf)
+	who.choices = choice.Choices(who.confined())
 	who.setMembers(who.choices[0])
 	return who, ""
+}
+
+// level is the node label whose one value the gang's members must share,
+// "" for none.
+func (who *preemptor) level() string {
+	if who.topology == nil {
+		return ""
+	}
+	return who.topology.Required
+}
+
+// rolesConfined reports whether some of the gang's roles require a domain
+// of their own.
+func (who *preemptor) rolesConfined() bool {
+	return who.topology != nil && len(who.topology.Roles) > 0
+}
+
+// confined tells the members whose role requires a domain of its own, nil
+// when no role does (state.QuorumChoice.Choices).
+func (who *preemptor) confined() func(*corev1.Pod) bool {
+	if !who.rolesConfined() {
+		return nil
+	}
+	return func(m *corev1.Pod) bool { return who.topology.DomainRole(m) != "" }
 }
 
 // podPreemptor is the pod preempting for itself alone.
@@ -410,48 +428,10 @@ func (who *preemptor) setMembers(members []*corev1.Pod) {
 func (who *preemptor) choosing(members []*corev1.Pod) *preemptor {
 	next := &preemptor{
 		id: who.id, pod: who.pod, group: who.group, inGroup: who.inGroup, queue: who.queue, priority: who.priority, what: who.what,
-		level: who.level, pinned: who.pinned, roleDomains: who.roleDomains, roleOf: who.roleOf, requestOf: who.requestOf, choices: who.choices,
+		topology: who.topology, requestOf: who.requestOf, choices: who.choices,
 	}
 	next.setMembers(members)
 	return next
-}
-
-// quorumChoices are the sets of pending members that may complete a
-// gang's quorum, in the order preemption tries them: the required members
-// with the smallest others (StillNeeded's answer), then, when some roles
-// require a domain of their own, the required members with the others
-// taken first from the roles that do not. The gang's own check chooses
-// its members beyond the roles' minimums among all of them, wherever
-// they can be placed (see the gang's doc.go); room made for a member of a
-// role whose domain is full would be room it cannot use: a Ray gang's
-// fifth member is a CPU worker when its GPU workers' clique holds only
-// their minimum.
-func quorumChoices(choice state.QuorumChoice, roleDomains []state.RoleDomain, roleOf func(*corev1.Pod) string) [][]*corev1.Pod {
-	extra := min(choice.Extra, len(choice.Candidates))
-	smallest := append(slices.Clone(choice.Required), choice.Candidates[:extra]...)
-	if extra == len(choice.Candidates) || len(roleDomains) == 0 || roleOf == nil {
-		return [][]*corev1.Pod{smallest}
-	}
-	confined := func(m *corev1.Pod) bool {
-		role := roleOf(m)
-		return slices.ContainsFunc(roleDomains, func(r state.RoleDomain) bool { return r.Role == role })
-	}
-	free := slices.Clone(choice.Candidates)
-	// Stable: smallest first within each part, as QuorumChoice lists them.
-	slices.SortStableFunc(free, func(a, b *corev1.Pod) int {
-		switch ca, cb := confined(a), confined(b); {
-		case ca == cb:
-			return 0
-		case cb:
-			return -1
-		}
-		return 1
-	})
-	unconfined := append(slices.Clone(choice.Required), free[:extra]...)
-	if slices.Equal(unconfined, smallest) {
-		return [][]*corev1.Pod{smallest}
-	}
-	return [][]*corev1.Pod{smallest, unconfined}
 }
 
 // inSnapshot reports whether the victim is still on its node in this

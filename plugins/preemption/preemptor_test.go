@@ -11,6 +11,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/planner"
 )
 
 // A pending gang member preempts for its gang's quorum only when Gang's
@@ -35,13 +36,14 @@ func TestPreemptorForAGang(t *testing.T) {
 		wantMembers int
 		wantRefusal string
 	}{
-		{name: "waiting for room", members: 3, room: &state.GangNeedsRoom{Key: key, Level: "example.com/rack"}, wantMembers: 3},
+		{name: "waiting for room", members: 3, room: &state.GangNeedsRoom{Key: key, Topology: &planner.Topology{Required: "example.com/rack", Levels: []string{"example.com/rack"}}}, wantMembers: 3},
 		{name: "not waiting for room", members: 3, wantRefusal: "not preempting: gang ns/g is not waiting for room"},
 		{name: "another gang's room", members: 3, room: &state.GangNeedsRoom{Key: state.GroupKey{Namespace: "ns", Name: "other"}}, wantRefusal: "is not waiting for room"},
 		{name: "members missing", members: 2, room: &state.GangNeedsRoom{Key: key}, wantRefusal: "not preempting: gang ns/g needs 1 more members than are pending"},
 		{name: "roles requiring domains of their own: planned for, each in its domain", members: 3,
-			room: &state.GangNeedsRoom{Key: key, RoleDomains: []state.RoleDomain{{Role: "workers", Level: "nvidia.com/gpu.clique"}},
-				RoleOf: func(*corev1.Pod) string { return "workers" }},
+			room: &state.GangNeedsRoom{Key: key, Topology: &planner.Topology{Levels: []string{planner.Anywhere},
+				Roles: []planner.RoleTopology{{Name: "workers", Required: "nvidia.com/gpu.clique", Levels: []string{"nvidia.com/gpu.clique"}}},
+				OfPod: func(*corev1.Pod) string { return "workers" }}},
 			wantMembers: 3},
 	}
 	for _, tt := range tests {
@@ -60,7 +62,7 @@ func TestPreemptorForAGang(t *testing.T) {
 			}
 			assert.Empty(t, refusal)
 			assert.Len(t, who.members, tt.wantMembers)
-			assert.Equal(t, tt.room.Level, who.level)
+			assert.Equal(t, tt.room.Topology, who.topology)
 		})
 	}
 }

@@ -13,8 +13,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	pluginnames "k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
-	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/planner"
 )
 
 // This file is the search for victims: a single pod's plans node by node
@@ -270,7 +270,7 @@ func (p *Preemption) planGang(ctx context.Context, cycle fwk.CycleState, who *pr
 		// Member by member places each member where its victims cost
 		// least, blind to the domains roles require; for such a gang the
 		// domains are tried one by one instead.
-		if len(who.roleDomains) > 0 {
+		if who.rolesConfined() {
 			return p.planRolesDomainByDomain(ctx, cycle, who, w, seq), ""
 		}
 		if pl := p.memberByMember(ctx, cycle, who, w, seq); pl != nil {
@@ -325,22 +325,23 @@ func (w *world) byRoomiestNode(short []corev1.ResourceName, units []*unit) []*un
 // one whose victims cost least. Later roles' domains are left to the
 // simulation's first fit. seq fits unpinned, so some domain has a plan.
 func (p *Preemption) planRolesDomainByDomain(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, seq []*unit) *plan {
-	fitsWith := func(roles []state.RoleDomain) func(victims []*unit) (map[types.UID]string, bool) {
+	fitsIn := func(topo *planner.Topology) func(victims []*unit) (map[types.UID]string, bool) {
 		return func(victims []*unit) (map[types.UID]string, bool) {
-			return p.simulateWithRoles(ctx, cycle, who, roles, w, victims, w.nodes)
+			return p.simulateIn(ctx, cycle, who, topo, w, victims, w.nodes)
 		}
 	}
-	first := who.roleDomains[0]
+	first := who.topology.Roles[0]
 	var best *plan
-	for _, domain := range domainsOf(w.nodes, first.Level, first.Pinned) {
-		roles := slices.Clone(who.roleDomains)
-		roles[0].Pinned = []string{domain[0].Node().Labels[first.Level]}
-		if pl := minimal(seq, fitsWith(roles)); pl != nil && (best == nil || cheaper(pl.cost(w.pdbs), best.cost(w.pdbs))) {
+	for _, domain := range planner.Domains(first.Required, w.nodes, first.Pinned) {
+		pinned := *who.topology
+		pinned.Roles = slices.Clone(who.topology.Roles)
+		pinned.Roles[0].Pinned = []string{domain.Value}
+		if pl := minimal(seq, fitsIn(&pinned)); pl != nil && (best == nil || cheaper(pl.cost(w.pdbs), best.cost(w.pdbs))) {
 			best = pl
 		}
 	}
 	if best == nil {
-		best = minimal(seq, fitsWith(who.roleDomains))
+		best = minimal(seq, fitsIn(who.topology))
 	}
 	return best
 }
@@ -409,28 +410,32 @@ func (w *world) roomOnNode(who *preemptor, node fwk.NodeInfo) func(victims []*un
 // It spares the simulation, which runs every filter on copies of the
 // nodes, where no eviction could make room.
 func (w *world) roomWithout(who *preemptor, victims []*unit, nodes []fwk.NodeInfo) bool {
-	v := capacity.NewFreeView(nodes, nil)
+	snap := planner.Snapshot{Nodes: nodes, Released: map[string]capacity.Resources{}}
 	if who.freeDevices != nil {
-		v.CountDevices(func(n fwk.NodeInfo) capacity.Resources { return who.freeDevices(n.Node()) })
+		snap.FreeDevices = func(n fwk.NodeInfo) capacity.Resources { return who.freeDevices(n.Node()) }
 	}
-	slot := capacity.Resources{corev1.ResourcePods: 1}
+	release := func(node string, r capacity.Resources) {
+		given := snap.Released[node]
+		if given == nil {
+			given = capacity.Resources{}
+			snap.Released[node] = given
+		}
+		given.Add(r)
+		given[corev1.ResourcePods]++
+	}
 	for _, n := range nodes {
 		name := n.Node().Name
 		for _, info := range w.terminatingOn(name) {
-			v.Free(name, w.terminatingGives(info, n))
-			v.Free(name, slot)
+			release(name, w.terminatingGives(info, n))
 		}
 	}
-	eachVictimPod(victims, func(u *unit, i int) {
-		v.Free(u.members[i].node, u.memberRequests()[i])
-		v.Free(u.members[i].node, slot)
-	})
+	eachVictimPod(victims, func(u *unit, i int) { release(u.members[i].node, u.memberRequests()[i]) })
 	members := who.largest()
-	pending := make([]capacity.Resources, len(members))
+	requests := make([]capacity.Resources, len(members))
 	for i, m := range members {
-		pending[i] = m.request
+		requests[i] = m.request
 	}
-	return capacity.FirstFit(pending, v.All(), v).Placed == len(pending)
+	return planner.FitsByCount(snap, requests)
 }
 
 // planGangInOneDomain is planGang for a gang confined to one topology
@@ -440,21 +445,11 @@ func (w *world) roomWithout(who *preemptor, victims []*unit, nodes []fwk.NodeInf
 // two domains: room freed in several is room the gang cannot use (Kueue
 // #10815, KAI #1591 chose victims first and domains after).
 func (p *Preemption) planGangInOneDomain(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world) (*plan, string) {
-	byValue := map[string][]fwk.NodeInfo{}
-	for _, n := range w.nodes {
-		if v, ok := n.Node().Labels[who.level]; ok && (who.pinned == nil || slices.Contains(who.pinned, v)) {
-			byValue[v] = append(byValue[v], n)
-		}
-	}
-	values := make([]string, 0, len(byValue))
-	for v := range byValue {
-		values = append(values, v)
-	}
-	sort.Strings(values) // deterministic among equal costs
 	var best *plan
-	for _, v := range values {
+	// In value order: deterministic among equal costs.
+	for _, d := range planner.Domains(who.level(), w.nodes, who.topology.Pinned) {
 		domain := *w
-		domain.nodes = byValue[v]
+		domain.nodes = d.Nodes
 		inDomain := make(map[string]bool, len(domain.nodes))
 		for _, n := range domain.nodes {
 			inDomain[n.Node().Name] = true
@@ -470,15 +465,16 @@ func (p *Preemption) planGangInOneDomain(ctx context.Context, cycle fwk.CycleSta
 		}
 	}
 	if best == nil {
-		return nil, fmt.Sprintf("no %s domain has room for the %d members %s needs even evicting every pod it may evict there", who.level, len(who.members), who.what)
+		return nil, fmt.Sprintf("no %s domain has room for the %d members %s needs even evicting every pod it may evict there", who.level(), len(who.members), who.what)
 	}
 	return best, ""
 }
 
 // memberByMember places the members one at a time, largest first, each on
 // free room if there is any, else on the node where the cheapest victims
-// make room for it; then it gives back every victim the whole placement
-// can do without. Placing member by member finds one victim on each of
+// make room for it; the planner then places the whole gang with those
+// victims gone, and every victim the placement can do without is given
+// back. Placing member by member finds one victim on each of
 // four nodes where the shortest prefix of the victim order might take
 // three on each of two. nil if it finds no placement.
 func (p *Preemption) memberByMember(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, seq []*unit) *plan {
@@ -488,13 +484,12 @@ func (p *Preemption) memberByMember(ctx context.Context, cycle fwk.CycleState, w
 	}
 	var chosen []*unit
 	taken := map[*unit]bool{}
-	placement := map[types.UID]string{}
 	seqOn := unitsByNode(seq)
 	for _, m := range who.largest() {
 		var best *plan
 		bestNode := ""
 		for _, n := range w.nodes {
-			if name := n.Node().Name; sc.fits(m, name) {
+			if name := n.Node().Name; sc.memberFits(m, name) {
 				best, bestNode = &plan{}, name
 				break
 			}
@@ -515,7 +510,7 @@ func (p *Preemption) memberByMember(ctx context.Context, cycle fwk.CycleState, w
 			}
 			pl := minimal(here, func(victims []*unit) (map[types.UID]string, bool) {
 				trial := sc.fork()
-				return nil, trial.removeUnits(victims) && trial.fits(m, name)
+				return nil, trial.removeUnits(victims) && trial.memberFits(m, name)
 			})
 			if pl != nil && (best == nil || cheaper(pl.cost(w.pdbs), best.cost(w.pdbs))) {
 				best, bestNode = pl, name
@@ -531,9 +526,12 @@ func (p *Preemption) memberByMember(ctx context.Context, cycle fwk.CycleState, w
 		if !sc.removeUnits(best.victims) || !sc.place(m, bestNode) {
 			return nil
 		}
-		placement[m.UID] = bestNode
 	}
-	if !w.admits(who, chosen) {
+	// The planner places the whole gang once the chosen victims are gone,
+	// its members' claims allocated together: that, not the member by
+	// member trial, is the plan.
+	placement, ok := p.simulate(ctx, cycle, who, w, chosen, w.nodes)
+	if !ok {
 		return nil
 	}
 	sort.SliceStable(chosen, func(i, j int) bool { return lessImportant(chosen[i], chosen[j]) })

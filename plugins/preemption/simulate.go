@@ -2,7 +2,6 @@ package preemption
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"sort"
 
@@ -16,7 +15,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	pluginnames "k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
-	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/planner"
 )
@@ -33,12 +31,12 @@ import (
 // pods. The preemptor's queue must admit it with the victims' share given
 // back.
 func (p *Preemption) simulate(ctx context.Context, base fwk.CycleState, who *preemptor, w *world, victims []*unit, nodes []fwk.NodeInfo) (map[types.UID]string, bool) {
-	return p.simulateWithRoles(ctx, base, who, who.roleDomains, w, victims, nodes)
+	return p.simulateIn(ctx, base, who, who.topology, w, victims, nodes)
 }
 
-// simulateWithRoles is simulate with the domains the roles require given
-// (some of them pinned by the caller), not the preemptor's own.
-func (p *Preemption) simulateWithRoles(ctx context.Context, base fwk.CycleState, who *preemptor, roles []state.RoleDomain, w *world, victims []*unit, nodes []fwk.NodeInfo) (map[types.UID]string, bool) {
+// simulateIn is simulate with the domains given (some of them pinned by
+// the caller), not the preemptor's own.
+func (p *Preemption) simulateIn(ctx context.Context, base fwk.CycleState, who *preemptor, topo *planner.Topology, w *world, victims []*unit, nodes []fwk.NodeInfo) (map[types.UID]string, bool) {
 	if !w.admits(who, victims) {
 		return nil, false
 	}
@@ -46,17 +44,15 @@ func (p *Preemption) simulateWithRoles(ctx context.Context, base fwk.CycleState,
 	if sc == nil || !sc.removeUnits(victims) {
 		return nil, false
 	}
-	return sc.plan(roles, nodes)
+	return sc.plan(who.members, topo, nodes)
 }
 
-// plan asks the gang planner where the preemptor's members go in the
-// scene: over the nodes less the pods gone, the devices those pods held
-// free again, each role that requires a domain of its own inside one
-// domain of its level (pinned where the caller pins it), every member
-// judged as Gang's plan judges it (its own spec and claims, member by
-// member) and by the profile's filters (sc.filter). It returns each
-// member's node.
-func (sc *scene) plan(roles []state.RoleDomain, nodes []fwk.NodeInfo) (map[types.UID]string, bool) {
+// plan asks the gang planner where the members go in the scene: over the
+// nodes less the pods gone, the devices those pods held free again,
+// inside the domains of topo (nil: anywhere), every member judged as
+// Gang's plan judges it (its own spec and claims, member by member) and
+// by the profile's filters (sc.filter). It returns each member's node.
+func (sc *scene) plan(members []*corev1.Pod, topo *planner.Topology, nodes []fwk.NodeInfo) (map[types.UID]string, bool) {
 	who := sc.who
 	inScene := make([]fwk.NodeInfo, len(nodes))
 	for i, n := range nodes {
@@ -78,28 +74,32 @@ func (sc *scene) plan(roles []state.RoleDomain, nodes []fwk.NodeInfo) (map[types
 		who.catalogMu.Lock()
 		defer who.catalogMu.Unlock()
 	}
-	topo := &planner.Topology{Levels: []string{planner.Anywhere}}
-	if len(roles) > 0 {
-		topo.OfPod = who.roleOf
-		for _, r := range roles {
-			topo.Roles = append(topo.Roles, planner.RoleTopology{Name: r.Role, Required: r.Level, Levels: []string{r.Level}, Pinned: r.Pinned})
-		}
-	}
 	name := who.pod.Namespace + "/" + who.pod.Name
 	if who.inGroup {
 		name = who.group.String()
 	}
-	planned := planner.Place(sc.ctx, snap, planner.Gang{Name: name, MinMember: int32(len(who.members)), Quorum: planner.Quorum{Required: who.members}, Topology: topo})
+	planned := planner.Place(sc.ctx, snap, planner.Gang{Name: name, MinMember: int32(len(members)), Quorum: planner.Quorum{Required: members}, Topology: topo})
 	if planned.Reason != "" {
 		return nil, false
 	}
-	placement := make(map[types.UID]string, len(who.members))
+	placement := make(map[types.UID]string, len(members))
 	for _, slot := range planned.Slots {
 		for _, m := range slot.Pods {
 			placement[m.UID] = slot.Node
 		}
 	}
-	return placement, len(placement) == len(who.members)
+	return placement, len(placement) == len(members)
+}
+
+// memberFits reports whether the planner places member m on the node in
+// the scene, as it would place it in a plan there: its own requests and
+// devices on what the scene left (the members placed before it taken),
+// its own spec, its claims and the profile's filters. The claims of the
+// members placed before it on the node are not handed to the allocator:
+// the plan of the whole placement confirms them (memberByMember).
+func (sc *scene) memberFits(m sized, name string) bool {
+	_, ok := sc.plan([]*corev1.Pod{m.Pod}, nil, []fwk.NodeInfo{sc.node(name)})
+	return ok
 }
 
 // filter runs every Filter plugin for the preemptor on the scene's node,
@@ -126,22 +126,6 @@ func (sc *scene) filter(m *corev1.Pod, ni fwk.NodeInfo) bool {
 	return false
 }
 
-// domainsOf groups the nodes by their value of the label, in value order,
-// only the pinned values when any are.
-func domainsOf(nodes []fwk.NodeInfo, label string, pinned []string) [][]fwk.NodeInfo {
-	byValue := map[string][]fwk.NodeInfo{}
-	for _, n := range nodes {
-		if v, ok := n.Node().Labels[label]; ok && (pinned == nil || slices.Contains(pinned, v)) {
-			byValue[v] = append(byValue[v], n)
-		}
-	}
-	out := make([][]fwk.NodeInfo, 0, len(byValue))
-	for _, v := range slices.Sorted(maps.Keys(byValue)) {
-		out = append(out, byValue[v])
-	}
-	return out
-}
-
 // admits reports whether the preemptor's queue admits it once the victims'
 // share is given back.
 func (w *world) admits(who *preemptor, victims []*unit) bool {
@@ -165,9 +149,6 @@ type sized struct {
 	*corev1.Pod
 	request capacity.Resources
 	info    fwk.PodInfo // nil if the pod's affinity terms do not parse
-	// spec is what the member's own selectors, affinity and tolerations
-	// allow.
-	spec state.MemberSpec
 }
 
 // largest returns the preemptor's members sized and largest first, made
@@ -182,7 +163,7 @@ func (who *preemptor) largest() []sized {
 		}
 		out := make([]sized, len(who.members))
 		for i, p := range who.members {
-			out[i] = sized{Pod: p, request: requestOf(p), spec: state.SpecOf(p)}
+			out[i] = sized{Pod: p, request: requestOf(p)}
 			out[i].request.Add(who.demand[p.UID])
 			if info, err := framework.NewPodInfo(p); err == nil {
 				info.CalculateResource()
@@ -209,12 +190,9 @@ type scene struct {
 	// devices are the copies of nodes' free DRA devices the scene changed,
 	// for a preemptor that asks for them (see freeDevicesOn).
 	devices map[string]capacity.Resources
-	// gone are the pods removed, in order (removed by UID), and placed the
-	// members placed per node, this scene's own: where a count of devices
-	// cannot judge the members' claims, the allocator confirms them on
-	// the devices the gone pods free (see allocatable).
+	// gone are the pods removed, in order (removed by UID): the planner's
+	// allocator sees the devices they free (freedDevices).
 	gone   []*corev1.Pod
-	placed map[string][]*corev1.Pod
 	parent *scene // a fork reads the nodes it has not copied from here
 }
 
@@ -336,30 +314,6 @@ func (sc *scene) addDevices(name string, r capacity.Resources, sign int64) {
 	}
 }
 
-// fits reports whether member m would go on the node: its own resources
-// (and DRA devices) fit, its own spec allows the node (state.MemberSpec),
-// and the node passes every Filter for the preemptor, whose other
-// constraints (pod affinity, ports, volumes) the members are taken to
-// share.
-func (sc *scene) fits(m sized, name string) bool {
-	ni := sc.node(name)
-	req := m.request
-	if sc.who.freeDevices != nil {
-		req = req.Clone()
-		free := sc.freeDevicesOn(name)
-		for _, key := range sc.who.deviceKeys {
-			if capacity.AllocatableAmount(ni, key) > 0 {
-				continue
-			}
-			if req[key] > free[key] {
-				return false
-			}
-			delete(req, key)
-		}
-	}
-	return req.FitsOn(ni) && m.spec.Allows(ni.Node()) && sc.allocatable(m, ni.Node()) && sc.filter(m.Pod, ni)
-}
-
 // sameShape reports whether m is judged as the preemptor is: it asks for
 // what the preemptor asks for, and its spec allows the same nodes (the
 // same node selector, affinity and tolerations).
@@ -386,29 +340,6 @@ func nodeAffinityOf(pod *corev1.Pod) *corev1.NodeAffinity {
 	return pod.Spec.Affinity.NodeAffinity
 }
 
-// allocatable confirms with the structured allocator, where a count of
-// free devices cannot judge the members' claims on the node (selectors,
-// constraints, partitioned devices: see package devices), that the claims
-// of the members placed there and m's can be allocated together once the
-// pods gone from the scene have given back their devices. Without it a
-// plan would evict victims whose devices the members still cannot use.
-func (sc *scene) allocatable(m sized, node *corev1.Node) bool {
-	who := sc.who
-	if who.catalog == nil {
-		return true
-	}
-	who.catalogMu.Lock()
-	defer who.catalogMu.Unlock()
-	if !who.catalog.NeedsAllocator(node.Name) {
-		return true
-	}
-	ok, err := who.catalog.AllocatableOn(sc.ctx, node, append(sc.placedOn(node.Name), m.Pod), sc.freedDevices())
-	if err != nil {
-		klog.FromContext(sc.ctx).V(4).Info("Confirming devices", "node", node.Name, "err", err)
-	}
-	return ok
-}
-
 // freedDevices are the devices the pods gone from the scene give back
 // once their claims are deallocated.
 func (sc *scene) freedDevices() []structured.DeviceID {
@@ -420,17 +351,6 @@ func (sc *scene) freedDevices() []structured.DeviceID {
 	return freed
 }
 
-// placedOn is the members the scene placed on the node.
-func (sc *scene) placedOn(name string) []*corev1.Pod {
-	if pods, ok := sc.placed[name]; ok {
-		return pods
-	}
-	if sc.parent != nil {
-		return sc.parent.placedOn(name)
-	}
-	return nil
-}
-
 func (sc *scene) place(m sized, name string) bool {
 	info := m.info
 	if info == nil {
@@ -439,9 +359,5 @@ func (sc *scene) place(m sized, name string) bool {
 	ni := sc.mutable(name)
 	ni.AddPodInfo(info)
 	sc.addDevices(name, m.request, -1)
-	if sc.placed == nil {
-		sc.placed = map[string][]*corev1.Pod{}
-	}
-	sc.placed[name] = append(slices.Clone(sc.placedOn(name)), m.Pod)
 	return sc.p.handle.RunPreFilterExtensionAddPod(sc.ctx, sc.cycle, sc.who.pod, info, ni).IsSuccess()
 }

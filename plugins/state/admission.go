@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/planner"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
@@ -151,30 +152,16 @@ func (QueueRefused) Clone() fwk.StateData { return QueueRefused{} }
 const GangNeedsRoomKey fwk.StateKey = "flotilla.dev/gang-needs-room"
 
 // GangNeedsRoom is the gang that needs room; which of its members must fit
-// is Locked.StillNeeded's answer at the time of preemption. A gang confined to
-// one topology domain says which: Level is the node label whose one value
-// its members must share, Pinned the values its placed members already
-// hold (nil: any). Preemption then evicts inside one such domain only.
+// is Locked.StillNeeded's answer at the time of preemption. Topology is
+// the part of the gang's topology the room must honour
+// (planner.Topology.NeedsRoom: the gang's required level and its roles'
+// required levels, pinned to the values their placed members hold; nil:
+// none): preemption evicts inside one such domain only, and places each
+// role that requires a domain of its own inside one, so it never evicts
+// for room the gang's check would refuse.
 type GangNeedsRoom struct {
-	Key    GroupKey
-	Level  string
-	Pinned []string
-	// RoleDomains are the gang's roles that require a domain of their own
-	// (inside the gang's), in the order declared: preemption places each
-	// such role's members still needed inside one domain of its level, on
-	// what the roles before it left, so it never evicts for room the
-	// gang's check would refuse. RoleOf tells a member's role.
-	RoleDomains []RoleDomain
-	RoleOf      func(*corev1.Pod) string
-}
-
-// RoleDomain is the domain one role of a gang needing room requires: Level
-// is the node label whose one value its members must share, Pinned the
-// values its placed members already hold (nil: any).
-type RoleDomain struct {
-	Role   string
-	Level  string
-	Pinned []string
+	Key      GroupKey
+	Topology *planner.Topology
 }
 
 // Clone is required by fwk.StateData; the value is never modified.

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 
@@ -341,6 +342,41 @@ type QuorumChoice struct {
 	// Short is by how many members the pending ones fall short (0 when
 	// there are enough).
 	Short int
+}
+
+// Choices are the sets of pending members that may complete the quorum,
+// in the order to try them when the members must be chosen before a plan
+// (preemption makes room for one set): the required members with the
+// smallest others (StillNeeded's answer), then, when some members are
+// confined (their role requires a domain of its own; nil: none is), the
+// required members with the others taken first from the members not
+// confined. A plan chooses the members beyond the roles' minimums among
+// all of them, wherever they can be placed; room made for a member of a
+// role whose domain is full would be room it cannot use: a Ray gang's
+// fifth member is a CPU worker when its GPU workers' clique holds only
+// their minimum.
+func (c QuorumChoice) Choices(confined func(*corev1.Pod) bool) [][]*corev1.Pod {
+	extra := min(c.Extra, len(c.Candidates))
+	smallest := append(slices.Clone(c.Required), c.Candidates[:extra]...)
+	if extra == len(c.Candidates) || confined == nil {
+		return [][]*corev1.Pod{smallest}
+	}
+	free := slices.Clone(c.Candidates)
+	// Stable: smallest first within each part, as QuorumChoice lists them.
+	slices.SortStableFunc(free, func(a, b *corev1.Pod) int {
+		switch ca, cb := confined(a), confined(b); {
+		case ca == cb:
+			return 0
+		case cb:
+			return -1
+		}
+		return 1
+	})
+	unconfined := append(slices.Clone(c.Required), free[:extra]...)
+	if slices.Equal(unconfined, smallest) {
+		return [][]*corev1.Pod{smallest}
+	}
+	return [][]*corev1.Pod{smallest, unconfined}
 }
 
 // QuorumChoice is StillNeeded's choice before the extra members are

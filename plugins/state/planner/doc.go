@@ -20,7 +20,7 @@
 //     rules one in);
 //   - its own spec allows the node, as NodeUnschedulable, NodeAffinity
 //     (nodeSelector and required node affinity) and TaintToleration
-//     decide (state.MemberSpec);
+//     decide (memberspec.go);
 //   - the caller's filter passes it (Snapshot.Filter);
 //   - the structured allocator, with the scheduler's features, allocates
 //     its claims there (selectors, matchAttribute and distinctAttribute,

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 )
@@ -17,7 +16,7 @@ import (
 // beyond the resources a count sees (see doc.go):
 //   - NodeUnschedulable, NodeAffinity (nodeSelector and required node
 //     affinity) and TaintToleration, by the member's own spec
-//     (state.MemberSpec);
+//     (memberSpec);
 //   - the caller's own check, when it gives one (Snapshot.Filter: the
 //     Preemption plugin runs the profile's Filter plugins there);
 //   - DynamicResources: the structured allocator allocates its claims (and
@@ -34,7 +33,7 @@ type memberCheck struct {
 	// alike on every node (same selectors, affinity, tolerations, claim
 	// templates); spec[k] is what kind k's spec allows.
 	kind []int
-	spec []state.MemberSpec
+	spec []memberSpec
 	// static caches the spec checks per kind and node.
 	static map[[2]int]bool
 	// ledger allocates devices; nil when no member asks for any.
@@ -60,7 +59,7 @@ func newMemberCheck(members []*corev1.Pod, nodes []fwk.NodeInfo, ledger *devices
 		if !ok {
 			k = len(kinds)
 			kinds[key] = k
-			c.spec = append(c.spec, state.SpecOf(pod))
+			c.spec = append(c.spec, specOf(pod))
 		}
 		c.kind[m] = k
 		c.needDevices[m] = ledger != nil && ledger.Needs(pod)

@@ -30,6 +30,11 @@ type Snapshot struct {
 	// device allocator sees as taken.
 	Held    map[string]capacity.Resources
 	Planned map[string][]*corev1.Pod
+	// Released is what pods that will be gone give back per node (their
+	// requests and pod slots), counted as free: the victims of a
+	// preemption tried by count, the running pods a reservation waits
+	// for. The Filter and the member checks see Nodes as given.
+	Released map[string]capacity.Resources
 	// Devices is the plan's view of DRA (a catalog is for one plan; nil:
 	// the members ask for no devices).
 	Devices *devices.Catalog
@@ -178,6 +183,9 @@ func Place(ctx context.Context, snap Snapshot, gang Gang) Plan {
 	plan := planOf(sortedMembers, primary)
 
 	view := capacity.NewFreeView(nodes, held)
+	for node, r := range snap.Released {
+		view.Free(node, r)
+	}
 	keys := catalog.Keys(sortedAll...)
 	var deviceErr error
 	var ledger *devices.Ledger
@@ -269,7 +277,7 @@ func Place(ctx context.Context, snap Snapshot, gang Gang) Plan {
 			if level == Anywhere {
 				return anywhereFit()
 			}
-			best, largest, most := chooseDomain(domainsOf(level, nodes), PinnedValues(level, placedOn, nodes), pending, primary, check, view, scale)
+			best, largest, most := chooseDomain(domainsOf(level, nodes, nil), allowedValues(level, topo.pinnedAt(level), placedOn, nodes), pending, primary, check, view, scale)
 			if best != nil {
 				return Plan{Slots: withPods(best.Plan, plan), Domain: nodeNames(best.domain, nodes)}
 			}

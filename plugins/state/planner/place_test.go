@@ -108,6 +108,7 @@ func TestPlace(t *testing.T) {
 		name     string
 		nodes    []fwk.NodeInfo
 		held     map[string]capacity.Resources
+		released map[string]capacity.Resources
 		filter   func(*corev1.Pod, fwk.NodeInfo) bool
 		gang     Gang
 		want     map[string]string // member -> node; nil: check wantIn instead
@@ -209,10 +210,51 @@ func TestPlace(t *testing.T) {
 				Quorum: Quorum{Required: []*corev1.Pod{pod("m1", "", "4", 0), pod("m2", "", "4", 0)}}},
 			want: map[string]string{"m1": "y1", "m2": "y1"},
 		},
+		{
+			name:  "a gang pinned to a zone goes there, though another fits it better",
+			nodes: []fwk.NodeInfo{node("x1", "8", 0, []string{"zone=x"}), node("x2", "8", 0, []string{"zone=x"}), node("y1", "8", 0, []string{"zone=y"})},
+			gang: Gang{Name: "ns/g", MinMember: 2, Topology: &Topology{Required: "zone", Levels: []string{"zone"}, Pinned: []string{"x"}},
+				Quorum: Quorum{Required: []*corev1.Pod{pod("m1", "", "4", 0), pod("m2", "", "4", 0)}}},
+			wantIn: map[string][]string{"m1": {"x1", "x2"}, "m2": {"x1", "x2"}},
+		},
+		{
+			name:  "a gang pinned to a zone without room does not go elsewhere",
+			nodes: []fwk.NodeInfo{node("x1", "2", 0, []string{"zone=x"}), node("y1", "8", 0, []string{"zone=y"})},
+			gang: Gang{Name: "ns/g", MinMember: 2, Topology: &Topology{Required: "zone", Levels: []string{"zone"}, Pinned: []string{"x"}},
+				Quorum: Quorum{Required: []*corev1.Pod{pod("m1", "", "4", 0), pod("m2", "", "4", 0)}}},
+			wantWhy: "no zone domain has room for 2 members", wantCode: reasons.WaitingForTopologyDomain,
+		},
+		{
+			// A GPU worker's node is full now; the pods ending there give
+			// back a GPU and 2 cpu: once they end, the mixed gang fits.
+			name: "pods that end make room: a leader and a GPU worker once the node's pods are gone",
+			nodes: []fwk.NodeInfo{node("c1", "2", 0, nil), node("g1", "4", 1, nil,
+				pod("running-0", "", "2", 1), pod("running-1", "", "2", 0))},
+			released: map[string]capacity.Resources{"g1": {corev1.ResourceCPU: 2000, corev1.ResourceMemory: 2 << 30, gpu: 1, corev1.ResourcePods: 1}},
+			gang: Gang{Name: "ns/g", MinMember: 2,
+				Quorum: Quorum{Required: []*corev1.Pod{pod("leader", "head", "2", 0), pod("worker", "gpu", "1", 1)}}},
+			want: map[string]string{"leader": "c1", "worker": "g1"},
+		},
+		{
+			name: "without the pods that end, the same GPU worker has no node",
+			nodes: []fwk.NodeInfo{node("c1", "2", 0, nil), node("g1", "4", 1, nil,
+				pod("running-0", "", "2", 1), pod("running-1", "", "2", 0))},
+			gang: Gang{Name: "ns/g", MinMember: 2,
+				Quorum: Quorum{Required: []*corev1.Pod{pod("leader", "head", "2", 0), pod("worker", "gpu", "1", 1)}}},
+			wantWhy: "1 of the 2 members needed for minMember 2 fit", wantCode: reasons.InsufficientResources,
+		},
+		{
+			name:  "a role pinned by the caller stays in that clique",
+			nodes: rayNodes(),
+			gang: Gang{Name: "ns/ray", MinMember: 3, Topology: &Topology{Levels: []string{Anywhere}, Of: ray,
+				Roles: []RoleTopology{{Name: "gpu", Required: clique, Levels: []string{clique}, Pinned: []string{"b"}}}},
+				Quorum: Quorum{Required: append([]*corev1.Pod{head}, gpuWorkers[:2]...)}},
+			wantIn: map[string][]string{"head": nil, "g1": {"b1", "b2"}, "g2": {"b1", "b2"}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap := Snapshot{Nodes: tt.nodes, Held: tt.held, RequestOf: capacity.Request, Filter: tt.filter}
+			snap := Snapshot{Nodes: tt.nodes, Held: tt.held, Released: tt.released, RequestOf: capacity.Request, Filter: tt.filter}
 			got := Place(context.Background(), snap, tt.gang)
 			if tt.wantWhy != "" {
 				assert.Contains(t, got.Reason, tt.wantWhy)
@@ -243,6 +285,7 @@ func TestPlace(t *testing.T) {
 					}
 				}
 				used.Add(tt.held[n.Node().Name])
+				used.Sub(tt.released[n.Node().Name])
 				assert.True(t, used.FitsIn(capacity.FreeOf(n)), "node %s: %v planned, %v free", n.Node().Name, used, capacity.FreeOf(n))
 			}
 		})

@@ -38,13 +38,7 @@ func (p *planning) fitRoles(topo *Topology, scale capacity.Resources, pending []
 	for _, level := range topo.Levels {
 		candidates := []domain{{nodes: view.All()}}
 		if level != Anywhere {
-			candidates = nil
-			allowed := PinnedValues(level, placedOn, nodes)
-			for _, d := range domainsOf(level, nodes) {
-				if allowed == nil || allowed[d.value] {
-					candidates = append(candidates, d)
-				}
-			}
+			candidates = domainsOf(level, nodes, allowedValues(level, topo.pinnedAt(level), placedOn, nodes))
 		}
 		var best, nearest *roleSearch
 		var bestAt, nearestAt domain
@@ -324,14 +318,7 @@ func (s *roleSearch) place(k int, within []int, in []bool, prev *capacity.Fit) b
 	for _, level := range role.Levels {
 		candidates := []domain{{nodes: within}}
 		if level != Anywhere {
-			allowed := PinnedValues(level, s.pinned[k], s.nodes)
-			if role.Pinned != nil {
-				allowed = map[string]bool{}
-				for _, v := range role.Pinned {
-					allowed[v] = true
-				}
-			}
-			candidates = s.domainsWithin(level, in, allowed)
+			candidates = s.domainsWithin(level, in, allowedValues(level, role.Pinned, s.pinned[k], s.nodes))
 		}
 		type choice struct {
 			domain
@@ -417,10 +404,7 @@ func (s *roleSearch) whyUnplaced(k int, f *capacity.Fit) string {
 // allowed (nil: all) with at least one node left.
 func (s *roleSearch) domainsWithin(level string, in []bool, allowed map[string]bool) []domain {
 	var out []domain
-	for _, d := range domainsOf(level, s.nodes) {
-		if allowed != nil && !allowed[d.value] {
-			continue
-		}
+	for _, d := range domainsOf(level, s.nodes, allowed) {
 		var cut []int
 		for _, i := range d.nodes {
 			if in[i] {

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"maps"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,12 +28,24 @@ type Topology struct {
 	// Anywhere). Only Anywhere when the gang asks for no domain but some
 	// of its roles do.
 	Levels []string
+	// Pinned, when not nil, are the only values of the required level the
+	// gang's domain may take; nil: the values its placed members hold
+	// (Gang.PlacedOn), or any.
+	Pinned []string
 	// Roles are the gang's roles that ask for a domain of their own, in
 	// the order declared (the order they are placed).
 	Roles []RoleTopology
 	// Of tells a member's role (nil: no roles); OfPod, when set, instead.
 	Of    *flotillav1alpha1.Roles
 	OfPod func(*corev1.Pod) string
+}
+
+// pinnedAt is Pinned for the gang's required level, nil for any other.
+func (t *Topology) pinnedAt(level string) []string {
+	if level == t.Required {
+		return t.Pinned
+	}
+	return nil
 }
 
 // RoleTopology is the domain one role of a gang asks for, inside the
@@ -85,6 +99,63 @@ func (t *Topology) DomainRole(pod *corev1.Pod) string {
 	return ""
 }
 
+// NeedsRoom is the part of the gang's topology that room made for it
+// must honour, for preemption to evict in (and a reservation to hold):
+// the gang's required level, pinned to the values its placed members
+// hold, and each role's required level, pinned likewise, each at that
+// level alone (a preferred level is no reason to evict). nil when
+// neither the gang nor any role requires a domain.
+func (t *Topology) NeedsRoom(placedOn []string, placedByRole map[string][]string, nodes []fwk.NodeInfo) *Topology {
+	if t == nil {
+		return nil
+	}
+	out := &Topology{Of: t.Of, OfPod: t.OfPod, Levels: []string{Anywhere}}
+	if t.Required != "" {
+		out.Required, out.Levels = t.Required, []string{t.Required}
+		out.Pinned = PinnedList(t.Required, placedOn, nodes)
+	}
+	for _, r := range t.Roles {
+		if r.Required == "" {
+			continue
+		}
+		out.Roles = append(out.Roles, RoleTopology{Name: r.Name, Required: r.Required, Levels: []string{r.Required}, Pinned: PinnedList(r.Required, placedByRole[r.Name], nodes)})
+	}
+	if out.Required == "" && len(out.Roles) == 0 {
+		return nil
+	}
+	return out
+}
+
+// Domain is the nodes that share one value of a label.
+type Domain struct {
+	Value string
+	Nodes []fwk.NodeInfo
+}
+
+// Domains groups the nodes by their value of label, in value order, only
+// the values in pinned when pinned is not nil; nodes without the label
+// belong to no domain. It is the one grouping of nodes by domain: the
+// plan's domain search, preemption's search for victims domain by domain
+// and the placements offered to a native PodGroup all use it.
+func Domains(label string, nodes []fwk.NodeInfo, pinned []string) []Domain {
+	var allowed map[string]bool
+	if pinned != nil {
+		allowed = make(map[string]bool, len(pinned))
+		for _, v := range pinned {
+			allowed[v] = true
+		}
+	}
+	grouped := domainsOf(label, nodes, allowed)
+	out := make([]Domain, len(grouped))
+	for k, d := range grouped {
+		out[k] = Domain{Value: d.value, Nodes: make([]fwk.NodeInfo, len(d.nodes))}
+		for j, i := range d.nodes {
+			out[k].Nodes[j] = nodes[i]
+		}
+	}
+	return out
+}
+
 // domain is the nodes that share one value of a level's label, as
 // indexes into the plan's node list.
 type domain struct {
@@ -92,12 +163,12 @@ type domain struct {
 	nodes []int
 }
 
-// domainsOf groups the nodes by their value of label, in value order;
-// nodes without the label belong to no domain.
-func domainsOf(label string, nodes []fwk.NodeInfo) []domain {
+// domainsOf groups the nodes by their value of label, in value order,
+// those allowed (nil: all); nodes without the label belong to no domain.
+func domainsOf(label string, nodes []fwk.NodeInfo, allowed map[string]bool) []domain {
 	byValue := map[string][]int{}
 	for i, n := range nodes {
-		if v, ok := n.Node().Labels[label]; ok {
+		if v, ok := n.Node().Labels[label]; ok && (allowed == nil || allowed[v]) {
 			byValue[v] = append(byValue[v], i)
 		}
 	}
@@ -107,6 +178,20 @@ func domainsOf(label string, nodes []fwk.NodeInfo) []domain {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].value < out[j].value })
 	return out
+}
+
+// allowedValues are the values of level a domain of the gang (or of one
+// of its roles) may take: pinned when not nil, else those its placed
+// members hold (nil when none is placed: any).
+func allowedValues(level string, pinned, placedOn []string, nodes []fwk.NodeInfo) map[string]bool {
+	if pinned == nil {
+		return PinnedValues(level, placedOn, nodes)
+	}
+	allowed := make(map[string]bool, len(pinned))
+	for _, v := range pinned {
+		allowed[v] = true
+	}
+	return allowed
 }
 
 // PinnedValues are the values of label on the nodes the gang's members
@@ -127,6 +212,15 @@ func PinnedValues(label string, placedOn []string, nodes []fwk.NodeInfo) map[str
 		}
 	}
 	return values
+}
+
+// PinnedList is PinnedValues sorted, nil when none is placed.
+func PinnedList(label string, placedOn []string, nodes []fwk.NodeInfo) []string {
+	values := PinnedValues(label, placedOn, nodes)
+	if values == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(values))
 }
 
 // ConfinedTo returns the nodes of the domain the gang's placed members pin

@@ -1,4 +1,4 @@
-package state
+package planner
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -7,27 +7,27 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// MemberSpec is what a pod's own spec says of the nodes it may go on, as
+// memberSpec is what a pod's own spec says of the nodes it may go on, as
 // kube-scheduler's NodeUnschedulable, NodeAffinity and TaintToleration
 // filters judge it: the gang's plan and preemption's simulation judge
 // each member by its own, not by the member whose cycle runs (a leader
 // pinned to other nodes than its workers). Parsed once per pod.
-type MemberSpec struct {
+type memberSpec struct {
 	affinity    nodeaffinity.RequiredNodeAffinity
 	tolerations []corev1.Toleration
 }
 
-// SpecOf reads the pod's node selector, required node affinity and
+// specOf reads the pod's node selector, required node affinity and
 // tolerations.
-func SpecOf(pod *corev1.Pod) MemberSpec {
-	return MemberSpec{affinity: nodeaffinity.GetRequiredNodeAffinity(pod), tolerations: pod.Spec.Tolerations}
+func specOf(pod *corev1.Pod) memberSpec {
+	return memberSpec{affinity: nodeaffinity.GetRequiredNodeAffinity(pod), tolerations: pod.Spec.Tolerations}
 }
 
 // Allows reports whether the spec lets the pod onto the node: a cordoned
 // node only with a toleration of node.kubernetes.io/unschedulable, the
 // node selector and required affinity matched, and no NoSchedule or
 // NoExecute taint it does not tolerate.
-func (s MemberSpec) Allows(node *corev1.Node) bool {
+func (s memberSpec) Allows(node *corev1.Node) bool {
 	if node.Spec.Unschedulable && !v1helper.TolerationsTolerateTaint(klog.Background(), s.tolerations, &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}, true) {
 		return false
 	}

@@ -1,4 +1,4 @@
-package state
+package planner
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 )
 
-// MemberSpec judges a pod's own node selector, required affinity and
+// memberSpec judges a pod's own node selector, required affinity and
 // tolerations as NodeUnschedulable, NodeAffinity and TaintToleration do.
 func TestMemberSpecAllows(t *testing.T) {
 	gpuTaint := corev1.Taint{Key: "nvidia.com/gpu", Effect: corev1.TaintEffectNoSchedule}
@@ -35,7 +35,7 @@ func TestMemberSpecAllows(t *testing.T) {
 		{name: "cordoned, tolerated", pod: cordonTolerating, node: node().Unschedulable(true).Obj(), want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, SpecOf(tc.pod).Allows(tc.node))
+			assert.Equal(t, tc.want, specOf(tc.pod).Allows(tc.node))
 		})
 	}
 }
