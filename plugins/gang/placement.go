@@ -214,10 +214,7 @@ type domainShortfall struct {
 }
 
 func (s domainShortfall) describe() string {
-	if s.resource == corev1.ResourceCPU {
-		return fmt.Sprintf("%dm of %dm cpu free", s.free, s.need)
-	}
-	return fmt.Sprintf("%d of %d %s free", s.free, s.need, s.resource)
+	return fmt.Sprintf("%s of %s %s free", capacity.Format(s.resource, s.free), capacity.Format(s.resource, s.need), s.resource)
 }
 
 // shortIn returns the resource the domain lacks most ("" when it has room

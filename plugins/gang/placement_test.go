@@ -111,7 +111,7 @@ func TestGeneratePlacements(t *testing.T) {
 			nodes:   twoZones,
 			running: append(append([]*corev1.Pod{}, busyA...), filler("busy-2", "b-0", "8", "8Gi"), filler("busy-3", "b-1", "7", "8Gi")),
 			waiting: mixed(),
-			want:    []string{"a"}, wantEvent: "WaitingForTopologyDomain: no topology.kubernetes.io/zone domain has room for the 4 members the group still needs (closest: a, 4000m of 14000m cpu free)",
+			want:    []string{"a"}, wantEvent: "WaitingForTopologyDomain: no topology.kubernetes.io/zone domain has room for the 4 members the group still needs (closest: a, 4 of 14 cpu free)",
 		},
 		{
 			name: "a resource no node has in allocatable is the filters' (DRA devices): not checked", topology: zone, nodes: twoZones,

@@ -153,9 +153,14 @@
 // ports, volumes; a refusal of the preemptor for resources, devices,
 // selectors or taints is none for a member of another shape, a leader
 // beside its workers); if even evicting every eligible pod would not make
-// room for all of them, nothing is evicted. The
-// placement found is nominated: the preemptor through the scheduler, its
-// siblings by their status.
+// room for all of them, nothing is evicted. Preemption keeps no fit of
+// its own: it chooses and orders victims, and every "would the members go
+// there once these are gone" is the planner's answer (whether any set of
+// victims could make room, by count: planner.FitsByCount; whether one
+// member would go on one node, when victims are chosen member by member;
+// where the whole quorum goes, which confirms every plan). The placement
+// found is nominated: the preemptor through the scheduler, its siblings
+// by their status.
 //
 // A gang confined to one topology domain (its PodGroup's
 // scheduling.flotilla.dev/topology-required) preempts inside one domain:
@@ -181,7 +186,7 @@
 // role's own pending members, and, to fill minMember, the smallest of the
 // others (state.StillNeeded). When some of those are of a role that
 // requires a domain of its own and no plan is found, the others are taken
-// first from the roles that require none (quorumChoices), and the search
+// first from the roles that require none (state.QuorumChoice.Choices), and the search
 // runs again: the gang's own check chooses its members beyond the roles'
 // minimums wherever they can be placed, so room made for a fourth GPU
 // worker whose clique holds three would be room it cannot use, while room
@@ -200,11 +205,12 @@
 //     rule of a queue tree (which queues, which victims while above share).
 //     Pure functions, tested by table without a framework.
 //   - survey.go: the cluster as one attempt sees it (world) and the victim
-//     units the policy allows; search.go: the planners (a pod node by
-//     node, a gang across nodes or inside one domain), fewest victims in
-//     the policy's order; simulate.go: the simulation that confirms a
-//     plan (the planner over the nodes less the victims, the profile's
-//     filters, the queues' admission).
+//     units the policy allows; search.go: the searches for victims (a pod
+//     node by node, a gang across nodes or inside each domain the planner
+//     groups, planner.Domains), fewest victims in the policy's order;
+//     simulate.go: the scene a search changes (the nodes less the
+//     victims, their devices freed) and the planner's answer over it,
+//     with the profile's filters and the queues' admission.
 //   - evict.go, inflight.go: evicting, and the evictions in flight.
 //
 // Native PodGroups (scheduling.k8s.io, with the GenericWorkload gate): the

@@ -198,12 +198,8 @@ func setGauges(gauged map[[2]string]bool, queue string, info *state.QueueInfo, r
 		}
 	}
 	for name := range resources {
-		scale := 1.0
-		if name == corev1.ResourceCPU {
-			scale = 1000 // millicores to cores
-		}
 		set := func(vec *metrics.GaugeVec, value int64) {
-			vec.WithLabelValues(queue, string(name)).Set(float64(value) / scale)
+			vec.WithLabelValues(queue, string(name)).Set(capacity.InAPIUnits(name, float64(value)))
 		}
 		set(queueDeserved, info.Deserved[name])
 		set(queueAllocated, info.Allocated[name])

@@ -8,22 +8,29 @@
 // preemption, and Shared parts — informer handlers and status writers a
 // plugin must not double when two profiles run it).
 //
-// The pure parts are leaf packages with no informers and no locks, each
-// tested alone; state composes them with the informers and owns the lock:
+// The parts below it are packages of their own, each tested alone; state
+// composes them with the informers and owns the gangs' and queues' locks:
+//   - planner/ (package planner): the one placement engine — where the
+//     members a gang still needs would go, now (Gang), once victims are
+//     gone (Preemption) or once running pods end (Snapshot.Released):
+//     member by member, with the per-member checks, the gang's and its
+//     roles' domain search and the choice of the quorum's extra members.
+//     It reads values (a Snapshot) and imports nothing of state.
 //   - capacity/ (package capacity): resource arithmetic (Resources, a pod's
-//     Request, a node's free capacity) and first fit of a gang's members
+//     Request, a node's free capacity) and the first fit the planner runs
 //     over the nodes' free capacity, less what plans hold and plus what
-//     evictions would free (FreeView, FirstFit, PlanSlot): the rule Gang's
-//     quorum and topology checks and Preemption's test of whether evicting
-//     can make room at all share. A view can count devices (CountDevices):
-//     where a node's allocatable lacks a resource a DeviceClass serves,
-//     its free devices are the amount.
+//     leaving pods give back (FreeView, FirstFit, PlanSlot). A view can
+//     count devices (CountDevices): where a node's allocatable lacks a
+//     resource a DeviceClass serves, its free devices are the amount.
 //   - devices/ (package devices): devices allocated through DRA, read from
 //     the scheduler's own DRA manager — how many devices of each class a
 //     pod's claims will take (Demand) and a node has free (FreeOn), each
 //     class counted under one resource name (its extendedResourceName or
 //     deviceclass.resource.kubernetes.io/<class>). Store.Devices is the
-//     scheduler's reader; a check takes a Catalog of it.
+//     scheduler's reader, which caches the classes' compiled selectors and
+//     the cluster's totals under two locks of its own; a check takes a
+//     Catalog of it, which reads the DRA listers when first asked and is
+//     for one goroutine at a time.
 //   - fairshare/ (package fairshare): the queues' deserved shares, weighted
 //     water-filling with guarantee, capability and hierarchy (Deserve).
 //   - quorum/ (package quorum): the one quorum rule — placed and succeeded

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
@@ -290,23 +289,12 @@ func UsageStatus(u *fairshare.Usage) *flotillav1alpha1.QueueUsage {
 	return out
 }
 
-// quantitiesOf converts averages in capacity's units (cpu in millicores,
-// the rest in base units) to quantities: cpu to the microcore, memory to
-// the byte, the rest (devices) to a millionth: an average of a third of a
-// GPU is kept, not rounded away.
+// quantitiesOf converts averages in capacity's units to quantities
+// (capacity.FractionalQuantity).
 func quantitiesOf(avg map[corev1.ResourceName]float64) corev1.ResourceList {
 	list := corev1.ResourceList{}
 	for name, v := range avg {
-		var q *resource.Quantity
-		switch name {
-		case corev1.ResourceCPU:
-			q = resource.NewScaledQuantity(int64(math.Round(v*1e3)), resource.Micro)
-		case corev1.ResourceMemory:
-			q = resource.NewQuantity(int64(math.Round(v)), resource.BinarySI)
-		default:
-			q = resource.NewScaledQuantity(int64(math.Round(v*1e6)), resource.Micro)
-		}
-		if !q.IsZero() {
+		if q := capacity.FractionalQuantity(name, v); q != nil {
 			list[name] = *q
 		}
 	}
@@ -317,11 +305,7 @@ func quantitiesOf(avg map[corev1.ResourceName]float64) corev1.ResourceList {
 func floatsOf(list corev1.ResourceList) map[corev1.ResourceName]float64 {
 	out := map[corev1.ResourceName]float64{}
 	for name, q := range list {
-		v := q.AsApproximateFloat64()
-		if name == corev1.ResourceCPU {
-			v *= 1000
-		}
-		out[name] = v
+		out[name] = capacity.FromAPIUnits(name, q.AsApproximateFloat64())
 	}
 	return out
 }

@@ -327,7 +327,7 @@ func TestNativeGangKeepsOffFreeGPUs(t *testing.T) {
 	report := gang("report", 3, 3, cluster.WorkloadSpec{Replicas: 1, CPU: "1", Memory: "2Gi"}, cluster.WorkloadSpec{Replicas: 2, CPU: "4", Memory: "8Gi"})
 	ev, err := h.WaitForEvent(h.Ctx, "default", "report", string(reasons.WaitingForTopologyDomain), bindTimeout)
 	require.NoError(t, err, "the PodGroup is told no zone has room\n%s", s.tl)
-	require.Contains(t, ev.Note, "no topology.kubernetes.io/zone domain has room for the 3 members the group still needs (closest: g, 7000m of 9000m cpu free)")
+	require.Contains(t, ev.Note, "no topology.kubernetes.io/zone domain has room for the 3 members the group still needs (closest: g, 7 of 9 cpu free)")
 	s.tl.add("report told: %s", ev.Note)
 	s.waitJobs(3*bindTimeout, append(etl, train...)...)
 	require.Len(t, zonesOf("report", 3), 1, "the waiting gang binds in one zone once room is freed\n%s", s.tl)

@@ -2,7 +2,6 @@ package capacity
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 )
@@ -15,11 +14,7 @@ type Resources map[corev1.ResourceName]int64
 func ResourcesOf(list corev1.ResourceList) Resources {
 	r := make(Resources, len(list))
 	for name, q := range list {
-		if name == corev1.ResourceCPU {
-			r[name] = q.MilliValue()
-		} else {
-			r[name] = q.Value()
-		}
+		r[name] = amountOf(name, q)
 	}
 	return r
 }
@@ -31,13 +26,7 @@ func (r Resources) List() corev1.ResourceList {
 		if v == 0 {
 			continue
 		}
-		if name == corev1.ResourceCPU {
-			list[name] = *resource.NewMilliQuantity(v, resource.DecimalSI)
-		} else if name == corev1.ResourceMemory {
-			list[name] = *resource.NewQuantity(v, resource.BinarySI)
-		} else {
-			list[name] = *resource.NewQuantity(v, resource.DecimalSI)
-		}
+		list[name] = QuantityOf(name, v)
 	}
 	return list
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -442,7 +441,7 @@ func unplacedShort(pending []capacity.Resources, ids []int, check *memberCheck, 
 			continue
 		}
 		if name != corev1.ResourcePods {
-			needs = append(needs, name.String()+" "+quantity(name, want))
+			needs = append(needs, name.String()+" "+capacity.Format(name, want))
 		}
 		var most, total int64
 		mostAt := ""
@@ -454,7 +453,7 @@ func unplacedShort(pending []capacity.Resources, ids []int, check *memberCheck, 
 			}
 		}
 		if most < want {
-			short = append(short, fmt.Sprintf("%s %s on node %s, %s on all %d nodes", name, quantity(name, most), mostAt, quantity(name, total), len(nodes)))
+			short = append(short, fmt.Sprintf("%s %s on node %s, %s on all %d nodes", name, capacity.Format(name, most), mostAt, capacity.Format(name, total), len(nodes)))
 		}
 	}
 	left := "1 member has"
@@ -489,20 +488,8 @@ func minResourcesShort(minResources corev1.ResourceList, pending []capacity.Reso
 	var short []string
 	for _, name := range slices.Sorted(maps.Keys(min)) {
 		if total[name] < min[name] {
-			short = append(short, fmt.Sprintf("%s %s > %s free", name, quantity(name, min[name]), quantity(name, total[name])))
+			short = append(short, fmt.Sprintf("%s %s > %s free", name, capacity.Format(name, min[name]), capacity.Format(name, total[name])))
 		}
 	}
 	return strings.Join(short, ", ")
-}
-
-// quantity formats an amount of a resource as a request would say it
-// (capacity counts cpu in millicores).
-func quantity(name corev1.ResourceName, v int64) string {
-	if name == corev1.ResourceCPU {
-		return resource.NewMilliQuantity(v, resource.DecimalSI).String()
-	}
-	if name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage {
-		return resource.NewQuantity(v, resource.BinarySI).String()
-	}
-	return resource.NewQuantity(v, resource.DecimalSI).String()
 }
