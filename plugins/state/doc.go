@@ -52,9 +52,13 @@
 //   - quorum.go: a gang's count as the store sees it (Locked.Quorum) or as
 //     a caller saw its placed members (QuorumOf): the scheduler's own pod
 //     informer drops finished pods, so succeeded members are watched
-//     separately, metadata only; and StillNeeded says which pending members
-//     must fit for the quorum — the one answer admission, the gang's fit
-//     check and preemption use.
+//     separately, metadata only. quorumchoice.go: StillNeeded and
+//     QuorumChoice say which pending members must fit for the quorum — the
+//     one answer admission, the gang's fit check and preemption use.
+//   - claims.go: what done pods' accounts hold of ResourceClaims until
+//     they are deallocated; queuegangs.go: each queue's gangs, as the
+//     Queue status lists them. static.go: a Store without informers, for
+//     the plugins' unit tests.
 //   - queues.go, queuesource.go: per-queue accounting of what placed pods
 //     use and pending pods ask for, kept current by pod, node, queue,
 //     PodGroup and namespace events.

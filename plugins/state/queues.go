@@ -2,17 +2,12 @@ package state
 
 import (
 	"maps"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
-	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 	corev1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -238,111 +233,6 @@ func (q *Queues) onPodDone(pod *corev1.Pod) {
 	q.charge(acc, +1)
 }
 
-// onClaim releases what done pods' accounts hold of a claim once it is
-// deallocated or deleted.
-func (q *Queues) onClaim(obj interface{}, gone bool) {
-	claim, ok := unwrap(obj).(*resourceapi.ResourceClaim)
-	if !ok || (!gone && claim.Status.Allocation != nil) {
-		return
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.releaseClaimLocked(claim.Namespace + "/" + claim.Name)
-}
-
-// onClaimConsumers follows a shared claim's charge as its consumers
-// change: a claim several pods use is charged to the first pod its
-// status.reservedFor lists (devices.Pays). The pods listed before or after
-// whose part changed are charged again, and a done pod's account stops
-// holding the claim's devices once another pod is charged them.
-func (q *Queues) onClaimConsumers(oldObj, newObj interface{}) {
-	oldClaim, _ := oldObj.(*resourceapi.ResourceClaim)
-	claim, _ := newObj.(*resourceapi.ResourceClaim)
-	if oldClaim == nil || claim == nil || claim.Status.Allocation == nil {
-		return
-	}
-	var changed []*corev1.Pod
-	seen := map[types.UID]bool{}
-	for _, consumers := range [][]resourceapi.ResourceClaimConsumerReference{oldClaim.Status.ReservedFor, claim.Status.ReservedFor} {
-		for _, c := range consumers {
-			if c.APIGroup != "" || c.Resource != "pods" || seen[c.UID] {
-				continue
-			}
-			seen[c.UID] = true
-			obj, ok, err := q.store.pods.GetIndexer().GetByKey(claim.Namespace + "/" + c.Name)
-			pod, _ := obj.(*corev1.Pod)
-			if err != nil || !ok || pod == nil || pod.UID != c.UID {
-				continue
-			}
-			if devices.Pays(pod, oldClaim) != devices.Pays(pod, claim) {
-				changed = append(changed, pod)
-			}
-		}
-	}
-	for _, pod := range changed {
-		q.onPod(pod)
-	}
-	key := claim.Namespace + "/" + claim.Name
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for uid := range q.holding[key] {
-		if !devices.Pays(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}}, claim) {
-			q.releaseHolderLocked(key, uid)
-		}
-	}
-}
-
-// releaseDeallocatedLocked releases the claims held by done pods that the
-// scheduler's DRA state no longer shows allocated: their event may have
-// reached this handler before the DRA state that onPodDone read.
-func (q *Queues) releaseDeallocatedLocked() {
-	for key := range q.holding {
-		namespace, name, _ := strings.Cut(key, "/")
-		if !q.store.devices.StillAllocated(namespace, name) {
-			q.releaseClaimLocked(key)
-		}
-	}
-}
-
-// releaseClaimLocked releases what done pods' accounts hold of a claim.
-// Called with q.mu held.
-func (q *Queues) releaseClaimLocked(key string) {
-	for uid := range q.holding[key] {
-		q.releaseHolderLocked(key, uid)
-	}
-	delete(q.holding, key)
-}
-
-// releaseHolderLocked releases what one done pod's account holds of a
-// claim; the account goes with the last claim it holds. Called with q.mu
-// held.
-func (q *Queues) releaseHolderLocked(key string, uid types.UID) {
-	if holders := q.holding[key]; holders != nil {
-		delete(holders, uid)
-		if len(holders) == 0 {
-			delete(q.holding, key)
-		}
-	}
-	acc := q.pods[uid]
-	if acc == nil || acc.holds == nil {
-		return
-	}
-	devices, ok := acc.holds[key]
-	if !ok {
-		return
-	}
-	q.charge(acc, -1)
-	delete(acc.holds, key)
-	q.demandChanged = true
-	if len(acc.holds) == 0 {
-		delete(q.pods, uid)
-		return
-	}
-	acc.request = acc.request.Clone()
-	acc.request.Sub(devices)
-	q.charge(acc, +1)
-}
-
 func (q *Queues) onNode(obj interface{}) {
 	node, ok := obj.(*corev1.Node)
 	if !ok {
@@ -453,86 +343,4 @@ func (q *Queues) ChargedBy() ChargedProfiles {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return maps.Clone(q.profiles)
-}
-
-// WaitingEntry is a gang, or a pod of no gang, waiting in a queue.
-type WaitingEntry struct {
-	Gang     bool
-	Name     types.NamespacedName // the PodGroup's, or the pod's
-	Priority int32
-	// Since orders entries of equal priority: the gang's queue-sort time
-	// (GroupTime), the pod's creation.
-	Since time.Time
-}
-
-// QueueGangs is what the queues' statuses say of their gangs and waiting
-// pods, from one pass over the accounts.
-type QueueGangs struct {
-	// Running and Pending count, per queue, the gangs that have reached
-	// their quorum (by the rule of package quorum, succeeded members
-	// included) and those still short of it.
-	Running, Pending map[string]int32
-	// Waiting lists, per queue, its own gangs short of their quorum and
-	// its pending pods of no gang, in the order the scheduler's queue
-	// takes them (flotillav1alpha1.WaitsBefore), at most limit of each.
-	// A gang without its PodGroup is held out of the scheduler's queue
-	// until the PodGroup exists: it has no place yet.
-	Waiting map[string][]WaitingEntry
-}
-
-// Gangs counts the queues' gangs and lists what waits in each.
-func (q *Queues) Gangs(limit int) QueueGangs {
-	type gang struct {
-		queue    string
-		priority int32
-		placed   []types.UID
-		labels   []map[string]string // placed's
-		waiting  bool                // a member not yet placed, not done
-	}
-	out := QueueGangs{Running: map[string]int32{}, Pending: map[string]int32{}, Waiting: map[string][]WaitingEntry{}}
-	gangs := map[GroupKey]*gang{}
-	q.mu.Lock()
-	for uid, acc := range q.pods {
-		if acc.foreign {
-			continue
-		}
-		if !acc.inGroup {
-			if !acc.placed && acc.holds == nil {
-				out.Waiting[acc.queue] = append(out.Waiting[acc.queue], WaitingEntry{Name: acc.pod, Priority: acc.priority, Since: acc.created})
-			}
-			continue
-		}
-		g := gangs[acc.group]
-		if g == nil {
-			g = &gang{priority: acc.priority}
-			gangs[acc.group] = g
-		}
-		g.queue, g.priority = acc.queue, max(g.priority, acc.priority)
-		switch {
-		case acc.placed:
-			g.placed, g.labels = append(g.placed, uid), append(g.labels, acc.labels)
-		case acc.holds == nil:
-			g.waiting = true
-		}
-	}
-	q.mu.Unlock()
-	for key, g := range gangs {
-		if q.store.QuorumOfLabelled(key, g.placed, g.labels).Reached() {
-			out.Running[g.queue]++
-			continue
-		}
-		out.Pending[g.queue]++
-		if g.waiting && q.store.PodGroup(key) != nil {
-			out.Waiting[g.queue] = append(out.Waiting[g.queue], WaitingEntry{Gang: true, Name: types.NamespacedName{Namespace: key.Namespace, Name: key.Name},
-				Priority: g.priority, Since: q.store.GroupTime(key, time.Time{})})
-		}
-	}
-	for queue, entries := range out.Waiting {
-		sort.Slice(entries, func(i, j int) bool {
-			a, b := entries[i], entries[j]
-			return flotillav1alpha1.WaitsBefore(a.Priority, a.Since, a.Name.String(), b.Priority, b.Since, b.Name.String())
-		})
-		out.Waiting[queue] = entries[:min(len(entries), limit)]
-	}
-	return out
 }

@@ -3,9 +3,11 @@
 // It is pure: a Snapshot (the nodes with what they hold, what other
 // placing gangs' plans hold, a device catalog, an optional filter) and a
 // Gang (its quorum's members, its and its roles' domains) in, a Plan out —
-// each planned member's node, or why the quorum cannot be placed. No
-// informers, no locks: callers copy what they read under their own lock
-// and plan without it. Gang asks it for the attempt's plan (beside the
+// each planned member's node, or why the quorum cannot be placed. It
+// holds no informers and no locks: callers copy what they read under
+// their own lock and plan without it. (The device catalog a snapshot
+// carries reads the scheduler's DRA listers when first asked, and is for
+// one goroutine at a time: package devices.) Gang asks it for the attempt's plan (beside the
 // other placing gangs' plans, and alone); Preemption asks it whether a
 // set of victims makes room (the snapshot is the nodes less the victims,
 // their devices freed, the profile's Filter plugins the filter).
@@ -62,7 +64,20 @@
 // changes after the snapshot. An allocator run is bounded (2 s) and counts
 // as a refusal when cut short.
 //
-// Files: place.go (Place, the messages), roles.go (the roles' domain
-// search), topology.go (domains, best fit), membercheck.go (the
-// per-member checks).
+// Once pods end. Snapshot.Released is what pods that will be gone give
+// back per node, counted as free: the victims Preemption tries by count
+// before it simulates (FitsByCount), and the running pods a reservation
+// waits for. The per-member checks and the Filter see the nodes as given,
+// so a caller that wants them to see the pods gone removes them from its
+// copies of the nodes (as Preemption's simulation does).
+//
+// The rest of the engine's answers: Domains groups nodes by a label's
+// value (the one grouping every caller uses), Topology.NeedsRoom is the
+// part of a gang's topology that room made for it must honour, LeastRoom
+// the least room n of a set of members take together.
+//
+// Files: place.go (Place), shortfall.go (why a quorum does not fit, in
+// numbers), roles.go (the roles' domain search), topology.go (domains,
+// best fit, NeedsRoom), membercheck.go and memberspec.go (the per-member
+// checks), count.go (FitsByCount, LeastRoom).
 package planner
