@@ -157,11 +157,10 @@ func TestPlanGangInOneDomainCountsDevices(t *testing.T) {
 		nodes = append(nodes, ni)
 	}
 	store := state.NewStatic(nil, pods).WithDevices(devices.NewReader(dra, nil, structured.Features{}))
-	p := &Preemption{
+	p := wired(&Preemption{
 		handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: store,
-		pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-		inFlight: map[string]*eviction{},
-	}
+		pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+	})
 	var members []*corev1.Pod
 	demand := map[types.UID]capacity.Resources{}
 	for i := range 2 {
@@ -185,7 +184,7 @@ func TestPlanGangInOneDomainCountsDevices(t *testing.T) {
 	w, err := p.survey(ctx, who, nodes, false)
 	require.NoError(t, err)
 
-	pl, reason := p.planGangInOneDomain(ctx, framework.NewCycleState(), who, w)
+	pl, reason := p.newSearch(ctx, framework.NewCycleState(), who, w).planGangInOneDomain()
 	require.NotNil(t, pl, reason)
 	assert.Equal(t, []string{"low-e", "low-f"}, names(pl))
 	require.Len(t, pl.placement, 2)
@@ -246,24 +245,23 @@ func TestPlanConfirmsClaimsWithTheAllocator(t *testing.T) {
 	templates := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	require.NoError(t, templates.Add(sameDomain))
 	store := state.NewStatic(nil, pods).WithDevices(devices.NewReader(dra, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
-	p := &Preemption{
+	p := wired(&Preemption{
 		handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: store,
-		pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-		inFlight: map[string]*eviction{},
-	}
+		pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+	})
 	asking := st.MakePod().Namespace("ns").Name("p").UID("p").Priority(1000).
 		Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}).Obj()
 	asking.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("same-domain")}}
 	who := &preemptor{pod: asking, members: []*corev1.Pod{asking}, priority: 1000, request: capacity.Request(asking), what: "pod ns/p"}
 	ctx := context.Background()
-	require.Empty(t, p.countDevices(ctx, who))
+	require.Empty(t, who.countDevices(ctx, p.store.Devices()))
 	w, err := p.survey(ctx, who, []fwk.NodeInfo{node}, true)
 	require.NoError(t, err)
 
 	byCount := w.planByResources(who, node)
 	require.NotNil(t, byCount)
 	assert.Equal(t, []string{"v1"}, names(byCount.plan), "by count, the cheapest victim frees enough devices")
-	confirmed := p.confirm(ctx, framework.NewCycleState(), who, w, byCount)
+	confirmed := p.newSearch(ctx, framework.NewCycleState(), who, w).confirm(byCount)
 	require.NotNil(t, confirmed)
 	assert.Equal(t, []string{"v2"}, names(confirmed.plan), "the allocator needs domain b freed")
 	assert.Equal(t, "n1", confirmed.plan.placement["p"])

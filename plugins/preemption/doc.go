@@ -204,14 +204,17 @@
 //     (lessImportant), at what cost (planCost); reclaim.go: the reclaim
 //     rule of a queue tree (which queues, which victims while above share).
 //     Pure functions, tested by table without a framework.
-//   - survey.go: the cluster as one attempt sees it (world) and the victim
-//     units the policy allows; search.go: the searches for victims (a pod
-//     node by node, a gang across nodes or inside each domain the planner
-//     groups, planner.Domains), fewest victims in the policy's order;
+//   - survey.go: the cluster as one attempt sees it (world); units.go: the
+//     victim units the policy allows; search.go and gangsearch.go: one
+//     attempt's search for victims (type search: a pod node by node, a
+//     gang across nodes or inside each domain the planner groups,
+//     planner.Domains), fewest victims in the policy's order;
 //     simulate.go: the scene a search changes (the nodes less the
 //     victims, their devices freed) and the planner's answer over it,
 //     with the profile's filters and the queues' admission.
-//   - evict.go, inflight.go: evicting, and the evictions in flight.
+//   - evict.go, inflight.go: evicting, and the evictions in flight (type
+//     evictions, under its own lock: what PreEnqueue, the queueing hint
+//     and every survey read).
 //
 // Native PodGroups (scheduling.k8s.io, with the GenericWorkload gate): the
 // pod-group cycle skips PostFilter for their pods and runs

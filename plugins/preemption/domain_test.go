@@ -65,11 +65,10 @@ func onNodes(t testing.TB, nodes []fwk.NodeInfo) *Preemption {
 			pods = append(pods, info.GetPod())
 		}
 	}
-	return &Preemption{
+	return wired(&Preemption{
 		handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: state.NewStatic(nil, pods),
-		pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-		inFlight: map[string]*eviction{},
-	}
+		pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+	})
 }
 
 // wholeNodePod asks for 7 of a node's 8 cpu, and 1Gi.
@@ -167,18 +166,17 @@ func TestPlanGangInOneDomain(t *testing.T) {
 				m.Labels = map[string]string{schedv1alpha1.PodGroupLabel: "g"}
 				members = append(members, m)
 			}
-			p := &Preemption{
+			p := wired(&Preemption{
 				handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: state.NewStatic(nil, pods),
-				pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-				inFlight: map[string]*eviction{},
-			}
+				pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+			})
 			who := &preemptor{pod: members[0], members: members, priority: 1000, request: capacity.Request(members[0]),
 				group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: "gang ns/g", topology: inOneDomain(rackLabel, tt.pinned)}
 			ctx := context.Background()
 			w, err := p.survey(ctx, who, nodes, false)
 			require.NoError(t, err)
 
-			pl, reason := p.planGangInOneDomain(ctx, framework.NewCycleState(), who, w)
+			pl, reason := p.newSearch(ctx, framework.NewCycleState(), who, w).planGangInOneDomain()
 			if tt.wantReason != "" {
 				assert.Nil(t, pl)
 				assert.Equal(t, tt.wantReason, reason)
@@ -266,7 +264,7 @@ func TestPlanGangWithRoleDomains(t *testing.T) {
 			w, err := p.survey(ctx, who, nodes, false)
 			require.NoError(t, err)
 
-			pl, reason := p.planGang(ctx, framework.NewCycleState(), who, w)
+			pl, reason := p.newSearch(ctx, framework.NewCycleState(), who, w).planGang()
 			if tt.wantReason != "" {
 				assert.Nil(t, pl)
 				assert.Equal(t, tt.wantReason, reason)
@@ -426,11 +424,10 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 					h.refuse[fmt.Sprintf("node-%04d", i)] = true
 				}
 			}
-			p := &Preemption{
+			p := wired(&Preemption{
 				handle: h, store: state.NewStatic(nil, pods),
-				pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-				inFlight: map[string]*eviction{},
-			}
+				pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+			})
 			high := wholeNodePod("high", 1000, "")
 			who := &preemptor{pod: high, members: []*corev1.Pod{high}, priority: 1000, request: capacity.Request(high), what: "pod ns/high"}
 			ctx := context.Background()
@@ -443,10 +440,10 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 			}
 
 			// As planFor does: a pod no node refused for room is not planned.
-			failed, reason := p.candidateNodes(who, statuses)
+			failed, reason := candidateNodes(p.handle.SnapshotSharedLister().NodeInfos(), who, statuses)
 			var pl *plan
 			if reason == "" {
-				pl, reason = p.planPod(ctx, framework.NewCycleState(), who, w, failed)
+				pl, reason = p.newSearch(ctx, framework.NewCycleState(), who, w).planPod(failed)
 			}
 			assert.Len(t, h.simulatedOn, tt.wantSimulated, "nodes simulated")
 			if tt.wantVictim == "none" {
@@ -574,7 +571,7 @@ func TestGangMembersArePlacedByTheirOwnSpec(t *testing.T) {
 	ctx := context.Background()
 	w, err := p.survey(ctx, who, nodes, false)
 	require.NoError(t, err)
-	pl, reason := p.planGang(ctx, framework.NewCycleState(), who, w)
+	pl, reason := p.newSearch(ctx, framework.NewCycleState(), who, w).planGang()
 	require.NotNil(t, pl, reason)
 	assert.Equal(t, []string{"low"}, names(pl), "the worker's rack is made room in")
 	assert.Equal(t, "r2", domainOf[pl.placement[worker.UID]], "the worker where its selector wants it")
@@ -584,4 +581,14 @@ func TestGangMembersArePlacedByTheirOwnSpec(t *testing.T) {
 // value of level, pinned to those values (nil: any).
 func inOneDomain(level string, pinned []string) *planner.Topology {
 	return &planner.Topology{Required: level, Levels: []string{level}, Pinned: pinned}
+}
+
+// wired gives a plugin a test builds the evictions New gives it, over the
+// plugin's own handle, store and pods lister, with those in flight given.
+func wired(p *Preemption, inFlight ...map[string]*eviction) *Preemption {
+	p.evictions = newEvictions(p.handle, p.store, p.pods)
+	for _, in := range inFlight {
+		p.evictions.inFlight = in
+	}
+	return p
 }

@@ -47,7 +47,7 @@ func (p *Preemption) evict(ctx context.Context, who *preemptor, pl *plan, w *wor
 			claims = append(claims, freed...)
 		}
 	}
-	p.track(who, refs, claims)
+	p.evictions.track(who, refs, claims)
 
 	nodeNames := make([]string, 0, len(nodes))
 	for n := range nodes {
@@ -69,7 +69,7 @@ func (p *Preemption) evict(ctx context.Context, who *preemptor, pl *plan, w *wor
 			}
 			if err := p.evictOne(ctx, who, m.info.GetPod(), kind, w); err != nil {
 				logger.Error(err, "Evicting victim", "preemptor", who.what, "victim", klog.KObj(m.info.GetPod()))
-				p.dropVictim(who.id, m.info.GetPod().UID)
+				p.evictions.dropVictim(who.id, m.info.GetPod().UID)
 				continue
 			}
 			victimsTotal.WithLabelValues(kind).Inc()

@@ -57,9 +57,9 @@ func evictionFixture(t *testing.T, informer ...*corev1.Pod) (*Preemption, map[st
 		p := pods[name]
 		return podRef{namespace: p.Namespace, name: p.Name, node: p.Spec.NodeName, uid: p.UID}
 	}
-	p := &Preemption{pods: corelisters.NewPodLister(indexer), store: state.NewStatic(nil, nil), inFlight: map[string]*eviction{
+	p := wired(&Preemption{pods: corelisters.NewPodLister(indexer), store: state.NewStatic(nil, nil)}, map[string]*eviction{
 		"gang/ns/train": {victims: []podRef{ref("victim-cpu"), ref("victim-gpu")}, members: []podRef{ref("leader"), ref("worker")}, started: time.Now()},
-	}}
+	})
 	return p, pods
 }
 
@@ -157,7 +157,7 @@ func TestPostFilterRefusals(t *testing.T) {
 				informer = append(informer, pods[n])
 			}
 			p, _ := evictionFixture(t, informer...)
-			p.inFlight["lone"] = &eviction{victims: []podRef{{namespace: "ns", name: "victim-cpu", node: "n1", uid: "victim-cpu"}}, started: time.Now()}
+			p.evictions.inFlight["lone"] = &eviction{victims: []podRef{{namespace: "ns", name: "victim-cpu", node: "n1", uid: "victim-cpu"}}, started: time.Now()}
 			pg := &schedv1alpha1.PodGroup{}
 			pg.Namespace, pg.Name, pg.Spec.MinMember = "ns", "train", 2
 			p.store = state.NewStatic([]*schedv1alpha1.PodGroup{pg}, []*corev1.Pod{pods["leader"], pods["worker"]})

@@ -1,7 +1,6 @@
 package preemption
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -22,9 +21,10 @@ import (
 
 // planGang finds the fewest victims that make room for all the members the
 // gang still needs, placed together; or nothing.
-func (p *Preemption) planGang(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world) (*plan, string) {
+func (s *search) planGang() (*plan, string) {
+	who, w := s.who, s.w
 	fits := func(victims []*unit) (map[types.UID]string, bool) {
-		return p.simulate(ctx, cycle, who, w, victims, w.nodes)
+		return s.simulate(victims, w.nodes)
 	}
 	short := w.shortOf(who, w.nodes)
 	seq := w.sequence(who, short, w.units)
@@ -56,9 +56,9 @@ func (p *Preemption) planGang(ctx context.Context, cycle fwk.CycleState, who *pr
 		// least, blind to the domains roles require; for such a gang the
 		// domains are tried one by one instead.
 		if who.rolesConfined() {
-			return p.planRolesDomainByDomain(ctx, cycle, who, w, seq), ""
+			return s.planRolesDomainByDomain(seq), ""
 		}
-		if pl := p.memberByMember(ctx, cycle, who, w, seq); pl != nil {
+		if pl := s.memberByMember(seq); pl != nil {
 			return pl, ""
 		}
 		return minimal(seq, fits), ""
@@ -109,10 +109,11 @@ func (w *world) byRoomiestNode(short []corev1.ResourceName, units []*unit) []*un
 // complete first (among equally important victims, the newest), not the
 // one whose victims cost least. Later roles' domains are left to the
 // simulation's first fit. seq fits unpinned, so some domain has a plan.
-func (p *Preemption) planRolesDomainByDomain(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, seq []*unit) *plan {
+func (s *search) planRolesDomainByDomain(seq []*unit) *plan {
+	who, w := s.who, s.w
 	fitsIn := func(topo *planner.Topology) func(victims []*unit) (map[types.UID]string, bool) {
 		return func(victims []*unit) (map[types.UID]string, bool) {
-			return p.simulateIn(ctx, cycle, who, topo, w, victims, w.nodes)
+			return s.simulateIn(topo, victims, w.nodes)
 		}
 	}
 	first := who.topology.Roles[0]
@@ -171,7 +172,8 @@ func (w *world) roomWithout(who *preemptor, victims []*unit, nodes []fwk.NodeInf
 // domain whose victims cost least wins. Victims are never chosen across
 // two domains: room freed in several is room the gang cannot use (Kueue
 // #10815, KAI #1591 chose victims first and domains after).
-func (p *Preemption) planGangInOneDomain(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world) (*plan, string) {
+func (s *search) planGangInOneDomain() (*plan, string) {
+	who, w := s.who, s.w
 	var best *plan
 	// In value order: deterministic among equal costs.
 	for _, d := range planner.Domains(who.level(), w.nodes, who.topology.Pinned) {
@@ -187,7 +189,7 @@ func (p *Preemption) planGangInOneDomain(ctx context.Context, cycle fwk.CycleSta
 				domain.units = append(domain.units, u)
 			}
 		}
-		if pl, _ := p.planGang(ctx, cycle, who, &domain); pl != nil && (best == nil || cheaper(pl.cost(w.pdbs), best.cost(w.pdbs))) {
+		if pl, _ := s.within(&domain).planGang(); pl != nil && (best == nil || cheaper(pl.cost(w.pdbs), best.cost(w.pdbs))) {
 			best = pl
 		}
 	}
@@ -204,8 +206,9 @@ func (p *Preemption) planGangInOneDomain(ctx context.Context, cycle fwk.CycleSta
 // back. Placing member by member finds one victim on each of
 // four nodes where the shortest prefix of the victim order might take
 // three on each of two. nil if it finds no placement.
-func (p *Preemption) memberByMember(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, seq []*unit) *plan {
-	sc := p.newScene(ctx, cycle, who, w, w.nodes)
+func (s *search) memberByMember(seq []*unit) *plan {
+	who, w := s.who, s.w
+	sc := s.newScene(w.nodes)
 	if sc == nil {
 		return nil
 	}
@@ -257,14 +260,14 @@ func (p *Preemption) memberByMember(ctx context.Context, cycle fwk.CycleState, w
 	// The planner places the whole gang once the chosen victims are gone,
 	// its members' claims allocated together: that, not the member by
 	// member trial, is the plan.
-	placement, ok := p.simulate(ctx, cycle, who, w, chosen, w.nodes)
+	placement, ok := s.simulate(chosen, w.nodes)
 	if !ok {
 		return nil
 	}
 	sort.SliceStable(chosen, func(i, j int) bool { return lessImportant(chosen[i], chosen[j]) })
 	for i := len(chosen) - 1; i >= 0; i-- {
 		trial := append(append([]*unit(nil), chosen[:i]...), chosen[i+1:]...)
-		if pl, ok := p.simulate(ctx, cycle, who, w, trial, w.nodes); ok {
+		if pl, ok := s.simulate(trial, w.nodes); ok {
 			chosen, placement = trial, pl
 		}
 	}

@@ -2,12 +2,15 @@ package preemption
 
 import (
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
@@ -39,6 +42,30 @@ type podRef struct {
 	uid                   types.UID
 }
 
+// evictions are the evictions in flight and the preemptors waiting for
+// pods in flight to settle, under one lock: PreEnqueue, the queueing
+// hint, every preemption's survey and its eviction read and write them.
+type evictions struct {
+	handle fwk.Handle
+	store  *state.Store
+	pods   corelisters.PodLister
+
+	mu sync.Mutex
+	// inFlight: evictions started for a preemptor (a pod or a gang) whose
+	// victims may still hold their nodes or whose pods are not placed yet.
+	inFlight map[string]*eviction
+	// settling: preemptors that found no plan while pods they may evict
+	// were in flight (waiting in Permit or binding), by preemptor UID
+	// (awaitSettling).
+	settling map[types.UID]*settlingWait
+}
+
+// newEvictions starts with none in flight; handle activates the pods
+// waiting and shows the cycle's snapshot, pods is the pods informer.
+func newEvictions(handle fwk.Handle, store *state.Store, pods corelisters.PodLister) *evictions {
+	return &evictions{handle: handle, store: store, pods: pods, inFlight: map[string]*eviction{}}
+}
+
 // forgetAfter bounds how long an eviction whose preemptor never got placed
 // is counted.
 const forgetAfter = 2 * time.Minute
@@ -52,56 +79,56 @@ const forgetAfter = 2 * time.Minute
 // and, until forgetAfter, keep its queue from reclaiming what it is owed.
 const claimAfterVictimsGone = 2 * time.Second
 
-func (p *Preemption) track(who *preemptor, victims []podRef, claims []string) {
+func (ev *evictions) track(who *preemptor, victims []podRef, claims []string) {
 	e := &eviction{victims: victims, queue: who.queue, started: time.Now(), claims: claims}
 	for _, m := range who.members {
 		e.members = append(e.members, podRef{namespace: m.Namespace, name: m.Name, uid: m.UID})
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.inFlight[who.id] = e
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	ev.inFlight[who.id] = e
 }
 
 // exists reports whether the pod is still in the informer or, for a
 // victim, in this cycle's snapshot.
-func (p *Preemption) exists(ref podRef) (*corev1.Pod, bool) {
-	if pod, err := p.pods.Pods(ref.namespace).Get(ref.name); err == nil && pod.UID == ref.uid {
+func (ev *evictions) exists(ref podRef) (*corev1.Pod, bool) {
+	if pod, err := ev.pods.Pods(ref.namespace).Get(ref.name); err == nil && pod.UID == ref.uid {
 		return pod, true
 	}
-	return nil, ref.node != "" && p.inSnapshot(ref)
+	return nil, ref.node != "" && ev.inSnapshot(ref)
 }
 
 // victimsPending counts the victims of the eviction for id that still
 // exist, in the informer or in this cycle's snapshot, and the claims it
 // frees that are still allocated.
-func (p *Preemption) victimsPending(id string) (victims, claims int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.pruneLocked()
-	e := p.inFlight[id]
+func (ev *evictions) victimsPending(id string) (victims, claims int) {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	ev.pruneLocked()
+	e := ev.inFlight[id]
 	if e == nil {
 		return 0, 0
 	}
 	for _, c := range e.claims {
 		namespace, name, _ := strings.Cut(c, "/")
-		if p.store.Devices().StillAllocated(namespace, name) {
+		if ev.store.Devices().StillAllocated(namespace, name) {
 			claims++
 		}
 	}
-	return p.liveVictims(e, true), claims
+	return ev.liveVictims(e, true), claims
 }
 
 // liveVictims counts an eviction's victims that still exist. Outside a
 // scheduling cycle the snapshot may be stale, so only the informer counts.
-// Called with p.mu held.
-func (p *Preemption) liveVictims(e *eviction, withSnapshot bool) int {
+// Called with ev.mu held.
+func (ev *evictions) liveVictims(e *eviction, withSnapshot bool) int {
 	n := 0
 	for _, v := range e.victims {
 		ref := v
 		if !withSnapshot {
 			ref.node = ""
 		}
-		if _, ok := p.exists(ref); ok {
+		if _, ok := ev.exists(ref); ok {
 			n++
 		}
 	}
@@ -116,12 +143,12 @@ type claim struct {
 
 // pending returns, for every eviction but id's, the victims still leaving
 // and what its preemptor's pods not placed yet will take.
-func (p *Preemption) pending(id string) (leaving map[types.UID]podRef, claims []claim) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.pruneLocked()
+func (ev *evictions) pending(id string) (leaving map[types.UID]podRef, claims []claim) {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	ev.pruneLocked()
 	leaving = map[types.UID]podRef{}
-	for other, e := range p.inFlight {
+	for other, e := range ev.inFlight {
 		if other == id {
 			continue
 		}
@@ -129,7 +156,7 @@ func (p *Preemption) pending(id string) (leaving map[types.UID]podRef, claims []
 			leaving[v.uid] = v
 		}
 		for _, m := range e.members {
-			if pod, ok := p.exists(m); ok && pod.Spec.NodeName == "" {
+			if pod, ok := ev.exists(m); ok && pod.Spec.NodeName == "" {
 				claims = append(claims, claim{queue: e.queue, request: capacity.Request(pod)})
 			}
 		}
@@ -140,16 +167,16 @@ func (p *Preemption) pending(id string) (leaving map[types.UID]podRef, claims []
 // pruneLocked forgets evictions that are over: no victim left and every
 // preemptor pod placed or gone, or no victim left for
 // claimAfterVictimsGone.
-func (p *Preemption) pruneLocked() {
+func (ev *evictions) pruneLocked() {
 	now := time.Now()
-	for id, e := range p.inFlight {
+	for id, e := range ev.inFlight {
 		if now.Sub(e.started) > forgetAfter {
-			delete(p.inFlight, id)
+			delete(ev.inFlight, id)
 			continue
 		}
 		over := true
 		for _, v := range e.victims {
-			if _, ok := p.exists(v); ok {
+			if _, ok := ev.exists(v); ok {
 				over = false
 				break
 			}
@@ -161,25 +188,25 @@ func (p *Preemption) pruneLocked() {
 				break
 			}
 			namespace, name, _ := strings.Cut(c, "/")
-			over = !p.store.Devices().StillAllocated(namespace, name)
+			over = !ev.store.Devices().StillAllocated(namespace, name)
 		}
 		if over && e.victimsGone.IsZero() {
 			e.victimsGone = now
 		}
 		if over && now.Sub(e.victimsGone) > claimAfterVictimsGone {
-			delete(p.inFlight, id)
+			delete(ev.inFlight, id)
 			continue
 		}
 		for _, m := range e.members {
 			if !over {
 				break
 			}
-			if pod, ok := p.exists(m); ok && pod.Spec.NodeName == "" {
+			if pod, ok := ev.exists(m); ok && pod.Spec.NodeName == "" {
 				over = false
 			}
 		}
 		if over {
-			delete(p.inFlight, id)
+			delete(ev.inFlight, id)
 		}
 	}
 }
@@ -193,31 +220,31 @@ func evictionID(pod *corev1.Pod, inGang bool) string {
 }
 
 // evictionOfLocked returns the eviction a pod waits for: its gang's or
-// its own. Called with p.mu held.
-func (p *Preemption) evictionOfLocked(pod *corev1.Pod) *eviction {
-	if e := p.inFlight[evictionID(pod, true)]; e != nil {
+// its own. Called with ev.mu held.
+func (ev *evictions) evictionOfLocked(pod *corev1.Pod) *eviction {
+	if e := ev.inFlight[evictionID(pod, true)]; e != nil {
 		return e
 	}
-	return p.inFlight[evictionID(pod, false)]
+	return ev.inFlight[evictionID(pod, false)]
 }
 
 // waitingFor counts the victims the informer still has of the eviction a
 // pod waits for.
-func (p *Preemption) waitingFor(pod *corev1.Pod) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if e := p.evictionOfLocked(pod); e != nil {
-		return p.liveVictims(e, false)
+func (ev *evictions) waitingFor(pod *corev1.Pod) int {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if e := ev.evictionOfLocked(pod); e != nil {
+		return ev.liveVictims(e, false)
 	}
 	return 0
 }
 
 // isVictimOf reports whether uid is a victim of the eviction pod waits for;
 // true when it waits for none, so that it is not held back.
-func (p *Preemption) isVictimOf(pod *corev1.Pod, uid types.UID) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e := p.evictionOfLocked(pod)
+func (ev *evictions) isVictimOf(pod *corev1.Pod, uid types.UID) bool {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	e := ev.evictionOfLocked(pod)
 	if e == nil {
 		return true
 	}
@@ -231,10 +258,10 @@ func (p *Preemption) isVictimOf(pod *corev1.Pod, uid types.UID) bool {
 
 // dropVictim forgets a victim whose eviction failed, so its preemptor does
 // not wait for it.
-func (p *Preemption) dropVictim(id string, uid types.UID) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e := p.inFlight[id]
+func (ev *evictions) dropVictim(id string, uid types.UID) {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	e := ev.inFlight[id]
 	if e == nil {
 		return
 	}
@@ -264,51 +291,51 @@ type settlingWait struct {
 // pods were in flight. One already bound or gone (its event came before
 // this) activates the preemptor at once; the scheduler then retries it
 // after its attempt ends.
-func (p *Preemption) awaitSettling(logger klog.Logger, pod *corev1.Pod, held map[types.UID]podRef) {
+func (ev *evictions) awaitSettling(logger klog.Logger, pod *corev1.Pod, held map[types.UID]podRef) {
 	for _, ref := range held {
-		if got, err := p.pods.Pods(ref.namespace).Get(ref.name); err != nil || got.UID != ref.uid || got.Spec.NodeName != "" {
-			p.handle.Activate(logger, map[string]*corev1.Pod{pod.Namespace + "/" + pod.Name: pod})
+		if got, err := ev.pods.Pods(ref.namespace).Get(ref.name); err != nil || got.UID != ref.uid || got.Spec.NodeName != "" {
+			ev.handle.Activate(logger, map[string]*corev1.Pod{pod.Namespace + "/" + pod.Name: pod})
 			return
 		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.settling == nil {
-		p.settling = map[types.UID]*settlingWait{}
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if ev.settling == nil {
+		ev.settling = map[types.UID]*settlingWait{}
 	}
-	p.settling[pod.UID] = &settlingWait{pod: pod, held: held, since: time.Now()}
+	ev.settling[pod.UID] = &settlingWait{pod: pod, held: held, since: time.Now()}
 }
 
 // settled activates the preemptors waiting for the pod, and forgets waits
 // older than forgetAfter (a preemptor placed or deleted meanwhile).
-func (p *Preemption) settled(logger klog.Logger, uid types.UID) {
+func (ev *evictions) settled(logger klog.Logger, uid types.UID) {
 	wake := map[string]*corev1.Pod{}
-	p.mu.Lock()
+	ev.mu.Lock()
 	now := time.Now()
-	for id, s := range p.settling {
+	for id, s := range ev.settling {
 		if _, ok := s.held[uid]; ok {
 			wake[s.pod.Namespace+"/"+s.pod.Name] = s.pod
-			delete(p.settling, id)
+			delete(ev.settling, id)
 		} else if now.Sub(s.since) > forgetAfter {
-			delete(p.settling, id)
+			delete(ev.settling, id)
 		}
 	}
-	p.mu.Unlock()
+	ev.mu.Unlock()
 	if len(wake) > 0 {
 		logger.V(4).Info("Pods a preemptor may evict settled", "pod", uid, "preemptors", len(wake))
-		p.handle.Activate(logger, wake)
+		ev.handle.Activate(logger, wake)
 	}
 }
 
 // settlingHandler calls settled for each pod the informer shows bound or
 // deleted.
-func (p *Preemption) settlingHandler(logger klog.Logger) cache.ResourceEventHandler {
+func (ev *evictions) settlingHandler(logger klog.Logger) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj interface{}) {
 			old, okOld := oldObj.(*corev1.Pod)
 			pod, okNew := newObj.(*corev1.Pod)
 			if okOld && okNew && old.Spec.NodeName == "" && pod.Spec.NodeName != "" {
-				p.settled(logger, pod.UID)
+				ev.settled(logger, pod.UID)
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
@@ -316,7 +343,7 @@ func (p *Preemption) settlingHandler(logger klog.Logger) cache.ResourceEventHand
 				obj = tombstone.Obj
 			}
 			if pod, ok := obj.(*corev1.Pod); ok {
-				p.settled(logger, pod.UID)
+				ev.settled(logger, pod.UID)
 			}
 		},
 	}

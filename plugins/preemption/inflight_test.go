@@ -55,18 +55,18 @@ func TestPendingCountsAnEvictionUntilItIsOver(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			p := &Preemption{pods: corelisters.NewPodLister(indexer), inFlight: map[string]*eviction{
+			p := wired(&Preemption{pods: corelisters.NewPodLister(indexer)}, map[string]*eviction{
 				"gang/ns/g": {victims: []podRef{ref(victim)}, members: []podRef{ref(unplaced)}, queue: "q", started: tc.started, victimsGone: tc.victimsGone},
-			}}
+			})
 
-			leaving, claims := p.pending("another")
+			leaving, claims := p.evictions.pending("another")
 
 			assert.Len(t, leaving, tc.wantLeaving, "victims leaving")
 			assert.Len(t, claims, tc.wantClaims, "claims")
 			for _, c := range claims {
 				assert.Equal(t, "q", c.queue)
 			}
-			_, inFlight := p.inFlight["gang/ns/g"]
+			_, inFlight := p.evictions.inFlight["gang/ns/g"]
 			assert.Equal(t, tc.wantInFlight, inFlight, "still remembered")
 		})
 	}
@@ -141,28 +141,28 @@ func TestAPreemptorHeldByPodsInFlightIsActivatedOnceOneSettles(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var activated []string
 			h := activations{surveyHandle: newSurveyHandle(t, nil), activated: &activated}
-			p := &Preemption{handle: h, pods: informerOf(tc.informer), inFlight: map[string]*eviction{}}
+			p := wired(&Preemption{handle: h, pods: informerOf(tc.informer)})
 			held := map[types.UID]podRef{}
 			for _, pod := range tc.held {
 				held[pod.UID] = ref(pod)
 			}
-			p.awaitSettling(klog.Background(), preemptor, held)
+			p.evictions.awaitSettling(klog.Background(), preemptor, held)
 			if tc.wantAtOnce {
 				assert.Equal(t, []string{"ns/high"}, activated, "activated at once")
-				assert.Empty(t, p.settling, "remembered")
+				assert.Empty(t, p.evictions.settling, "remembered")
 				return
 			}
 			assert.Empty(t, activated, "activated before any event")
 			if !tc.since.IsZero() {
-				p.settling[preemptor.UID].since = tc.since
+				p.evictions.settling[preemptor.UID].since = tc.since
 			}
-			tc.event(p.settlingHandler(klog.Background()))
+			tc.event(p.evictions.settlingHandler(klog.Background()))
 			if tc.wantActivated {
 				assert.Equal(t, []string{"ns/high"}, activated)
 			} else {
 				assert.Empty(t, activated)
 			}
-			_, waiting := p.settling[preemptor.UID]
+			_, waiting := p.evictions.settling[preemptor.UID]
 			assert.Equal(t, tc.wantWaiting, waiting, "still waiting")
 		})
 	}

@@ -97,10 +97,10 @@ func clusterPreemption(t *testing.T, store *state.Store, nodeCount int, running,
 		frameworkruntime.WithSnapshotSharedLister(schedcache.NewSnapshot(running, nodes)),
 		frameworkruntime.WithClientSet(fake.NewClientset(objects...)),
 		frameworkruntime.WithEventRecorder(events.NewFakeRecorder(100)))
-	return &Preemption{
+	return wired(&Preemption{
 		handle: passingHandle{surveyHandle{Handle: handle}},
 		store:  store,
 		pods:   corelisters.NewPodLister(podIndex),
-		pdbs:   policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), inFlight: map[string]*eviction{},
-	}
+		pdbs:   policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+	})
 }

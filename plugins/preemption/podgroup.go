@@ -98,7 +98,7 @@ func (p *Preemption) PodGroupPostFilter(ctx context.Context, group fwk.PodGroupC
 	if who == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, reason)
 	}
-	if waiting, held := p.victimsPending(who.id); waiting > 0 || held > 0 {
+	if waiting, held := p.evictions.victimsPending(who.id); waiting > 0 || held > 0 {
 		return nil, p.tell(key, cycle, fwk.NewStatus(fwk.Unschedulable, reasons.PreemptionPending.Say("not preempting again: %d victims evicted for %s are still terminating, %d of their ResourceClaims still allocated", waiting, who.what, held)))
 	}
 	every := framework.NewDefaultNodeToStatus()

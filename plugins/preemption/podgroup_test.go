@@ -104,10 +104,10 @@ func TestPreemptorForANativeGroup(t *testing.T) {
 				p.Spec.NodeName = tt.placed[p.Name]
 			}
 			snapshot := schedcache.NewSnapshot(pods, nodes)
-			p := &Preemption{
+			p := wired(&Preemption{
 				handle: handletest.New(t, "flotilla-scheduler", frameworkruntime.WithSnapshotSharedLister(snapshot)),
 				store:  state.NewStatic(nil, pods).WithNative([]*nativev1beta1.PodGroup{tt.group}, nil),
-			}
+			})
 			who, refusal := p.nativePreemptor(pods[0], state.GroupKey{Namespace: "ns", Name: "serve", Native: true})
 			if tt.wantRefusal != "" {
 				assert.Nil(t, who)
@@ -181,7 +181,7 @@ func TestPodGroupPostFilter(t *testing.T) {
 				assert.Nil(t, result)
 				return
 			}
-			e := p.inFlight["gang/"+state.GroupKey{Namespace: "ns", Name: "serve", Native: true}.String()]
+			e := p.evictions.inFlight["gang/"+state.GroupKey{Namespace: "ns", Name: "serve", Native: true}.String()]
 			require.NotNil(t, e, "the eviction is tracked under the gang")
 			var victims []string
 			for _, v := range e.victims {

@@ -34,15 +34,9 @@ type Preemption struct {
 	store  *state.Store
 	pods   corelisters.PodLister
 	pdbs   policylisters.PodDisruptionBudgetLister
-
-	mu sync.Mutex
-	// inFlight: evictions started for a preemptor (a pod or a gang) whose
-	// victims may still hold their nodes or whose pods are not placed yet.
-	inFlight map[string]*eviction
-	// settling: preemptors that found no plan while pods they may evict
-	// were in flight (waiting in Permit or binding), by preemptor UID
-	// (awaitSettling).
-	settling map[types.UID]*settlingWait
+	// evictions are the evictions in flight and the preemptors waiting for
+	// pods in flight to settle.
+	evictions *evictions
 }
 
 var (
@@ -61,13 +55,13 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	store.EnableGangPreemption(h.ProfileName())
 	factory := h.SharedInformerFactory()
 	p := &Preemption{
-		handle:   h,
-		store:    store,
-		pods:     factory.Core().V1().Pods().Lister(),
-		pdbs:     factory.Policy().V1().PodDisruptionBudgets().Lister(),
-		inFlight: map[string]*eviction{},
+		handle: h,
+		store:  store,
+		pods:   factory.Core().V1().Pods().Lister(),
+		pdbs:   factory.Policy().V1().PodDisruptionBudgets().Lister(),
 	}
-	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(p.settlingHandler(klog.FromContext(ctx))); err != nil {
+	p.evictions = newEvictions(p.handle, p.store, p.pods)
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(p.evictions.settlingHandler(klog.FromContext(ctx))); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return p, nil
@@ -81,7 +75,7 @@ func (p *Preemption) Name() string { return Name }
 // fail, and every failed attempt lengthens the pod's back-off, so the room
 // it made would sit idle. The victims' deletion lets it in.
 func (p *Preemption) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
-	if n := p.waitingFor(pod); n > 0 {
+	if n := p.evictions.waitingFor(pod); n > 0 {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons.PreemptionPending.Say("waiting for %d pods evicted to make room for it to terminate", n))
 	}
 	return nil
@@ -100,7 +94,7 @@ func (p *Preemption) isVictimGone(_ klog.Logger, pod *corev1.Pod, oldObj, _ inte
 	if !ok {
 		return fwk.Queue, nil
 	}
-	if p.isVictimOf(pod, gone.UID) {
+	if p.evictions.isVictimOf(pod, gone.UID) {
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil
@@ -164,7 +158,7 @@ func (p *Preemption) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *
 	if who == nil {
 		return dropNomination, fwk.NewStatus(fwk.Unschedulable, reason)
 	}
-	if waiting, held := p.victimsPending(who.id); waiting > 0 || held > 0 {
+	if waiting, held := p.evictions.victimsPending(who.id); waiting > 0 || held > 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, reasons.PreemptionPending.Say("not preempting again: %d victims evicted for %s are still terminating, %d of their ResourceClaims still allocated", waiting, who.what, held))
 	}
 	who, best, world, status := p.choose(ctx, cycle, who, statuses)
@@ -231,7 +225,7 @@ func (p *Preemption) choose(ctx context.Context, cycle fwk.CycleState, who *pree
 			reason = firstReason
 		}
 		if len(held) > 0 {
-			p.awaitSettling(klog.FromContext(ctx), who.pod, held)
+			p.evictions.awaitSettling(klog.FromContext(ctx), who.pod, held)
 			reason += fmt.Sprintf("; %d pods it may evict are still being scheduled (waiting in Permit or binding), and it tries again once they are bound", len(held))
 		}
 		klog.FromContext(ctx).V(4).Info("No preemption", "preemptor", who.what, "reason", reason)
@@ -252,7 +246,7 @@ func (p *Preemption) choose(ctx context.Context, cycle fwk.CycleState, who *pree
 func (p *Preemption) planFor(ctx context.Context, cycle fwk.CycleState, who *preemptor, nodes []fwk.NodeInfo, statuses fwk.NodeToStatusReader) (*plan, *world, string, error) {
 	onePod := who.level() == "" && !(who.inGroup && len(who.members) > 1)
 	if class := p.store.Devices().Asks(who.members); class != "" {
-		if reason := p.countDevices(ctx, who); reason != "" {
+		if reason := who.countDevices(ctx, p.store.Devices()); reason != "" {
 			return nil, nil, reason, nil
 		}
 	}
@@ -265,7 +259,7 @@ func (p *Preemption) planFor(ctx context.Context, cycle fwk.CycleState, who *pre
 		// DefaultPreemption's candidate check, on a large cluster most of
 		// the preemption's CPU.
 		var reason string
-		if failedNodes, reason = p.candidateNodes(who, statuses); reason != "" {
+		if failedNodes, reason = candidateNodes(p.handle.SnapshotSharedLister().NodeInfos(), who, statuses); reason != "" {
 			return nil, nil, reason, nil
 		}
 	}
@@ -275,13 +269,14 @@ func (p *Preemption) planFor(ctx context.Context, cycle fwk.CycleState, who *pre
 	}
 	var best *plan
 	var reason string
+	s := p.newSearch(ctx, cycle, who, w)
 	switch {
 	case who.level() != "":
-		best, reason = p.planGangInOneDomain(ctx, cycle, who, w)
+		best, reason = s.planGangInOneDomain()
 	case !onePod:
-		best, reason = p.planGang(ctx, cycle, who, w)
+		best, reason = s.planGang()
 	default:
-		best, reason = p.planPod(ctx, cycle, who, w, failedNodes)
+		best, reason = s.planPod(failedNodes)
 	}
 	return best, w, reason, nil
 }
@@ -309,8 +304,8 @@ func noVictimsNeeded(who *preemptor, best *plan, w *world) (reason string, freei
 
 // countDevices adds the members' DRA devices to what the preemptor asks
 // for, or says why it cannot: a claim, template or class missing.
-func (p *Preemption) countDevices(ctx context.Context, who *preemptor) string {
-	catalog := p.store.Devices().Catalog()
+func (who *preemptor) countDevices(ctx context.Context, reader *devices.Reader) string {
+	catalog := reader.Catalog()
 	who.demand = make(map[types.UID]capacity.Resources, len(who.members))
 	asked := make([]capacity.Resources, 0, len(who.members))
 	for _, m := range who.members {
@@ -320,7 +315,7 @@ func (p *Preemption) countDevices(ctx context.Context, who *preemptor) string {
 		}
 		who.demand[m.UID] = demand
 		who.request.Add(demand)
-		asked = append(asked, p.store.Devices().Requests(m), demand)
+		asked = append(asked, reader.Requests(m), demand)
 	}
 	who.catalog, who.deviceKeys = catalog, catalog.Keys(asked...)
 	who.freeDevices = func(node *corev1.Node) capacity.Resources {
@@ -436,8 +431,8 @@ func (who *preemptor) choosing(members []*corev1.Pod) *preemptor {
 
 // inSnapshot reports whether the victim is still on its node in this
 // cycle's snapshot, which may predate its deletion.
-func (p *Preemption) inSnapshot(v podRef) bool {
-	node, err := p.handle.SnapshotSharedLister().NodeInfos().Get(v.node)
+func (ev *evictions) inSnapshot(v podRef) bool {
+	node, err := ev.handle.SnapshotSharedLister().NodeInfos().Get(v.node)
 	if err != nil {
 		return false
 	}

@@ -49,7 +49,7 @@ func TestPreemptorForAGang(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pods := pending(tt.members)
-			p := &Preemption{store: state.NewStatic([]*schedv1alpha1.PodGroup{pg}, pods)}
+			p := wired(&Preemption{store: state.NewStatic([]*schedv1alpha1.PodGroup{pg}, pods)})
 			cycle := framework.NewCycleState()
 			if tt.room != nil {
 				cycle.Write(state.GangNeedsRoomKey, tt.room)

@@ -82,11 +82,10 @@ func TestOneQuorumRuleForGangQueuesAndPreemption(t *testing.T) {
 			// Preemption's view: its survey's victim units of the gang.
 			info := framework.NewNodeInfo(onNode...)
 			info.SetNode(node)
-			p := &Preemption{
+			p := wired(&Preemption{
 				handle: newSurveyHandle(t, nil), store: store,
-				pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-				inFlight: map[string]*eviction{},
-			}
+				pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+			})
 			incoming := running("p", 50, "")
 			who := &preemptor{pod: incoming, members: []*corev1.Pod{incoming}, priority: 50, request: capacity.Request(incoming)}
 			for _, onDemand := range []bool{false, true} {

@@ -90,7 +90,8 @@ func candidateBudget(n int) int {
 // by prefix, then each victim not needed given back) lands on a different
 // set; such a node may be passed over for a plan as cheap as its plan by
 // resources, as any node beyond the budget is.
-func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, failedNodes []fwk.NodeInfo) (*plan, string) {
+func (s *search) planPod(failedNodes []fwk.NodeInfo) (*plan, string) {
+	ctx, who, w := s.ctx, s.who, s.w
 	budget := candidateBudget(len(failedNodes))
 	offset := 0
 	if budget < len(failedNodes) {
@@ -104,7 +105,7 @@ func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *pre
 	enough, stop := context.WithCancel(ctx)
 	defer stop()
 	var planned atomic.Int32
-	p.handle.Parallelizer().Until(enough, len(failedNodes), func(i int) {
+	s.handle.Parallelizer().Until(enough, len(failedNodes), func(i int) {
 		if np := w.planByResources(who, failedNodes[(offset+i)%len(failedNodes)]); np != nil {
 			byResources[i] = np
 			if int(planned.Add(1)) >= budget {
@@ -131,8 +132,8 @@ func (p *Preemption) planPod(ctx context.Context, cycle fwk.CycleState, who *pre
 			break // no plan left can beat it
 		}
 		confirmed := make([]*candidate, len(batch))
-		p.handle.Parallelizer().Until(ctx, len(batch), func(i int) {
-			confirmed[i] = p.confirm(ctx, cycle, who, w, batch[i])
+		s.handle.Parallelizer().Until(ctx, len(batch), func(i int) {
+			confirmed[i] = s.confirm(batch[i])
 		}, Name)
 		// In order, so ties go to the plan tried first.
 		for _, np := range confirmed {
@@ -155,10 +156,11 @@ const maxConfirmBatch = 16
 // refuses it, the node's fewest victims are searched again simulating
 // every step. It returns the node's confirmed plan with its cost, nil if
 // no eviction there passes the simulation.
-func (p *Preemption) confirm(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world, np *candidate) *candidate {
+func (s *search) confirm(np *candidate) *candidate {
+	w := s.w
 	only := []fwk.NodeInfo{np.node}
 	simulated := func(victims []*unit) (map[types.UID]string, bool) {
-		return p.simulate(ctx, cycle, who, w, victims, only)
+		return s.simulate(victims, only)
 	}
 	if placement, ok := simulated(np.plan.victims); ok {
 		// The same victims, so the same cost.
@@ -180,8 +182,7 @@ func (p *Preemption) confirm(ctx context.Context, cycle fwk.CycleState, who *pre
 // counts them (see countDevices), so here evicting can help. With none, it
 // says why not. The filters' own reasons are not repeated: the scheduler
 // reports them, with how many nodes gave each, in the same message.
-func (p *Preemption) candidateNodes(who *preemptor, statuses fwk.NodeToStatusReader) ([]fwk.NodeInfo, string) {
-	lister := p.handle.SnapshotSharedLister().NodeInfos()
+func candidateNodes(lister fwk.NodeInfoLister, who *preemptor, statuses fwk.NodeToStatusReader) ([]fwk.NodeInfo, string) {
 	nodes, err := statuses.NodesForStatusCode(lister, fwk.Unschedulable)
 	if err != nil {
 		return nil, err.Error()
@@ -321,4 +322,30 @@ func minimal(seq []*unit, fits func([]*unit) (map[types.UID]string, bool)) *plan
 	}
 	placement, _ := fits(chosen)
 	return &plan{victims: chosen, placement: placement}
+}
+
+// search is one preemption attempt's search for victims: the preemptor,
+// the cluster as its survey saw it, the cycle state the profile's filters
+// read and the framework that runs them. The policy (policy.go) orders
+// the victims; the planner, asked over a scene (simulate.go), says where
+// the members go once they are gone.
+type search struct {
+	ctx    context.Context
+	handle fwk.Handle
+	cycle  fwk.CycleState
+	who    *preemptor
+	w      *world
+}
+
+// newSearch is the search for who over the surveyed world w.
+func (p *Preemption) newSearch(ctx context.Context, cycle fwk.CycleState, who *preemptor, w *world) *search {
+	return &search{ctx: ctx, handle: p.handle, cycle: cycle, who: who, w: w}
+}
+
+// within is the same search over another world (one domain's nodes and
+// victims).
+func (s *search) within(w *world) *search {
+	inner := *s
+	inner.w = w
+	return &inner
 }

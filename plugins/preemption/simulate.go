@@ -30,17 +30,19 @@ import (
 // that passes every Filter plugin for the preemptor, counting nominated
 // pods. The preemptor's queue must admit it with the victims' share given
 // back.
-func (p *Preemption) simulate(ctx context.Context, base fwk.CycleState, who *preemptor, w *world, victims []*unit, nodes []fwk.NodeInfo) (map[types.UID]string, bool) {
-	return p.simulateIn(ctx, base, who, who.topology, w, victims, nodes)
+func (s *search) simulate(victims []*unit, nodes []fwk.NodeInfo) (map[types.UID]string, bool) {
+	who := s.who
+	return s.simulateIn(who.topology, victims, nodes)
 }
 
 // simulateIn is simulate with the domains given (some of them pinned by
 // the caller), not the preemptor's own.
-func (p *Preemption) simulateIn(ctx context.Context, base fwk.CycleState, who *preemptor, topo *planner.Topology, w *world, victims []*unit, nodes []fwk.NodeInfo) (map[types.UID]string, bool) {
+func (s *search) simulateIn(topo *planner.Topology, victims []*unit, nodes []fwk.NodeInfo) (map[types.UID]string, bool) {
+	who, w := s.who, s.w
 	if !w.admits(who, victims) {
 		return nil, false
 	}
-	sc := p.newScene(ctx, base, who, w, nodes)
+	sc := s.newScene(nodes)
 	if sc == nil || !sc.removeUnits(victims) {
 		return nil, false
 	}
@@ -111,7 +113,7 @@ func (sc *scene) memberFits(m sized, name string) bool {
 // preemptor alone is none for it. (The filters that run after the
 // refusing one then go unchecked for such a member.)
 func (sc *scene) filter(m *corev1.Pod, ni fwk.NodeInfo) bool {
-	status := sc.p.handle.RunFilterPluginsWithNominatedPods(sc.ctx, sc.cycle, sc.who.pod, ni)
+	status := sc.handle.RunFilterPluginsWithNominatedPods(sc.ctx, sc.cycle, sc.who.pod, ni)
 	if status.IsSuccess() {
 		return true
 	}
@@ -180,7 +182,7 @@ func (who *preemptor) largest() []sized {
 // it touched and of the cycle state, which the PreFilter extensions keep
 // in step with every pod removed or added.
 type scene struct {
-	p       *Preemption
+	handle  fwk.Handle
 	ctx     context.Context
 	who     *preemptor
 	w       *world
@@ -201,8 +203,9 @@ type scene struct {
 // the filters that look beyond the node, as DefaultPreemption counts them;
 // removing every one of them for each node tried would copy every node
 // they run on, for every node.)
-func (p *Preemption) newScene(ctx context.Context, base fwk.CycleState, who *preemptor, w *world, nodes []fwk.NodeInfo) *scene {
-	sc := &scene{p: p, ctx: ctx, who: who, w: w, cycle: base.Clone(), clones: map[string]fwk.NodeInfo{}, removed: map[types.UID]bool{}, devices: map[string]capacity.Resources{}}
+func (s *search) newScene(nodes []fwk.NodeInfo) *scene {
+	ctx, base, who, w := s.ctx, s.cycle, s.who, s.w
+	sc := &scene{handle: s.handle, ctx: ctx, who: who, w: w, cycle: base.Clone(), clones: map[string]fwk.NodeInfo{}, removed: map[types.UID]bool{}, devices: map[string]capacity.Resources{}}
 	if who.freeDevices != nil {
 		// DynamicResources' Filter sees the victims' claims allocated
 		// until the resourceclaim controller deallocates them, after the
@@ -224,7 +227,7 @@ func (p *Preemption) newScene(ctx context.Context, base fwk.CycleState, who *pre
 
 // fork starts a trial on top of the scene that leaves the scene as it is.
 func (sc *scene) fork() *scene {
-	f := &scene{p: sc.p, ctx: sc.ctx, who: sc.who, w: sc.w, cycle: sc.cycle.Clone(), clones: map[string]fwk.NodeInfo{}, removed: map[types.UID]bool{}, devices: map[string]capacity.Resources{}, parent: sc}
+	f := &scene{handle: sc.handle, ctx: sc.ctx, who: sc.who, w: sc.w, cycle: sc.cycle.Clone(), clones: map[string]fwk.NodeInfo{}, removed: map[types.UID]bool{}, devices: map[string]capacity.Resources{}, parent: sc}
 	for uid := range sc.removed {
 		f.removed[uid] = true
 	}
@@ -261,7 +264,7 @@ func (sc *scene) remove(m member) bool {
 	if err := ni.RemovePod(klog.FromContext(sc.ctx), m.info.GetPod()); err != nil {
 		return false
 	}
-	return sc.p.handle.RunPreFilterExtensionRemovePod(sc.ctx, sc.cycle, sc.who.pod, m.info, ni).IsSuccess()
+	return sc.handle.RunPreFilterExtensionRemovePod(sc.ctx, sc.cycle, sc.who.pod, m.info, ni).IsSuccess()
 }
 
 func (sc *scene) removeUnits(units []*unit) bool {
@@ -359,5 +362,5 @@ func (sc *scene) place(m sized, name string) bool {
 	ni := sc.mutable(name)
 	ni.AddPodInfo(info)
 	sc.addDevices(name, m.request, -1)
-	return sc.p.handle.RunPreFilterExtensionAddPod(sc.ctx, sc.cycle, sc.who.pod, info, ni).IsSuccess()
+	return sc.handle.RunPreFilterExtensionAddPod(sc.ctx, sc.cycle, sc.who.pod, info, ni).IsSuccess()
 }

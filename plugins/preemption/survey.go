@@ -101,7 +101,7 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 	w := &world{nodes: nodes, byName: make(map[string]fwk.NodeInfo, len(nodes)), terminating: map[string][]fwk.PodInfo{},
 		leaving: state.Released{}, claimed: state.Released{}, onDemand: onDemand, who: who, handle: p.handle, store: p.store, pods: p.pods,
 		held: &heldPods{pods: map[types.UID]podRef{}}}
-	leaving, claims := p.pending(who.id)
+	leaving, claims := p.evictions.pending(who.id)
 	w.leavingPods = leaving
 	if w.queues = p.store.Queues(); w.queues != nil {
 		w.queues.Observe(who.members...)

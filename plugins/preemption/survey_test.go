@@ -160,11 +160,10 @@ func TestSurvey(t *testing.T) {
 			}
 			handle := newSurveyHandle(t, uids(tt.waiting))
 			handle.binding = uids(tt.binding)
-			p := &Preemption{
+			p := wired(&Preemption{
 				handle: handle, store: state.NewStatic(groups, tt.pods), pods: informerOf(tt.pods, tt.unbound...),
-				pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-				inFlight: map[string]*eviction{},
-			}
+				pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+			})
 			who := &preemptor{pod: tt.preemptor, members: []*corev1.Pod{tt.preemptor}, priority: *tt.preemptor.Spec.Priority, request: capacity.Request(tt.preemptor)}
 			if key, ok := state.GroupOf(tt.preemptor); ok {
 				who.group, who.inGroup = key, true
@@ -235,12 +234,11 @@ func TestSurveyOnDemandFindsGangsThroughTheirMembers(t *testing.T) {
 		newNode("n1", spread0, placing0, orphan),
 		newNode("n2", spread1, on(placing1, "n2"), low), // the scheduler's assumed view
 	}
-	p := &Preemption{
-		handle:   newSurveyHandle(t, map[types.UID]bool{"p-1": true}),
-		store:    state.NewStatic(groups, []*corev1.Pod{spread0, spread1, placing0, placing1, orphan, low}),
-		pdbs:     policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-		inFlight: map[string]*eviction{},
-	}
+	p := wired(&Preemption{
+		handle: newSurveyHandle(t, map[types.UID]bool{"p-1": true}),
+		store:  state.NewStatic(groups, []*corev1.Pod{spread0, spread1, placing0, placing1, orphan, low}),
+		pdbs:   policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+	})
 	pod := running("p", 50, "")
 	who := &preemptor{pod: pod, members: []*corev1.Pod{pod}, priority: 50, request: capacity.Request(pod)}
 	names := func(units []*unit) []string {
