@@ -49,20 +49,20 @@ func TestQueueingHints(t *testing.T) {
 		obj  interface{}
 		want fwk.QueueingHint
 	}{
-		{"member added completes the gang", g.isSchedulableAfterMemberAdded, a[0], a[2], fwk.Queue},
-		{"member of another gang added", g.isSchedulableAfterMemberAdded, a[0], members("short", 2, "1")[1], fwk.QueueSkip},
-		{"member added, gang still short", g.isSchedulableAfterMemberAdded, members("short", 1, "1")[0], members("short", 1, "1")[0], fwk.QueueSkip},
-		{"plain pod added", g.isSchedulableAfterMemberAdded, a[0], plain, fwk.QueueSkip},
-		{"added object of unknown type: be safe", g.isSchedulableAfterMemberAdded, a[0], "x", fwk.Queue},
-		{"own PodGroup created or changed", g.isSchedulableAfterPodGroupChange, a[0], podGroup("a", t0, 2), fwk.Queue},
-		{"another PodGroup changed", g.isSchedulableAfterPodGroupChange, a[0], podGroup("b", t0, 2), fwk.QueueSkip},
-		{"PodGroup change for a plain pod", g.isSchedulableAfterPodGroupChange, plain, podGroup("a", t0, 2), fwk.QueueSkip},
-		{"room freed, member of a gang not refused by its check", g.isSchedulableAfterRoomChange, a[0], nil, fwk.Queue},
-		{"room freed, plain pod (not Gang's to wake)", g.isSchedulableAfterRoomChange, plain, nil, fwk.QueueSkip},
-		{"room freed, the refused gang's retrier", g.isSchedulableAfterRoomChange, refused[0], nil, fwk.Queue},
-		{"room freed, another member of the refused gang (its retrier checks for it)", g.isSchedulableAfterRoomChange, refused[1], nil, fwk.QueueSkip},
-		{"room freed, refused gang whose retrier is gone: every member", g.isSchedulableAfterRoomChange, orphaned[1], nil, fwk.Queue},
-		{"room freed, member held at PreEnqueue for its siblings", g.isSchedulableAfterRoomChange, members("short", 1, "1")[0], nil, fwk.QueueSkip},
+		{"member added completes the gang", hintsOf(g).isSchedulableAfterMemberAdded, a[0], a[2], fwk.Queue},
+		{"member of another gang added", hintsOf(g).isSchedulableAfterMemberAdded, a[0], members("short", 2, "1")[1], fwk.QueueSkip},
+		{"member added, gang still short", hintsOf(g).isSchedulableAfterMemberAdded, members("short", 1, "1")[0], members("short", 1, "1")[0], fwk.QueueSkip},
+		{"plain pod added", hintsOf(g).isSchedulableAfterMemberAdded, a[0], plain, fwk.QueueSkip},
+		{"added object of unknown type: be safe", hintsOf(g).isSchedulableAfterMemberAdded, a[0], "x", fwk.Queue},
+		{"own PodGroup created or changed", hintsOf(g).isSchedulableAfterPodGroupChange, a[0], podGroup("a", t0, 2), fwk.Queue},
+		{"another PodGroup changed", hintsOf(g).isSchedulableAfterPodGroupChange, a[0], podGroup("b", t0, 2), fwk.QueueSkip},
+		{"PodGroup change for a plain pod", hintsOf(g).isSchedulableAfterPodGroupChange, plain, podGroup("a", t0, 2), fwk.QueueSkip},
+		{"room freed, member of a gang not refused by its check", hintsOf(g).isSchedulableAfterRoomChange, a[0], nil, fwk.Queue},
+		{"room freed, plain pod (not Gang's to wake)", hintsOf(g).isSchedulableAfterRoomChange, plain, nil, fwk.QueueSkip},
+		{"room freed, the refused gang's retrier", hintsOf(g).isSchedulableAfterRoomChange, refused[0], nil, fwk.Queue},
+		{"room freed, another member of the refused gang (its retrier checks for it)", hintsOf(g).isSchedulableAfterRoomChange, refused[1], nil, fwk.QueueSkip},
+		{"room freed, refused gang whose retrier is gone: every member", hintsOf(g).isSchedulableAfterRoomChange, orphaned[1], nil, fwk.Queue},
+		{"room freed, member held at PreEnqueue for its siblings", hintsOf(g).isSchedulableAfterRoomChange, members("short", 1, "1")[0], nil, fwk.QueueSkip},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,7 +117,7 @@ func TestQueueingHints(t *testing.T) {
 			old, new interface{}
 		}{{"typed", edited(nil), tt.new}, {"unstructured", unstructuredOf(edited(nil)), unstructuredOf(tt.new)}} {
 			t.Run("PodGroup updated, "+tt.name+", "+form.name, func(t *testing.T) {
-				got, err := g.isSchedulableAfterPodGroupChange(logger, a[0], form.old, form.new)
+				got, err := hintsOf(g).isSchedulableAfterPodGroupChange(logger, a[0], form.old, form.new)
 				require.NoError(t, err)
 				assert.Equal(t, tt.want, got)
 			})
@@ -156,7 +156,7 @@ func TestQueueingHints(t *testing.T) {
 			if tt.pod != nil {
 				pod = tt.pod
 			}
-			got, err := g.isSchedulableAfterClaimChange(logger, pod, tt.old, tt.new)
+			got, err := hintsOf(g).isSchedulableAfterClaimChange(logger, pod, tt.old, tt.new)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
@@ -384,4 +384,13 @@ func TestFailedAttempt(t *testing.T) {
 			assert.Empty(t, h.recorder.Events)
 		})
 	}
+}
+
+// hintsOf is the plugin's queueing hints, as New makes them, for a plugin a
+// test builds without New.
+func hintsOf(g *Gang) *queueingHints {
+	if g.hints == nil {
+		g.hints = &queueingHints{store: g.store}
+	}
+	return g.hints
 }

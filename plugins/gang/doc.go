@@ -247,8 +247,9 @@
 //     member and why ("; there member decode-3: its device claims cannot
 //     be allocated on 2 node(s) with room for it by count ...").
 //   - Preemption for such a gang plans room per role: PreFilter hands it
-//     the domains the roles require (state.GangNeedsRoom.RoleDomains, each
-//     pinned where the role's placed members are), and it keeps only
+//     the domains the roles require (state.GangNeedsRoom.Topology, made
+//     by planner.Topology.NeedsRoom: each role's required level, pinned
+//     where its placed members are), and it keeps only
 //     victims after whose eviction each role's members fit in one domain
 //     of its own (plugins/preemption/doc.go). A role with only a preferred
 //     domain falls back to the gang's, so preemption plans for it as for

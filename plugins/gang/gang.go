@@ -3,25 +3,18 @@ package gang
 import (
 	"context"
 	"fmt"
-	"maps"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/features"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/apis/config/validation"
-	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
-	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
@@ -40,7 +33,7 @@ type Gang struct {
 	permitWait time.Duration
 	backoff    time.Duration
 	// topologyLevels are the cluster's topology labels, widest first.
-	topologyLevels []string
+	topologyLevels topologyLevels
 	// shared is what exists once per scheduler: the PodGroup status
 	// writer and informer handlers (see shared.go).
 	shared *perScheduler
@@ -50,15 +43,8 @@ type Gang struct {
 	// duringQuorumCheck, when set (tests only), runs inside every quorum
 	// check, where the store's lock is not held.
 	duringQuorumCheck func()
-
-	// lastArrival remembers the member count seen for the last added pod:
-	// the queue asks the same question for every gated sibling of one
-	// arrival, and counting is O(members).
-	arrivalMu   sync.Mutex
-	lastArrival struct {
-		uid      types.UID
-		complete bool
-	}
+	// hints are the plugin's queueing hints (hints.go).
+	hints *queueingHints
 }
 
 var (
@@ -91,6 +77,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		topologyLevels:       args.TopologyLevels,
 		nominatesWaitingPods: utilfeature.DefaultFeatureGate.Enabled(features.NominatedNodeNameForExpectation),
 	}
+	g.hints = &queueingHints{store: store}
 	if g.shared, err = sharedFor(ctx, store, h, g.permitWait, int(args.MaxMembersInFlight)); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
@@ -152,7 +139,7 @@ func (g *Gang) sortKey(e fwk.QueuedEntityInfo) (state.GroupKey, time.Time) {
 // it gets an event saying what it waits for instead: it never waits
 // silently.
 func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
-	g.sayIfInTwoGroups(pod)
+	sayIfInTwoGroups(g.handle.EventRecorder(), pod)
 	key, ok := ownGroupOf(pod)
 	if !ok {
 		return nil
@@ -166,18 +153,18 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		why, because = fmt.Sprintf("waiting for PodGroup %s to be created", key), reasons.WaitingForPodGroup
 	case pg.Spec.MinMember < 1:
 		why, because = fmt.Sprintf("PodGroup %s has minMember %d; it must be at least 1", key, pg.Spec.MinMember), reasons.InvalidSpec
-	case g.attemptUnderWay(key):
+	case attemptUnderWay(g.store, key):
 		// Counted complete when the attempt started; its members are being
 		// activated together, which must not cost O(members) each.
 	default:
-		if bad := g.badRoles(pod, pg); bad != "" {
+		if bad := badRoles(g.store, pod, pg); bad != "" {
 			why, because = fmt.Sprintf("PodGroup %s: %s", key, bad), reasons.InvalidSpec
-		} else if short := g.membersShort(key, pg); short != "" {
+		} else if short := g.store.MembersShort(key, pg); short != "" {
 			why, because = short, reasons.WaitingForMembers
 		}
 	}
 	g.store.Lock(func(locked *state.Locked) { locked.SetGated(key, why != "") })
-	if because == reasons.WaitingForMembers && g.membersShort(key, pg) == "" {
+	if because == reasons.WaitingForMembers && g.store.MembersShort(key, pg) == "" {
 		// A sibling counted since the check above completed the gang. The
 		// store counts members in its own informer handler, which may run
 		// after the queue's; one counted after the gang was marked gated
@@ -226,32 +213,13 @@ func (g *Gang) sayWhyIfStillGated(pod *corev1.Pod, key state.GroupKey) {
 			return // the scheduler stopped: its recorder is gone
 		}
 		pg := g.store.PodGroup(key)
-		if pg == nil || g.attemptUnderWay(key) {
+		if pg == nil || attemptUnderWay(g.store, key) {
 			return
 		}
-		if short := g.membersShort(key, pg); short != "" {
+		if short := g.store.MembersShort(key, pg); short != "" {
 			g.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, string(reasons.WaitingForMembers), "Scheduling", "%s", short)
 		}
 	})
-}
-
-// membersShort says how the group is short of the pods its quorum needs,
-// in all or in a role, or "".
-func (g *Gang) membersShort(key state.GroupKey, pg *schedv1alpha1.PodGroup) string {
-	return g.store.MembersShort(key, pg)
-}
-
-// badRoles says what is wrong with the PodGroup's roles, or with the
-// pod's role label, or "".
-func (g *Gang) badRoles(pod *corev1.Pod, pg *schedv1alpha1.PodGroup) string {
-	roles, err := g.store.RolesOf(pg)
-	if err != nil {
-		return err.Error()
-	}
-	if _, err := roles.Of(pod.Labels); err != nil {
-		return fmt.Sprintf("pod %s: %v", pod.Name, err)
-	}
-	return ""
 }
 
 // EventsToRegister re-queues waiting members on the events that can let
@@ -269,157 +237,21 @@ func (g *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, 
 		// unscheduled pod's Add to other pods only with GenericWorkload
 		// on; without it the member that completes the count passes its
 		// own PreEnqueue and starts the gang, which activates the rest.
-		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Add}, QueueingHintFn: g.isSchedulableAfterMemberAdded},
+		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Add}, QueueingHintFn: g.hints.isSchedulableAfterMemberAdded},
 		// A created PodGroup or a lowered minMember can release its pods.
-		{Event: fwk.ClusterEvent{Resource: podGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: g.isSchedulableAfterPodGroupChange},
+		{Event: fwk.ClusterEvent{Resource: podGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: g.hints.isSchedulableAfterPodGroupChange},
 		// Freed or added capacity can let a refused gang fit.
-		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: g.isSchedulableAfterRoomChange},
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}, QueueingHintFn: g.isSchedulableAfterRoomChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: g.hints.isSchedulableAfterRoomChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}, QueueingHintFn: g.hints.isSchedulableAfterRoomChange},
 		// A node labelled into a topology domain can give a gang its domain.
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.UpdateNodeLabel}, QueueingHintFn: g.isSchedulableAfterRoomChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.UpdateNodeLabel}, QueueingHintFn: g.hints.isSchedulableAfterRoomChange},
 		// DRA devices: a claim deallocated or deleted frees devices (after
 		// its pod is gone, not with it); a published slice or a class adds
 		// them; a claim created can be one a member named.
-		{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: g.isSchedulableAfterClaimChange},
-		{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: g.isSchedulableAfterRoomChange},
-		{Event: fwk.ClusterEvent{Resource: fwk.DeviceClass, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: g.isSchedulableAfterRoomChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: g.hints.isSchedulableAfterClaimChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: g.hints.isSchedulableAfterRoomChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.DeviceClass, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: g.hints.isSchedulableAfterRoomChange},
 	}, nil
-}
-
-// isSchedulableAfterClaimChange re-queues a refused gang when a claim's
-// devices are freed (deallocated, or deleted while allocated) or a claim
-// appears; a claim being allocated or reserved changes nothing for it.
-func (g *Gang) isSchedulableAfterClaimChange(logger klog.Logger, pod *corev1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
-	created := oldObj == nil && newObj != nil
-	if !created && !devices.ClaimFreed(oldObj, newObj) {
-		// A claim the pod shares becoming allocated ends the wait for a
-		// shared claim no member could allocate (Catalog.SharedUnallocated).
-		if devices.ClaimAllocated(oldObj, newObj) && devices.Uses(pod, newObj.(*resourceapi.ResourceClaim)) {
-			return fwk.Queue, nil
-		}
-		return fwk.QueueSkip, nil
-	}
-	return g.isSchedulableAfterRoomChange(logger, pod, oldObj, newObj)
-}
-
-func (g *Gang) isSchedulableAfterMemberAdded(logger klog.Logger, pod *corev1.Pod, _, newObj interface{}) (fwk.QueueingHint, error) {
-	added, ok := newObj.(*corev1.Pod)
-	if !ok {
-		return fwk.Queue, nil
-	}
-	want, isMember := ownGroupOf(pod)
-	got, addedIsMember := ownGroupOf(added)
-	if !isMember || !addedIsMember || want != got {
-		return fwk.QueueSkip, nil
-	}
-	// Re-queue only when the count is complete: waking every gated member
-	// on every sibling's arrival costs O(n^2) PreEnqueue runs for an n-pod
-	// gang.
-	g.arrivalMu.Lock()
-	defer g.arrivalMu.Unlock()
-	if g.lastArrival.uid != added.UID {
-		pg := g.store.PodGroup(want)
-		g.lastArrival.uid = added.UID
-		g.lastArrival.complete = pg == nil || g.membersShort(want, pg) == ""
-	}
-	if !g.lastArrival.complete {
-		return fwk.QueueSkip, nil
-	}
-	return fwk.Queue, nil
-}
-
-func (g *Gang) attemptUnderWay(key state.GroupKey) bool {
-	var under bool
-	g.store.Lock(func(locked *state.Locked) { under = locked.Gang(key).Attempting() })
-	return under
-}
-
-// isSchedulableAfterPodGroupChange re-queues a gang's members when its
-// PodGroup is created or changes what gates or places them: its spec (a
-// new generation), labels or annotations. Not when only its status or the
-// waiting reason changes: those are flotilla's own writes, and each
-// re-queued every member held at PreEnqueue, so a 1000-pod gang ran
-// PreEnqueue 1000 times per status write while its pods were created.
-func (g *Gang) isSchedulableAfterPodGroupChange(logger klog.Logger, pod *corev1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
-	want, isMember := ownGroupOf(pod)
-	if !isMember {
-		return fwk.QueueSkip, nil
-	}
-	// The scheduler's dynamic informer gives unstructured objects.
-	if old, ok := oldObj.(metav1.Object); ok {
-		if updated, ok := newObj.(metav1.Object); ok && !schedulingChanged(old, updated) {
-			return fwk.QueueSkip, nil
-		}
-	}
-	type named interface {
-		GetNamespace() string
-		GetName() string
-	}
-	obj, ok := newObj.(named)
-	if !ok {
-		return fwk.Queue, nil
-	}
-	if obj.GetNamespace() != want.Namespace || obj.GetName() != want.Name {
-		return fwk.QueueSkip, nil
-	}
-	return fwk.Queue, nil
-}
-
-// schedulingChanged reports whether a PodGroup's update changes what
-// gates or places its members: anything but its status and the waiting
-// annotations the status writer keeps.
-func schedulingChanged(old, updated metav1.Object) bool {
-	if old.GetGeneration() != updated.GetGeneration() || !maps.Equal(old.GetLabels(), updated.GetLabels()) {
-		return true
-	}
-	return !maps.Equal(withoutWaiting(old.GetAnnotations()), withoutWaiting(updated.GetAnnotations()))
-}
-
-// withoutWaiting is annotations less the status writer's waiting reason
-// and message.
-func withoutWaiting(annotations map[string]string) map[string]string {
-	out := make(map[string]string, len(annotations))
-	for k, v := range annotations {
-		if k != flotillav1alpha1.WaitingReasonAnnotation && k != flotillav1alpha1.WaitingMessageAnnotation {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// isSchedulableAfterRoomChange re-queues a gang's members when room was
-// freed or added. A gang refused by its check (the quorum does not fit)
-// was refused once for all its members, by the member that ran the check:
-// that member, the gang's retrier, is re-queued alone, runs the check for
-// the whole gang again, and activates the others when the attempt starts.
-// Re-queueing every member would run the same refusal once per member on
-// every pod that ends: on a busy cluster with big gangs waiting, most of
-// the scheduler's work. Every member is re-queued when the retrier is no
-// longer pending (deleted, or replaced under the same name). None is while
-// the gang is held at PreEnqueue (no PodGroup, or short of members): the
-// events that release it are its PodGroup's and its members'. Re-running
-// PreEnqueue for every gated member on every node added costs
-// O(nodes x members) at start-up.
-func (g *Gang) isSchedulableAfterRoomChange(_ klog.Logger, pod *corev1.Pod, _, _ interface{}) (fwk.QueueingHint, error) {
-	key, isMember := ownGroupOf(pod)
-	if !isMember {
-		return fwk.QueueSkip, nil
-	}
-	var retrier *corev1.Pod
-	var gated bool
-	g.store.Lock(func(locked *state.Locked) { retrier, gated = locked.Retrier(key), locked.Gated(key) })
-	switch {
-	case gated:
-		return fwk.QueueSkip, nil // held at PreEnqueue, for its PodGroup or its siblings: room does not help
-	case retrier == nil || retrier.UID == pod.UID || !g.store.Pending(retrier):
-		return fwk.Queue, nil
-	}
-	return fwk.QueueSkip, nil
-}
-
-// timeout is how long members of pg wait in Permit.
-func (g *Gang) timeout(pg *schedv1alpha1.PodGroup) time.Duration {
-	return scheduleTimeout(pg, g.permitWait)
 }
 
 // scheduleTimeout is the group's scheduleTimeoutSeconds, or permitWait
@@ -442,4 +274,24 @@ func (g *Gang) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, 
 		return nil, fwk.NewStatus(fwk.Unschedulable, "a gang member is placed by its gang's plan, not a previous pod's ranking")
 	}
 	return nil, nil
+}
+
+// attemptUnderWay reports whether the gang has an attempt placing members.
+func attemptUnderWay(store *state.Store, key state.GroupKey) bool {
+	var under bool
+	store.Lock(func(locked *state.Locked) { under = locked.Gang(key).Attempting() })
+	return under
+}
+
+// badRoles says what is wrong with the PodGroup's roles, or with the
+// pod's role label, or "".
+func badRoles(store *state.Store, pod *corev1.Pod, pg *schedv1alpha1.PodGroup) string {
+	roles, err := store.RolesOf(pg)
+	if err != nil {
+		return err.Error()
+	}
+	if _, err := roles.Of(pod.Labels); err != nil {
+		return fmt.Sprintf("pod %s: %v", pod.Name, err)
+	}
+	return ""
 }

@@ -372,7 +372,7 @@ func TestQuorumCountsSucceededMembers(t *testing.T) {
 				}
 			}
 			g := &Gang{store: state.NewStatic([]*schedv1alpha1.PodGroup{pg}, known)}
-			assert.Equal(t, tc.wantShort, g.membersShort(key, pg) != "", g.membersShort(key, pg))
+			assert.Equal(t, tc.wantShort, g.store.MembersShort(key, pg) != "", g.store.MembersShort(key, pg))
 			var quorum int
 			var surplus bool
 			var reason string

@@ -3,6 +3,8 @@ package gang
 import (
 	"sync"
 
+	"k8s.io/client-go/tools/events"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -31,7 +33,7 @@ var saidTwoGroups sync.Map // types.UID -> struct{}
 // sayIfInTwoGroups tells a pod that names a native PodGroup and also
 // carries the scheduler-plugins PodGroup label which of them schedules it:
 // the native one (see state.BothGroups).
-func (g *Gang) sayIfInTwoGroups(pod *corev1.Pod) {
+func sayIfInTwoGroups(recorder events.EventRecorderLogger, pod *corev1.Pod) {
 	ignored, both := state.BothGroups(pod)
 	if !both {
 		return
@@ -40,7 +42,7 @@ func (g *Gang) sayIfInTwoGroups(pod *corev1.Pod) {
 		return
 	}
 	native, _ := state.GroupOf(pod)
-	g.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeWarning, "InTwoPodGroups", "Scheduling",
+	recorder.Eventf(pod, nil, corev1.EventTypeWarning, "InTwoPodGroups", "Scheduling",
 		"the pod names PodGroup %s in spec.schedulingGroup and PodGroup %s in its label: it is scheduled with %s only, the label is ignored",
 		native, ignored, native)
 }

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/quorum"
@@ -60,7 +59,7 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 	}
 	g.shared.status.Enqueue(key)
 	if !count.Reached() {
-		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("gang %s has %d of %d members placed or succeeded%s", key, count.Counted(), pg.Spec.MinMember, rolesShort(count))), g.timeout(pg)
+		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("gang %s has %d of %d members placed or succeeded%s", key, count.Counted(), pg.Spec.MinMember, rolesShort(count))), scheduleTimeout(pg, g.permitWait)
 	}
 	klog.FromContext(ctx).V(4).Info("Gang quorum placed", "gang", key.String(), "placed", count.Placed, "succeeded", count.Succeeded)
 	g.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
@@ -68,7 +67,7 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 			wp.Allow(Name)
 		}
 	})
-	g.activateGangs(ctx, unblocked)
+	g.shared.activatePending(klog.FromContext(ctx), "", unblocked...)
 	return nil, 0
 }
 
@@ -87,11 +86,11 @@ func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 		return
 	}
 	if g.nominatesWaitingPods {
-		g.clearWaitingNomination(ctx, pod, node)
+		clearWaitingNomination(ctx, g.handle, pod, node)
 	}
 	var wasReserved bool
 	why, reason := fmt.Sprintf("member %s lost its place (binding failed or it was rejected)", pod.Name), reasonLostPlace
-	timeout := g.timeout(g.store.PodGroup(key))
+	timeout := scheduleTimeout(g.store.PodGroup(key), g.permitWait)
 	g.store.Lock(func(locked *state.Locked) {
 		gang := locked.Gang(key)
 		wasReserved = locked.UnreserveMember(gang, pod.UID)
@@ -182,22 +181,15 @@ func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why, reason 
 		}
 	})
 	if pg != nil {
-		g.recordGangEvent(pg, corev1.EventTypeWarning, "GangRejected", message)
+		g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeWarning, "GangRejected", "Scheduling", "%s", message)
 	}
 	g.shared.status.Enqueue(key)
-	g.activateGangs(ctx, unblocked)
+	g.shared.activatePending(klog.FromContext(ctx), "", unblocked...)
 	return true
 }
 
 // activateGangs moves the pending members of gangs that were refused while
 // another gang placed back to the active queue.
-func (g *Gang) activateGangs(ctx context.Context, keys []state.GroupKey) {
-	g.shared.activatePending(klog.FromContext(ctx), "", keys...)
-}
-
-func (g *Gang) recordGangEvent(pg *schedv1alpha1.PodGroup, eventType, reason, message string) {
-	g.handle.EventRecorder().Eventf(pg, nil, eventType, reason, "Scheduling", message)
-}
 
 // clearWaitingNomination takes back the nominated node kube-scheduler wrote
 // for a member before it waited in Permit (NominatedNodeNameForExpectation).
@@ -207,9 +199,9 @@ func (g *Gang) recordGangEvent(pg *schedv1alpha1.PodGroup, eventType, reason, me
 // until it is tried again, and a gang that cannot fit blocks the nodes it
 // was refused. The patch goes the way the scheduler's own write went
 // (through its API dispatcher when it has one), so it lands after it.
-func (g *Gang) clearWaitingNomination(ctx context.Context, pod *corev1.Pod, node string) {
+func clearWaitingNomination(ctx context.Context, handle fwk.Handle, pod *corev1.Pod, node string) {
 	clear := &fwk.NominatingInfo{NominatedNodeName: "", NominatingMode: fwk.ModeOverride}
-	if cacher := g.handle.APICacher(); cacher != nil {
+	if cacher := handle.APICacher(); cacher != nil {
 		nominated := pod.DeepCopy()
 		nominated.Status.NominatedNodeName = node
 		if _, err := cacher.PatchPodStatus(nominated, nil, clear); err != nil {
@@ -218,7 +210,7 @@ func (g *Gang) clearWaitingNomination(ctx context.Context, pod *corev1.Pod, node
 		return
 	}
 	patch := []byte(`{"status":{"nominatedNodeName":null}}`)
-	if _, err := g.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).Error(err, "Clearing a rejected gang member's nominated node", "pod", klog.KObj(pod), "node", node)
 	}
 }

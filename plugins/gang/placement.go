@@ -47,11 +47,11 @@ func (g *Gang) GeneratePlacements(_ context.Context, _ fwk.PodGroupCycleState, g
 	if key == "" {
 		return &fwk.GeneratePlacementsResult{Placements: []*fwk.Placement{parent}}, nil
 	}
-	running, err := g.runningMembers(group)
+	running, err := runningMembers(g.handle.SnapshotSharedLister(), group)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	pinned, status := g.runningDomain(key, running)
+	pinned, status := runningDomain(g.handle.SnapshotSharedLister().NodeInfos(), key, running)
 	if status != nil {
 		return nil, status
 	}
@@ -124,11 +124,11 @@ func placementTopologyKey(group fwk.PodGroupInfo) string {
 
 // runningMembers are the group's members the snapshot has on a node
 // (bound or assumed); for a composite group, its children's.
-func (g *Gang) runningMembers(group fwk.PodGroupInfo) ([]*corev1.Pod, error) {
+func runningMembers(snapshot fwk.SharedLister, group fwk.PodGroupInfo) ([]*corev1.Pod, error) {
 	if group.GetPodGroup() == nil {
 		var all []*corev1.Pod
 		for _, child := range group.GetChildren() {
-			pods, err := g.runningMembers(child)
+			pods, err := runningMembers(snapshot, child)
 			if err != nil {
 				return nil, err
 			}
@@ -136,7 +136,7 @@ func (g *Gang) runningMembers(group fwk.PodGroupInfo) ([]*corev1.Pod, error) {
 		}
 		return all, nil
 	}
-	states, err := g.handle.SnapshotSharedLister().PodGroupStates().Get(group.GetNamespace(), group.GetName())
+	states, err := snapshot.PodGroupStates().Get(group.GetNamespace(), group.GetName())
 	if err != nil {
 		// The snapshot has no state for a group none of whose pods it has
 		// seen on a node: none runs.
@@ -147,10 +147,10 @@ func (g *Gang) runningMembers(group fwk.PodGroupInfo) ([]*corev1.Pod, error) {
 
 // runningDomain is the one domain the running members share ("" when none
 // runs), or the status of a group split across domains.
-func (g *Gang) runningDomain(key string, running []*corev1.Pod) (string, *fwk.Status) {
+func runningDomain(nodes fwk.NodeInfoLister, key string, running []*corev1.Pod) (string, *fwk.Status) {
 	var seen []string
 	for _, pod := range running {
-		node, err := g.handle.SnapshotSharedLister().NodeInfos().Get(pod.Spec.NodeName)
+		node, err := nodes.Get(pod.Spec.NodeName)
 		if err != nil {
 			// The node left the snapshot: the member's domain is unknown and
 			// it no longer holds the group anywhere.

@@ -43,7 +43,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	logger := klog.FromContext(ctx).WithValues("gang", key.String())
 	topo, bad := g.topologyOf(pg, nodes)
 	if bad != "" {
-		g.recordGangEvent(pg, corev1.EventTypeWarning, "InvalidTopology", bad)
+		g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeWarning, "InvalidTopology", "Scheduling", "%s", bad)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons.InvalidSpec.Say("gang %s waits: %s", key, bad))
 	}
 	if _, err := cycle.Read(state.QueueRefusedKey); err == nil {
@@ -59,7 +59,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	var window, confine []string
 	var backoff time.Duration
 	var unblocked []state.GroupKey
-	defer func() { g.activateGangs(ctx, unblocked) }()
+	defer func() { g.shared.activatePending(klog.FromContext(ctx), "", unblocked...) }()
 	// The quorum check runs without the store's lock, on what it read
 	// under it (planInputs); its verdict is applied, under the lock, only
 	// if nothing it read changed meanwhile, else it is made again.
@@ -174,7 +174,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 		}
 		if doesNotFitNow {
 			gangRejections.WithLabelValues(reasonDoesNotFit).Inc()
-			g.recordGangEvent(pg, corev1.EventTypeWarning, "GangDoesNotFit", status.Message())
+			g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeWarning, "GangDoesNotFit", "Scheduling", "%s", status.Message())
 		}
 		g.shared.status.Enqueue(key)
 		return nil, status
@@ -284,7 +284,7 @@ func (planned) Clone() fwk.StateData { return planned{} }
 // reserved for longer than any Permit wait: every attempt that reserved a
 // member ends by quorum, PostFilter or Permit timeout well before that.
 func (g *Gang) stale(placing *state.Gang, locked *state.Locked) bool {
-	return placing.ReservedCount() == 0 && locked.AttemptAge(placing) > g.timeout(g.store.PodGroup(placing.Key))+5*time.Second
+	return placing.ReservedCount() == 0 && locked.AttemptAge(placing) > scheduleTimeout(g.store.PodGroup(placing.Key), g.permitWait)+5*time.Second
 }
 
 // sortedKeys returns the gangs' keys in name order, so that messages

@@ -21,6 +21,10 @@ const anywhere = planner.Anywhere
 // topology is what a PodGroup asks for (see planner.Topology).
 type topology = planner.Topology
 
+// topologyLevels are the cluster's topology labels, widest first (the
+// plugin's args): what a PodGroup's levels are read against.
+type topologyLevels []string
+
 // topologyOf reads the PodGroup's topology annotations, and the topology
 // fields of its roles, against the plugin's levels and the labels the
 // nodes carry. It returns nil when neither the PodGroup nor any role asks
@@ -47,7 +51,7 @@ func (g *Gang) topologyOf(pg *schedv1alpha1.PodGroup, nodes []fwk.NodeInfo) (*to
 	}
 	t.Levels = []string{anywhere}
 	if t.Required != "" || t.Preferred != "" {
-		levels, bad := g.levelsOf(t.Required, t.Preferred, flotillav1alpha1.TopologyRequiredAnnotation, flotillav1alpha1.TopologyPreferredAnnotation, labelled)
+		levels, bad := g.topologyLevels.levelsOf(t.Required, t.Preferred, flotillav1alpha1.TopologyRequiredAnnotation, flotillav1alpha1.TopologyPreferredAnnotation, labelled)
 		if bad != "" {
 			return nil, bad
 		}
@@ -61,12 +65,12 @@ func (g *Gang) topologyOf(pg *schedv1alpha1.PodGroup, nodes []fwk.NodeInfo) (*to
 			continue
 		}
 		at := fmt.Sprintf("%s[%d]", flotillav1alpha1.RolesAnnotation, i)
-		levels, bad := g.levelsOf(role.TopologyRequired, role.TopologyPreferred, at+".topologyRequired", at+".topologyPreferred", labelled)
+		levels, bad := g.topologyLevels.levelsOf(role.TopologyRequired, role.TopologyPreferred, at+".topologyRequired", at+".topologyPreferred", labelled)
 		if bad != "" {
 			return nil, bad
 		}
 		if t.Required != "" {
-			if levels, bad = g.insideGangs(levels, t.Required, at); bad != "" {
+			if levels, bad = g.topologyLevels.insideGangs(levels, t.Required, at); bad != "" {
 				return nil, bad
 			}
 		}
@@ -79,18 +83,18 @@ func (g *Gang) topologyOf(pg *schedv1alpha1.PodGroup, nodes []fwk.NodeInfo) (*to
 // required level (the gang's domain holds the role's anyway), and says
 // what is wrong when the role asks outright for a wider one, or for one
 // that cannot be ordered against the gang's.
-func (g *Gang) insideGangs(levels []string, gangRequired, at string) ([]string, string) {
-	gi := slices.Index(g.topologyLevels, gangRequired)
+func (known topologyLevels) insideGangs(levels []string, gangRequired, at string) ([]string, string) {
+	gi := slices.Index(known, gangRequired)
 	var inside []string
 	for k, level := range levels {
 		if level == anywhere || level == gangRequired {
 			inside = append(inside, level)
 			continue
 		}
-		li := slices.Index(g.topologyLevels, level)
+		li := slices.Index(known, level)
 		if li < 0 || gi < 0 {
 			return nil, fmt.Sprintf("%s asks for node label %q and annotation %s for %q: both must be among the Gang plugin's topologyLevels %v to be ordered, since a role's domain lies inside its gang's",
-				at, level, flotillav1alpha1.TopologyRequiredAnnotation, gangRequired, g.topologyLevels)
+				at, level, flotillav1alpha1.TopologyRequiredAnnotation, gangRequired, known)
 		}
 		if li >= gi {
 			inside = append(inside, level)
@@ -106,7 +110,7 @@ func (g *Gang) insideGangs(levels []string, gangRequired, at string) ([]string, 
 // levelsOf reads one required and one preferred level (either may be
 // ""), named by their fields in what it says is wrong, into the levels to
 // try in order.
-func (g *Gang) levelsOf(required, preferred, requiredField, preferredField string, labelled func(string) bool) ([]string, string) {
+func (levels topologyLevels) levelsOf(required, preferred, requiredField, preferredField string, labelled func(string) bool) ([]string, string) {
 	for _, a := range []struct{ field, key string }{{requiredField, required}, {preferredField, preferred}} {
 		if a.key != "" && !labelled(a.key) {
 			return nil, fmt.Sprintf("annotation %s names node label %q, which no node has", a.field, a.key)
@@ -115,28 +119,28 @@ func (g *Gang) levelsOf(required, preferred, requiredField, preferredField strin
 	if preferred == "" {
 		return []string{required}, ""
 	}
-	p := slices.Index(g.topologyLevels, preferred)
+	p := slices.Index(levels, preferred)
 	if p < 0 {
 		return nil, fmt.Sprintf("annotation %s names %q, which is not one of the Gang plugin's topologyLevels %v: a preferred level needs the wider levels to fall back to",
-			preferredField, preferred, g.topologyLevels)
+			preferredField, preferred, levels)
 	}
 	r := -1
 	if required != "" {
-		if r = slices.Index(g.topologyLevels, required); r < 0 {
+		if r = slices.Index(levels, required); r < 0 {
 			return nil, fmt.Sprintf("annotation %s names %q, which is not one of the Gang plugin's topologyLevels %v: with %s set it must be, to be ordered against it",
-				requiredField, required, g.topologyLevels, preferredField)
+				requiredField, required, levels, preferredField)
 		}
 		if p < r {
 			return nil, fmt.Sprintf("annotation %s (%s) names a wider level than %s (%s): the preferred level must lie inside the required one",
 				preferredField, preferred, requiredField, required)
 		}
 	}
-	var levels []string
+	var out []string
 	for i := p; i >= 0 && i >= r; i-- {
-		levels = append(levels, g.topologyLevels[i])
+		out = append(out, levels[i])
 	}
 	if required == "" {
-		levels = append(levels, anywhere)
+		out = append(out, anywhere)
 	}
-	return levels, ""
+	return out, ""
 }
