@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
@@ -98,4 +99,46 @@ func TestPinnedList(t *testing.T) {
 	assert.Nil(t, PinnedList(clique, nil, nodes))
 	assert.Equal(t, []string{"a", "b"}, PinnedList(clique, []string{"b1", "a1"}, nodes))
 	assert.Equal(t, []string{"b"}, PinnedList(clique, []string{"b1"}, nodes))
+}
+
+// A member's role and whether that role asks for a domain of its own, read
+// by the roles annotation or by the caller's function.
+func TestTopologyRoles(t *testing.T) {
+	ray := roles(t, `[{"name":"head","selector":{"matchLabels":{"role":"head"}},"minMember":1},`+
+		`{"name":"gpu","selector":{"matchLabels":{"role":"gpu"}},"minMember":2,"topologyRequired":"`+clique+`"}]`)
+	topo := &Topology{Levels: []string{Anywhere}, Of: ray, Roles: []RoleTopology{{Name: "gpu", Required: clique, Levels: []string{clique}}}}
+	head, worker, stray := pod("h", "head", "2", 0), pod("w", "gpu", "1", 1), pod("s", "", "1", 0)
+	tests := []struct {
+		name       string
+		topo       *Topology
+		pod        *corev1.Pod
+		wantRole   string
+		wantDomain string
+	}{
+		{name: "a GPU worker: its role asks for a clique", topo: topo, pod: worker, wantRole: "gpu", wantDomain: "gpu"},
+		{name: "the head: a role without a domain", topo: topo, pod: head, wantRole: "head"},
+		{name: "a pod of no role", topo: topo, pod: stray},
+		{name: "no topology", topo: nil, pod: worker},
+		{name: "the caller's function wins over the annotation", topo: &Topology{Of: ray, OfPod: func(*corev1.Pod) string { return "gpu" },
+			Roles: topo.Roles}, pod: head, wantRole: "gpu", wantDomain: "gpu"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.wantRole, tt.topo.RoleOf(tt.pod))
+			assert.Equal(t, tt.wantDomain, tt.topo.DomainRole(tt.pod))
+			assert.Equal(t, tt.wantDomain != "", tt.topo.Role(tt.topo.RoleOf(tt.pod)) != nil)
+		})
+	}
+}
+
+// Placed members pin a domain: the values they hold, and the nodes of
+// those values.
+func TestPinnedValuesAndConfinedTo(t *testing.T) {
+	nodes := []fwk.NodeInfo{node("a1", "8", 1, []string{clique + "=a"}), node("a2", "8", 1, []string{clique + "=a"}),
+		node("b1", "8", 1, []string{clique + "=b"}), node("cpu", "8", 0, nil)}
+	assert.Nil(t, PinnedValues(clique, nil, nodes), "nothing placed: nothing pinned")
+	assert.Equal(t, map[string]bool{"a": true}, PinnedValues(clique, []string{"a2"}, nodes))
+	assert.Equal(t, []string{"a1", "a2"}, ConfinedTo(clique, []string{"a2"}, nodes), "a member on a2 confines the rest to clique a")
+	assert.Nil(t, ConfinedTo(clique, nil, nodes))
+	assert.Equal(t, []string{"a1", "a2", "b1"}, ConfinedTo(clique, []string{"a1", "b1"}, nodes), "members split across two cliques confine to both")
 }
