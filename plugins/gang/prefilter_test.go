@@ -71,8 +71,9 @@ func testGang(t *testing.T, groups []*schedv1alpha1.PodGroup, pods []*corev1.Pod
 	recorder := events.NewFakeRecorder(100)
 	opts = append([]frameworkruntime.Option{frameworkruntime.WithEventRecorder(recorder)}, opts...)
 	h := &fakeHandle{Handle: handletest.New(t, "flotilla-scheduler", opts...), activated: map[string]bool{}, waiting: map[types.UID]*fakeWaitingPod{}, recorder: recorder}
-	g := &Gang{handle: h, store: state.NewStatic(groups, pods), permitWait: time.Minute, backoff: 10 * time.Second}
-	g.shared = testShared(t, g.store, h)
+	store := state.NewStatic(groups, pods)
+	g := &Gang{handle: h, store: store, permitWait: time.Minute, backoff: 10 * time.Second}
+	g.shared = testShared(t, store, h)
 	return g, h
 }
 
@@ -133,7 +134,7 @@ func TestPreFilterPlacesGangsSideBySide(t *testing.T) {
 			groups := []*schedv1alpha1.PodGroup{podGroup("a", t0, 2), podGroup("b", t0, int32(tc.bSize)), podGroup("c", t0, 1)}
 			g, h := testGang(t, groups, append(append(append([]*corev1.Pod{}, a...), b...), c...))
 			if tc.preempts {
-				g.store.EnableGangPreemption(h.ProfileName())
+				g.store.(*state.Store).EnableGangPreemption(h.ProfileName())
 			}
 			ctx := context.Background()
 			res, status := g.PreFilter(ctx, framework.NewCycleState(), a[0], nodes)

@@ -84,7 +84,7 @@ func TestTopologyOf(t *testing.T) {
 		{name: "preferred not a level", preferred: "example.com/pod", wantBad: "which no node has"},
 		{name: "unknown label", required: "example.com/row", wantBad: `annotation scheduling.flotilla.dev/topology-required names node label "example.com/row", which no node has`},
 	}
-	g := &Gang{topologyLevels: levels}
+	g := &Gang{topologyLevels: levels, store: state.NewStatic(nil, nil)}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			topo, bad := g.topologyOf(withTopology(podGroup("g", t0, 1), tt.required, tt.preferred), nodes)

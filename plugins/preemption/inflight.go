@@ -47,7 +47,7 @@ type podRef struct {
 // hint, every preemption's survey and its eviction read and write them.
 type evictions struct {
 	handle fwk.Handle
-	store  *state.Store
+	store  preemptionState
 	pods   corelisters.PodLister
 
 	mu sync.Mutex
@@ -62,7 +62,7 @@ type evictions struct {
 
 // newEvictions starts with none in flight; handle activates the pods
 // waiting and shows the cycle's snapshot, pods is the pods informer.
-func newEvictions(handle fwk.Handle, store *state.Store, pods corelisters.PodLister) *evictions {
+func newEvictions(handle fwk.Handle, store preemptionState, pods corelisters.PodLister) *evictions {
 	return &evictions{handle: handle, store: store, pods: pods, inFlight: map[string]*eviction{}}
 }
 

@@ -31,7 +31,7 @@ const Name = "Preemption"
 // priority and gang rules (see doc.go).
 type Preemption struct {
 	handle fwk.Handle
-	store  *state.Store
+	store  preemptionState
 	pods   corelisters.PodLister
 	pdbs   policylisters.PodDisruptionBudgetLister
 	// evictions are the evictions in flight and the preemptors waiting for

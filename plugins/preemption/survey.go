@@ -47,7 +47,7 @@ type world struct {
 	// PodGroups.
 	who    *preemptor
 	handle fwk.Handle
-	store  *state.Store
+	store  preemptionState
 	// charged are the profiles whose pods count in their queues (nil
 	// without queues).
 	charged state.ChargedProfiles
@@ -234,7 +234,7 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 // but not yet in the informer: it is found as in flight, never a victim,
 // and its gang is not whole without it. Each gang's members are in name
 // order, so that ties between them fall the same way every time.
-func (w *world) gangsByMembers(store *state.Store, who *preemptor) map[state.GroupKey][]found {
+func (w *world) gangsByMembers(store preemptionState, who *preemptor) map[state.GroupKey][]found {
 	groups := map[state.GroupKey][]found{}
 	store.EachGangMember(func(key state.GroupKey, pod *corev1.Pod) {
 		if who.inGroup && key == who.group {
