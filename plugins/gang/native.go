@@ -3,10 +3,9 @@ package gang
 import (
 	"sync"
 
-	"k8s.io/client-go/tools/events"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 )

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla/internal/handletest"
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // fakeHandle is the framework's handle of the profile, with the event
@@ -230,76 +230,6 @@ func TestPreFilterStartsNoAttemptForAGangItsQueueRefused(t *testing.T) {
 	assert.True(t, status.IsSuccess(), status.Message())
 }
 
-// The quorum check runs without the store's lock, on what it read under
-// it; its verdict is applied only if the gangs' accounting did not change
-// meanwhile, else it is made again, at most maxQuorumChecks times.
-func TestQuorumCheckRunsWithoutTheStoresLock(t *testing.T) {
-	// Four nodes of 4 cpu; gang a (2 whole-node members) is placing; gang
-	// b (3 whole-node members, a leader asking less memory than its
-	// workers) fits only once a's plan holds nothing.
-	nodes := []fwk.NodeInfo{nodeInfo("n0", "4"), nodeInfo("n1", "4"), nodeInfo("n2", "4"), nodeInfo("n3", "4")}
-	aKey := state.GroupKey{Namespace: "ns", Name: "a"}
-	for _, tc := range []struct {
-		name string
-		// during runs inside check number n (from 1), the lock free.
-		during     func(locked *state.Locked, n int)
-		wantChecks int
-		wantCode   fwk.Code
-		wantMsg    string
-	}{
-		{name: "nothing changes: one check, its verdict stands", during: func(*state.Locked, int) {},
-			wantChecks: 1, wantCode: fwk.Unschedulable, wantMsg: "placing gang(s) ns/a hold the room its quorum needs"},
-		{name: "the placing gang's attempt ends during the check: checked again, and it starts",
-			during: func(locked *state.Locked, n int) {
-				if n == 1 {
-					locked.FinishPlacing(locked.Gang(aKey))
-				}
-			},
-			wantChecks: 2, wantCode: fwk.Success},
-		{name: "the accounting changes during every check: refused, tried again shortly",
-			during: func(locked *state.Locked, _ int) {
-				a := locked.Gang(aKey)
-				locked.UnreserveMember(a, "a-0")
-				locked.ReserveMember(a, members("a", 1, "4")[0], "n0")
-			},
-			wantChecks: maxQuorumChecks, wantCode: fwk.Unschedulable, wantMsg: "changed while its quorum was checked, 3 times"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			a, b := members("a", 2, "4"), members("b", 3, "4")
-			b[0].Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("512Mi")
-			groups := []*schedv1alpha1.PodGroup{podGroup("a", t0, 2), podGroup("b", t0, 3)}
-			g, h := testGang(t, groups, append(append([]*corev1.Pod{}, a...), b...))
-			ctx := context.Background()
-			_, status := g.PreFilter(ctx, framework.NewCycleState(), a[0], nodes)
-			require.True(t, status.IsSuccess(), status.Message())
-
-			checks := 0
-			g.duringQuorumCheck = func() {
-				checks++
-				// The lock is free: another goroutine takes it at once.
-				took := make(chan struct{})
-				go g.store.Lock(func(locked *state.Locked) {
-					tc.during(locked, checks)
-					close(took)
-				})
-				select {
-				case <-took:
-				case <-time.After(5 * time.Second):
-					t.Fatal("the store's lock is held during the quorum check")
-				}
-			}
-			_, status = g.PreFilter(ctx, framework.NewCycleState(), b[1], nodes)
-			assert.Equal(t, tc.wantChecks, checks)
-			assert.Equal(t, tc.wantCode, status.Code(), status.Message())
-			assert.Contains(t, status.Message(), tc.wantMsg)
-			assert.Equal(t, tc.wantCode == fwk.Success, isPlacing(g, "b"))
-			if tc.wantChecks == maxQuorumChecks {
-				require.Eventually(t, func() bool { return h.activated["ns/b-1"] }, 5*time.Second, 50*time.Millisecond, "a gang refused for a changing accounting is tried again")
-			}
-		})
-	}
-}
-
 // When a gang's attempt starts, its members' nominations agree with the
 // plan: Preemption nominated them to where it made room, and a member
 // nominated to a node the plan gives a sibling would fill that node in
@@ -361,4 +291,48 @@ func TestPlanStartMovesMembersNominations(t *testing.T) {
 	require.NotNil(t, result)
 	assert.Equal(t, fwk.ModeOverride, result.NominatingInfo.Mode())
 	assert.Empty(t, result.NominatingInfo.NominatedNodeName)
+}
+
+// PreFilter on the states a gang can be in besides those of
+// TestPreFilterPlacesGangsSideBySide.
+func TestPreFilterGangStates(t *testing.T) {
+	nodes := []fwk.NodeInfo{nodeInfo("n0", "4"), nodeInfo("n1", "4")}
+	key := state.GroupKey{Namespace: "ns", Name: "g"}
+	tests := []struct {
+		name     string
+		pod      *corev1.Pod
+		prepare  func(locked *state.Locked, g *state.Gang, pods []*corev1.Pod)
+		wantCode fwk.Code
+		wantMsg  string
+	}{
+		{name: "plain pod: not Gang's", pod: st.MakePod().Namespace("ns").Name("plain").Obj(), wantCode: fwk.Skip},
+		{name: "fits: the attempt starts", wantCode: fwk.Success},
+		{name: "backing off after a failed attempt", prepare: func(locked *state.Locked, g *state.Gang, _ []*corev1.Pod) {
+			locked.StartPlacing(g, nil)
+			locked.FailAttempt(g, "member g-1 could not be placed", time.Minute)
+		}, wantCode: fwk.Unschedulable, wantMsg: "backs off"},
+		{name: "attempt under way: admitted", prepare: func(locked *state.Locked, g *state.Gang, _ []*corev1.Pod) {
+			locked.StartPlacing(g, []capacity.PlanSlot{{Node: "n1", Members: 2}})
+		}, wantCode: fwk.Success},
+		{name: "quorum reached: surplus places freely", prepare: func(locked *state.Locked, g *state.Gang, pods []*corev1.Pod) {
+			locked.ReserveMember(g, pods[1], "n0")
+			locked.ReserveMember(g, pods[2], "n1")
+		}, wantCode: fwk.Success},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pods := members("g", 3, "2")
+			gang, _ := testGang(t, []*schedv1alpha1.PodGroup{podGroup("g", t0, 2)}, pods)
+			if tt.prepare != nil {
+				gang.store.Lock(func(locked *state.Locked) { tt.prepare(locked, locked.Gang(key), pods) })
+			}
+			pod := tt.pod
+			if pod == nil {
+				pod = pods[0]
+			}
+			_, status := gang.PreFilter(context.Background(), framework.NewCycleState(), pod, nodes)
+			assert.Equal(t, tt.wantCode, status.Code(), status.Message())
+			assert.Contains(t, status.Message(), tt.wantMsg)
+		})
+	}
 }

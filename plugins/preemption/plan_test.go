@@ -42,27 +42,6 @@ func names(pl *plan) []string {
 	return out
 }
 
-// The shortest fitting prefix, then every victim it can do without given
-// back, most important first: needing 3 cpu from [1, 1, 2, 1] (least
-// important first) takes the first three and gives b back, the more
-// important of the two it can spare (volcano #5994 evicted 10 where 1 did).
-func TestMinimalGivesBackVictimsNotNeeded(t *testing.T) {
-	seq := []*unit{victimUnit(t, "a", 1000, 1, false), victimUnit(t, "b", 1000, 2, false), victimUnit(t, "c", 2000, 3, false), victimUnit(t, "d", 1000, 4, false)}
-	calls := 0
-	fits := func(victims []*unit) (map[types.UID]string, bool) {
-		calls++
-		return nil, cpuOf(victims) >= 3000
-	}
-	pl := minimal(seq, fits)
-	assert.ElementsMatch(t, []string{"a", "c"}, names(pl))
-	assert.Less(t, calls, 12, "binary search, not one call per prefix and subset")
-
-	assert.Nil(t, minimal(seq, func(victims []*unit) (map[types.UID]string, bool) { return nil, cpuOf(victims) >= 99000 }), "nothing when even all do not fit")
-	free := minimal(seq, func([]*unit) (map[types.UID]string, bool) { return nil, true })
-	assert.NotNil(t, free)
-	assert.Empty(t, free.victims, "no victims when room is already free")
-}
-
 func TestVictimOrder(t *testing.T) {
 	single := victimUnit(t, "single-high", 1000, 50, false)
 	whole := victimUnit(t, "whole-low", 1000, 1, true)

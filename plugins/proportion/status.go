@@ -1,9 +1,8 @@
 package proportion
 
 import (
-	"sync"
-
 	"context"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"

@@ -2,12 +2,16 @@ package preemption
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -17,6 +21,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/planner"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
@@ -169,6 +174,148 @@ func TestPostFilterRefusals(t *testing.T) {
 			} else {
 				assert.Same(t, dropNomination, result)
 			}
+		})
+	}
+}
+
+// A plan that evicts nothing says room is being freed only where pods
+// terminate on the nodes it places on; elsewhere the preemptor fits now,
+// so room is not what refused it (a gang whose minResources exceed the
+// cluster was told terminating pods freed room where none terminated).
+func TestNoVictimsNeeded(t *testing.T) {
+	leaving := wholeNodePod("leaving", 0, "node-a")
+	who := &preemptor{what: "gang ns/g"}
+	tests := []struct {
+		name        string
+		terminating map[string][]fwk.PodInfo
+		placement   map[types.UID]string
+		want        string
+	}{{
+		name:        "a pod terminates where a member goes",
+		terminating: map[string][]fwk.PodInfo{"node-a": {mustPodInfo(t, leaving)}},
+		placement:   map[types.UID]string{"m1": "node-b", "m2": "node-a"},
+		want:        "not preempting: 1 terminating pods are freeing room for gang ns/g",
+	}, {
+		name:        "pods terminate only elsewhere",
+		terminating: map[string][]fwk.PodInfo{"node-c": {mustPodInfo(t, leaving)}},
+		placement:   map[types.UID]string{"m1": "node-a"},
+		want:        "preemption cannot help: gang ns/g fits on the nodes without evicting anything, and preemption evicts only to place pods, not for a PodGroup's minResources or a queue's share",
+	}, {
+		name:      "nothing terminates",
+		placement: map[types.UID]string{"m1": "node-a", "m2": "node-a"},
+		want:      "preemption cannot help: gang ns/g fits on the nodes without evicting anything, and preemption evicts only to place pods, not for a PodGroup's minResources or a queue's share",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &world{terminating: tt.terminating}
+			reason, freeing := noVictimsNeeded(who, &plan{placement: tt.placement}, w)
+			assert.Equal(t, tt.want, reason)
+			assert.Equal(t, strings.HasPrefix(tt.want, "not preempting"), freeing, "room is being freed: the nomination stands")
+		})
+	}
+}
+
+// PostFilter nominates the node it makes room on, leaves a nomination
+// standing while pods terminating there free the room, and drops it when
+// no eviction it may make helps: a nomination left so holds that room from
+// every pod of no higher priority for as long as the pod waits. (The plan
+// that evicts nothing because the room is there already, which drops it
+// too, is TestNoVictimsNeeded's: freeing is false there.)
+func TestPostFilterNomination(t *testing.T) {
+	tests := []struct {
+		name string
+		// on n-0 and n-1 (8 cpu each): a pod of 7 cpu at priority 10 on
+		// n-0; on n-1 one of 7 cpu, terminating or not, or none.
+		terminating, n1Empty bool
+		preemptor            *corev1.Pod
+		wantCode             fwk.Code
+		wantResult           *fwk.PostFilterResult
+		// nominated: to a node of a victim (either has one).
+		nominated bool
+	}{
+		{name: "victims make room", preemptor: wholeNodePod("urgent", 1000, ""),
+			wantCode: fwk.Success, nominated: true},
+		{name: "pods terminating free its room", terminating: true, preemptor: wholeNodePod("urgent", 5, ""),
+			wantCode: fwk.Unschedulable, wantResult: nil},
+		{name: "nothing it may evict makes room", n1Empty: true, preemptor: wholeNodePod("refused", 5, ""),
+			wantCode: fwk.Unschedulable, wantResult: dropNomination},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			running := []*corev1.Pod{wholeNodePod("low", 10, "n-0")}
+			if !tt.n1Empty {
+				leaving := wholeNodePod("leaving", 10, "n-1")
+				if tt.terminating {
+					leaving.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+				}
+				running = append(running, leaving)
+			}
+			all := append([]*corev1.Pod{tt.preemptor}, running...)
+			p := clusterPreemption(t, state.NewStatic(nil, all), 2, running, all)
+			statuses := framework.NewDefaultNodeToStatus()
+			statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.Unschedulable))
+			result, status := p.PostFilter(context.Background(), framework.NewCycleState(), tt.preemptor, statuses)
+			assert.Equal(t, tt.wantCode, status.Code(), status.Message())
+			if tt.nominated {
+				require.NotNil(t, result)
+				assert.Equal(t, fwk.ModeOverride, result.NominatingInfo.NominatingMode)
+				assert.Contains(t, []string{"n-0", "n-1"}, result.NominatingInfo.NominatedNodeName)
+				return
+			}
+			assert.Equal(t, tt.wantResult, result)
+		})
+	}
+}
+
+// A pending gang member preempts for its gang's quorum only when Gang's
+// PreFilter said the gang waits for room, every member needed exists, and
+// preemption can plan the room it needs; else nothing is evicted for it,
+// and the message says why.
+func TestPreemptorForAGang(t *testing.T) {
+	key := state.GroupKey{Namespace: "ns", Name: "g"}
+	pg := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 3}}
+	pending := func(n int) []*corev1.Pod {
+		pods := make([]*corev1.Pod, n)
+		for i := range pods {
+			pods[i] = running(fmt.Sprintf("g-%d", i), 100, "g")
+			pods[i].Spec.NodeName = ""
+		}
+		return pods
+	}
+	tests := []struct {
+		name        string
+		members     int
+		room        *state.GangNeedsRoom
+		wantMembers int
+		wantRefusal string
+	}{
+		{name: "waiting for room", members: 3, room: &state.GangNeedsRoom{Key: key, Topology: &planner.Topology{Required: "example.com/rack", Levels: []string{"example.com/rack"}}}, wantMembers: 3},
+		{name: "not waiting for room", members: 3, wantRefusal: "not preempting: gang ns/g is not waiting for room"},
+		{name: "another gang's room", members: 3, room: &state.GangNeedsRoom{Key: state.GroupKey{Namespace: "ns", Name: "other"}}, wantRefusal: "is not waiting for room"},
+		{name: "members missing", members: 2, room: &state.GangNeedsRoom{Key: key}, wantRefusal: "not preempting: gang ns/g needs 1 more members than are pending"},
+		{name: "roles requiring domains of their own: planned for, each in its domain", members: 3,
+			room: &state.GangNeedsRoom{Key: key, Topology: &planner.Topology{Levels: []string{planner.Anywhere},
+				Roles: []planner.RoleTopology{{Name: "workers", Required: "nvidia.com/gpu.clique", Levels: []string{"nvidia.com/gpu.clique"}}},
+				OfPod: func(*corev1.Pod) string { return "workers" }}},
+			wantMembers: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pods := pending(tt.members)
+			p := wired(&Preemption{store: state.NewStatic([]*schedv1alpha1.PodGroup{pg}, pods)})
+			cycle := framework.NewCycleState()
+			if tt.room != nil {
+				cycle.Write(state.GangNeedsRoomKey, tt.room)
+			}
+			who, refusal := p.preemptorFor(cycle, pods[0])
+			if tt.wantRefusal != "" {
+				assert.Nil(t, who)
+				assert.Contains(t, refusal, tt.wantRefusal)
+				return
+			}
+			assert.Empty(t, refusal)
+			assert.Len(t, who.members, tt.wantMembers)
+			assert.Equal(t, tt.room.Topology, who.topology)
 		})
 	}
 }
