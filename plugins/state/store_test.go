@@ -1,0 +1,165 @@
+package state
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+)
+
+// The informers the store makes keep objects without their
+// managedFields, and with everything the store reads: names, UID,
+// labels, annotations, spec and status.
+func TestStoreInformersDropManagedFields(t *testing.T) {
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate,
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}}}`)}}}
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), ResourceVersion: "1",
+			Labels: map[string]string{schedv1alpha1.PodGroupLabel: "g", "role": "worker"}, Annotations: map[string]string{"batch.kubernetes.io/job-completion-index": "3"},
+			ManagedFields: managed}
+	}
+	tests := []struct {
+		name string
+		obj  runtime.Object
+		kind runtime.Object
+	}{
+		{name: "a finished member's metadata", obj: &metav1.PartialObjectMetadata{ObjectMeta: meta("worker-3")}, kind: &metav1.PartialObjectMetadata{}},
+		{name: "a PodGroup", obj: &schedv1alpha1.PodGroup{ObjectMeta: meta("g"), Spec: schedv1alpha1.PodGroupSpec{MinMember: 4},
+			Status: schedv1alpha1.PodGroupStatus{Phase: schedv1alpha1.PodGroupRunning, Running: 4}}, kind: &schedv1alpha1.PodGroup{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fw := watch.NewFake()
+			informer := cache.NewSharedIndexInformer(listThenWatch{&cache.ListWatch{
+				ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+					return &metav1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
+				},
+				WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return fw, nil },
+			}}, tc.kind, 0, cache.Indexers{})
+			withoutManagedFields(informer)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go informer.RunWithContext(ctx)
+			require.True(t, cache.WaitForCacheSync(ctx.Done(), informer.HasSynced))
+			want := tc.obj.DeepCopyObject()
+			fw.Add(tc.obj)
+			require.Eventually(t, func() bool { return len(informer.GetStore().List()) == 1 }, 5*time.Second, time.Millisecond)
+			got := informer.GetStore().List()[0].(runtime.Object)
+			gotMeta, wantMeta := got.(metav1.Object), want.(metav1.Object)
+			assert.Empty(t, gotMeta.GetManagedFields(), "managedFields kept")
+			wantMeta.SetManagedFields(nil)
+			assert.Equal(t, want, got, "everything else kept")
+		})
+	}
+}
+
+// MemberCount counts from the members the handler keeps once it has seen
+// every pod, and agrees with a listing of the index at every step: a
+// member leaves the count when it starts terminating, when it leaves the
+// group by a label, and when a delete shows it terminating though it was
+// counted live (a pod deleted at once, grace period 0). A succeeded member
+// the informer still shows is counted once.
+func TestMemberCountFollowsTheInformer(t *testing.T) {
+	g, h := GroupKey{Namespace: "ns", Name: "g"}, GroupKey{Namespace: "ns", Name: "h"}
+	inGroup := func(pod *corev1.Pod, group string) *corev1.Pod {
+		pod = pod.DeepCopy()
+		pod.Namespace = "ns"
+		pod.Labels = map[string]string{schedv1alpha1.PodGroupLabel: group}
+		return pod
+	}
+	// A leader unlike its workers.
+	leader := inGroup(sized("leader", capacity.Resources{corev1.ResourceCPU: 2000, corev1.ResourceMemory: 8 << 30}), "g")
+	worker0 := inGroup(sized("worker-0", capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 2 << 30, "nvidia.com/gpu": 1}), "g")
+	worker1 := inGroup(sized("worker-1", capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 2 << 30, "nvidia.com/gpu": 1}), "g")
+	other := inGroup(sized("other", capacity.Resources{corev1.ResourceCPU: 500, corev1.ResourceMemory: 1 << 30}), "h")
+	terminating := func(pod *corev1.Pod) *corev1.Pod {
+		pod = pod.DeepCopy()
+		pod.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		return pod
+	}
+	s, w := trackedStore(t)
+	var mu sync.Mutex
+	counted := map[GroupKey][]int{} // MemberCount as OnMemberCounted saw it
+	s.OnMemberCounted(func(key GroupKey) {
+		n := s.MemberCount(key)
+		mu.Lock()
+		defer mu.Unlock()
+		counted[key] = append(counted[key], n)
+	})
+	steps := []struct {
+		name  string
+		event func()
+		want  map[GroupKey]int
+	}{
+		{"the leader arrives", func() { w.Add(leader) }, map[GroupKey]int{g: 1, h: 0}},
+		{"its workers arrive", func() { w.Add(worker0); w.Add(worker1) }, map[GroupKey]int{g: 3, h: 0}},
+		{"another group's member", func() { w.Add(other) }, map[GroupKey]int{g: 3, h: 1}},
+		{"a worker moves to the other group by its label", func() { w.Modify(inGroup(worker1, "h")) }, map[GroupKey]int{g: 2, h: 2}},
+		{"a worker starts terminating", func() { w.Modify(terminating(worker0)) }, map[GroupKey]int{g: 1, h: 2}},
+		{"and is gone", func() { w.Delete(terminating(worker0)) }, map[GroupKey]int{g: 1, h: 2}},
+		{"the leader is deleted at once: the delete shows it terminating", func() { w.Delete(terminating(leader)) }, map[GroupKey]int{g: 0, h: 2}},
+		{"a member of h succeeded while the informer still shows it", func() {
+			require.NoError(t, s.succeeded.GetIndexer().Add(&metav1.PartialObjectMetadata{ObjectMeta: other.ObjectMeta}))
+		}, map[GroupKey]int{g: 0, h: 2}},
+		{"then leaves the informer: counted once, as succeeded", func() { w.Delete(other) }, map[GroupKey]int{g: 0, h: 2}},
+	}
+	for _, step := range steps {
+		step.event()
+		for key, want := range step.want {
+			require.Eventually(t, func() bool { return s.MemberCount(key) == want }, 5*time.Second, time.Millisecond,
+				"%s: group %s counts %d, want %d", step.name, key, s.MemberCount(key), want)
+			// The listing the count replaces agrees with it.
+			listed := len(s.Members(key))
+			live := map[types.UID]bool{}
+			for _, p := range s.Members(key) {
+				live[p.UID] = true
+			}
+			assert.Equal(t, want, listed+s.succeededBeside(key, func(uid types.UID) bool { return live[uid] }), "%s: group %s listed", step.name, key)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Each member was already counted when the callback heard of it, so a
+	// gang completed by it is seen complete there; leaving calls nothing.
+	assert.Equal(t, map[GroupKey][]int{g: {1, 2, 3}, h: {1, 2}}, counted)
+}
+
+// A gated gang stays known as gated while it has members, whatever
+// forgets finished gangs (the status writer calls Forget on every write):
+// the member that completes its count lets it in only if it is. Once its
+// last member is gone it is forgotten.
+func TestGatedGangIsKeptWhileItHasMembers(t *testing.T) {
+	key := GroupKey{Namespace: "ns", Name: "g"}
+	leader := sized("leader", capacity.Resources{corev1.ResourceCPU: 2000, corev1.ResourceMemory: 8 << 30})
+	leader.Labels = map[string]string{schedv1alpha1.PodGroupLabel: "g"}
+	s, w := trackedStore(t)
+	w.Add(leader)
+	require.Eventually(t, func() bool { return s.MemberCount(key) == 1 }, 5*time.Second, time.Millisecond)
+	gated := func() (g bool) {
+		s.Lock(func(locked *Locked) { g = locked.Gated(key) })
+		return g
+	}
+	s.Lock(func(locked *Locked) {
+		locked.SetGated(key, true)
+		locked.Forget(locked.Gang(key))
+	})
+	assert.True(t, gated(), "forgotten while gated")
+	w.Delete(leader)
+	require.Eventually(t, func() bool { return !gated() }, 5*time.Second, time.Millisecond, "gated after its last member left")
+	s.Lock(func(locked *Locked) {
+		_, known := locked.s.gangs[key]
+		assert.False(t, known, "kept after its last member left")
+	})
+}
