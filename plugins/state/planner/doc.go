@@ -67,7 +67,10 @@
 // Once pods end. Snapshot.Released is what pods that will be gone give
 // back per node, counted as free: the victims Preemption tries by count
 // before it simulates (FitsByCount), and the running pods a reservation
-// waits for. The per-member checks and the Filter see the nodes as given,
+// waits for. Soonest chooses those: the earliest set of running pods
+// (by their run bounds, those without one last) whose ending places the
+// quorum, less every pod the plan can do without, with when the last of
+// them is sure to be gone. The per-member checks and the Filter see the nodes as given,
 // so a caller that wants them to see the pods gone removes them from its
 // copies of the nodes (as Preemption's simulation does).
 //
@@ -79,5 +82,5 @@
 // Files: place.go (Place), shortfall.go (why a quorum does not fit, in
 // numbers), roles.go (the roles' domain search), topology.go (domains,
 // best fit, NeedsRoom), membercheck.go and memberspec.go (the per-member
-// checks), count.go (FitsByCount, LeastRoom).
+// checks), count.go (FitsByCount, LeastRoom), soonest.go (Soonest).
 package planner
