@@ -31,8 +31,8 @@ import (
 
 // evictionFixture is a plugin with one eviction in flight for a gang's
 // leader and workers (victims: a cpu pod and a GPU pod), and a pods
-// informer holding the pods given.
-func evictionFixture(t *testing.T, informer ...*corev1.Pod) (*Preemption, map[string]*corev1.Pod) {
+// informer holding the pods named.
+func evictionFixture(t *testing.T, informer ...string) (*Preemption, map[string]*corev1.Pod) {
 	t.Helper()
 	mk := func(name, group, node string, req map[corev1.ResourceName]string) *corev1.Pod {
 		w := st.MakePod().Namespace("ns").Name(name).UID(name).Req(req)
@@ -56,7 +56,7 @@ func evictionFixture(t *testing.T, informer ...*corev1.Pod) (*Preemption, map[st
 	}
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	for _, name := range informer {
-		require.NoError(t, indexer.Add(name))
+		require.NoError(t, indexer.Add(pods[name]))
 	}
 	ref := func(name string) podRef {
 		p := pods[name]
@@ -84,12 +84,7 @@ func TestPreEnqueue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, pods := evictionFixture(t)
-			var informer []*corev1.Pod
-			for _, n := range tt.informer {
-				informer = append(informer, pods[n])
-			}
-			p, _ := evictionFixture(t, informer...)
+			p, pods := evictionFixture(t, tt.informer...)
 			status := p.PreEnqueue(context.Background(), pods[tt.pod])
 			if tt.wantHeld == "" {
 				assert.True(t, status.IsSuccess(), "admitted: %v", status)
@@ -156,12 +151,7 @@ func TestPostFilterRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, pods := evictionFixture(t)
-			var informer []*corev1.Pod
-			for _, n := range tt.informer {
-				informer = append(informer, pods[n])
-			}
-			p, _ := evictionFixture(t, informer...)
+			p, pods := evictionFixture(t, tt.informer...)
 			p.evictions.inFlight["lone"] = &eviction{victims: []podRef{{namespace: "ns", name: "victim-cpu", node: "n1", uid: "victim-cpu"}}, started: time.Now()}
 			pg := &schedv1alpha1.PodGroup{}
 			pg.Namespace, pg.Name, pg.Spec.MinMember = "ns", "train", 2
