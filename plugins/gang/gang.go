@@ -29,7 +29,7 @@ const podGroupResource fwk.EventResource = "podgroups.v1alpha1.scheduling.x-k8s.
 // Gang schedules the members of a PodGroup all or nothing.
 type Gang struct {
 	handle     fwk.Handle
-	store      gangState
+	store      *state.Store
 	permitWait time.Duration
 	backoff    time.Duration
 	// topologyLevels are the cluster's topology labels, widest first.
@@ -277,7 +277,7 @@ func (g *Gang) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, 
 }
 
 // attemptUnderWay reports whether the gang has an attempt placing members.
-func attemptUnderWay(store interface{ Lock(func(*state.Locked)) }, key state.GroupKey) bool {
+func attemptUnderWay(store *state.Store, key state.GroupKey) bool {
 	var under bool
 	store.Lock(func(locked *state.Locked) { under = locked.Gang(key).Attempting() })
 	return under
@@ -285,7 +285,7 @@ func attemptUnderWay(store interface{ Lock(func(*state.Locked)) }, key state.Gro
 
 // badRoles says what is wrong with the PodGroup's roles, or with the
 // pod's role label, or "".
-func badRoles(store gangState, pod *corev1.Pod, pg *schedv1alpha1.PodGroup) string {
+func badRoles(store *state.Store, pod *corev1.Pod, pg *schedv1alpha1.PodGroup) string {
 	roles, err := store.RolesOf(pg)
 	if err != nil {
 		return err.Error()

@@ -19,7 +19,7 @@ import (
 // queueingHints are the plugin's queueing hints: which cluster events can
 // let a waiting member proceed. They read the store only.
 type queueingHints struct {
-	store hintState
+	store *state.Store
 	// lastArrival remembers the member count seen for the last added pod:
 	// the queue asks the same question for every gated sibling of one
 	// arrival, and counting is O(members).

@@ -134,7 +134,7 @@ func TestPreFilterPlacesGangsSideBySide(t *testing.T) {
 			groups := []*schedv1alpha1.PodGroup{podGroup("a", t0, 2), podGroup("b", t0, int32(tc.bSize)), podGroup("c", t0, 1)}
 			g, h := testGang(t, groups, append(append(append([]*corev1.Pod{}, a...), b...), c...))
 			if tc.preempts {
-				g.store.(*state.Store).EnableGangPreemption(h.ProfileName())
+				g.store.EnableGangPreemption(h.ProfileName())
 			}
 			ctx := context.Background()
 			res, status := g.PreFilter(ctx, framework.NewCycleState(), a[0], nodes)

@@ -31,7 +31,7 @@ const queueResource fwk.EventResource = "queues.v1alpha1.scheduling.flotilla.dev
 // Proportion admits pods within their queue's deserved share.
 type Proportion struct {
 	handle fwk.Handle
-	store  proportionState
+	store  *state.Store
 	queues *state.Queues
 	status *statusWriter
 }
