@@ -15,6 +15,7 @@ import (
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration; its args are
@@ -31,7 +32,7 @@ type Binpack struct {
 	// scarce leave out.
 	deviceClasses config.DeviceClassScoring
 	// devices reads DRA devices (nil without a handle: none are counted).
-	devices *devices.Reader
+	devices *dra.Reader
 }
 
 var (
@@ -81,19 +82,33 @@ func (p *podScoreInput) Clone() fwk.StateData { return p }
 
 // PreScore turns the pod's requests into the weighted terms Score uses.
 func (b *Binpack) PreScore(ctx context.Context, cycle fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
-	var catalog *devices.Catalog
-	if b.devices != nil {
-		catalog = b.devices.Catalog()
-	}
+	catalog := b.catalogFor(ctx, pod)
 	in, err := b.scoreInput(pod, catalog)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if err := in.countDevices(ctx, catalog, nodes); err != nil {
+	if err := in.countDevices(catalog, nodes); err != nil {
 		return fwk.AsStatus(err)
 	}
 	cycle.Write(preScoreStateKey, in)
 	return nil
+}
+
+// catalogFor reads the devices scoring the pods may count (nil without a
+// DRA reader): those they ask for, the weighted and scarce resources that
+// are device keys and, when every class is scarce, every class's.
+func (b *Binpack) catalogFor(ctx context.Context, pods ...*corev1.Pod) *devices.Catalog {
+	if b.devices == nil {
+		return nil
+	}
+	counted := slices.Clone(b.scarce)
+	for _, r := range b.resources {
+		counted = append(counted, r.Name)
+	}
+	if b.deviceClasses.Scarce {
+		counted = append(counted, b.devices.ClassKeys()...)
+	}
+	return b.devices.View(ctx, pods, counted...).Catalog()
 }
 
 // scoreInput turns the pod's requests, and the devices its claims take
@@ -119,7 +134,7 @@ func (b *Binpack) scoreInput(pod *corev1.Pod, catalog *devices.Catalog) (*podSco
 	}
 	scarce := b.scarce
 	if catalog != nil {
-		classKeys := catalog.ClassKeys()
+		classKeys := catalog.View().ClassKeys()
 		for _, key := range classKeys {
 			if w := b.deviceClasses.Weight; w > 0 && !listed[key] && requests[key] > 0 {
 				in.terms = append(in.terms, weightedRequest{name: key, weight: w, request: requests[key]})
@@ -142,7 +157,7 @@ func (b *Binpack) scoreInput(pod *corev1.Pod, catalog *devices.Catalog) (*podSco
 
 // countDevices counts, on every node, the devices of the classes counted
 // under the input's names, if any name is a class's.
-func (in *podScoreInput) countDevices(ctx context.Context, catalog *devices.Catalog, nodes []fwk.NodeInfo) error {
+func (in *podScoreInput) countDevices(catalog *devices.Catalog, nodes []fwk.NodeInfo) error {
 	if catalog == nil {
 		return nil
 	}
@@ -153,13 +168,13 @@ func (in *podScoreInput) countDevices(ctx context.Context, catalog *devices.Cata
 	for _, s := range in.unrequested {
 		names = append(names, capacity.Resources{s: 1})
 	}
-	keys := catalog.Keys(names...)
+	keys := catalog.View().Keys(names...)
 	if len(keys) == 0 {
 		return nil
 	}
 	in.devices = make(map[string]devices.Counts, len(nodes))
 	for _, n := range nodes {
-		counts, err := catalog.CountOn(ctx, n.Node(), keys)
+		counts, err := catalog.CountOn(n.Node(), keys)
 		if err != nil {
 			return err
 		}

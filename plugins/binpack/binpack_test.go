@@ -20,8 +20,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-sched/flotilla/apis/config"
-	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 )
 
 const gpu corev1.ResourceName = "nvidia.com/gpu"
@@ -283,10 +283,10 @@ func draNodes(t *testing.T, extended corev1.ResourceName) (withDevices func(*con
 			Name: "gpus", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu.example.com", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2}}}}}}}
 	templates := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	require.NoError(t, templates.Add(template))
-	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class}, Slices: []*resourceapi.ResourceSlice{slice("dra-busy"), slice("dra-empty")}, Allocated: allocated}
+	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class}, Slices: []*resourceapi.ResourceSlice{slice("dra-busy"), slice("dra-empty")}, Allocated: allocated}
 	withDevices = func(args *config.BinpackArgs) *Binpack {
 		b := newPlugin(t, args)
-		b.devices = devices.NewReader(dra, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{})
+		b.devices = dra.NewReader(fakeDRA, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{})
 		return b
 	}
 	return withDevices, nodeWith("dra-busy", draNodeSize), nodeWith("dra-empty", draNodeSize), nodeWith("cpu", draNodeSize)

@@ -3,6 +3,7 @@ package binpack
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
@@ -37,10 +38,11 @@ const (
 // When the pod-group cycle scores placements, the snapshot no longer holds
 // the proposed members: each node is read as it was before the group.
 func (b *Binpack) ScorePlacement(ctx context.Context, _ fwk.PlacementCycleState, _ fwk.PodGroupInfo, assignments *fwk.PodGroupAssignments) (int64, *fwk.Status) {
-	var catalog *devices.Catalog
-	if b.devices != nil {
-		catalog = b.devices.Catalog()
+	pods := make([]*corev1.Pod, 0, len(assignments.ProposedAssignments))
+	for _, a := range assignments.ProposedAssignments {
+		pods = append(pods, a.GetPod())
 	}
+	catalog := b.catalogFor(ctx, pods...)
 	nodes := make(map[string]fwk.NodeInfo, len(assignments.Nodes))
 	for _, n := range assignments.Nodes {
 		nodes[n.Node().Name] = n
@@ -71,7 +73,7 @@ func (b *Binpack) ScorePlacement(ctx context.Context, _ fwk.PlacementCycleState,
 			group.terms[i].request += t.request
 		}
 	}
-	if err := group.countDevices(ctx, catalog, assignments.Nodes); err != nil {
+	if err := group.countDevices(catalog, assignments.Nodes); err != nil {
 		return 0, fwk.AsStatus(err)
 	}
 	placed := int64(len(assignments.ProposedAssignments))
@@ -97,7 +99,7 @@ func (b *Binpack) memberInput(ctx context.Context, a fwk.ProposedAssignment, cat
 	if err != nil {
 		return nil, err
 	}
-	return in, in.countDevices(ctx, catalog, []fwk.NodeInfo{node})
+	return in, in.countDevices(catalog, []fwk.NodeInfo{node})
 }
 
 // placementPacking is the packing score of the whole placement with the

@@ -24,8 +24,8 @@ import (
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
-	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 )
 
 // The quorum check places members node by node: free capacity that adds up
@@ -171,9 +171,9 @@ func TestQuorumCheckCountsDRADevices(t *testing.T) {
 			if tc.slices != nil {
 				slices = tc.slices
 			}
-			dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Slices: slices, Claims: tc.claims, Allocated: sets.New(tc.allocated...)}
+			fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Slices: slices, Claims: tc.claims, Allocated: sets.New(tc.allocated...)}
 			store := state.NewStatic([]*schedv1alpha1.PodGroup{pg}, tc.members).
-				WithDevices(devices.NewReader(dra, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
+				WithDevices(dra.NewReader(fakeDRA, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
 			g := &Gang{store: store}
 			var reason string
 			var plan []capacity.PlanSlot
@@ -242,9 +242,9 @@ func TestQuorumCheckHandsOtherPlansToTheAllocator(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			groups := []*schedv1alpha1.PodGroup{podGroup("held", t0, 1), podGroup("g", t0, 1)}
-			dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpuClass()}, Slices: []*resourceapi.ResourceSlice{slice}, Allocated: sets.New[structured.DeviceID]()}
+			fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpuClass()}, Slices: []*resourceapi.ResourceSlice{slice}, Allocated: sets.New[structured.DeviceID]()}
 			store := state.NewStatic(groups, []*corev1.Pod{heldMember, asking}).
-				WithDevices(devices.NewReader(dra, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
+				WithDevices(dra.NewReader(fakeDRA, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
 			g := &Gang{store: store}
 			var reason string
 			store.Lock(func(locked *state.Locked) {

@@ -330,11 +330,16 @@ func (g *Gang) activateSiblings(ctx context.Context, pod *corev1.Pod, key state.
 // placing gangs' plans hold. It returns why the quorum cannot be placed,
 // or "" and the attempt's plan.
 func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup, in *planInputs, besidePlacing bool, nodes []fwk.NodeInfo, topo *topology) fitOutcome {
-	snap := planner.Snapshot{Nodes: nodes, Devices: g.store.Devices().Catalog(), RequestOf: g.store.Devices().Requests}
+	choice := in.choice
+	snap := planner.Snapshot{Nodes: nodes}
+	read := append(append([]*corev1.Pod{}, choice.Required...), choice.Candidates...)
 	if besidePlacing {
 		snap.Held, snap.Planned = in.held, in.planned
+		for _, pods := range in.planned {
+			read = append(read, pods...)
+		}
 	}
-	choice := in.choice
+	snap.Devices = g.store.Devices().View(ctx, read)
 	plan := planner.Place(ctx, snap, planner.Gang{
 		Name: in.key.String(), MinMember: pg.Spec.MinMember, MinResources: pg.Spec.MinResources,
 		Quorum:   planner.Quorum{Required: choice.Required, Candidates: choice.Candidates, Extra: choice.Extra, Short: choice.Short},

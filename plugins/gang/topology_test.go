@@ -21,8 +21,8 @@ import (
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
-	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 )
 
 const (
@@ -244,9 +244,9 @@ func TestDomainChoiceWeighsDevices(t *testing.T) {
 	for _, p := range pods {
 		p.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("2")
 	}
-	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpuClass()}, Slices: slices}
+	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpuClass()}, Slices: slices}
 	store := state.NewStatic([]*schedv1alpha1.PodGroup{pg}, pods).
-		WithDevices(devices.NewReader(dra, resourcelisters.NewResourceClaimTemplateLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), structured.Features{}))
+		WithDevices(dra.NewReader(fakeDRA, resourcelisters.NewResourceClaimTemplateLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), structured.Features{}))
 	g := &Gang{store: store, topologyLevels: levels}
 	topo, bad := g.topologyOf(pg, nodes)
 	require.Empty(t, bad)

@@ -24,8 +24,8 @@ import (
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
-	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 )
 
 // A single pod's plan on a node counts DRA devices: the node's free count
@@ -40,8 +40,8 @@ func TestRoomOnNodeCountsDevicesVictimsGiveBack(t *testing.T) {
 	// h100 is a narrower class over the same devices, all of model h100.
 	h100 := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "h100"}, Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
 		CEL: &resourceapi.CELDeviceSelector{Expression: `device.attributes["gpu.example.com"].model == "h100"`}}}}}
-	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu, h100}, Slices: []*resourceapi.ResourceSlice{nodeSlice("n", 8)}}
-	store := state.NewStatic(nil, nil).WithDevices(devices.NewReader(dra, nil, structured.Features{}))
+	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu, h100}, Slices: []*resourceapi.ResourceSlice{nodeSlice("n", 8)}}
+	store := state.NewStatic(nil, nil).WithDevices(dra.NewReader(fakeDRA, nil, structured.Features{}))
 
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
 	node.Status.Allocatable = capacity.Resources{corev1.ResourceCPU: 64000, corev1.ResourceMemory: 256 << 30, corev1.ResourcePods: 110}.List()
@@ -60,7 +60,7 @@ func TestRoomOnNodeCountsDevicesVictimsGiveBack(t *testing.T) {
 			// Shared with a pod that is no victim: evicting v0 frees nothing.
 			claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: "keeper", UID: "keeper"})
 		}
-		dra.Claims = append(dra.Claims, claim)
+		fakeDRA.Claims = append(fakeDRA.Claims, claim)
 		pods = append(pods, pod)
 		info, err := framework.NewPodInfo(pod)
 		assert.NoError(t, err)
@@ -73,7 +73,7 @@ func TestRoomOnNodeCountsDevicesVictimsGiveBack(t *testing.T) {
 	asking := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "p"}}
 	asking.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 1 << 30}.List()}}}
 	who := &preemptor{members: []*corev1.Pod{asking}, demand: map[types.UID]capacity.Resources{"p": {key: 4}},
-		catalog: store.Devices().Catalog(), deviceKeys: []corev1.ResourceName{key},
+		devices: store.Devices().View(context.Background(), []*corev1.Pod{asking}, key), deviceKeys: []corev1.ResourceName{key},
 		freeDevices: func(*corev1.Node) capacity.Resources { return capacity.Resources{key: 0} }}
 	w.who = who
 
@@ -87,7 +87,7 @@ func TestRoomOnNodeCountsDevicesVictimsGiveBack(t *testing.T) {
 	// claimed by class gpu, are h100s and free for it as much.
 	const h100Key = corev1.ResourceName("deviceclass.resource.kubernetes.io/h100")
 	byModel := &preemptor{members: []*corev1.Pod{asking}, demand: map[types.UID]capacity.Resources{"p": {h100Key: 4}},
-		catalog: store.Devices().Catalog(), deviceKeys: []corev1.ResourceName{h100Key},
+		devices: store.Devices().View(context.Background(), []*corev1.Pod{asking}, h100Key), deviceKeys: []corev1.ResourceName{h100Key},
 		freeDevices: func(*corev1.Node) capacity.Resources { return capacity.Resources{h100Key: 0} }}
 	w.who = byModel
 	for i, v := range victims {
@@ -119,10 +119,10 @@ func nodeSlice(node string, n int) *resourceapi.ResourceSlice {
 func TestPlanGangInOneDomainCountsDevices(t *testing.T) {
 	const key = corev1.ResourceName("example.com/gpu")
 	gpu := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To(string(key))}}
-	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}}
+	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}}
 	rackOf := map[string]string{"r1-0": "r1", "r1-1": "r1", "r2-0": "r2", "r2-1": "r2"}
 	for node := range rackOf {
-		dra.Slices = append(dra.Slices, nodeSlice(node, 8))
+		fakeDRA.Slices = append(fakeDRA.Slices, nodeSlice(node, 8))
 	}
 	holders := map[string][]string{"r1-0": {"low-a", "low-b"}, "r1-1": {"low-c", "low-d"}, "r2-0": {"low-e", "low-f"}}
 	var pods []*corev1.Pod
@@ -139,7 +139,7 @@ func TestPlanGangInOneDomainCountsDevices(t *testing.T) {
 					resourceapi.DeviceRequestAllocationResult{Request: "r", Driver: "gpu.example.com", Pool: node, Device: fmt.Sprintf("gpu-%d", 4*k+d)})
 			}
 			claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: name, UID: pod.UID}}
-			dra.Claims = append(dra.Claims, claim)
+			fakeDRA.Claims = append(fakeDRA.Claims, claim)
 			pods = append(pods, pod)
 		}
 	}
@@ -156,7 +156,7 @@ func TestPlanGangInOneDomainCountsDevices(t *testing.T) {
 			Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "64", corev1.ResourceMemory: "256Gi", corev1.ResourcePods: "110"}).Obj())
 		nodes = append(nodes, ni)
 	}
-	store := state.NewStatic(nil, pods).WithDevices(devices.NewReader(dra, nil, structured.Features{}))
+	store := state.NewStatic(nil, pods).WithDevices(dra.NewReader(fakeDRA, nil, structured.Features{}))
 	p := wired(&Preemption{
 		handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: store,
 		pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
@@ -168,7 +168,7 @@ func TestPlanGangInOneDomainCountsDevices(t *testing.T) {
 			Label(schedv1alpha1.PodGroupLabel, "g").Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}).Obj()
 		// Each member's own claim, not allocated yet: 8 devices.
 		m.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(m.Name)}}
-		dra.Claims = append(dra.Claims, &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: m.Name},
+		fakeDRA.Claims = append(fakeDRA.Claims, &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: m.Name},
 			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "r", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 8}}}}}})
 		members = append(members, m)
 		demand[m.UID] = capacity.Resources{key: 8}
@@ -178,7 +178,7 @@ func TestPlanGangInOneDomainCountsDevices(t *testing.T) {
 	free := map[string]int64{"r2-1": 8}
 	who := &preemptor{pod: members[0], members: members, priority: 1000, request: request,
 		group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: "gang ns/g", topology: inOneDomain(rackLabel, nil),
-		catalog: store.Devices().Catalog(), deviceKeys: []corev1.ResourceName{key}, demand: demand,
+		devices: store.Devices().View(context.Background(), members, key), deviceKeys: []corev1.ResourceName{key}, demand: demand,
 		freeDevices: func(n *corev1.Node) capacity.Resources { return capacity.Resources{key: free[n.Name]} }}
 	ctx := context.Background()
 	w, err := p.survey(ctx, who, nodes, false)
@@ -212,7 +212,7 @@ func TestPlanConfirmsClaimsWithTheAllocator(t *testing.T) {
 		slice.Spec.Devices = append(slice.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i),
 			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"domain": {StringValue: ptr.To(domain)}}})
 	}
-	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Slices: []*resourceapi.ResourceSlice{slice}, Allocated: sets.New[structured.DeviceID]()}
+	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Slices: []*resourceapi.ResourceSlice{slice}, Allocated: sets.New[structured.DeviceID]()}
 	var pods []*corev1.Pod
 	for _, v := range []struct {
 		name     string
@@ -228,10 +228,10 @@ func TestPlanConfirmsClaimsWithTheAllocator(t *testing.T) {
 		for _, d := range v.devices {
 			claim.Status.Allocation.Devices.Results = append(claim.Status.Allocation.Devices.Results,
 				resourceapi.DeviceRequestAllocationResult{Request: "r", Driver: "gpu.example.com", Pool: "n1", Device: fmt.Sprintf("gpu-%d", d)})
-			dra.Allocated.Insert(structured.MakeDeviceID("gpu.example.com", "n1", fmt.Sprintf("gpu-%d", d)))
+			fakeDRA.Allocated.Insert(structured.MakeDeviceID("gpu.example.com", "n1", fmt.Sprintf("gpu-%d", d)))
 		}
 		claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: v.name, UID: pod.UID}}
-		dra.Claims = append(dra.Claims, claim)
+		fakeDRA.Claims = append(fakeDRA.Claims, claim)
 		pods = append(pods, pod)
 	}
 	node := framework.NewNodeInfo(pods...)
@@ -244,7 +244,7 @@ func TestPlanConfirmsClaimsWithTheAllocator(t *testing.T) {
 		}}}}
 	templates := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	require.NoError(t, templates.Add(sameDomain))
-	store := state.NewStatic(nil, pods).WithDevices(devices.NewReader(dra, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
+	store := state.NewStatic(nil, pods).WithDevices(dra.NewReader(fakeDRA, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
 	p := wired(&Preemption{
 		handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: store,
 		pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
@@ -254,7 +254,7 @@ func TestPlanConfirmsClaimsWithTheAllocator(t *testing.T) {
 	asking.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("same-domain")}}
 	who := &preemptor{pod: asking, members: []*corev1.Pod{asking}, priority: 1000, request: capacity.Request(asking), what: "pod ns/p"}
 	ctx := context.Background()
-	require.Empty(t, who.countDevices(ctx, p.store.Devices()))
+	require.Empty(t, who.countDevices(ctx, p.store.Devices(), []fwk.NodeInfo{node}))
 	w, err := p.survey(ctx, who, []fwk.NodeInfo{node}, true)
 	require.NoError(t, err)
 

@@ -40,7 +40,7 @@ func (p *Preemption) evict(ctx context.Context, who *preemptor, pl *plan, w *wor
 		}
 	}
 	var claims []string
-	if who.catalog != nil {
+	if who.devices != nil {
 		leaving := func(uid types.UID) bool { _, ok := reclaimed[uid]; return ok }
 		for _, m := range victims {
 			freed, _ := p.store.Devices().Released(m.info.GetPod(), leaving)

@@ -19,6 +19,7 @@ import (
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 	"github.com/flotilla-sched/flotilla/plugins/state/planner"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
@@ -122,11 +123,11 @@ type preemptor struct {
 	// pinned to the values its placed members hold, and the roles that
 	// require a domain of their own (planner.Topology.NeedsRoom).
 	topology *planner.Topology
-	// For a preemptor asking for DRA devices: catalog is the attempt's
-	// device view, deviceKeys the class keys its members ask under, and
+	// For a preemptor asking for DRA devices: devices is the attempt's
+	// device view, read once for every plan, deviceKeys the class keys its members ask under, and
 	// demand each member's devices by claim (a DRA-backed extended
 	// resource is in its request already); request includes them.
-	catalog    *devices.Catalog
+	devices    *devices.View
 	deviceKeys []corev1.ResourceName
 	demand     map[types.UID]capacity.Resources
 	// freeDevices is a node's free devices under deviceKeys as the
@@ -134,11 +135,8 @@ type preemptor struct {
 	// of pods waiting in Permit included, are not free).
 	freeDevices func(*corev1.Node) capacity.Resources
 	// requestOf is a member's requests, each device class under its key
-	// (devices.Reader.Requests).
+	// (dra.Reader.Requests).
 	requestOf func(*corev1.Pod) capacity.Resources
-	// catalogMu guards catalog: a single pod's plans are searched and
-	// confirmed on several goroutines, and a catalog is for one.
-	catalogMu sync.Mutex
 	// choices are the member sets that may complete a gang's quorum, in
 	// the order they are tried (quorumChoices); members is one of them.
 	// One pod's is itself.
@@ -246,7 +244,7 @@ func (p *Preemption) choose(ctx context.Context, cycle fwk.CycleState, who *pree
 func (p *Preemption) planFor(ctx context.Context, cycle fwk.CycleState, who *preemptor, nodes []fwk.NodeInfo, statuses fwk.NodeToStatusReader) (*plan, *world, string, error) {
 	onePod := who.level() == "" && !(who.inGroup && len(who.members) > 1)
 	if class := p.store.Devices().Asks(who.members); class != "" {
-		if reason := who.countDevices(ctx, p.store.Devices()); reason != "" {
+		if reason := who.countDevices(ctx, p.store.Devices(), nodes); reason != "" {
 			return nil, nil, reason, nil
 		}
 	}
@@ -303,9 +301,11 @@ func noVictimsNeeded(who *preemptor, best *plan, w *world) (reason string, freei
 }
 
 // countDevices adds the members' DRA devices to what the preemptor asks
-// for, or says why it cannot: a claim, template or class missing.
-func (who *preemptor) countDevices(ctx context.Context, reader *devices.Reader) string {
-	catalog := reader.Catalog()
+// for and counts the nodes' free devices of the classes they ask, or says
+// why it cannot: a claim, template or class missing.
+func (who *preemptor) countDevices(ctx context.Context, reader *dra.Reader, nodes []fwk.NodeInfo) string {
+	view := reader.View(ctx, who.members)
+	catalog := view.Catalog()
 	who.demand = make(map[types.UID]capacity.Resources, len(who.members))
 	asked := make([]capacity.Resources, 0, len(who.members))
 	for _, m := range who.members {
@@ -317,16 +317,16 @@ func (who *preemptor) countDevices(ctx context.Context, reader *devices.Reader) 
 		who.request.Add(demand)
 		asked = append(asked, reader.Requests(m), demand)
 	}
-	who.catalog, who.deviceKeys = catalog, catalog.Keys(asked...)
-	who.freeDevices = func(node *corev1.Node) capacity.Resources {
-		who.catalogMu.Lock()
-		defer who.catalogMu.Unlock()
-		free, err := catalog.FreeOn(ctx, node, who.deviceKeys)
+	who.devices, who.deviceKeys = view, view.Keys(asked...)
+	free := make(map[string]capacity.Resources, len(nodes))
+	for _, n := range nodes {
+		counts, err := catalog.FreeOn(n.Node(), who.deviceKeys)
 		if err != nil {
-			klog.FromContext(ctx).V(4).Info("Counting devices", "node", node.Name, "err", err)
+			klog.FromContext(ctx).V(4).Info("Counting devices", "node", n.Node().Name, "err", err)
 		}
-		return free
+		free[n.Node().Name] = counts
 	}
+	who.freeDevices = func(node *corev1.Node) capacity.Resources { return free[node.Name] }
 	return ""
 }
 

@@ -60,21 +60,14 @@ func (sc *scene) plan(members []*corev1.Pod, topo *planner.Topology, nodes []fwk
 	for i, n := range nodes {
 		inScene[i] = sc.node(n.Node().Name)
 	}
-	requestOf := who.requestOf
-	if requestOf == nil {
-		requestOf = capacity.Request
-	}
-	snap := planner.Snapshot{Nodes: inScene, RequestOf: requestOf, Filter: sc.filter}
-	if who.catalog != nil {
-		// Counted before the catalog is held: the count takes its lock.
+	snap := planner.Snapshot{Nodes: inScene, Filter: sc.filter}
+	if who.devices != nil {
 		free := make(map[string]capacity.Resources, len(nodes))
 		for _, n := range nodes {
 			free[n.Node().Name] = sc.freeDevicesOn(n.Node().Name)
 		}
-		snap.Devices, snap.Freed = who.catalog, sc.freedDevices()
+		snap.Devices, snap.Freed = who.devices, sc.freedDevices()
 		snap.FreeDevices = func(n fwk.NodeInfo) capacity.Resources { return free[n.Node().Name] }
-		who.catalogMu.Lock()
-		defer who.catalogMu.Unlock()
 	}
 	name := who.pod.Namespace + "/" + who.pod.Name
 	if who.inGroup {

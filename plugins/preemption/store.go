@@ -8,7 +8,7 @@ import (
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
-	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 	"github.com/flotilla-sched/flotilla/plugins/state/quorum"
 )
 
@@ -27,7 +27,7 @@ type preemptionState interface {
 	RolesOf(*schedv1alpha1.PodGroup) (*flotillav1alpha1.Roles, error)
 	DisruptedWhole(state.GroupKey) bool
 	Queues() *state.Queues
-	Devices() *devices.Reader
+	Devices() *dra.Reader
 	TellNativeGroup(recorder events.EventRecorder, key state.GroupKey, source, message string)
 }
 

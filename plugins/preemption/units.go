@@ -1,7 +1,6 @@
 package preemption
 
 import (
-	"context"
 	"slices"
 	"sort"
 	"sync"
@@ -62,7 +61,7 @@ func (u *unit) computeRequests() {
 		u.gives = capacity.Resources{}
 		for _, m := range u.members {
 			r := capacity.Occupied(m.info)
-			if u.w != nil && u.w.who != nil && u.w.who.catalog != nil {
+			if u.w != nil && u.w.who != nil && u.w.who.devices != nil {
 				u.w.devicesGivenBack(u, m, r)
 			}
 			u.requests = append(u.requests, r)
@@ -89,9 +88,7 @@ func (w *world) devicesGivenBack(u *unit, m member, r capacity.Resources) {
 		return false
 	}
 	freed := w.store.Devices().ReleasedDevices(m.info.GetPod(), inUnit)
-	w.who.catalogMu.Lock()
-	released, err := w.who.catalog.CountMatching(context.Background(), freed, w.who.deviceKeys)
-	w.who.catalogMu.Unlock()
+	released, err := w.who.devices.CountMatching(freed, w.who.deviceKeys)
 	if err != nil {
 		klog.Background().V(4).Info("Counting a victim's devices", "pod", klog.KObj(m.info.GetPod()), "err", err)
 	}
@@ -113,7 +110,7 @@ func (w *world) devicesGivenBack(u *unit, m member, r capacity.Resources) {
 // them then).
 func (w *world) terminatingGives(info fwk.PodInfo, node fwk.NodeInfo) capacity.Resources {
 	r := capacity.Occupied(info)
-	if w.who == nil || w.who.catalog == nil {
+	if w.who == nil || w.who.devices == nil {
 		return r
 	}
 	for _, key := range w.who.deviceKeys {

@@ -34,6 +34,7 @@ import (
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 )
 
 const profile = "flotilla-scheduler"
@@ -360,7 +361,7 @@ func TestPreFilterChargesAClaimThatArrivedAfterItsPod(t *testing.T) {
 	for i := range 4 {
 		slice = append(slice, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i)})
 	}
-	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class}, Slices: []*resourceapi.ResourceSlice{{
+	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class}, Slices: []*resourceapi.ResourceSlice{{
 		ObjectMeta: metav1.ObjectMeta{Name: "n-gpus"},
 		Spec:       resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", Pool: resourceapi.ResourcePool{Name: "n", ResourceSliceCount: 1}, NodeName: ptr.To("n"), Devices: slice},
 	}}}
@@ -371,7 +372,7 @@ func TestPreFilterChargesAClaimThatArrivedAfterItsPod(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	store := state.NewStatic(nil, nil).WithDevices(devices.NewReader(dra, nil, structured.Features{}))
+	store := state.NewStatic(nil, nil).WithDevices(dra.NewReader(fakeDRA, nil, structured.Features{}))
 	node := st.MakeNode().Name("n").Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "10", corev1.ResourceMemory: "64Gi", corev1.ResourcePods: "110"}).Obj()
 	q := state.NewStaticQueues(store, "default", nil, []*corev1.Node{node}, profile)
 	w := &statusWriter{queues: q, gauged: map[[2]string]bool{}}
@@ -379,7 +380,7 @@ func TestPreFilterChargesAClaimThatArrivedAfterItsPod(t *testing.T) {
 	plugin := &Proportion{store: store, queues: q, status: w}
 
 	q.Observe(p) // the pod informer's event, before the claim's
-	dra.Claims = []*resourceapi.ResourceClaim{claim}
+	fakeDRA.Claims = []*resourceapi.ResourceClaim{claim}
 	hint, err := isSchedulableAfterClaimChange(klog.Background(), p, nil, claim)
 	require.NoError(t, err)
 	assert.Equal(t, fwk.Queue, hint, "the pod's own claim appearing re-queues it")

@@ -11,8 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
-	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 )
 
 // A done pod's queue keeps being charged the devices its claims hold
@@ -23,10 +23,10 @@ func TestDonePodsClaimsStayChargedUntilDeallocated(t *testing.T) {
 	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p1-gpus"},
 		Spec:   resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "r", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2}}}}},
 		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{Request: "r", Device: "a"}, {Request: "r", Device: "b"}}}}}}
-	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Claims: []*resourceapi.ResourceClaim{claim}}
+	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Claims: []*resourceapi.ResourceClaim{claim}}
 	pod := queuePod(1, "default", true)
 	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To("p1-gpus")}}
-	q := NewStaticQueues(NewStatic(nil, nil).WithDevices(devices.NewReader(dra, nil, structured.Features{})), "default", nil,
+	q := NewStaticQueues(NewStatic(nil, nil).WithDevices(dra.NewReader(fakeDRA, nil, structured.Features{})), "default", nil,
 		[]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: capacity.Resources{corev1.ResourceCPU: 100000}.List()}}},
 		"flotilla-scheduler")
 	allocated := func() capacity.Resources { return q.View().Queues["default"].Allocated }
@@ -43,7 +43,7 @@ func TestDonePodsClaimsStayChargedUntilDeallocated(t *testing.T) {
 
 	deallocated := claim.DeepCopy()
 	deallocated.Status.Allocation = nil
-	dra.Claims = []*resourceapi.ResourceClaim{deallocated}
+	fakeDRA.Claims = []*resourceapi.ResourceClaim{deallocated}
 	q.onClaim(deallocated, false)
 	assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 0, "example.com/gpu": 0}, allocated(), "claim deallocated: nothing")
 	assert.Empty(t, q.holding)
@@ -63,23 +63,23 @@ func TestSharedClaimChargedOnce(t *testing.T) {
 			Allocation:  &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{Request: "r", Device: "a"}, {Request: "r", Device: "b"}}}},
 			ReservedFor: []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: a.Name, UID: a.UID}, {Resource: "pods", Name: b.Name, UID: b.UID}},
 		}}
-	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Claims: []*resourceapi.ResourceClaim{claim}}
+	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Claims: []*resourceapi.ResourceClaim{claim}}
 	for _, p := range []*corev1.Pod{a, b} {
 		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To("shared")}}
 	}
-	store := NewStatic(nil, []*corev1.Pod{a, b}).WithDevices(devices.NewReader(dra, nil, structured.Features{}))
+	store := NewStatic(nil, []*corev1.Pod{a, b}).WithDevices(dra.NewReader(fakeDRA, nil, structured.Features{}))
 	q := NewStaticQueues(store, "default", nil,
 		[]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: capacity.Resources{corev1.ResourceCPU: 100000}.List()}}},
 		"flotilla-scheduler")
 	gpus := func() int64 { return q.View().Queues["default"].Allocated["example.com/gpu"] }
 	update := func(reservedFor ...*corev1.Pod) {
-		old := dra.Claims[0]
+		old := fakeDRA.Claims[0]
 		next := old.DeepCopy()
 		next.Status.ReservedFor = nil
 		for _, p := range reservedFor {
 			next.Status.ReservedFor = append(next.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: p.Name, UID: p.UID})
 		}
-		dra.Claims = []*resourceapi.ResourceClaim{next}
+		fakeDRA.Claims = []*resourceapi.ResourceClaim{next}
 		q.onClaim(next, false)
 		q.onClaimConsumers(old, next)
 	}
@@ -101,9 +101,9 @@ func TestSharedClaimChargedOnce(t *testing.T) {
 	q.onPod(doneB)
 	update()
 	assert.Equal(t, int64(2), gpus(), "both done, claim allocated: held until deallocated")
-	deallocated := dra.Claims[0].DeepCopy()
+	deallocated := fakeDRA.Claims[0].DeepCopy()
 	deallocated.Status.Allocation = nil
-	dra.Claims = []*resourceapi.ResourceClaim{deallocated}
+	fakeDRA.Claims = []*resourceapi.ResourceClaim{deallocated}
 	q.onClaim(deallocated, false)
 	assert.Equal(t, int64(0), gpus(), "deallocated: nothing")
 	assert.Empty(t, q.holding)

@@ -22,15 +22,17 @@
 //     leaving pods give back (FreeView, FirstFit, PlanSlot). A view can
 //     count devices (CountDevices): where a node's allocatable lacks a
 //     resource a DeviceClass serves, its free devices are the amount.
-//   - devices/ (package devices): devices allocated through DRA, read from
-//     the scheduler's own DRA manager — how many devices of each class a
-//     pod's claims will take (Demand) and a node has free (FreeOn), each
-//     class counted under one resource name (its extendedResourceName or
-//     deviceclass.resource.kubernetes.io/<class>). Store.Devices is the
-//     scheduler's reader, which caches the classes' compiled selectors and
-//     the cluster's totals under two locks of its own; a check takes a
-//     Catalog of it, which reads the DRA listers when first asked and is
-//     for one goroutine at a time.
+//   - devices/ (package devices): devices allocated through DRA, as values
+//     — how many devices of each class a pod's claims will take (Demand)
+//     and a node has free (FreeOn), each class counted under one resource
+//     name (its extendedResourceName or
+//     deviceclass.resource.kubernetes.io/<class>), and the structured
+//     allocator run member by member (Ledger). A View is read once per
+//     check and never changes; each plan works in a Catalog of its own.
+//   - dra/ (package dra): the one reader of the scheduler's DRA manager.
+//     Store.Devices is the scheduler's Reader, which keeps the classes'
+//     selector verdicts and the cluster's totals under two locks of its
+//     own and reads a devices.View for a check before it starts.
 //   - fairshare/ (package fairshare): the queues' deserved shares, weighted
 //     water-filling with guarantee, capability and hierarchy (Deserve).
 //   - quorum/ (package quorum): the one quorum rule — placed and succeeded

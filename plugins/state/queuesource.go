@@ -7,8 +7,6 @@ import (
 
 	corelisters "k8s.io/client-go/listers/core/v1"
 
-	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
-	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,6 +18,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 func newQueues(s *Store, h fwk.Handle, defaultQueue string) (*Queues, error) {

@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 )
 
 // NewStatic returns a Store over fixed PodGroups and pods, not connected to
@@ -35,7 +35,7 @@ func NewStatic(groups []*schedv1alpha1.PodGroup, pods []*corev1.Pod) *Store {
 
 // WithDevices makes a static Store read devices through r: for unit tests
 // of the checks that count them.
-func (s *Store) WithDevices(r *devices.Reader) *Store {
+func (s *Store) WithDevices(r *dra.Reader) *Store {
 	s.devices = r
 	return s
 }

@@ -26,7 +26,7 @@ import (
 	podgroupclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
-	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 )
 
 // podGroupIndex indexes pods by the PodGroup they name.
@@ -79,7 +79,7 @@ type Store struct {
 	clients   podgroupclient.Interface
 	now       func() time.Time
 	// devices reads the scheduler's DRA state (see package devices).
-	devices *devices.Reader
+	devices *dra.Reader
 	// native reads native PodGroups; nil without the GenericWorkload gate
 	// (see native.go).
 	native *native
@@ -225,18 +225,19 @@ func indexByGroup(obj interface{}) ([]string, error) {
 // templates through its informer factory (a member's claim is generated
 // from its template only once the pod exists; the gang counts members
 // whose claims the controller has not made yet).
-func NewDeviceReader(h fwk.Handle) *devices.Reader {
-	dra := h.SharedDRAManager()
-	if dra == nil {
-		return devices.NewReader(nil, nil, structured.Features{})
+func NewDeviceReader(h fwk.Handle) *dra.Reader {
+	manager := h.SharedDRAManager()
+	if manager == nil {
+		return dra.NewReader(nil, nil, structured.Features{})
 	}
 	features := dynamicresources.AllocatorFeatures(feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
-	return devices.NewReader(dra, h.SharedInformerFactory().Resource().V1().ResourceClaimTemplates().Lister(), features)
+	return dra.NewReader(manager, h.SharedInformerFactory().Resource().V1().ResourceClaimTemplates().Lister(), features)
 }
 
 // Charge is what a pod counts for in its queue: its requests and the
-// devices its claims hold or will hold (devices.Reader.Charge), each
-// class under its key however the pod names it (devices.Reader.Requests), so that a Queue's capability of nvidia.com/gpu
+// devices its claims hold or will hold (dra.Reader.Charge), each
+// class under its key however the pod names it (dra.Reader.Requests), so
+// that a Queue's capability of nvidia.com/gpu
 // caps GPUs however they are asked for.
 func (s *Store) Charge(pod *corev1.Pod) capacity.Resources {
 	charge := s.devices.Requests(pod)
@@ -245,7 +246,7 @@ func (s *Store) Charge(pod *corev1.Pod) capacity.Resources {
 }
 
 // Devices is the scheduler's device reader: a check takes a Catalog of it.
-func (s *Store) Devices() *devices.Reader { return s.devices }
+func (s *Store) Devices() *dra.Reader { return s.devices }
 
 // Clients returns the PodGroup clientset, for status writers.
 func (s *Store) Clients() podgroupclient.Interface { return s.clients }

@@ -1,4 +1,4 @@
-package devices
+package devices_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 )
 
 const driver = "gpu.example.com"
@@ -102,7 +103,7 @@ func TestDemand(t *testing.T) {
 		{Name: "four", DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 4},
 		{Name: "two", DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2},
 	}}
-	dra := &devicestest.DRA{
+	fakeDRA := &devicestest.DRA{
 		Classes: []*resourceapi.DeviceClass{gpu, plain},
 		Claims: []*resourceapi.ResourceClaim{
 			claimOf("one", false, exactly("gpu", 1)),
@@ -139,7 +140,7 @@ func TestDemand(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			catalog := NewReader(dra, templates(template), structured.Features{}).Catalog()
+			catalog := dra.NewReader(fakeDRA, templates(template), structured.Features{}).View(context.Background(), tc.pods).Catalog()
 			for i, pod := range tc.pods {
 				got, err := catalog.Demand(pod)
 				if tc.wantErr != "" {
@@ -192,19 +193,23 @@ func TestFreeOn(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dra := &devicestest.DRA{
+			fakeDRA := &devicestest.DRA{
 				Classes:         []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", ""), class("a100", "", `device.attributes["gpu.example.com"].model == "a100"`)},
 				Claims:          []*resourceapi.ResourceClaim{tolerating},
 				Slices:          tc.slices,
 				Allocated:       sets.New(tc.allocated...),
 				SharedAllocated: sets.New(tc.shared...),
 			}
-			catalog := NewReader(dra, nil, structured.Features{}).Catalog()
+			var pods []*corev1.Pod
 			if tc.tolerate {
-				_, err := catalog.Demand(podWithClaims("p", byClaim("c", "tolerating")))
+				pods = append(pods, podWithClaims("p", byClaim("c", "tolerating")))
+			}
+			catalog := dra.NewReader(fakeDRA, nil, structured.Features{}).View(context.Background(), pods, tc.keys...).Catalog()
+			for _, pod := range pods {
+				_, err := catalog.Demand(pod)
 				require.NoError(t, err)
 			}
-			got, err := catalog.FreeOn(context.Background(), node(tc.node), tc.keys)
+			got, err := catalog.FreeOn(node(tc.node), tc.keys)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 		})
@@ -229,7 +234,7 @@ func TestCharge(t *testing.T) {
 	shared := allocated.DeepCopy()
 	shared.Name = "shared"
 	shared.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "first", UID: "first"}, {Resource: "pods", Name: "p", UID: "p"}}
-	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu, plain}, Claims: []*resourceapi.ResourceClaim{
+	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu, plain}, Claims: []*resourceapi.ResourceClaim{
 		allocated, chosen, claimOf("pending", false, exactly("gpu", 3)), claimOf("prioritized", false, prioritized), claimOf("admin", false, admin), shared,
 	}}
 	sharer := func(name string) *corev1.Pod {
@@ -256,7 +261,7 @@ func TestCharge(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, NewReader(dra, templates(template), structured.Features{}).Charge(tc.pod))
+			assert.Equal(t, tc.want, dra.NewReader(fakeDRA, templates(template), structured.Features{}).Charge(tc.pod))
 		})
 	}
 }
@@ -264,15 +269,15 @@ func TestCharge(t *testing.T) {
 // Totals: the cluster's devices per class key, recounted when a slice
 // changes.
 func TestTotals(t *testing.T) {
-	dra := &devicestest.DRA{
+	fakeDRA := &devicestest.DRA{
 		Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", ""), class("a100", "", `device.attributes["gpu.example.com"].model == "a100"`)},
 		Slices:  []*resourceapi.ResourceSlice{slice("n1", 8, "h100", nil), slice("n2", 2, "a100", nil)},
 	}
-	r := NewReader(dra, nil, structured.Features{})
+	r := dra.NewReader(fakeDRA, nil, structured.Features{})
 	assert.Equal(t, capacity.Resources{"example.com/gpu": 10, "deviceclass.resource.kubernetes.io/a100": 2}, r.Totals())
 	more := slice("n3", 4, "a100", nil)
 	more.ResourceVersion = "2"
-	dra.Slices = append(dra.Slices, more)
+	fakeDRA.Slices = append(fakeDRA.Slices, more)
 	assert.Equal(t, capacity.Resources{"example.com/gpu": 14, "deviceclass.resource.kubernetes.io/a100": 6}, r.Totals())
 }
 
@@ -281,25 +286,25 @@ func TestTotals(t *testing.T) {
 func TestSharedOnce(t *testing.T) {
 	network := slice("net", 4, "h100", nil)
 	network.Spec.NodeName, network.Spec.AllNodes = nil, ptr.To(true)
-	dra := &devicestest.DRA{
+	fakeDRA := &devicestest.DRA{
 		Classes:   []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", "")},
 		Slices:    []*resourceapi.ResourceSlice{network, slice("n1", 2, "h100", nil)},
 		Allocated: sets.New(structured.MakeDeviceID(driver, "net-h100", "h100-0")),
 	}
 	key := corev1.ResourceName("example.com/gpu")
-	catalog := NewReader(dra, nil, structured.Features{}).Catalog()
+	catalog := dra.NewReader(fakeDRA, nil, structured.Features{}).View(context.Background(), nil, key).Catalog()
 	for _, tc := range []struct {
 		node                    string
 		free, total, sharedFree int64
 	}{{"n1", 3 + 2, 4 + 2, 3}, {"n2", 3, 4, 3}} {
-		counts, err := catalog.CountOn(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: tc.node}}, []corev1.ResourceName{key})
+		counts, err := catalog.CountOn(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: tc.node}}, []corev1.ResourceName{key})
 		require.NoError(t, err)
 		assert.Equal(t, tc.free, counts.Free[key], tc.node)
 		assert.Equal(t, tc.total, counts.Total[key], tc.node)
 		assert.Equal(t, tc.sharedFree, counts.SharedFree[key], tc.node)
 		assert.Equal(t, int64(4), counts.SharedTotal[key], tc.node)
 	}
-	once, err := catalog.SharedOnce(context.Background(), []corev1.ResourceName{key})
+	once, err := catalog.SharedOnce([]corev1.ResourceName{key})
 	require.NoError(t, err)
 	assert.Equal(t, capacity.Resources{key: 3}, once.SharedFree)
 	assert.Equal(t, capacity.Resources{key: 4}, once.SharedTotal)
@@ -308,7 +313,7 @@ func TestSharedOnce(t *testing.T) {
 // CountMatching counts freed devices under every class that matches them;
 // a device no slice publishes counts nowhere.
 func TestCountMatching(t *testing.T) {
-	dra := &devicestest.DRA{
+	fakeDRA := &devicestest.DRA{
 		Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", ""), class("a100", "", `device.attributes["gpu.example.com"].model == "a100"`)},
 		Slices:  []*resourceapi.ResourceSlice{slice("n1", 4, "h100", nil), slice("n1", 2, "a100", nil)},
 	}
@@ -317,14 +322,14 @@ func TestCountMatching(t *testing.T) {
 		structured.MakeDeviceID(driver, "n1-a100", "a100-1"), structured.MakeDeviceID(driver, "gone", "d0"),
 	}
 	gpuKey, a100Key := corev1.ResourceName("example.com/gpu"), corev1.ResourceName("deviceclass.resource.kubernetes.io/a100")
-	got, err := NewReader(dra, nil, structured.Features{}).Catalog().CountMatching(context.Background(), ids, []corev1.ResourceName{gpuKey, a100Key, "nvidia.com/gpu"})
+	got, err := dra.NewReader(fakeDRA, nil, structured.Features{}).View(context.Background(), nil, gpuKey, a100Key).CountMatching(ids, []corev1.ResourceName{gpuKey, a100Key, "nvidia.com/gpu"})
 	require.NoError(t, err)
 	assert.Equal(t, capacity.Resources{gpuKey: 3, a100Key: 1}, got)
 }
 
 // Requests: a class asked for by its implicit name counts under its Key.
 func TestRequests(t *testing.T) {
-	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", ""), class("a100", "", "")}}
+	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", ""), class("a100", "", "")}}
 	asking := func(requests corev1.ResourceList) *corev1.Pod {
 		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: requests}}}}}
 	}
@@ -349,19 +354,19 @@ func TestRequests(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, NewReader(dra, nil, structured.Features{}).Requests(asking(tc.requests)))
+			assert.Equal(t, tc.want, dra.NewReader(fakeDRA, nil, structured.Features{}).Requests(asking(tc.requests)))
 		})
 	}
-	assert.Equal(t, capacity.Resources{"deviceclass.resource.kubernetes.io/gpu": 1}, (*Reader)(nil).Requests(asking(corev1.ResourceList{"deviceclass.resource.kubernetes.io/gpu": resource.MustParse("1")})), "without DRA nothing is renamed")
+	assert.Equal(t, capacity.Resources{"deviceclass.resource.kubernetes.io/gpu": 1}, (*dra.Reader)(nil).Requests(asking(corev1.ResourceList{"deviceclass.resource.kubernetes.io/gpu": resource.MustParse("1")})), "without DRA nothing is renamed")
 }
 
 func TestAsks(t *testing.T) {
-	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", "")}, Claims: []*resourceapi.ResourceClaim{claimOf("held", true, exactly("gpu", 1))}}
+	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", "")}, Claims: []*resourceapi.ResourceClaim{claimOf("held", true, exactly("gpu", 1))}}
 	extended := podWithClaims("e")
 	extended.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"example.com/gpu": resource.MustParse("1")}}}}
 	plainGPU := podWithClaims("n")
 	plainGPU.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}}
-	r := NewReader(dra, nil, structured.Features{})
+	r := dra.NewReader(fakeDRA, nil, structured.Features{})
 	assert.Equal(t, "", r.Asks([]*corev1.Pod{podWithClaims("p")}), "no claims, no device resource")
 	assert.Equal(t, "", r.Asks([]*corev1.Pod{plainGPU}), "a device plugin's resource no class serves")
 	assert.Equal(t, "gpu", r.Asks([]*corev1.Pod{extended}), "an extended resource a class serves")
@@ -380,7 +385,7 @@ func TestReleased(t *testing.T) {
 		}
 		return c
 	}
-	dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Claims: []*resourceapi.ResourceClaim{
+	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Claims: []*resourceapi.ResourceClaim{
 		reservedFor(claimOf("own", true, exactly("gpu", 1)), "p"),
 		reservedFor(claimOf("shared", true, exactly("gpu", 1)), "p", "q"),
 		reservedFor(claimOf("extended", true, exactly("gpu", 1)), "p"),
@@ -410,7 +415,7 @@ func TestReleased(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			claims, released := NewReader(dra, nil, structured.Features{}).Released(tc.pod, tc.leaving)
+			claims, released := dra.NewReader(fakeDRA, nil, structured.Features{}).Released(tc.pod, tc.leaving)
 			assert.Equal(t, tc.wantClaims, claims)
 			assert.Equal(t, tc.want, released)
 		})

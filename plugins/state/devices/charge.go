@@ -1,9 +1,6 @@
 package devices
 
 import (
-	"context"
-	"hash/fnv"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,26 +23,22 @@ import (
 // takes. A claim several pods use is charged once (Pays): to the first pod
 // its status.reservedFor lists. Errors (a claim, template or class
 // missing) charge nothing for that claim.
-func (r *Reader) Charge(pod *corev1.Pod) capacity.Resources {
-	if len(pod.Spec.ResourceClaims) == 0 || r == nil || r.dra == nil {
-		return nil
-	}
-	c := r.Catalog()
-	if err := c.loadClasses(); err != nil {
+func (v *View) Charge(pod *corev1.Pod) capacity.Resources {
+	if len(pod.Spec.ResourceClaims) == 0 || v == nil || v.err != nil {
 		return nil
 	}
 	charge := capacity.Resources{}
 	for _, ref := range pod.Spec.ResourceClaims {
-		claim, spec := c.claimOf(pod, ref)
+		claim, spec := v.claimOf(pod, ref)
 		if spec == nil || (claim != nil && !Pays(pod, claim)) {
 			continue
 		}
 		if claim != nil && claim.Status.Allocation != nil {
-			c.chargeAllocation(charge, claim)
+			v.chargeAllocation(charge, claim)
 			continue
 		}
 		for _, req := range spec.Devices.Requests {
-			c.chargeRequest(charge, req)
+			v.chargeRequest(charge, req)
 		}
 	}
 	return charge
@@ -66,18 +59,18 @@ func Pays(pod *corev1.Pod, claim *resourceapi.ResourceClaim) bool {
 
 // claimOf resolves a pod's claim reference to its claim (nil before it is
 // generated from its template) and spec (nil when neither exists).
-func (c *Catalog) claimOf(pod *corev1.Pod, ref corev1.PodResourceClaim) (*resourceapi.ResourceClaim, *resourceapi.ResourceClaimSpec) {
+func (v *View) claimOf(pod *corev1.Pod, ref corev1.PodResourceClaim) (*resourceapi.ResourceClaim, *resourceapi.ResourceClaimSpec) {
 	name := claimName(pod, ref)
 	if name != "" {
-		if claim, err := c.r.dra.ResourceClaims().Get(pod.Namespace, name); err == nil {
+		if claim, err := v.claimNamed(pod.Namespace, name); err == nil {
 			return claim, &claim.Spec
 		}
 	}
 	template := ptr.Deref(ref.ResourceClaimTemplateName, "")
-	if template == "" || c.r.templates == nil {
+	if template == "" {
 		return nil, nil
 	}
-	t, err := c.r.templates.ResourceClaimTemplates(pod.Namespace).Get(template)
+	t, err := v.templateNamed(pod.Namespace, template)
 	if err != nil {
 		return nil, nil
 	}
@@ -106,7 +99,7 @@ func requestClass(spec *resourceapi.ResourceClaimSpec, name string) string {
 }
 
 // chargeRequest charges a request of a claim not allocated yet.
-func (c *Catalog) chargeRequest(charge capacity.Resources, req resourceapi.DeviceRequest) {
+func (v *View) chargeRequest(charge capacity.Resources, req resourceapi.DeviceRequest) {
 	count := func(mode resourceapi.DeviceAllocationMode, n int64) int64 {
 		if mode == resourceapi.DeviceAllocationModeAll {
 			return 1
@@ -114,7 +107,7 @@ func (c *Catalog) chargeRequest(charge capacity.Resources, req resourceapi.Devic
 		return max(n, 1)
 	}
 	if exact := req.Exactly; exact != nil {
-		if class, ok := c.classes[exact.DeviceClassName]; ok && !ptr.Deref(exact.AdminAccess, false) {
+		if class, ok := v.ClassNamed(exact.DeviceClassName); ok && !ptr.Deref(exact.AdminAccess, false) {
 			charge[Key(class)] += count(exact.AllocationMode, exact.Count)
 		}
 		return
@@ -122,7 +115,7 @@ func (c *Catalog) chargeRequest(charge capacity.Resources, req resourceapi.Devic
 	var largest int64
 	var key corev1.ResourceName
 	for _, alt := range req.FirstAvailable {
-		class, ok := c.classes[alt.DeviceClassName]
+		class, ok := v.ClassNamed(alt.DeviceClassName)
 		if n := count(alt.AllocationMode, alt.Count); ok && n > largest {
 			largest, key = n, Key(class)
 		}
@@ -132,61 +125,14 @@ func (c *Catalog) chargeRequest(charge capacity.Resources, req resourceapi.Devic
 	}
 }
 
-// Totals are the cluster's devices per class, each class counted under its
-// Key (devices matching several classes count in each), for the queues'
-// shares; the caller must not change them. Recounted only when a ResourceSlice or DeviceClass changed: the
-// queues ask on every change of demand.
-func (r *Reader) Totals() capacity.Resources {
-	if r == nil || r.dra == nil {
-		return nil
-	}
-	classes, err := r.dra.DeviceClasses().List()
-	if err != nil || len(classes) == 0 {
-		return nil
-	}
-	slices, err := r.dra.ResourceSlices().ListWithDeviceTaintRules()
-	if err != nil {
-		return nil
-	}
-	h := fnv.New64a()
-	for _, s := range slices {
-		_, _ = h.Write([]byte(s.Name + "@" + s.ResourceVersion + "," + strconv.Itoa(len(s.Spec.Devices)) + ";"))
-	}
-	for _, c := range classes {
-		_, _ = h.Write([]byte(c.Name + "@" + c.ResourceVersion + ";"))
-	}
-	version := h.Sum64()
-	r.totalsMu.Lock()
-	defer r.totalsMu.Unlock()
-	if r.totals != nil && version == r.totalsOf {
-		return r.totals
-	}
-	r.forgetVerdicts(slices, classes)
-	totals := capacity.Resources{}
-	for _, class := range classes {
-		key := Key(class)
-		for _, s := range slices {
-			// A class whose selector does not compile counts no devices.
-			match, _ := r.deviceMatches(context.Background(), class, s)
-			for _, m := range match {
-				if m {
-					totals[key]++
-				}
-			}
-		}
-	}
-	r.totalsOf, r.totals = version, totals
-	return totals
-}
-
 // Held is what the pod's claims still hold once the pod is done: per
 // claim still allocated that the pod Pays for (as namespace/name),
 // including the one the scheduler made for its DRA-backed extended
 // resources, its devices per class key. Devices are free when the
 // resourceclaim controller deallocates a claim, not when its pod exits.
-func (r *Reader) Held(pod *corev1.Pod) map[string]capacity.Resources {
+func (v *View) Held(pod *corev1.Pod) map[string]capacity.Resources {
 	held := map[string]capacity.Resources{}
-	r.eachHeld(pod, func(claim *resourceapi.ResourceClaim) bool { return Pays(pod, claim) }, func(key string, _ *resourceapi.ResourceClaim, devices capacity.Resources) {
+	v.eachHeld(pod, func(claim *resourceapi.ResourceClaim) bool { return Pays(pod, claim) }, func(key string, _ *resourceapi.ResourceClaim, devices capacity.Resources) {
 		held[key] = devices
 	})
 	return held
@@ -196,8 +142,8 @@ func (r *Reader) Held(pod *corev1.Pod) map[string]capacity.Resources {
 // deallocated: the devices of its allocated claims whose every consumer
 // (status.reservedFor) leaves too, and those claims (as namespace/name).
 // A claim another pod keeps using stays allocated.
-func (r *Reader) Released(pod *corev1.Pod, leaving func(types.UID) bool) (claims []string, released capacity.Resources) {
-	return r.heldIf(pod, leavesWith(pod, leaving))
+func (v *View) Released(pod *corev1.Pod, leaving func(types.UID) bool) (claims []string, released capacity.Resources) {
+	return v.heldIf(pod, leavesWith(pod, leaving))
 }
 
 // ReleasedDevices is the devices Released counts, by ID, for an allocator
@@ -205,9 +151,9 @@ func (r *Reader) Released(pod *corev1.Pod, leaving func(types.UID) bool) (claims
 // capacity) is left out: the allocator keeps counting it as used, which
 // errs towards evicting nothing rather than evicting in vain. So is one
 // allocated for admin access, which took no device.
-func (r *Reader) ReleasedDevices(pod *corev1.Pod, leaving func(types.UID) bool) []structured.DeviceID {
+func (v *View) ReleasedDevices(pod *corev1.Pod, leaving func(types.UID) bool) []structured.DeviceID {
 	var ids []structured.DeviceID
-	r.eachHeld(pod, leavesWith(pod, leaving), func(_ string, claim *resourceapi.ResourceClaim, _ capacity.Resources) {
+	v.eachHeld(pod, leavesWith(pod, leaving), func(_ string, claim *resourceapi.ResourceClaim, _ capacity.Resources) {
 		for _, result := range claim.Status.Allocation.Devices.Results {
 			if result.ShareID == nil && !ptr.Deref(result.AdminAccess, false) {
 				ids = append(ids, structured.MakeDeviceID(result.Driver, result.Pool, result.Device))
@@ -233,8 +179,8 @@ func leavesWith(pod *corev1.Pod, leaving func(types.UID) bool) func(*resourceapi
 
 // heldIf is the pod's allocated claims that keep says count, and their
 // devices summed.
-func (r *Reader) heldIf(pod *corev1.Pod, keep func(*resourceapi.ResourceClaim) bool) (claims []string, held capacity.Resources) {
-	r.eachHeld(pod, keep, func(key string, _ *resourceapi.ResourceClaim, devices capacity.Resources) {
+func (v *View) heldIf(pod *corev1.Pod, keep func(*resourceapi.ResourceClaim) bool) (claims []string, held capacity.Resources) {
+	v.eachHeld(pod, keep, func(key string, _ *resourceapi.ResourceClaim, devices capacity.Resources) {
 		claims = append(claims, key)
 		if held == nil {
 			held = capacity.Resources{}
@@ -246,55 +192,30 @@ func (r *Reader) heldIf(pod *corev1.Pod, keep func(*resourceapi.ResourceClaim) b
 
 // eachHeld calls found with each of the pod's allocated claims that keep
 // says count (as namespace/name, and the claim) and the devices it holds.
-func (r *Reader) eachHeld(pod *corev1.Pod, keep func(*resourceapi.ResourceClaim) bool, found func(key string, claim *resourceapi.ResourceClaim, devices capacity.Resources)) {
-	if r == nil || r.dra == nil {
+func (v *View) eachHeld(pod *corev1.Pod, keep func(*resourceapi.ResourceClaim) bool, found func(key string, claim *resourceapi.ResourceClaim, devices capacity.Resources)) {
+	if v == nil || v.err != nil {
 		return
 	}
-	var names []string
-	for _, ref := range pod.Spec.ResourceClaims {
-		if name := claimName(pod, ref); name != "" {
-			names = append(names, name)
-		}
-	}
-	if st := pod.Status.ExtendedResourceClaimStatus; st != nil && st.ResourceClaimName != "" {
-		names = append(names, st.ResourceClaimName)
-	}
-	if len(names) == 0 {
-		return
-	}
-	c := r.Catalog()
-	if err := c.loadClasses(); err != nil {
-		return
-	}
+	names, _ := ClaimNames(pod)
 	for _, name := range names {
-		claim, err := r.dra.ResourceClaims().Get(pod.Namespace, name)
+		claim, err := v.claimNamed(pod.Namespace, name)
 		if err != nil || claim.Status.Allocation == nil || !keep(claim) {
 			continue
 		}
 		devices := capacity.Resources{}
-		c.chargeAllocation(devices, claim)
+		v.chargeAllocation(devices, claim)
 		found(pod.Namespace+"/"+name, claim, devices)
 	}
 }
 
 // chargeAllocation charges the devices an allocated claim holds, but
 // those of adminAccess requests.
-func (c *Catalog) chargeAllocation(charge capacity.Resources, claim *resourceapi.ResourceClaim) {
+func (v *View) chargeAllocation(charge capacity.Resources, claim *resourceapi.ResourceClaim) {
 	for _, result := range claim.Status.Allocation.Devices.Results {
-		if class, ok := c.classes[requestClass(&claim.Spec, result.Request)]; ok && !ptr.Deref(result.AdminAccess, false) {
+		if class, ok := v.ClassNamed(requestClass(&claim.Spec, result.Request)); ok && !ptr.Deref(result.AdminAccess, false) {
 			charge[Key(class)]++
 		}
 	}
-}
-
-// StillAllocated reports whether the scheduler's DRA state shows the claim
-// allocated.
-func (r *Reader) StillAllocated(namespace, name string) bool {
-	if r == nil || r.dra == nil {
-		return false
-	}
-	claim, err := r.dra.ResourceClaims().Get(namespace, name)
-	return err == nil && claim.Status.Allocation != nil
 }
 
 // ClaimFreed reports whether a claim event (old and new objects as the
@@ -318,14 +239,13 @@ func ClaimAllocated(oldObj, newObj interface{}) bool {
 
 // Asks names a DeviceClass whose devices the pods ask for (by claim, or
 // by an extended resource the class serves), or "".
-func (r *Reader) Asks(pods []*corev1.Pod) string {
-	if r == nil || r.dra == nil {
+func (v *View) Asks(pods []*corev1.Pod) string {
+	if v == nil {
 		return ""
 	}
-	c := r.Catalog()
 	for _, pod := range pods {
 		for _, ref := range pod.Spec.ResourceClaims {
-			_, spec := c.claimOf(pod, ref)
+			_, spec := v.claimOf(pod, ref)
 			if spec == nil {
 				continue
 			}
@@ -338,8 +258,8 @@ func (r *Reader) Asks(pods []*corev1.Pod) string {
 				}
 			}
 		}
-		if keys := c.Keys(capacity.Request(pod)); len(keys) > 0 {
-			return c.ClassOf(keys[0])
+		if keys := v.Keys(capacity.Request(pod)); len(keys) > 0 {
+			return v.ClassOf(keys[0])
 		}
 	}
 	return ""

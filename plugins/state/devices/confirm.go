@@ -65,10 +65,10 @@ func claimToAllocate(pod *corev1.Pod, ref corev1.PodResourceClaim, claim *resour
 // neither can it judge which devices the plans will take. Call it before
 // any fit reads the catalog.
 func (c *Catalog) Hold(planned map[string][]*corev1.Pod) error {
-	if len(planned) == 0 || c.r == nil || c.r.dra == nil {
+	if len(planned) == 0 || c.v == nil {
 		return nil
 	}
-	if err := c.loadClasses(); err != nil {
+	if err := c.v.Err(); err != nil {
 		return err
 	}
 	c.heldClaims = map[string][]*resourceapi.ResourceClaim{}
@@ -76,7 +76,7 @@ func (c *Catalog) Hold(planned map[string][]*corev1.Pod) error {
 		demand := capacity.Resources{}
 		for _, pod := range pods {
 			for _, ref := range pod.Spec.ResourceClaims {
-				claim, spec, err := c.resolve(pod, ref, claimName(pod, ref))
+				claim, spec, err := c.v.resolve(pod, ref, claimName(pod, ref))
 				if err != nil {
 					return err
 				}
@@ -139,10 +139,10 @@ func (c *Catalog) AllocatableOn(ctx context.Context, node *corev1.Node, pods []*
 	if err != nil {
 		return false, err
 	}
-	if len(freed) > 0 && c.allocated != nil {
-		state := *c.allocated
-		state.AllocatedDevices = c.allocated.AllocatedDevices.Clone().Delete(freed...)
-		if allocator, err = structured.NewAllocator(ctx, c.r.features, state, c.r.dra.DeviceClasses(), c.slices, c.r.cel); err != nil {
+	if len(freed) > 0 && c.v.allocated != nil {
+		state := *c.v.allocated
+		state.AllocatedDevices = c.v.allocated.AllocatedDevices.Clone().Delete(freed...)
+		if allocator, err = newAllocator(ctx, c.v, state); err != nil {
 			return false, err
 		}
 	}
@@ -159,13 +159,13 @@ func (c *Catalog) allocatorFor(ctx context.Context) (structured.Allocator, error
 	if c.allocator != nil || c.allocatorErr != nil {
 		return c.allocator, c.allocatorErr
 	}
-	if err := c.load(); err != nil {
+	if err := c.v.Err(); err != nil {
 		return nil, err
 	}
 	state := structured.AllocatedState{}
-	if c.allocated != nil {
-		state = *c.allocated
+	if c.v.allocated != nil {
+		state = *c.v.allocated
 	}
-	c.allocator, c.allocatorErr = structured.NewAllocator(ctx, c.r.features, state, c.r.dra.DeviceClasses(), c.slices, c.r.cel)
+	c.allocator, c.allocatorErr = newAllocator(ctx, c.v, state)
 	return c.allocator, c.allocatorErr
 }

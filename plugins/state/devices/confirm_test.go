@@ -1,4 +1,4 @@
-package devices
+package devices_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 )
 
 // domainSlice is node n1's 8 devices: model x for the first xs, y for the
@@ -99,19 +100,21 @@ func TestLedgerPlacesMembersOneByOne(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dra := &devicestest.DRA{
+			fakeDRA := &devicestest.DRA{
 				Classes:   []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", ""), class("x-only", "", `device.attributes["gpu.example.com"].model == "x"`)},
 				Slices:    []*resourceapi.ResourceSlice{domainSlice(tc.xs)},
 				Allocated: tc.allocated,
 			}
-			catalog := NewReader(dra, templates(sameDomain, modelX, plain, narrow, firstAvailable), structured.Features{PrioritizedList: true}).Catalog()
 			var pods []*corev1.Pod
 			for i, template := range tc.templates {
 				pod := podWithClaims(fmt.Sprintf("m%d", i), byTemplate("gpus", template))
 				pod.UID = types.UID(pod.Name)
+				pods = append(pods, pod)
+			}
+			catalog := dra.NewReader(fakeDRA, templates(sameDomain, modelX, plain, narrow, firstAvailable), structured.Features{PrioritizedList: true}).View(context.Background(), pods).Catalog()
+			for _, pod := range pods {
 				_, err := catalog.Demand(pod)
 				require.NoError(t, err)
-				pods = append(pods, pod)
 			}
 			ledger, err := catalog.Ledger(context.Background())
 			require.NoError(t, err)
@@ -138,7 +141,7 @@ func TestLedgerPlacesMembersOneByOne(t *testing.T) {
 				}
 			}
 			// The catalog's own state is a copy's origin, never changed.
-			assert.Equal(t, tc.allocated.Len(), dra.Allocated.Len())
+			assert.Equal(t, tc.allocated.Len(), fakeDRA.Allocated.Len())
 		})
 	}
 }
@@ -173,18 +176,18 @@ func TestAllocatableOn(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dra := &devicestest.DRA{
+			fakeDRA := &devicestest.DRA{
 				Classes:   []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", "")},
 				Slices:    []*resourceapi.ResourceSlice{domainSlice(0)},
 				Allocated: sets.New(ids(0, 1, 2, 4, 5)...),
 			}
-			catalog := NewReader(dra, templates(sameDomain), structured.Features{}).Catalog()
 			pod := podWithClaims("m0", byTemplate("gpus", "same-domain"))
 			pod.UID = "m0"
+			catalog := dra.NewReader(fakeDRA, templates(sameDomain), structured.Features{}).View(context.Background(), []*corev1.Pod{pod}).Catalog()
 			_, err := catalog.Demand(pod)
 			require.NoError(t, err)
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-			_, err = catalog.CountOn(context.Background(), node, []corev1.ResourceName{"example.com/gpu"})
+			_, err = catalog.CountOn(node, []corev1.ResourceName{"example.com/gpu"})
 			require.NoError(t, err)
 			assert.True(t, catalog.NeedsAllocator("n1"), "a matchAttribute constraint is beyond a count")
 			got, err := catalog.AllocatableOn(context.Background(), node, []*corev1.Pod{pod}, tc.freed)

@@ -1,9 +1,7 @@
 package devices
 
 import (
-	"context"
 	"fmt"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -29,7 +27,7 @@ type Counts struct {
 func (c *Catalog) newCounts(keys []corev1.ResourceName) Counts {
 	counts := Counts{Free: capacity.Resources{}, Total: capacity.Resources{}, SharedFree: capacity.Resources{}, SharedTotal: capacity.Resources{}}
 	for _, key := range keys {
-		if _, ok := c.byKey[key]; ok {
+		if c.v.IsDeviceKey(key) {
 			counts.Free[key], counts.Total[key] = 0, 0
 		}
 	}
@@ -38,8 +36,8 @@ func (c *Catalog) newCounts(keys []corev1.ResourceName) Counts {
 
 // FreeOn is, per device key in keys, how many devices of that class the
 // node has free (see Counts).
-func (c *Catalog) FreeOn(ctx context.Context, node *corev1.Node, keys []corev1.ResourceName) (capacity.Resources, error) {
-	counts, err := c.CountOn(ctx, node, keys)
+func (c *Catalog) FreeOn(node *corev1.Node, keys []corev1.ResourceName) (capacity.Resources, error) {
+	counts, err := c.CountOn(node, keys)
 	return counts.Free, err
 }
 
@@ -47,21 +45,24 @@ func (c *Catalog) FreeOn(ctx context.Context, node *corev1.Node, keys []corev1.R
 // (names no class is counted under are left out). A Catalog counts each
 // node once: every call of one Catalog must ask for the same keys, as one
 // check does.
-func (c *Catalog) CountOn(ctx context.Context, node *corev1.Node, keys []corev1.ResourceName) (Counts, error) {
+func (c *Catalog) CountOn(node *corev1.Node, keys []corev1.ResourceName) (Counts, error) {
 	if counts, ok := c.counts[node.Name]; ok {
 		return counts, nil
 	}
-	if err := c.load(); err != nil {
+	if err := c.v.Err(); err != nil {
 		return Counts{}, err
 	}
 	counts := c.newCounts(keys)
-	for _, slice := range c.sliceOf[node.Name] {
-		if err := c.countSlice(ctx, node, slice, counts); err != nil {
+	if c.v == nil {
+		return counts, nil
+	}
+	for _, slice := range c.v.sliceOf[node.Name] {
+		if err := c.countSlice(node, slice, counts); err != nil {
 			return Counts{}, err
 		}
 	}
-	for _, slice := range c.anyNode {
-		if err := c.countSlice(ctx, node, slice, counts); err != nil {
+	for _, slice := range c.v.anyNode {
+		if err := c.countSlice(node, slice, counts); err != nil {
 			return Counts{}, err
 		}
 	}
@@ -72,13 +73,16 @@ func (c *Catalog) CountOn(ctx context.Context, node *corev1.Node, keys []corev1.
 // SharedOnce counts the devices of slices several nodes see once each,
 // whichever nodes see them: what the nodes' SharedFree and SharedTotal
 // are, in all. A device several claims may share counts once here.
-func (c *Catalog) SharedOnce(ctx context.Context, keys []corev1.ResourceName) (Counts, error) {
-	if err := c.load(); err != nil {
+func (c *Catalog) SharedOnce(keys []corev1.ResourceName) (Counts, error) {
+	if err := c.v.Err(); err != nil {
 		return Counts{}, err
 	}
 	counts := c.newCounts(keys)
-	for _, slice := range c.anyNode {
-		if err := c.countSlice(ctx, nil, slice, counts); err != nil {
+	if c.v == nil {
+		return counts, nil
+	}
+	for _, slice := range c.v.anyNode {
+		if err := c.countSlice(nil, slice, counts); err != nil {
 			return Counts{}, err
 		}
 	}
@@ -87,7 +91,7 @@ func (c *Catalog) SharedOnce(ctx context.Context, keys []corev1.ResourceName) (C
 
 // countSlice adds the slice's devices the node sees (nil: every device
 // several nodes see, once) to counts.
-func (c *Catalog) countSlice(ctx context.Context, node *corev1.Node, slice *resourceapi.ResourceSlice, counts Counts) error {
+func (c *Catalog) countSlice(node *corev1.Node, slice *resourceapi.ResourceSlice, counts Counts) error {
 	sliceWide := !ptr.Deref(slice.Spec.PerDeviceNodeSelection, false)
 	sees := func(name *string, all *bool, selector *corev1.NodeSelector) (seen, shared bool, err error) {
 		shared = ptr.Deref(name, "") == ""
@@ -107,7 +111,8 @@ func (c *Catalog) countSlice(ctx context.Context, node *corev1.Node, slice *reso
 	}
 	matchOf := make(map[corev1.ResourceName][]bool, len(counts.Total))
 	for key := range counts.Total {
-		match, err := c.r.deviceMatches(ctx, c.byKey[key], slice)
+		class, _ := c.v.classKeyed(key)
+		match, err := c.v.matches(class, slice)
 		if err != nil {
 			return err
 		}
@@ -134,9 +139,9 @@ func (c *Catalog) countSlice(ctx context.Context, node *corev1.Node, slice *reso
 		// the allocator, member by member, judges the capacity.
 		shareable := ptr.Deref(device.AllowMultipleAllocations, false)
 		units := int64(1)
-		allocated := structured.IsDeviceAllocated(id, c.allocated)
+		allocated := structured.IsDeviceAllocated(id, c.v.allocated)
 		if shareable {
-			allocated = c.allocated.AllocatedDevices.Has(id)
+			allocated = c.v.allocated.AllocatedDevices.Has(id)
 			if node != nil {
 				units = podsOn(node)
 				c.partitioned[node.Name] = true
@@ -184,7 +189,7 @@ func (c *Catalog) onNode(node *corev1.Node, name *string, all *bool, selector *c
 	if selector == nil {
 		return false, nil
 	}
-	return structured.NodeMatches(c.r.features, node, "", false, selector)
+	return structured.NodeMatches(c.v.features, node, "", false, selector)
 }
 
 // tolerated reports whether the requests demanding key tolerate every
@@ -206,24 +211,6 @@ func (c *Catalog) tolerated(key corev1.ResourceName, taints []resourceapi.Device
 		}
 	}
 	return true
-}
-
-// Keys are the device keys among a demand's resources, in order.
-func (c *Catalog) Keys(demand ...capacity.Resources) []corev1.ResourceName {
-	set := map[corev1.ResourceName]bool{}
-	for _, d := range demand {
-		for name, v := range d {
-			if v > 0 && !set[name] && c.IsDeviceKey(name) {
-				set[name] = true
-			}
-		}
-	}
-	keys := make([]corev1.ResourceName, 0, len(set))
-	for k := range set {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
-	return keys
 }
 
 // Shortage is how short of one class's devices a demand is: Need summed

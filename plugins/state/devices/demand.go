@@ -17,14 +17,14 @@ import (
 // references it; asked again for the same pod, it answers the same. An error names what is missing: a claim template or a
 // device class that does not exist.
 func (c *Catalog) Demand(pod *corev1.Pod) (capacity.Resources, error) {
-	if len(pod.Spec.ResourceClaims) == 0 || c.r == nil || c.r.dra == nil {
+	if len(pod.Spec.ResourceClaims) == 0 || c.v == nil {
 		return nil, nil
 	}
 	if demand, ok := c.demandOf[pod.UID]; ok && pod.UID != "" {
 		// Read already: its claims are recorded once.
 		return demand, nil
 	}
-	if err := c.loadClasses(); err != nil {
+	if err := c.v.Err(); err != nil {
 		return nil, err
 	}
 	demand := capacity.Resources{}
@@ -54,7 +54,7 @@ func (c *Catalog) Demand(pod *corev1.Pod) (capacity.Resources, error) {
 func (c *Catalog) claimSpec(pod *corev1.Pod, ref corev1.PodResourceClaim) (*resourceapi.ResourceClaim, *resourceapi.ResourceClaimSpec, error) {
 	name := claimName(pod, ref)
 	if name == "" {
-		return c.resolve(pod, ref, name)
+		return c.v.resolve(pod, ref, name)
 	}
 	id := pod.Namespace + "/" + name
 	if c.seen[id] {
@@ -64,7 +64,7 @@ func (c *Catalog) claimSpec(pod *corev1.Pod, ref corev1.PodResourceClaim) (*reso
 		return nil, nil, nil
 	}
 	c.seen[id] = true
-	claim, spec, err := c.resolve(pod, ref, name)
+	claim, spec, err := c.v.resolve(pod, ref, name)
 	if claim != nil && spec != nil {
 		c.unallocatedUsers[id] = []string{pod.Name}
 	}
@@ -74,9 +74,9 @@ func (c *Catalog) claimSpec(pod *corev1.Pod, ref corev1.PodResourceClaim) (*reso
 // resolve is claimSpec without the check's bookkeeping: the claim named
 // name (the pod's generated or own claim; "" before it is generated),
 // nil with its template's spec before it exists, or nil when allocated.
-func (c *Catalog) resolve(pod *corev1.Pod, ref corev1.PodResourceClaim, name string) (*resourceapi.ResourceClaim, *resourceapi.ResourceClaimSpec, error) {
+func (v *View) resolve(pod *corev1.Pod, ref corev1.PodResourceClaim, name string) (*resourceapi.ResourceClaim, *resourceapi.ResourceClaimSpec, error) {
 	if name != "" {
-		claim, err := c.r.dra.ResourceClaims().Get(pod.Namespace, name)
+		claim, err := v.claimNamed(pod.Namespace, name)
 		if err == nil {
 			if claim.Status.Allocation != nil {
 				return nil, nil, nil
@@ -91,11 +91,8 @@ func (c *Catalog) resolve(pod *corev1.Pod, ref corev1.PodResourceClaim, name str
 	if template == "" {
 		return nil, nil, fmt.Errorf("pod %s/%s: resourceClaims[%s] names neither a claim nor a template", pod.Namespace, pod.Name, ref.Name)
 	}
-	if c.r.templates == nil {
-		return nil, nil, fmt.Errorf("pod %s/%s: ResourceClaimTemplate %s: no template lister", pod.Namespace, pod.Name, template)
-	}
 	// Each pod gets its own claim from a template: never shared.
-	t, err := c.r.templates.ResourceClaimTemplates(pod.Namespace).Get(template)
+	t, err := v.templateNamed(pod.Namespace, template)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pod %s/%s: ResourceClaimTemplate %s/%s: %w", pod.Namespace, pod.Name, pod.Namespace, template, err)
 	}
@@ -156,7 +153,8 @@ func claimName(pod *corev1.Pod, ref corev1.PodResourceClaim) string {
 func (c *Catalog) addRequest(demand capacity.Resources, req resourceapi.DeviceRequest) error {
 	exact, err := c.countRequest(demand, req)
 	if exact != nil {
-		key := Key(c.classes[exact.DeviceClassName])
+		class, _ := c.v.ClassNamed(exact.DeviceClassName)
+		key := Key(class)
 		c.tolerations[key] = append(c.tolerations[key], exact.Tolerations...)
 	}
 	return err
@@ -175,7 +173,7 @@ func (c *Catalog) countRequest(demand capacity.Resources, req resourceapi.Device
 	if exact == nil {
 		return nil, nil
 	}
-	class, ok := c.classes[exact.DeviceClassName]
+	class, ok := c.v.ClassNamed(exact.DeviceClassName)
 	if !ok {
 		return nil, fmt.Errorf("DeviceClass %s not found", exact.DeviceClassName)
 	}
@@ -202,7 +200,7 @@ func (c *Catalog) leastAlternative(alternatives []resourceapi.DeviceSubRequest) 
 	var least *resourceapi.ExactDeviceRequest
 	var key corev1.ResourceName
 	for _, sub := range alternatives {
-		class, ok := c.classes[sub.DeviceClassName]
+		class, ok := c.v.ClassNamed(sub.DeviceClassName)
 		if !ok {
 			return nil, fmt.Errorf("DeviceClass %s not found", sub.DeviceClassName)
 		}

@@ -13,14 +13,18 @@
 // capacity.Resources, beside cpu and memory, so first fit, plans and
 // held room treat them as one more resource per node.
 //
-// Everything is read from the scheduler's own DRA state
-// (fwk.SharedDRAManager): the claims it has allocated in flight for
-// members waiting at Permit count as allocated here too, which informers
-// of our own would miss. Device selectors are the classes' CEL, evaluated
-// by k8s.io/dynamic-resource-allocation/cel once per class and slice
-// version (the Reader keeps the verdicts while neither object changes);
-// node selection of slices is structured.NodeMatches with the scheduler's
-// features.
+// It reads nothing itself. A View is what package dra read, before a
+// check starts, from the scheduler's own DRA state (fwk.SharedDRAManager:
+// the claims it has allocated in flight for members waiting at Permit
+// count as allocated here too, which informers of our own would miss):
+// the classes, the check's pods' claims and templates, the slices, the
+// allocated state, and the classes' CEL selectors evaluated on the
+// slices' devices (dra.Reader keeps those verdicts while neither object
+// changes). A View never changes; a Catalog is one plan's working state
+// over it (what its pods demand, each node's counts once counted, the
+// claims still to allocate), so plans over one View run in parallel, each
+// with its own Catalog. Node selection of slices is structured.NodeMatches
+// with the scheduler's features.
 //
 // What a pod demands (Catalog.Demand):
 //   - a claim already allocated: nothing (its devices are out of every
@@ -37,7 +41,7 @@
 //     a check that reaches it;
 //   - an extended resource a class serves is in the pod's requests
 //     already, under the class's Key however the pod names the class
-//     (Reader.Requests: the implicit deviceclass.resource.kubernetes.io/
+//     (View.Requests: the implicit deviceclass.resource.kubernetes.io/
 //     name of a class with an extendedResourceName counts under the
 //     latter): nothing more.
 //
@@ -84,13 +88,14 @@
 // cluster totals its domains' best fit is scaled by.
 //
 // Preemption's simulation plans with the same Ledger on the devices its
-// victims free (Reader.ReleasedDevices); where it searches a single
+// victims free (View.ReleasedDevices); where it searches a single
 // member's room node by node it asks Catalog.AllocatableOn, only where a
 // count may over-count. Binpack reads the count (CountOn) only, for
 // every class (ClassKeys): it scores, and Filter has refused the nodes
-// the allocator would. In queue
-// accounting (Reader.Charge) a claim several pods share is charged once,
-// to the first pod its reservedFor lists (Pays).
+// the allocator would. In queue accounting (View.Charge) a claim several
+// pods share is charged once, to the first pod its reservedFor lists
+// (Pays).
 //
-// It is pure of informers and locks: package state composes it.
+// It holds no informer and no lock: package dra reads, package state
+// composes.
 package devices

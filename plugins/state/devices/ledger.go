@@ -77,15 +77,16 @@ type allocatedDevice struct {
 // Ledger starts allocating member by member over the catalog's allocated
 // state (a copy: the counts keep reading the catalog's own).
 func (c *Catalog) Ledger(ctx context.Context) (*Ledger, error) {
-	if err := c.load(); err != nil {
+	if err := c.v.Err(); err != nil {
 		return nil, err
 	}
 	state := structured.AllocatedState{}
-	if c.allocated != nil {
-		state.AllocatedDevices = c.allocated.AllocatedDevices.Clone()
-		state.AllocatedSharedDeviceIDs = c.allocated.AllocatedSharedDeviceIDs.Clone()
-		if c.allocated.AggregatedCapacity != nil {
-			state.AggregatedCapacity = c.allocated.AggregatedCapacity.Clone()
+	if c.v != nil && c.v.allocated != nil {
+		allocated := c.v.allocated
+		state.AllocatedDevices = allocated.AllocatedDevices.Clone()
+		state.AllocatedSharedDeviceIDs = allocated.AllocatedSharedDeviceIDs.Clone()
+		if allocated.AggregatedCapacity != nil {
+			state.AggregatedCapacity = allocated.AggregatedCapacity.Clone()
 		}
 	}
 	if state.AllocatedDevices == nil {
@@ -119,7 +120,7 @@ func (l *Ledger) Needs(pod *corev1.Pod) bool {
 		return true
 	}
 	for name := range capacity.Request(pod) {
-		if l.c.IsDeviceKey(name) {
+		if l.c.v.IsDeviceKey(name) {
 			return true
 		}
 	}
@@ -152,7 +153,7 @@ func (l *Ledger) Place(chain []uint64, pod *corev1.Pod, node *corev1.Node) bool 
 	}
 	top := l.applied[len(l.applied)-1]
 	for _, r := range results {
-		for _, d := range devicesOf(r, l.c.r.features.ConsumableCapacity) {
+		for _, d := range devicesOf(r, l.c.v.features.ConsumableCapacity) {
 			top.taken = append(top.taken, d)
 			l.insert(d)
 		}
@@ -163,7 +164,7 @@ func (l *Ledger) Place(chain []uint64, pod *corev1.Pod, node *corev1.Node) bool 
 // allocate runs the allocator over the current state.
 func (l *Ledger) allocate(node *corev1.Node, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, bool) {
 	if l.allocator == nil {
-		a, err := structured.NewAllocator(l.ctx, l.c.r.features, l.state, l.c.r.dra.DeviceClasses(), l.c.slices, l.c.r.cel)
+		a, err := newAllocator(l.ctx, l.c.v, l.state)
 		if err != nil {
 			if l.err == nil {
 				l.err = err
@@ -230,7 +231,7 @@ func (l *Ledger) holdOn(node *corev1.Node) {
 		return
 	}
 	for _, r := range results {
-		for _, d := range devicesOf(r, l.c.r.features.ConsumableCapacity) {
+		for _, d := range devicesOf(r, l.c.v.features.ConsumableCapacity) {
 			l.insert(d)
 		}
 	}
@@ -302,7 +303,7 @@ func (l *Ledger) claimsFor(pod *corev1.Pod, node *corev1.Node) []*resourceapi.Re
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
 	for _, name := range names {
-		class, ok := l.c.byKey[name]
+		class, ok := l.c.v.classKeyed(name)
 		if !ok || request[name] <= 0 {
 			continue
 		}

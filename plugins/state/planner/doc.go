@@ -1,13 +1,14 @@
 // Package planner answers one question for the Gang and Preemption
 // plugins: where would the members a gang still needs for its quorum go?
 // It is pure: a Snapshot (the nodes with what they hold, what other
-// placing gangs' plans hold, a device catalog, an optional filter) and a
+// placing gangs' plans hold, a device view, an optional filter) and a
 // Gang (its quorum's members, its and its roles' domains) in, a Plan out —
 // each planned member's node, or why the quorum cannot be placed. It
-// holds no informers and no locks: callers copy what they read under
-// their own lock and plan without it. (The device catalog a snapshot
-// carries reads the scheduler's DRA listers when first asked, and is for
-// one goroutine at a time: package devices.) Gang asks it for the attempt's plan (beside the
+// holds no informers and no locks and imports no package that does:
+// callers copy what they read under their own lock and plan without it.
+// The device view (devices.View) is a value read before the plan by
+// package dra; each plan counts and allocates devices in a catalog of its
+// own, so plans over one snapshot may run in parallel. Gang asks it for the attempt's plan (beside the
 // other placing gangs' plans, and alone); Preemption asks it whether a
 // set of victims makes room (the snapshot is the nodes less the victims,
 // their devices freed, the profile's Filter plugins the filter).

@@ -33,18 +33,17 @@ type Snapshot struct {
 	// preemption tried by count, the running pods a reservation waits
 	// for. The Filter and the member checks see Nodes as given.
 	Released map[string]capacity.Resources
-	// Devices is the plan's view of DRA (a catalog is for one plan; nil:
-	// the members ask for no devices).
-	Devices *devices.Catalog
+	// Devices is the plan's view of DRA, read for the members and the
+	// Planned pods before the plan (nil: no DRA). Members' requests are
+	// read through it (View.Requests: a device class asked for by its
+	// implicit name counts under its key).
+	Devices *devices.View
 	// FreeDevices, when set, counts a node's free devices under the keys
 	// instead of Devices (a preemption's count with the victims' devices
 	// given back); Freed are devices allocated now that the plan may take
 	// (the victims').
 	FreeDevices func(fwk.NodeInfo) capacity.Resources
 	Freed       []structured.DeviceID
-	// RequestOf is a member's requests, each device class it asks for by
-	// extended resource under its key (devices.Reader.Requests).
-	RequestOf func(*corev1.Pod) capacity.Resources
 	// Filter, when set, judges a member on a node beyond what the plan
 	// itself checks, after them; a node it refuses is passed over for
 	// that member.
@@ -93,10 +92,6 @@ type Plan struct {
 	RoleDomains map[string][]string
 }
 
-// noDevices reads no DRA: the catalog of a plan whose members ask for no
-// devices.
-var noDevices = devices.NewReader(nil, nil, structured.Features{})
-
 // planning is one Place call's working state.
 type planning struct {
 	gang          Gang
@@ -143,13 +138,10 @@ func Place(ctx context.Context, snap Snapshot, gang Gang) Plan {
 	}
 	// Devices a member's claims take count beside its requests, under
 	// their class's key (see package devices).
-	catalog := snap.Devices
-	if catalog == nil {
-		catalog = noDevices.Catalog()
-	}
+	catalog := snap.Devices.Catalog()
 	all := make([]capacity.Resources, len(members))
 	for i, m := range members {
-		all[i] = snap.RequestOf(m)
+		all[i] = snap.Devices.Requests(m)
 		demand, err := catalog.Demand(m)
 		if err != nil {
 			return Plan{Reason: reasons.WaitingForClaims.Say("gang %s waits: %v", key, err)}
@@ -184,7 +176,7 @@ func Place(ctx context.Context, snap Snapshot, gang Gang) Plan {
 	for node, r := range snap.Released {
 		view.Free(node, r)
 	}
-	keys := catalog.Keys(sortedAll...)
+	keys := snap.Devices.Keys(sortedAll...)
 	var deviceErr error
 	var ledger *devices.Ledger
 	if len(keys) > 0 || catalog.Allocates() {
@@ -196,7 +188,7 @@ func Place(ctx context.Context, snap Snapshot, gang Gang) Plan {
 		count := snap.FreeDevices
 		if count == nil {
 			count = func(n fwk.NodeInfo) capacity.Resources {
-				free, err := catalog.FreeOn(ctx, n.Node(), keys)
+				free, err := catalog.FreeOn(n.Node(), keys)
 				if err != nil && deviceErr == nil {
 					deviceErr = err
 				}
@@ -230,7 +222,7 @@ func Place(ctx context.Context, snap Snapshot, gang Gang) Plan {
 				return Plan{Reason: reasons.InvalidSpec.Say("gang %s waits: reading devices: %v", key, err)}
 			}
 			if f.Placed < len(pending) {
-				if short := devicesShort(ctx, catalog, keys, pending, view); short != "" {
+				if short := devicesShort(catalog, keys, pending, view); short != "" {
 					return Plan{Reason: reasons.InsufficientResources.Say("gang %s does not fit: %s", key, short)}
 				}
 				return Plan{Reason: reasons.InsufficientResources.Say("gang %s does not fit: %d of the %d members needed for minMember %d fit on the nodes' free capacity; %s", key, f.Placed, len(pending), gang.MinMember, unplacedShort(pending, primary, check, view, &f))}
@@ -249,12 +241,12 @@ func Place(ctx context.Context, snap Snapshot, gang Gang) Plan {
 		if len(keys) > 0 {
 			// Devices several nodes see are one pool: counted once, after
 			// the nodes' own.
-			shared, _ = catalog.SharedOnce(ctx, keys)
+			shared, _ = catalog.SharedOnce(keys)
 			devicesTotal = func(n fwk.NodeInfo, key corev1.ResourceName) (int64, bool) {
 				if !slices.Contains(keys, key) {
 					return 0, false
 				}
-				counts, err := catalog.CountOn(ctx, n.Node(), keys)
+				counts, err := catalog.CountOn(n.Node(), keys)
 				if err != nil {
 					return 0, false
 				}

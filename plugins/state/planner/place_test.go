@@ -24,8 +24,8 @@ import (
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
-	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
@@ -254,7 +254,7 @@ func TestPlace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap := Snapshot{Nodes: tt.nodes, Held: tt.held, Released: tt.released, RequestOf: capacity.Request, Filter: tt.filter}
+			snap := Snapshot{Nodes: tt.nodes, Held: tt.held, Released: tt.released, Filter: tt.filter}
 			got := Place(context.Background(), snap, tt.gang)
 			if tt.wantWhy != "" {
 				assert.Contains(t, got.Reason, tt.wantWhy)
@@ -340,16 +340,16 @@ func TestPlaceDevicesMemberByMember(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dra := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{broad, narrow}, Slices: []*resourceapi.ResourceSlice{slice("a", 4), slice("b", 2)},
+			fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{broad, narrow}, Slices: []*resourceapi.ResourceSlice{slice("a", 4), slice("b", 2)},
 				Allocated: sets.New(taken)}
-			reader := devices.NewReader(dra, resourcelisters.NewResourceClaimTemplateLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), structured.Features{})
-			snap := Snapshot{Nodes: nodes, Devices: reader.Catalog(), RequestOf: reader.Requests}
+			reader := dra.NewReader(fakeDRA, resourcelisters.NewResourceClaimTemplateLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), structured.Features{})
+			snap := Snapshot{Nodes: nodes, Devices: reader.View(context.Background(), tt.members)}
 			if tt.freed {
 				snap.Freed = []structured.DeviceID{taken}
-				catalog := reader.Catalog()
+				catalog := snap.Devices.Catalog()
 				snap.FreeDevices = func(n fwk.NodeInfo) capacity.Resources {
 					keys := []corev1.ResourceName{"example.com/gpu", "example.com/h100"}
-					free, err := catalog.FreeOn(context.Background(), n.Node(), keys)
+					free, err := catalog.FreeOn(n.Node(), keys)
 					require.NoError(t, err)
 					if n.Node().Name == "a" {
 						free = free.Clone()

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
@@ -127,7 +126,7 @@ func TestPlaceRoleDomains(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap := Snapshot{Nodes: tt.nodes, RequestOf: capacity.Request}
+			snap := Snapshot{Nodes: tt.nodes}
 			got := Place(context.Background(), snap, tt.gang)
 			if tt.wantWhy != "" {
 				assert.Contains(t, got.Reason, tt.wantWhy)
@@ -184,7 +183,7 @@ func TestPlaceRoleSearchIsBounded(t *testing.T) {
 	for k := 0; k < 5; k++ {
 		nodes = append(nodes, node(fmt.Sprintf("n%d", k), "16", 0, []string{rackL + fmt.Sprintf("=rack%d", k)}))
 	}
-	got := Place(context.Background(), Snapshot{Nodes: nodes, RequestOf: capacity.Request},
+	got := Place(context.Background(), Snapshot{Nodes: nodes},
 		Gang{Name: "ns/g", MinMember: 5, Quorum: Quorum{Required: required},
 			Topology: &Topology{Levels: []string{Anywhere}, Of: roles(t, "["+spec+"]"), Roles: topo}})
 	require.NotEmpty(t, got.Reason)

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -25,8 +24,8 @@ import (
 //
 // Devices several nodes see (a slice for all nodes or a node selector)
 // are in every such node's count but one pool: the sums count them once.
-func devicesShort(ctx context.Context, catalog *devices.Catalog, keys []corev1.ResourceName, pending []capacity.Resources, v *capacity.FreeView) string {
-	shared, err := catalog.SharedOnce(ctx, keys)
+func devicesShort(catalog *devices.Catalog, keys []corev1.ResourceName, pending []capacity.Resources, v *capacity.FreeView) string {
+	shared, err := catalog.SharedOnce(keys)
 	if err != nil {
 		return ""
 	}
@@ -37,11 +36,11 @@ func devicesShort(ctx context.Context, catalog *devices.Catalog, keys []corev1.R
 		if capacity.AllocatableAmount(v.Node(i), key) > 0 {
 			return devices.Counts{}, false
 		}
-		counts, err := catalog.CountOn(ctx, v.Node(i).Node(), keys)
+		counts, err := catalog.CountOn(v.Node(i).Node(), keys)
 		return counts, err == nil
 	}
 	for _, key := range keys {
-		short := devices.Shortage{Class: catalog.ClassOf(key)}
+		short := devices.Shortage{Class: catalog.View().ClassOf(key)}
 		for _, req := range pending {
 			short.Need += req[key]
 			short.Each = max(short.Each, req[key])

@@ -140,7 +140,7 @@ func TestSoonest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			nodes, leaving := tt.nodes()
-			got := Soonest(context.Background(), Snapshot{Nodes: nodes, RequestOf: capacity.Request}, tt.gang, leaving)
+			got := Soonest(context.Background(), Snapshot{Nodes: nodes}, tt.gang, leaving)
 			if tt.want.why != "" {
 				assert.Contains(t, got.Reason, tt.want.why)
 				assert.Equal(t, tt.want.code, reasons.Of(got.Reason))

@@ -1,4 +1,4 @@
-package devices
+package dra
 
 import (
 	"context"
@@ -6,10 +6,9 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/cel"
-)
 
-// sliceClass names one class's verdict on one slice's devices.
-type sliceClass struct{ slice, class string }
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+)
 
 // classVerdict is, per device of a slice (by index), whether the class's
 // selectors match it, valid while neither the slice nor the class changed.
@@ -26,7 +25,7 @@ type classVerdict struct {
 // devices. Objects without a ResourceVersion (not
 // from an apiserver) are evaluated every time.
 func (r *Reader) deviceMatches(ctx context.Context, class *resourceapi.DeviceClass, slice *resourceapi.ResourceSlice) ([]bool, error) {
-	key := sliceClass{slice: slice.Name, class: class.Name}
+	key := devices.SliceClass{Slice: slice.Name, Class: class.Name}
 	cacheable := slice.ResourceVersion != "" && class.ResourceVersion != ""
 	if cacheable {
 		r.matchMu.Lock()
@@ -47,7 +46,7 @@ func (r *Reader) deviceMatches(ctx context.Context, class *resourceapi.DeviceCla
 	if cacheable {
 		r.matchMu.Lock()
 		if r.verdicts == nil {
-			r.verdicts = map[sliceClass]classVerdict{}
+			r.verdicts = map[devices.SliceClass]classVerdict{}
 		}
 		r.verdicts[key] = classVerdict{sliceVersion: slice.ResourceVersion, classVersion: class.ResourceVersion, match: match}
 		r.matchMu.Unlock()
@@ -68,7 +67,7 @@ func (r *Reader) forgetVerdicts(slices []*resourceapi.ResourceSlice, classes []*
 	r.matchMu.Lock()
 	defer r.matchMu.Unlock()
 	for key := range r.verdicts {
-		if !sliceExists[key.slice] || !classExists[key.class] {
+		if !sliceExists[key.Slice] || !classExists[key.Class] {
 			delete(r.verdicts, key)
 		}
 	}
