@@ -46,7 +46,7 @@ func TestRoomOnNodeCountsDevicesVictimsGiveBack(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
 	node.Status.Allocatable = capacity.Resources{corev1.ResourceCPU: 64000, corev1.ResourceMemory: 256 << 30, corev1.ResourcePods: 110}.List()
 	var victims []*unit
-	w := &world{store: store, byName: map[string]fwk.NodeInfo{}}
+	w := &world{store: readState(store), byName: map[string]fwk.NodeInfo{}}
 	var pods []*corev1.Pod
 	for i := range 8 {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("v%d", i), UID: types.UID(fmt.Sprintf("v%d", i))}}
@@ -158,7 +158,7 @@ func TestPlanGangInOneDomainCountsDevices(t *testing.T) {
 	}
 	store := state.NewStatic(nil, pods).WithDevices(dra.NewReader(fakeDRA, nil, structured.Features{}))
 	p := wired(&Preemption{
-		handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: store,
+		handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: readState(store),
 		pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 	})
 	var members []*corev1.Pod
@@ -246,7 +246,7 @@ func TestPlanConfirmsClaimsWithTheAllocator(t *testing.T) {
 	require.NoError(t, templates.Add(sameDomain))
 	store := state.NewStatic(nil, pods).WithDevices(dra.NewReader(fakeDRA, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
 	p := wired(&Preemption{
-		handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: store,
+		handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: readState(store),
 		pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 	})
 	asking := st.MakePod().Namespace("ns").Name("p").UID("p").Priority(1000).

@@ -65,7 +65,7 @@ func onNodes(t testing.TB, nodes []fwk.NodeInfo) *Preemption {
 		}
 	}
 	return wired(&Preemption{
-		handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: state.NewStatic(nil, pods),
+		handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: readState(state.NewStatic(nil, pods)),
 		pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 	})
 }
@@ -187,7 +187,7 @@ func clusterPreemption(t *testing.T, store *state.Store, nodeCount int, running,
 		frameworkruntime.WithEventRecorder(events.NewFakeRecorder(100)))
 	return wired(&Preemption{
 		handle: passingHandle{surveyHandle{Handle: handle}},
-		store:  store,
+		store:  readState(store),
 		pods:   corelisters.NewPodLister(podIndex),
 		pdbs:   policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 	})

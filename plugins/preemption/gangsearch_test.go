@@ -73,7 +73,7 @@ func TestPlanGangInOneDomain(t *testing.T) {
 				members = append(members, m)
 			}
 			p := wired(&Preemption{
-				handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: state.NewStatic(nil, pods),
+				handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: readState(state.NewStatic(nil, pods)),
 				pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 			})
 			who := &preemptor{pod: members[0], members: members, priority: 1000, request: capacity.Request(members[0]),

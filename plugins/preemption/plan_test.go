@@ -11,8 +11,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
-	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/queues"
 )
 
 func victimUnit(t *testing.T, name string, cpu int64, priority int32, whole bool) *unit {
@@ -66,7 +66,7 @@ func TestVictimOrder(t *testing.T) {
 // resource the preemptor asks for.
 func TestReclaimKeepsVictimQueuesAtTheirShare(t *testing.T) {
 	cpu := func(v int64) capacity.Resources { return capacity.Resources{corev1.ResourceCPU: v} }
-	view := &state.QueueView{Queues: map[string]*state.QueueInfo{
+	view := &queues.QueueView{Queues: map[string]*queues.QueueInfo{
 		"root":  {Name: "root", Allocated: cpu(20000), Deserved: cpu(20000), Reclaimable: true},
 		"team":  {Name: "team", Parent: "root", Allocated: cpu(14000), Deserved: cpu(10000), Reclaimable: true},
 		"bob":   {Name: "bob", Parent: "team", Allocated: cpu(14000), Deserved: cpu(10000), Reclaimable: true},
@@ -78,7 +78,7 @@ func TestReclaimKeepsVictimQueuesAtTheirShare(t *testing.T) {
 	rootSide, _ := view.Sides("root", "alice")
 	assert.Empty(t, rootSide, "an ancestor is shared")
 
-	w := &world{view: view, leaving: state.Released{}}
+	w := &world{view: view, leaving: queues.Released{}}
 	who := &preemptor{queue: "alice", request: cpu(4000)}
 	var units []*unit
 	for i := 0; i < 6; i++ {
@@ -89,7 +89,7 @@ func TestReclaimKeepsVictimQueuesAtTheirShare(t *testing.T) {
 	short := []corev1.ResourceName{corev1.ResourceCPU}
 	assert.Len(t, w.sequence(who, short, units), 4, "bob is 4 cpu above its share: 4 of 6 may go")
 
-	w.leaving = state.Released{"bob": cpu(3000), "team": cpu(3000), "root": cpu(3000)}
+	w.leaving = queues.Released{"bob": cpu(3000), "team": cpu(3000), "root": cpu(3000)}
 	assert.Len(t, w.sequence(who, short, units), 1, "3 already leaving in another eviction")
 }
 
@@ -120,11 +120,11 @@ func TestReclaimIsPerResource(t *testing.T) {
 		{name: "within its share on everything", allocated: res(30, 30), deserved: res(36, 40), short: both, victims: 10, want: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			view := &state.QueueView{Queues: map[string]*state.QueueInfo{
+			view := &queues.QueueView{Queues: map[string]*queues.QueueInfo{
 				"b": {Name: "b", Allocated: tc.allocated, Deserved: tc.deserved, Reclaimable: true},
 				"c": {Name: "c", Allocated: res(10, 10), Deserved: res(54, 80), Reclaimable: true},
 			}}
-			w := &world{view: view, leaving: state.Released{}}
+			w := &world{view: view, leaving: queues.Released{}}
 			who := &preemptor{queue: "c", request: res(1, 1)}
 			var units []*unit
 			for i := 0; i < tc.victims; i++ {
@@ -185,7 +185,7 @@ func mustPodInfo(t *testing.T, pod *corev1.Pod) fwk.PodInfo {
 	return info
 }
 
-func queueNames(qs []*state.QueueInfo) []string {
+func queueNames(qs []*queues.QueueInfo) []string {
 	var out []string
 	for _, q := range qs {
 		out = append(out, q.Name)
@@ -200,7 +200,7 @@ func queueNames(qs []*state.QueueInfo) []string {
 // where the worker and its 1-cpu leader both fit.
 func TestReclaimBudgetSpentNodeByNode(t *testing.T) {
 	cpu := func(v int64) capacity.Resources { return capacity.Resources{corev1.ResourceCPU: v} }
-	view := &state.QueueView{Queues: map[string]*state.QueueInfo{
+	view := &queues.QueueView{Queues: map[string]*queues.QueueInfo{
 		"bob":   {Name: "bob", Allocated: cpu(10000), Deserved: cpu(6000), Reclaimable: true},
 		"alice": {Name: "alice", Allocated: cpu(0), Deserved: cpu(4000), Reclaimable: true},
 		"other": {Name: "other", Allocated: cpu(6000), Deserved: cpu(6000), Reclaimable: true},
@@ -226,7 +226,7 @@ func TestReclaimBudgetSpentNodeByNode(t *testing.T) {
 		u, pod := onNode(fmt.Sprintf("b-%d", i), 1000, "b")
 		units, pods["b"] = append(units, u), append(pods["b"], pod)
 	}
-	w := &world{view: view, leaving: state.Released{}, byName: map[string]fwk.NodeInfo{}}
+	w := &world{view: view, leaving: queues.Released{}, byName: map[string]fwk.NodeInfo{}}
 	for _, name := range []string{"a", "b"} {
 		ni := framework.NewNodeInfo(pods[name]...)
 		node := &corev1.Node{}

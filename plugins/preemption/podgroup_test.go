@@ -106,7 +106,7 @@ func TestPreemptorForANativeGroup(t *testing.T) {
 			snapshot := schedcache.NewSnapshot(pods, nodes)
 			p := wired(&Preemption{
 				handle: handletest.New(t, "flotilla-scheduler", frameworkruntime.WithSnapshotSharedLister(snapshot)),
-				store:  state.NewStatic(nil, pods).WithNative([]*nativev1beta1.PodGroup{tt.group}, nil),
+				store:  readState(state.NewStatic(nil, pods).WithNative([]*nativev1beta1.PodGroup{tt.group}, nil)),
 			})
 			who, refusal := p.nativePreemptor(pods[0], state.GroupKey{Namespace: "ns", Name: "serve", Native: true})
 			if tt.wantRefusal != "" {

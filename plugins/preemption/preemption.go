@@ -57,7 +57,7 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	factory := h.SharedInformerFactory()
 	p := &Preemption{
 		handle: h,
-		store:  store,
+		store:  readState(store),
 		pods:   factory.Core().V1().Pods().Lister(),
 		pdbs:   factory.Policy().V1().PodDisruptionBudgets().Lister(),
 	}
@@ -390,8 +390,8 @@ func (p *Preemption) podPreemptor(pod *corev1.Pod) *preemptor {
 		priority: corev1helpers.PodPriority(pod), request: p.store.Devices().Requests(pod), requestOf: p.store.Devices().Requests,
 		what: fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name),
 	}
-	if queues := p.store.Queues(); queues != nil {
-		who.queue = queues.QueueOf(pod)
+	if accounting := p.store.Queues(); accounting != nil {
+		who.queue = accounting.QueueOf(pod)
 	}
 	return who
 }

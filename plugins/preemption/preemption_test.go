@@ -62,7 +62,7 @@ func evictionFixture(t *testing.T, informer ...string) (*Preemption, map[string]
 		p := pods[name]
 		return podRef{namespace: p.Namespace, name: p.Name, node: p.Spec.NodeName, uid: p.UID}
 	}
-	p := wired(&Preemption{pods: corelisters.NewPodLister(indexer), store: state.NewStatic(nil, nil)}, map[string]*eviction{
+	p := wired(&Preemption{pods: corelisters.NewPodLister(indexer), store: readState(state.NewStatic(nil, nil))}, map[string]*eviction{
 		"gang/ns/train": {victims: []podRef{ref("victim-cpu"), ref("victim-gpu")}, members: []podRef{ref("leader"), ref("worker")}, started: time.Now()},
 	})
 	return p, pods
@@ -155,7 +155,7 @@ func TestPostFilterRefusals(t *testing.T) {
 			p.evictions.inFlight["lone"] = &eviction{victims: []podRef{{namespace: "ns", name: "victim-cpu", node: "n1", uid: "victim-cpu"}}, started: time.Now()}
 			pg := &schedv1alpha1.PodGroup{}
 			pg.Namespace, pg.Name, pg.Spec.MinMember = "ns", "train", 2
-			p.store = state.NewStatic([]*schedv1alpha1.PodGroup{pg}, []*corev1.Pod{pods["leader"], pods["worker"]})
+			p.store = readState(state.NewStatic([]*schedv1alpha1.PodGroup{pg}, []*corev1.Pod{pods["leader"], pods["worker"]}))
 			result, status := p.PostFilter(context.Background(), framework.NewCycleState(), tt.pod(pods), framework.NewDefaultNodeToStatus())
 			assert.Equal(t, fwk.Unschedulable, status.Code())
 			assert.Contains(t, status.Message(), tt.wantMessage)
@@ -292,7 +292,7 @@ func TestPreemptorForAGang(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pods := pending(tt.members)
-			p := wired(&Preemption{store: state.NewStatic([]*schedv1alpha1.PodGroup{pg}, pods)})
+			p := wired(&Preemption{store: readState(state.NewStatic([]*schedv1alpha1.PodGroup{pg}, pods))})
 			cycle := framework.NewCycleState()
 			if tt.room != nil {
 				cycle.Write(state.GangNeedsRoomKey, tt.room)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/queues"
 )
 
 // One quorum rule for every policy (package quorum): a gang's succeeded
@@ -68,7 +69,7 @@ func TestOneQuorumRuleForGangQueuesAndPreemption(t *testing.T) {
 			})
 
 			// The queues' view: whether the gang counts as running.
-			queues := state.NewStaticQueues(store, "default", nil, []*corev1.Node{node}, profile)
+			queues := queues.NewStaticQueues(store, "default", nil, []*corev1.Node{node}, profile)
 			gangs := queues.Gangs(0)
 			runningGangs, pendingGangs := gangs.Running, gangs.Pending
 			if tt.wantReached {
@@ -83,7 +84,7 @@ func TestOneQuorumRuleForGangQueuesAndPreemption(t *testing.T) {
 			info := framework.NewNodeInfo(onNode...)
 			info.SetNode(node)
 			p := wired(&Preemption{
-				handle: newSurveyHandle(t, nil), store: store,
+				handle: newSurveyHandle(t, nil), store: readState(store),
 				pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 			})
 			incoming := running("p", 50, "")

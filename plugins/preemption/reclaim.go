@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
-	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/queues"
 )
 
 // This file is the rule of who may be evicted for whom across queues
@@ -31,7 +31,7 @@ func (w *world) eligible(who *preemptor, pod *corev1.Pod, queue string) (eligibl
 // between their children and leaves their totals as they were, so they are
 // not asked here; the simulation of a plan still checks the preemptor's
 // whole path with its victims given back (admits).
-func reclaimableQueues(view *state.QueueView, who *preemptor, released state.Released) map[string]bool {
+func reclaimableQueues(view *queues.QueueView, who *preemptor, released queues.Released) map[string]bool {
 	refusing := view.RefusingLevels(who.queue, who.request, released)
 	out := map[string]bool{}
 	for name := range view.Queues {
@@ -66,7 +66,7 @@ func (w *world) sequence(who *preemptor, short []corev1.ResourceName, units []*u
 	if w.view == nil {
 		return units
 	}
-	released := state.Released{}
+	released := queues.Released{}
 	for q, r := range w.leaving {
 		released[q] = r.Clone()
 	}
@@ -94,8 +94,8 @@ func (w *world) sequence(who *preemptor, short []corev1.ResourceName, units []*u
 // dimension"): a queue far above its cpu share is not spared because its
 // memory, which nobody lacks, is exactly at its share. A unit that only
 // past use puts over, and that started too recently, is spared
-// (state.Queues.KeptFromUsageReclaim).
-func (w *world) aboveShare(who *preemptor, short []corev1.ResourceName, u *unit, released state.Released) bool {
+// (queues.Queues.KeptFromUsageReclaim).
+func (w *world) aboveShare(who *preemptor, short []corev1.ResourceName, u *unit, released queues.Released) bool {
 	gives := u.request()
 	victimSide, _ := w.view.Sides(u.queue, who.queue)
 	if len(victimSide) == 0 {

@@ -18,6 +18,7 @@ import (
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/queues"
 )
 
 const gi = int64(1) << 30
@@ -87,7 +88,7 @@ func resourceCPU(pods int) *resource.Quantity {
 }
 
 // view builds the accounting the scheduler would have of the tree's pods.
-func (t *reclaimTree) view() *state.QueueView {
+func (t *reclaimTree) view() *queues.QueueView {
 	var pods []*corev1.Pod
 	for _, leaf := range t.leaves {
 		for i := 0; i < t.placed[leaf]+t.pending[leaf]; i++ {
@@ -103,7 +104,7 @@ func (t *reclaimTree) view() *state.QueueView {
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
 	node.Status.Allocatable = capacity.Resources{corev1.ResourceCPU: int64(t.capacity) * 1000, corev1.ResourceMemory: 1000 * gi}.List()
-	return state.NewStaticQueues(state.NewStatic(nil, pods), "default", t.queues, []*corev1.Node{node}, "flotilla-scheduler").View()
+	return queues.NewStaticQueues(state.NewStatic(nil, pods), "default", t.queues, []*corev1.Node{node}, "flotilla-scheduler").View()
 }
 
 func oneCPUOneGi() capacity.Resources {
@@ -135,7 +136,7 @@ func (t *reclaimTree) subtreePlaced(q string) int {
 // queue their paths share, every queue on v's side is above its deserved
 // cpu and reclaimable, and every queue on x's side stays within its
 // deserved share (cpu and memory) and capability with x's pod admitted.
-func (t *reclaimTree) reclaimsReference(view *state.QueueView, v, x string) bool {
+func (t *reclaimTree) reclaimsReference(view *queues.QueueView, v, x string) bool {
 	vPath, xPath := t.path(v), t.path(x)
 	var vSide, xSide []string
 	for _, q := range vPath {
@@ -177,10 +178,10 @@ func (t *reclaimTree) reclaimsReference(view *state.QueueView, v, x string) bool
 
 // reclaims is the implementation's answer: may the preemptor in x take a
 // single pod of v, with the cluster short of cpu?
-func reclaims(t *testing.T, view *state.QueueView, v, x string) bool {
+func reclaims(t *testing.T, view *queues.QueueView, v, x string) bool {
 	who := &preemptor{queue: x, request: oneCPUOneGi()}
-	w := &world{view: view, leaving: state.Released{}, charged: state.ChargedProfiles{"flotilla-scheduler": true}}
-	w.reclaimFrom = reclaimableQueues(view, who, state.Released{})
+	w := &world{view: view, leaving: queues.Released{}, charged: queues.ChargedProfiles{"flotilla-scheduler": true}}
+	w.reclaimFrom = reclaimableQueues(view, who, queues.Released{})
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "victim", UID: "victim"}, Spec: corev1.PodSpec{SchedulerName: "flotilla-scheduler"}}
 	pod.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: oneCPUOneGi().List()}}}
 	eligible, reclaim := w.eligible(who, pod, v)

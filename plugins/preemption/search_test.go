@@ -93,7 +93,7 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 				}
 			}
 			p := wired(&Preemption{
-				handle: h, store: state.NewStatic(nil, pods),
+				handle: h, store: readState(state.NewStatic(nil, pods)),
 				pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 			})
 			high := wholeNodePod("high", 1000, "")

@@ -9,6 +9,7 @@ import (
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/dra"
+	"github.com/flotilla-sched/flotilla/plugins/state/queues"
 	"github.com/flotilla-sched/flotilla/plugins/state/quorum"
 )
 
@@ -26,9 +27,17 @@ type preemptionState interface {
 	QuorumOf(key state.GroupKey, placed []types.UID) quorum.Count
 	RolesOf(*schedv1alpha1.PodGroup) (*flotillav1alpha1.Roles, error)
 	DisruptedWhole(state.GroupKey) bool
-	Queues() *state.Queues
+	Queues() *queues.Queues
 	Devices() *dra.Reader
 	TellNativeGroup(recorder events.EventRecorder, key state.GroupKey, source, message string)
 }
 
-var _ preemptionState = (*state.Store)(nil)
+// withQueues is the store with its scheduler's queue accounting, which
+// the Proportion plugin enables (package queues).
+type withQueues struct{ *state.Store }
+
+// Queues is the queue accounting, nil while no plugin enabled it.
+func (s withQueues) Queues() *queues.Queues { return queues.Of(s.Store) }
+
+// readState is what Preemption reads of the store.
+func readState(s *state.Store) preemptionState { return withQueues{s} }

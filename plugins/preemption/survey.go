@@ -18,6 +18,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/queues"
 )
 
 // This file is the survey: the cluster as one preemption attempt sees it
@@ -27,8 +28,8 @@ import (
 
 // world is the cluster as one preemption attempt sees it.
 type world struct {
-	queues *state.Queues    // nil: every pod is in one implicit queue
-	view   *state.QueueView // nil with queues
+	queues *queues.Queues    // nil: every pod is in one implicit queue
+	view   *queues.QueueView // nil with queues
 	nodes  []fwk.NodeInfo
 	byName map[string]fwk.NodeInfo
 	// terminating pods per node: room that is being freed already.
@@ -50,10 +51,10 @@ type world struct {
 	store  preemptionState
 	// charged are the profiles whose pods count in their queues (nil
 	// without queues).
-	charged state.ChargedProfiles
+	charged queues.ChargedProfiles
 	// leaving is what the victims of other evictions in flight give back to
 	// their queues; claimed what those evictions' preemptors will take.
-	leaving, claimed state.Released
+	leaving, claimed queues.Released
 	// pdbs are the cluster's disruption budgets, counted down per plan.
 	pdbs []*policyv1.PodDisruptionBudget
 	// reclaimFrom are the queues whose pods the preemptor may reclaim
@@ -75,8 +76,8 @@ type heldPods struct {
 
 // base is what the queues will have given back, net, once the evictions
 // in flight are done.
-func (w *world) base() state.Released {
-	out := state.Released{}
+func (w *world) base() queues.Released {
+	out := queues.Released{}
 	for q, r := range w.leaving {
 		out[q] = r.Clone()
 	}
@@ -99,7 +100,7 @@ func (w *world) base() state.Released {
 // PreemptionAsync benchmark.
 func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.NodeInfo, onDemand bool) (*world, error) {
 	w := &world{nodes: nodes, byName: make(map[string]fwk.NodeInfo, len(nodes)), terminating: map[string][]fwk.PodInfo{},
-		leaving: state.Released{}, claimed: state.Released{}, onDemand: onDemand, who: who, handle: p.handle, store: p.store, pods: p.pods,
+		leaving: queues.Released{}, claimed: queues.Released{}, onDemand: onDemand, who: who, handle: p.handle, store: p.store, pods: p.pods,
 		held: &heldPods{pods: map[types.UID]podRef{}}}
 	leaving, claims := p.evictions.pending(who.id)
 	w.leavingPods = leaving

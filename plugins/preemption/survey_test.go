@@ -161,7 +161,7 @@ func TestSurvey(t *testing.T) {
 			handle := newSurveyHandle(t, uids(tt.waiting))
 			handle.binding = uids(tt.binding)
 			p := wired(&Preemption{
-				handle: handle, store: state.NewStatic(groups, tt.pods), pods: informerOf(tt.pods, tt.unbound...),
+				handle: handle, store: readState(state.NewStatic(groups, tt.pods)), pods: informerOf(tt.pods, tt.unbound...),
 				pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 			})
 			who := &preemptor{pod: tt.preemptor, members: []*corev1.Pod{tt.preemptor}, priority: *tt.preemptor.Spec.Priority, request: capacity.Request(tt.preemptor)}
@@ -236,7 +236,7 @@ func TestSurveyOnDemandFindsGangsThroughTheirMembers(t *testing.T) {
 	}
 	p := wired(&Preemption{
 		handle: newSurveyHandle(t, map[types.UID]bool{"p-1": true}),
-		store:  state.NewStatic(groups, []*corev1.Pod{spread0, spread1, placing0, placing1, orphan, low}),
+		store:  readState(state.NewStatic(groups, []*corev1.Pod{spread0, spread1, placing0, placing1, orphan, low})),
 		pdbs:   policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 	})
 	pod := running("p", 50, "")

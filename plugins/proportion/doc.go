@@ -57,7 +57,7 @@
 // its present share only, and a grant that shrinks as use evens out takes
 // back the pods it gave as they finish, or once they ran the minimum: the
 // moving shares cannot evict the same work back and forth
-// (state.Queues.KeptFromUsageReclaim).
+// (queues.Queues.KeptFromUsageReclaim).
 //
 // Admission (PreFilter): a pod is admitted when, for its queue and every
 // ancestor, allocated + its request stays within deserved and within
@@ -78,7 +78,7 @@
 // attempt), so every status interval a queue that may reclaim — its own
 // share admits a pending pod while a reclaimable queue is above its share
 // — and whose allocation has not moved since the last interval has its
-// first pending pod tried again (state.Queues.StalledReclaims): no queue
+// first pending pod tried again (queues.Queues.StalledReclaims): no queue
 // waits for kube-scheduler's five-minute flush to take back its share.
 //
 // Turns: room a queue's quota frees goes to its waiters in the queue's

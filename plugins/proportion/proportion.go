@@ -19,6 +19,7 @@ import (
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+	"github.com/flotilla-sched/flotilla/plugins/state/queues"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
@@ -32,7 +33,7 @@ const queueResource fwk.EventResource = "queues.v1alpha1.scheduling.flotilla.dev
 type Proportion struct {
 	handle fwk.Handle
 	store  *state.Store
-	queues *state.Queues
+	queues *queues.Queues
 	status *statusWriter
 }
 
@@ -55,20 +56,20 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	queues, err := store.EnableQueues(h, args.DefaultQueue)
+	accounting, err := queues.Enable(store, h, args.DefaultQueue)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	queues.EnableUsage(state.UsageConfig{
+	accounting.EnableUsage(queues.UsageConfig{
 		HalfLife: args.UsageHalfLife.Duration, Weight: args.UsageWeight,
 		ReclaimMinRuntime: args.UsageReclaimMinRuntime.Duration, StatusInterval: args.UsageStatusInterval.Duration,
 	})
-	queues.HoldDemand(args.DemandHold.Duration)
-	status, err := statusWriterFor(ctx, store, queues, func(pods map[string]*corev1.Pod) { h.Activate(klog.FromContext(ctx), pods) })
+	accounting.HoldDemand(args.DemandHold.Duration)
+	status, err := statusWriterFor(ctx, store, accounting, func(pods map[string]*corev1.Pod) { h.Activate(klog.FromContext(ctx), pods) })
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	return &Proportion{handle: h, store: store, queues: queues, status: status}, nil
+	return &Proportion{handle: h, store: store, queues: accounting, status: status}, nil
 }
 
 // Name returns the plugin's name.
@@ -124,25 +125,25 @@ func (p *Proportion) admit(ctx context.Context, cycle fwk.CycleState, pod *corev
 	if refusing, reason := view.Refuses(name, request, nil); reason != "" {
 		klog.FromContext(ctx).V(4).Info("Queue refuses pod", "queue", refusing, "pod", klog.KObj(pod), "reason", reason)
 		if whole {
-			p.queues.RefusedForQuota(p.queues.TurnOf(pod, name, request))
+			p.queues.Turns().RefusedForQuota(p.queues.Turns().TurnOf(pod, name, request))
 			cycle.Write(state.QueueRefusedKey, state.QueueRefused{})
 		}
-		return fwk.NewStatus(fwk.Unschedulable, state.RefusalReason(reason).Say("queue %q: %s %s", refusing, what, reason)), whole
+		return fwk.NewStatus(fwk.Unschedulable, queues.RefusalReason(reason).Say("queue %q: %s %s", refusing, what, reason)), whole
 	}
 	if !whole {
 		// A member of a gang admitted as a unit is never held back.
 		return nil, false
 	}
-	turn := p.queues.TurnOf(pod, name, request)
+	turn := p.queues.Turns().TurnOf(pod, name, request)
 	if first, reason := p.turnsFirst(view, turn); reason != "" {
-		p.queues.RefusedForQuota(turn)
+		p.queues.Turns().RefusedForQuota(turn)
 		cycle.Write(state.QueueRefusedKey, state.QueueRefused{})
 		logger := klog.FromContext(ctx)
 		activate := map[string]*corev1.Pod{}
 		var names []string
 		for _, t := range first {
 			names = append(names, t.What())
-			for _, m := range p.queues.Pods(t) {
+			for _, m := range p.queues.Turns().Pods(t) {
 				activate[m.Namespace+"/"+m.Name] = m
 			}
 		}
@@ -151,7 +152,7 @@ func (p *Proportion) admit(ctx context.Context, cycle fwk.CycleState, pod *corev
 		return fwk.NewStatus(fwk.Unschedulable, reasons.WaitingForTurn.Say("queue %q: %s waits its turn: %s wait(s) before it in the queue for the room it would take (with them it %s)",
 			name, what, strings.Join(names, ", "), reason)), true
 	}
-	p.queues.Admitted(turn)
+	p.queues.Turns().Admitted(turn)
 	return nil, true
 }
 
@@ -159,13 +160,13 @@ func (p *Proportion) admit(ctx context.Context, cycle fwk.CycleState, pod *corev
 // its queue and that the queue can admit, in order, each with the ones
 // before it; and, when the queue cannot admit turn beside them, why not
 // ("" when it can, or no turn waits before it).
-func (p *Proportion) turnsFirst(view *state.QueueView, turn state.Turn) ([]state.Turn, string) {
-	ahead := p.queues.Ahead(turn)
+func (p *Proportion) turnsFirst(view *queues.QueueView, turn queues.Turn) ([]queues.Turn, string) {
+	ahead := p.queues.Turns().Ahead(turn)
 	if len(ahead) == 0 {
 		return nil, ""
 	}
 	reserved := capacity.Resources{}
-	var first []state.Turn
+	var first []queues.Turn
 	for _, t := range ahead {
 		with := reserved.Clone()
 		with.Add(t.Request)
@@ -281,7 +282,7 @@ func (p *Proportion) isAdmittedAfterPlacedPodDeleted(_ klog.Logger, pod *corev1.
 	// worst given back twice (the hint then errs toward trying).
 	queue, charge := p.queues.PlacedCharge(gone)
 	view := p.queues.View()
-	released := state.Released{}
+	released := queues.Released{}
 	if charge != nil {
 		view.Release(released, queue, charge)
 	}
@@ -336,7 +337,7 @@ func specOf(obj interface{}) interface{} {
 // nomination that held the room from every pod of its priority: three
 // such pods of a queue back at its share kept another queue three cpu
 // short of its share.
-func (p *Proportion) admittedHint(view *state.QueueView, pod *corev1.Pod, released state.Released) fwk.QueueingHint {
+func (p *Proportion) admittedHint(view *queues.QueueView, pod *corev1.Pod, released queues.Released) fwk.QueueingHint {
 	if pod.Status.NominatedNodeName != "" {
 		return fwk.Queue
 	}

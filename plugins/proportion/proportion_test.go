@@ -35,6 +35,7 @@ import (
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
 	"github.com/flotilla-sched/flotilla/plugins/state/dra"
+	"github.com/flotilla-sched/flotilla/plugins/state/queues"
 )
 
 const profile = "flotilla-scheduler"
@@ -65,12 +66,12 @@ func cpuList(v string) corev1.ResourceList {
 
 // testProportion is the plugin over static PodGroups, pods, Queues and one
 // node of 10 cpu and 64Gi; its status writer writes nothing.
-func testProportion(t *testing.T, groups []*schedv1alpha1.PodGroup, pods []*corev1.Pod, queues ...*flotillav1alpha1.Queue) *Proportion {
+func testProportion(t *testing.T, groups []*schedv1alpha1.PodGroup, pods []*corev1.Pod, queueObjects ...*flotillav1alpha1.Queue) *Proportion {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	store := state.NewStatic(groups, pods)
 	node := st.MakeNode().Name("n").Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "10", corev1.ResourceMemory: "64Gi", corev1.ResourcePods: "110"}).Obj()
-	q := state.NewStaticQueues(store, "default", queues, []*corev1.Node{node}, profile)
+	q := queues.NewStaticQueues(store, "default", queueObjects, []*corev1.Node{node}, profile)
 	w := &statusWriter{queues: q, gauged: map[[2]string]bool{}}
 	w.writer = state.NewStatusWriter(ctx, "test", time.Hour, func(context.Context, allQueues) error { return nil }, nil)
 	return &Proportion{store: store, queues: q, status: w}
@@ -231,7 +232,7 @@ func queueSeries(t *testing.T, metric string) []string {
 // deletes the gauges it set for it.
 func TestGaugesOfDeletedQueuesAreDeleted(t *testing.T) {
 	p := testProportion(t, nil, []*corev1.Pod{pod("d-0", "default", "1", "n")})
-	deleted := &state.QueueInfo{Name: "deleted-queue", Deserved: capacity.Resources{corev1.ResourceCPU: 1000},
+	deleted := &queues.QueueInfo{Name: "deleted-queue", Deserved: capacity.Resources{corev1.ResourceCPU: 1000},
 		Guarantee: capacity.Resources{corev1.ResourceCPU: 1000}, Capability: capacity.Resources{corev1.ResourceCPU: 2000}}
 	setGauges(p.status.gauged, "deleted-queue", deleted, capacity.Resources{}, 1, 2)
 	every := []string{"flotilla_queue_deserved", "flotilla_queue_allocated", "flotilla_queue_requested", "flotilla_queue_guaranteed",
@@ -253,13 +254,13 @@ func TestQueueGauges(t *testing.T) {
 	gpu := corev1.ResourceName("example.com/gpu")
 	tests := []struct {
 		name      string
-		info      state.QueueInfo
+		info      queues.QueueInfo
 		requested capacity.Resources
 		want      map[string]map[string]float64 // metric -> resource -> value
 		absent    map[string][]string           // metric -> resources with no series
 	}{{
 		name: "guarantee and cap on gpu only",
-		info: state.QueueInfo{
+		info: queues.QueueInfo{
 			Deserved: capacity.Resources{corev1.ResourceCPU: 4000, gpu: 2}, Allocated: capacity.Resources{corev1.ResourceCPU: 1500},
 			Guarantee: capacity.Resources{gpu: 1}, Capability: capacity.Resources{gpu: 8},
 		},
@@ -275,7 +276,7 @@ func TestQueueGauges(t *testing.T) {
 		absent: map[string][]string{"flotilla_queue_capability": {"cpu"}},
 	}, {
 		name: "invalid",
-		info: state.QueueInfo{Invalid: "guarantee above capability"},
+		info: queues.QueueInfo{Invalid: "guarantee above capability"},
 		want: map[string]map[string]float64{"flotilla_queue_valid": {"": 0}},
 	}}
 	for _, tt := range tests {
@@ -374,7 +375,7 @@ func TestPreFilterChargesAClaimThatArrivedAfterItsPod(t *testing.T) {
 	t.Cleanup(cancel)
 	store := state.NewStatic(nil, nil).WithDevices(dra.NewReader(fakeDRA, nil, structured.Features{}))
 	node := st.MakeNode().Name("n").Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "10", corev1.ResourceMemory: "64Gi", corev1.ResourcePods: "110"}).Obj()
-	q := state.NewStaticQueues(store, "default", nil, []*corev1.Node{node}, profile)
+	q := queues.NewStaticQueues(store, "default", nil, []*corev1.Node{node}, profile)
 	w := &statusWriter{queues: q, gauged: map[[2]string]bool{}}
 	w.writer = state.NewStatusWriter(ctx, "test", time.Hour, func(context.Context, allQueues) error { return nil }, nil)
 	plugin := &Proportion{store: store, queues: q, status: w}

@@ -19,6 +19,7 @@ import (
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/fairshare"
+	"github.com/flotilla-sched/flotilla/plugins/state/queues"
 )
 
 // statusInterval bounds Queue status writes: shares change with every pod,
@@ -76,13 +77,13 @@ type allQueues struct{}
 // only the replica that schedules writes, and then refreshes every
 // statusInterval.
 type statusWriter struct {
-	queues *state.Queues
+	queues *queues.Queues
 	writer *state.StatusWriter[allQueues]
 	// gauged are the label pairs set by the last publication, so that a
 	// deleted queue, or a resource a queue no longer has, leaves no stale
 	// series behind.
 	gauged map[[2]string]bool
-	// usageWritten is when (by state.UsageClock) usage was last written
+	// usageWritten is when (by queues.UsageClock) usage was last written
 	// to the statuses: it is written every usage status interval, not on
 	// every publication, as it changes continuously.
 	usageWritten time.Time
@@ -92,9 +93,9 @@ type statusWriter struct {
 
 // statusWriterFor returns the scheduler's Queue status writer, building it
 // on first use: every profile running Proportion shares it.
-func statusWriterFor(ctx context.Context, store *state.Store, queues *state.Queues, activate func(map[string]*corev1.Pod)) (*statusWriter, error) {
+func statusWriterFor(ctx context.Context, store *state.Store, accounting *queues.Queues, activate func(map[string]*corev1.Pod)) (*statusWriter, error) {
 	return state.Shared(store, Name, func() (*statusWriter, error) {
-		w := &statusWriter{queues: queues, gauged: map[[2]string]bool{}, activate: activate}
+		w := &statusWriter{queues: accounting, gauged: map[[2]string]bool{}, activate: activate}
 		w.writer = state.NewStatusWriter(ctx, "flotilla-queue-status", statusInterval, w.publish, func() {
 			go func() {
 				ticker := time.NewTicker(statusInterval)
@@ -124,7 +125,7 @@ func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 	// queues whose share rose are tried again now, not at the next event or
 	// the periodic flush.
 	// A queue that may reclaim and has not moved since the last
-	// publication has one pod tried again (state.Queues.StalledReclaims).
+	// publication has one pod tried again (queues.Queues.StalledReclaims).
 	if woken := append(w.queues.RaisedShares(), w.queues.StalledReclaims()...); len(woken) > 0 && w.activate != nil {
 		pods := make(map[string]*corev1.Pod, len(woken))
 		for _, pod := range woken {
@@ -133,9 +134,9 @@ func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 		w.activate(pods)
 	}
 	usageConfig, usage, usageOn := w.queues.Usage()
-	writeUsage := usageOn && state.UsageClock.Since(w.usageWritten) >= usageConfig.StatusInterval
+	writeUsage := usageOn && queues.UsageClock.Since(w.usageWritten) >= usageConfig.StatusInterval
 	if writeUsage {
-		w.usageWritten = state.UsageClock.Now()
+		w.usageWritten = queues.UsageClock.Now()
 	}
 	gauged := map[[2]string]bool{}
 	var failed error
@@ -149,7 +150,7 @@ func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 		}
 		written := usageWrite{on: usageOn}
 		if writeUsage {
-			written.usage = state.UsageStatus(usage[name])
+			written.usage = queues.UsageStatus(usage[name])
 			written.now = true
 		}
 		if err := w.write(ctx, info, requested, running[name], pending[name], waiting[name], written); err != nil {
@@ -180,7 +181,7 @@ func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 // a queue has in one of its per-resource gauges is set in all of them (0
 // where it has none: no guarantee, or nothing allocated), except
 // capability, where absent means unlimited, not 0.
-func setGauges(gauged map[[2]string]bool, queue string, info *state.QueueInfo, requested capacity.Resources, running, pending int32) {
+func setGauges(gauged map[[2]string]bool, queue string, info *queues.QueueInfo, requested capacity.Resources, running, pending int32) {
 	valid := 1.0
 	if info.Invalid != "" {
 		valid = 0
@@ -233,7 +234,7 @@ func setUsageGauges(gauged map[[2]string]bool, queue string, usage *fairshare.Us
 	}
 }
 
-func (w *statusWriter) write(ctx context.Context, info *state.QueueInfo, requested capacity.Resources, running, pending int32, waiting []state.WaitingEntry, usage usageWrite) error {
+func (w *statusWriter) write(ctx context.Context, info *queues.QueueInfo, requested capacity.Resources, running, pending int32, waiting []queues.WaitingEntry, usage usageWrite) error {
 	obj, exists, err := w.queues.Informer().GetIndexer().GetByKey(info.Name)
 	if err != nil || !exists {
 		return err
@@ -277,7 +278,7 @@ func (w *statusWriter) write(ctx context.Context, info *state.QueueInfo, request
 }
 
 // waitingList is a queue's waiting entries as its status lists them.
-func waitingList(entries []state.WaitingEntry) []flotillav1alpha1.QueueWaiting {
+func waitingList(entries []queues.WaitingEntry) []flotillav1alpha1.QueueWaiting {
 	if len(entries) == 0 {
 		return nil
 	}

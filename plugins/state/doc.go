@@ -4,12 +4,20 @@
 //
 // It is built once per scheduler from its informers, however many profiles
 // and plugins use it (registry.go: one Store per scheduler, holding what
-// its plugins enable: the queue accounting, which profiles run gang-aware
-// preemption, and Shared parts — informer handlers and status writers a
+// its plugins enable: which profiles run gang-aware preemption, and Shared
+// parts — the queue accounting, informer handlers and status writers a
 // plugin must not double when two profiles run it).
 //
 // The parts below it are packages of their own, each tested alone; state
-// composes them with the informers and owns the gangs' and queues' locks:
+// composes them with the informers and owns the gangs' lock:
+//   - queues/ (package queues): the queues and their shares — per-queue
+//     accounting of what placed pods use and pending pods ask for (kept
+//     current by its informers' events), the view with each queue's
+//     deserved share, admission within share and capability, the turns of
+//     the gangs and pods refused for quota, decayed usage, held demand, and
+//     what done pods' claims still hold. It reads the gangs through the
+//     Store and keeps its own lock; Proportion enables it (queues.Enable),
+//     Preemption reads it (queues.Of).
 //   - planner/ (package planner): the one placement engine — where the
 //     members a gang still needs would go, now (Gang), once victims are
 //     gone (Preemption) or once running pods end (Snapshot.Released):
@@ -57,20 +65,10 @@
 //     separately, metadata only. quorumchoice.go: StillNeeded and
 //     QuorumChoice say which pending members must fit for the quorum — the
 //     one answer admission, the gang's fit check and preemption use.
-//   - claims.go: what done pods' accounts hold of ResourceClaims until
-//     they are deallocated; queuegangs.go: each queue's gangs, as the
-//     Queue status lists them. static.go: a Store without informers, for
-//     the plugins' unit tests.
-//   - queues.go, queuesource.go: per-queue accounting of what placed pods
-//     use and pending pods ask for, kept current by pod, node, queue,
-//     PodGroup and namespace events.
-//   - queueview.go: the snapshot the plugins read, with each queue's
-//     deserved share (package fairshare), in which a parent's allocated and
-//     pending are its subtree's.
-//   - admission.go: whether a queue admits a request within its share and
-//     capability (on its whole path, or level by level), where two queues'
-//     paths part (Sides, for reclaim), and what a gang's refusal tells
-//     preemption.
+//   - static.go: a Store without informers, for the plugins' unit tests.
+//   - cyclestate.go: what one plugin tells another through the cycle
+//     state (a queue's refusal to Gang, a gang's need for room to
+//     Preemption).
 //   - native.go: native PodGroups (scheduling.k8s.io/v1beta1), read only
 //     when the GenericWorkload gate is on: a pod's spec.schedulingGroup
 //     names its group, which wins over the scheduler-plugins label

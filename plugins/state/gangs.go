@@ -367,7 +367,7 @@ func (locked *Locked) MembersInFlight() int {
 // counted it live, so membership is dropped by UID whatever it shows.
 // deleted: it left the informer (not only the group, by a label).
 func (s *Store) trackMember(obj interface{}, gone, deleted bool) {
-	pod, ok := unwrap(obj).(*corev1.Pod)
+	pod, ok := Unwrap(obj).(*corev1.Pod)
 	if !ok {
 		return
 	}

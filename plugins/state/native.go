@@ -140,8 +140,8 @@ func (n *native) labels(key GroupKey) map[string]string {
 	return labels
 }
 
-// groupLabels are the labels of the pod's group that a queue reads.
-func (s *Store) groupLabels(key GroupKey) map[string]string {
+// GroupLabels are the labels of the pod's group that a queue reads.
+func (s *Store) GroupLabels(key GroupKey) map[string]string {
 	if key.Native {
 		if s.native == nil {
 			return nil

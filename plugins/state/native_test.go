@@ -140,7 +140,7 @@ func TestStoreReadsNativeGroups(t *testing.T) {
 	assert.Nil(t, s.PodGroup(basicKey), "a basic group is no gang")
 	assert.Nil(t, s.PodGroup(GroupKey{Namespace: "ns", Name: "whole"}), "no scheduler-plugins group of that name")
 	assert.Len(t, s.Members(wholeKey), 2)
-	assert.Equal(t, "q", s.groupLabels(basicKey)[flotillav1alpha1.QueueLabel])
+	assert.Equal(t, "q", s.GroupLabels(basicKey)[flotillav1alpha1.QueueLabel])
 	assert.True(t, s.DisruptedWhole(wholeKey))
 	assert.False(t, s.DisruptedWhole(basicKey))
 	assert.True(t, s.HasPodGroups())

@@ -284,10 +284,10 @@ func (s *Store) succeededBeside(key GroupKey, placed func(types.UID) bool) int {
 // metadata (which shows no spec.schedulingGroup: a native group's
 // succeeded members are not counted, see plugins/state/doc.go).
 func groupOfObject(obj interface{}) (GroupKey, bool) {
-	if pod, ok := unwrap(obj).(*corev1.Pod); ok {
+	if pod, ok := Unwrap(obj).(*corev1.Pod); ok {
 		return GroupOf(pod)
 	}
-	m, ok := unwrap(obj).(metav1.Object)
+	m, ok := Unwrap(obj).(metav1.Object)
 	if !ok {
 		return GroupKey{}, false
 	}

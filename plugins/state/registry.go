@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"k8s.io/client-go/informers"
@@ -22,11 +21,6 @@ var registry = struct {
 // parts are what plugins enable on their scheduler's Store. Guarded by
 // Store.partsMu.
 type parts struct {
-	queues *Queues
-	// queuesProfile is the profile whose plugin built the queue
-	// accounting, for the error when another profile asks for a different
-	// default queue.
-	queuesProfile string
 	// gangPreemption: profiles whose preemption plugin is gang-aware.
 	gangPreemption map[string]bool
 	// shared are plugin parts that exist once per scheduler (see Shared).
@@ -80,38 +74,24 @@ func Shared[T any](s *Store, name string, build func() (T, error)) (T, error) {
 	return part, nil
 }
 
-// EnableQueues returns the scheduler's queue accounting, building it on
-// first use, and counts the pods of the given profile as queue members.
-// Every profile shares one accounting, so a profile asking for another
-// default queue than the one it was built with is refused: its pods would
-// silently land in the other queue.
-func (s *Store) EnableQueues(h fwk.Handle, defaultQueue string) (*Queues, error) {
+// Part returns the part named name if one was built (Shared) or set
+// (SetPart).
+func Part[T any](s *Store, name string) (T, bool) {
 	s.partsMu.Lock()
 	defer s.partsMu.Unlock()
-	q := s.parts.queues
-	if q == nil {
-		var err error
-		if q, err = newQueues(s, h, defaultQueue); err != nil {
-			return nil, err
-		}
-		s.parts.queues, s.parts.queuesProfile = q, h.ProfileName()
-	} else if q.defaultQueue != defaultQueue {
-		return nil, fmt.Errorf("defaultQueue %q of profile %q differs from defaultQueue %q of profile %q: the profiles of one scheduler share one queue accounting, so they must name the same default queue",
-			defaultQueue, h.ProfileName(), q.defaultQueue, s.parts.queuesProfile)
-	}
-	q.mu.Lock()
-	q.profiles[h.ProfileName()] = true
-	q.demandChanged = true
-	q.mu.Unlock()
-	return q, nil
+	part, ok := s.parts.shared[name].(T)
+	return part, ok
 }
 
-// Queues returns the queue accounting if a plugin of this scheduler
-// enabled it, else nil (then every pod is in one implicit queue).
-func (s *Store) Queues() *Queues {
+// SetPart makes part the one named name: for stores not connected to an
+// apiserver (NewStatic), whose parts tests build.
+func SetPart(s *Store, name string, part any) {
 	s.partsMu.Lock()
 	defer s.partsMu.Unlock()
-	return s.parts.queues
+	if s.parts.shared == nil {
+		s.parts.shared = map[string]any{}
+	}
+	s.parts.shared[name] = part
 }
 
 // EnableGangPreemption records that profile runs a gang-aware preemption

@@ -1,30 +1,11 @@
 package state
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/flotilla-sched/flotilla/internal/handletest"
 )
-
-// The profiles of one scheduler share one queue accounting: a second
-// profile that names another default queue is refused, with both profiles
-// and both queues named, instead of its pods landing in the first's.
-func TestProfilesMustShareTheDefaultQueue(t *testing.T) {
-	s := NewStatic(nil, nil)
-	s.parts.queues, s.parts.queuesProfile = staticQueues(), "flotilla-scheduler"
-	_, err := s.EnableQueues(handletest.New(t, "default-scheduler"), "other")
-	require.Error(t, err)
-	for _, want := range []string{`"other"`, `"default-scheduler"`, `"default"`, `"flotilla-scheduler"`} {
-		assert.True(t, strings.Contains(err.Error(), want), "%q in %q", want, err)
-	}
-	q, err := s.EnableQueues(handletest.New(t, "default-scheduler"), "default")
-	require.NoError(t, err)
-	assert.Same(t, s.Queues(), q)
-}
 
 // Shared builds a plugin's per-scheduler part once, however many profiles
 // ask for it.

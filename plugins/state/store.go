@@ -251,6 +251,9 @@ func (s *Store) Devices() *dra.Reader { return s.devices }
 // Clients returns the PodGroup clientset, for status writers.
 func (s *Store) Clients() podgroupclient.Interface { return s.clients }
 
+// PodInformer is the scheduler's pod informer, indexed by group.
+func (s *Store) PodInformer() cache.SharedIndexInformer { return s.pods }
+
 // PodGroupInformer exposes the PodGroup informer, for event handlers.
 func (s *Store) PodGroupInformer() cache.SharedIndexInformer { return s.podGroups }
 
@@ -357,7 +360,7 @@ func (s *Store) GroupTime(key GroupKey, fallback time.Time) time.Time {
 // once none of its pods is left to be queued, so neither grows without
 // bound.
 func (s *Store) forgetGroup(obj interface{}) {
-	pg, ok := unwrap(obj).(*schedv1alpha1.PodGroup)
+	pg, ok := Unwrap(obj).(*schedv1alpha1.PodGroup)
 	if !ok {
 		return
 	}
@@ -374,7 +377,7 @@ func (s *Store) forgetGroup(obj interface{}) {
 
 // forgetNativeGroup is forgetGroup for a native PodGroup.
 func (s *Store) forgetNativeGroup(obj interface{}) {
-	m, ok := unwrap(obj).(metav1.Object)
+	m, ok := Unwrap(obj).(metav1.Object)
 	if !ok {
 		return
 	}
@@ -408,13 +411,13 @@ func (s *Store) NativeInformer() cache.SharedIndexInformer {
 // updated or deleted.
 func (s *Store) OnMemberChange(f func(GroupKey)) error {
 	call := func(obj interface{}) {
-		if pod, ok := unwrap(obj).(*corev1.Pod); ok {
+		if pod, ok := Unwrap(obj).(*corev1.Pod); ok {
 			if key, ok := GroupOf(pod); ok {
 				f(key)
 			}
 		}
 	}
-	_, err := s.pods.AddEventHandler(latestOrGone(call, call))
+	_, err := s.pods.AddEventHandler(LatestOrGone(call, call))
 	return err
 }
 
@@ -432,11 +435,21 @@ func (s *Store) OnMemberCounted(f func(GroupKey)) {
 	s.onCounted = append(s.onCounted, f)
 }
 
-// unwrap returns the object of an informer delete event, which is wrapped in
+// Unwrap returns the object of an informer delete event, which is wrapped in
 // a tombstone when the watch missed the deletion.
-func unwrap(obj interface{}) interface{} {
+func Unwrap(obj interface{}) interface{} {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		return tomb.Obj
 	}
 	return obj
+}
+
+// LatestOrGone calls latest with an object added or updated (as it is
+// now) and gone with one deleted.
+func LatestOrGone(latest, gone func(obj interface{})) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    latest,
+		UpdateFunc: func(_, cur interface{}) { latest(cur) },
+		DeleteFunc: gone,
+	}
 }

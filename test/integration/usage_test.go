@@ -17,7 +17,7 @@ import (
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/manifests"
-	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/queues"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
@@ -64,9 +64,9 @@ func (c contended) job(name, queue string, parallelism int32) cluster.WorkloadSp
 func startUsageCluster(t *testing.T, halfLife, minRuntime time.Duration, c contended) (*harness.Harness, *clocktesting.FakeClock) {
 	t.Helper()
 	fake := clocktesting.NewFakeClock(time.Now())
-	saved := state.UsageClock
-	state.UsageClock = fake
-	t.Cleanup(func() { state.UsageClock = saved }) // after the scheduler stops
+	saved := queues.UsageClock
+	queues.UsageClock = fake
+	t.Cleanup(func() { queues.UsageClock = saved }) // after the scheduler stops
 	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{})
 	var specs []cluster.NodeSpec
 	for i := range 2 {

@@ -1,4 +1,4 @@
-package state
+package queues
 
 import (
 	"strings"
@@ -8,13 +8,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 )
 
 // onClaim releases what done pods' accounts hold of a claim once it is
 // deallocated or deleted.
-func (q *Queues) onClaim(obj interface{}, gone bool) {
-	claim, ok := unwrap(obj).(*resourceapi.ResourceClaim)
+func (q events) onClaim(obj interface{}, gone bool) {
+	claim, ok := state.Unwrap(obj).(*resourceapi.ResourceClaim)
 	if !ok || (!gone && claim.Status.Allocation != nil) {
 		return
 	}
@@ -28,7 +29,7 @@ func (q *Queues) onClaim(obj interface{}, gone bool) {
 // status.reservedFor lists (devices.Pays). The pods listed before or after
 // whose part changed are charged again, and a done pod's account stops
 // holding the claim's devices once another pod is charged them.
-func (q *Queues) onClaimConsumers(oldObj, newObj interface{}) {
+func (q events) onClaimConsumers(oldObj, newObj interface{}) {
 	oldClaim, _ := oldObj.(*resourceapi.ResourceClaim)
 	claim, _ := newObj.(*resourceapi.ResourceClaim)
 	if oldClaim == nil || claim == nil || claim.Status.Allocation == nil {
@@ -42,7 +43,7 @@ func (q *Queues) onClaimConsumers(oldObj, newObj interface{}) {
 				continue
 			}
 			seen[c.UID] = true
-			obj, ok, err := q.store.pods.GetIndexer().GetByKey(claim.Namespace + "/" + c.Name)
+			obj, ok, err := q.store.PodInformer().GetIndexer().GetByKey(claim.Namespace + "/" + c.Name)
 			pod, _ := obj.(*corev1.Pod)
 			if err != nil || !ok || pod == nil || pod.UID != c.UID {
 				continue
@@ -68,10 +69,10 @@ func (q *Queues) onClaimConsumers(oldObj, newObj interface{}) {
 // releaseDeallocatedLocked releases the claims held by done pods that the
 // scheduler's DRA state no longer shows allocated: their event may have
 // reached this handler before the DRA state that onPodDone read.
-func (q *Queues) releaseDeallocatedLocked() {
+func (q events) releaseDeallocatedLocked() {
 	for key := range q.holding {
 		namespace, name, _ := strings.Cut(key, "/")
-		if !q.store.devices.StillAllocated(namespace, name) {
+		if !q.store.Devices().StillAllocated(namespace, name) {
 			q.releaseClaimLocked(key)
 		}
 	}
@@ -79,7 +80,7 @@ func (q *Queues) releaseDeallocatedLocked() {
 
 // releaseClaimLocked releases what done pods' accounts hold of a claim.
 // Called with q.mu held.
-func (q *Queues) releaseClaimLocked(key string) {
+func (q events) releaseClaimLocked(key string) {
 	for uid := range q.holding[key] {
 		q.releaseHolderLocked(key, uid)
 	}
@@ -89,7 +90,7 @@ func (q *Queues) releaseClaimLocked(key string) {
 // releaseHolderLocked releases what one done pod's account holds of a
 // claim; the account goes with the last claim it holds. Called with q.mu
 // held.
-func (q *Queues) releaseHolderLocked(key string, uid types.UID) {
+func (q events) releaseHolderLocked(key string, uid types.UID) {
 	if holders := q.holding[key]; holders != nil {
 		delete(holders, uid)
 		if len(holders) == 0 {

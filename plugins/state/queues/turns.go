@@ -1,4 +1,4 @@
-package state
+package queues
 
 import (
 	"slices"
@@ -9,8 +9,17 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
+
+// Turns are the queues' turn-taking: the gangs and pods their queues
+// refused for quota, in the order they take their turn once room frees
+// (Queues.Turns).
+type Turns struct{ q *Queues }
+
+// Turns is the queues' turn-taking.
+func (q *Queues) Turns() Turns { return Turns{q} }
 
 // Turn is a gang, or a pod of no gang, asking its queue for admission: the
 // unit whose place in the queue's order (flotillav1alpha1.WaitsBefore)
@@ -36,7 +45,7 @@ type Turn struct {
 	Since time.Time
 	Name  string
 	Gang  bool
-	group GroupKey
+	group state.GroupKey
 	pod   *corev1.Pod
 }
 
@@ -62,8 +71,9 @@ func (t Turn) Before(o Turn) bool {
 
 // TurnOf is the turn of a pod asking for admission with request: its
 // gang's, or its own.
-func (q *Queues) TurnOf(pod *corev1.Pod, queue string, request capacity.Resources) Turn {
-	key, ok := GroupOf(pod)
+func (turns Turns) TurnOf(pod *corev1.Pod, queue string, request capacity.Resources) Turn {
+	q := turns.q
+	key, ok := state.GroupOf(pod)
 	if !ok || q.store.PodGroup(key) == nil {
 		return Turn{Queue: queue, Request: request, Priority: corev1helpers.PodPriority(pod), Since: pod.CreationTimestamp.Time,
 			Name: pod.Namespace + "/" + pod.Name, pod: pod}
@@ -78,7 +88,8 @@ func (q *Queues) TurnOf(pod *corev1.Pod, queue string, request capacity.Resource
 
 // RefusedForQuota records that t's queue refused it for its quota (or
 // for the turns before it): it waits for room in that queue.
-func (q *Queues) RefusedForQuota(t Turn) {
+func (turns Turns) RefusedForQuota(t Turn) {
+	q := turns.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.turns == nil {
@@ -89,7 +100,8 @@ func (q *Queues) RefusedForQuota(t Turn) {
 
 // Admitted records that t passed its queue's admission: it no longer
 // waits for room there.
-func (q *Queues) Admitted(t Turn) {
+func (turns Turns) Admitted(t Turn) {
+	q := turns.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.turns, t.key())
@@ -98,11 +110,12 @@ func (q *Queues) Admitted(t Turn) {
 // Ahead returns the turns refused for quota in t's queue that still wait
 // and that the scheduler takes before t, in that order. Turns whose pods
 // are gone or placed are dropped.
-func (q *Queues) Ahead(t Turn) []Turn {
+func (turns Turns) Ahead(t Turn) []Turn {
+	q := turns.q
 	q.mu.Lock()
 	var ahead []Turn
 	for key, other := range q.turns {
-		if !q.stillWaitsLocked(other) {
+		if !turns.stillWaitsLocked(other) {
 			delete(q.turns, key)
 			continue
 		}
@@ -127,7 +140,8 @@ func (q *Queues) Ahead(t Turn) []Turn {
 
 // Pods are the pods to activate for t to be tried: the pod, or its gang's
 // pending members.
-func (q *Queues) Pods(t Turn) []*corev1.Pod {
+func (turns Turns) Pods(t Turn) []*corev1.Pod {
+	q := turns.q
 	if !t.Gang {
 		return []*corev1.Pod{t.pod}
 	}
@@ -144,7 +158,8 @@ func (q *Queues) Pods(t Turn) []*corev1.Pod {
 // pod of its own not placed; for a gang, a member not placed while none
 // is (a gang with members placed was admitted as a unit).
 // Called with q.mu held.
-func (q *Queues) stillWaitsLocked(t Turn) bool {
+func (turns Turns) stillWaitsLocked(t Turn) bool {
+	q := turns.q
 	if !t.Gang {
 		acc, ok := q.pods[t.pod.UID]
 		return ok && !acc.placed && acc.holds == nil

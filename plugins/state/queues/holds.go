@@ -1,10 +1,11 @@
-package state
+package queues
 
 import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
@@ -145,7 +146,7 @@ func (q *Queues) RaisedShares() []*corev1.Pod {
 			waiting = append(waiting, acc)
 		}
 	}
-	return q.podsOf(waiting)
+	return podsOf(q.store, waiting)
 }
 
 // waiting: a pending pod of this scheduler's profiles, not a done pod
@@ -154,12 +155,12 @@ func (acc *podAccount) waiting() bool {
 	return !acc.placed && !acc.foreign && acc.holds == nil
 }
 
-// podsOf is the accounts' pods as the pod informer has them now (those it
-// still has).
-func (q *Queues) podsOf(accounts []*podAccount) []*corev1.Pod {
+// podsOf is the accounts' pods as the store's pod informer has them now
+// (those it still has).
+func podsOf(store *state.Store, accounts []*podAccount) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, acc := range accounts {
-		if obj, ok, err := q.store.pods.GetIndexer().GetByKey(acc.pod.String()); err == nil && ok {
+		if obj, ok, err := store.PodInformer().GetIndexer().GetByKey(acc.pod.String()); err == nil && ok {
 			if pod, isPod := obj.(*corev1.Pod); isPod {
 				out = append(out, pod)
 			}

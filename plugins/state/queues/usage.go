@@ -1,4 +1,4 @@
-package state
+package queues
 
 import (
 	"math"
@@ -101,41 +101,41 @@ func (q *Queues) Usage() (config UsageConfig, byQueue map[string]*fairshare.Usag
 	return q.usage.config, byQueue, true
 }
 
-// seedUsageLocked gives a queue first seen its usage: from its status when
+// seed gives a queue first seen its usage: from its status when
 // a scheduler (this one before a restart, or the last leader) kept it, so
 // that a restart or a fail-over loses at most the status interval.
-func (q *Queues) seedUsageLocked(queue *flotillav1alpha1.Queue) {
-	if q.usage == nil || q.usage.byQueue[queue.Name] != nil {
+func (u *usageState) seed(queue *flotillav1alpha1.Queue) {
+	if u == nil || u.byQueue[queue.Name] != nil {
 		return
 	}
 	// A queue no scheduler kept usage for starts now: its time before
 	// counts as no use, and the first advance folds from here.
-	u := &fairshare.Usage{At: UsageClock.Now()}
+	seeded := &fairshare.Usage{At: UsageClock.Now()}
 	if saved := queue.Status.Usage; saved != nil && !saved.LastUpdate.IsZero() {
-		u.Allocated, u.Capacity = floatsOf(saved.Allocated), floatsOf(saved.Capacity)
-		u.At = saved.LastUpdate.Time
+		seeded.Allocated, seeded.Capacity = floatsOf(saved.Allocated), floatsOf(saved.Capacity)
+		seeded.At = saved.LastUpdate.Time
 	}
-	q.usage.byQueue[queue.Name] = u
+	u.byQueue[queue.Name] = seeded
 }
 
-// advanceUsageLocked folds the time since the last advance into every
+// advance folds the time since the last advance into every
 // queue's averages, at what each held over it: called before anything the
 // queues hold changes, so that the rates folded are the ones that held.
 // What a queue held is its subtree's allocation above its guarantee; its
 // pool is what the cluster shares (a queue of no parent) or its parent's
-// deserved share, as last computed.
-func (q *Queues) advanceUsageLocked() {
-	if q.usage == nil || q.shares == nil {
+// deserved share, as last computed (shares).
+func (u *usageState) advance(shares *QueueView, allocated map[string]capacity.Resources) {
+	if u == nil || shares == nil {
 		return
 	}
 	now := UsageClock.Now()
-	if now.Sub(q.usage.foldedAt) < q.usage.foldEvery() {
+	if now.Sub(u.foldedAt) < u.foldEvery() {
 		return
 	}
-	q.usage.foldedAt = now
+	u.foldedAt = now
 	subtree := map[string]capacity.Resources{}
-	for name, r := range q.allocated {
-		for _, up := range q.shares.Ancestors(name) {
+	for name, r := range allocated {
+		for _, up := range shares.Ancestors(name) {
 			sum := subtree[up.Name]
 			if sum == nil {
 				sum = capacity.Resources{}
@@ -144,18 +144,18 @@ func (q *Queues) advanceUsageLocked() {
 			sum.Add(r)
 		}
 	}
-	for name, info := range q.shares.Queues {
-		u := q.usage.byQueue[name]
-		if u == nil { // the implicit default queue
-			u = &fairshare.Usage{At: now}
-			q.usage.byQueue[name] = u
+	for name, info := range shares.Queues {
+		queueUsage := u.byQueue[name]
+		if queueUsage == nil { // the implicit default queue
+			queueUsage = &fairshare.Usage{At: now}
+			u.byQueue[name] = queueUsage
 		}
 		if info.Invalid != "" {
-			u.At = now
+			queueUsage.At = now
 			continue
 		}
-		pool := q.shares.Available
-		if parent := q.shares.Queues[info.Parent]; parent != nil {
+		pool := shares.Available
+		if parent := shares.Queues[info.Parent]; parent != nil {
 			pool = parent.Deserved
 		}
 		above := capacity.Resources{}
@@ -164,21 +164,21 @@ func (q *Queues) advanceUsageLocked() {
 				above[r] = v
 			}
 		}
-		u.Advance(now, q.usage.config.HalfLife, above, pool)
+		queueUsage.Advance(now, u.config.HalfLife, above, pool)
 	}
 }
 
-// usageFactorsLocked sets, on every queue's fairshare node, the factor its
+// factors sets, on every queue's fairshare node, the factor its
 // past use bends its weight by among its siblings (fairshare.UsageFactors),
 // and copies its usage into the view. A queue is active when it asks for
 // something now: an idle queue neither gains nor loses.
-func (q *Queues) usageFactorsLocked(view *QueueView, nodes map[string]*fairshare.Node, roots []*fairshare.Node) {
-	if q.usage == nil {
+func (u *usageState) factors(view *QueueView, nodes map[string]*fairshare.Node, roots []*fairshare.Node) {
+	if u == nil {
 		return
 	}
 	for name, info := range view.Queues {
-		if u := q.usage.byQueue[name]; u != nil {
-			info.Usage = u.Clone()
+		if queueUsage := u.byQueue[name]; queueUsage != nil {
+			info.Usage = queueUsage.Clone()
 		}
 	}
 	byParent := [][]*fairshare.Node{roots}
@@ -191,15 +191,15 @@ func (q *Queues) usageFactorsLocked(view *QueueView, nodes map[string]*fairshare
 		in := make([]fairshare.Sibling, len(siblings))
 		for i, n := range siblings {
 			in[i] = fairshare.Sibling{Weight: n.Weight, Active: subtreeAsks(n)}
-			if u := q.usage.byQueue[n.Name]; u != nil {
-				in[i].Usage = *u
+			if queueUsage := u.byQueue[n.Name]; queueUsage != nil {
+				in[i].Usage = *queueUsage
 			}
 		}
-		for i, factors := range fairshare.UsageFactors(in, q.usage.config.Weight) {
+		for i, factors := range fairshare.UsageFactors(in, u.config.Weight) {
 			siblings[i].UsageFactor = factors
 		}
 	}
-	q.usage.computedAt = UsageClock.Now()
+	u.computedAt = UsageClock.Now()
 }
 
 // subtreeAsks reports whether a queue or a descendant asks for anything.
@@ -251,17 +251,18 @@ func (q *Queues) KeptFromUsageReclaim(victimSide []*QueueInfo, res corev1.Resour
 	return false
 }
 
-// holdGrantsLocked sets every queue's GrantHeld from the shares just
+// holdGrants sets every queue's GrantHeld from the shares just
 // computed: what usage grants it now (Deserved above DeservedNow), or a
 // larger grant of less than the reclaim minimum runtime ago. Wall-clock
 // time, as pods' run times are: the hold spares the young pods usage
 // granted when, as use evens out, the grant shrinks (KeptFromUsageReclaim).
-func (q *Queues) holdGrantsLocked(view *QueueView, now time.Time) {
-	if q.usage == nil {
-		return
+// It returns when the earliest grant held above its current value lapses.
+func (u *usageState) holdGrants(view *QueueView, now time.Time) (lapse time.Time) {
+	if u == nil {
+		return time.Time{}
 	}
-	if q.usage.grants == nil {
-		q.usage.grants = peaks{}
+	if u.grants == nil {
+		u.grants = peaks{}
 	}
 	for name, info := range view.Queues {
 		grant := capacity.Resources{}
@@ -269,9 +270,10 @@ func (q *Queues) holdGrantsLocked(view *QueueView, now time.Time) {
 			grant[res] = max(v-info.DeservedNow[res], 0)
 		}
 		var until time.Time
-		info.GrantHeld, until = q.usage.grants.hold(name, grant, now, q.usage.config.ReclaimMinRuntime)
-		q.holdsLapse = earliest(q.holdsLapse, until)
+		info.GrantHeld, until = u.grants.hold(name, grant, now, u.config.ReclaimMinRuntime)
+		lapse = earliest(lapse, until)
 	}
+	return lapse
 }
 
 // UsageStatus is a queue's usage as its status keeps it.

@@ -1,4 +1,4 @@
-package state
+package queues
 
 import (
 	"context"
@@ -20,10 +20,11 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
-func newQueues(s *Store, h fwk.Handle, defaultQueue string) (*Queues, error) {
+func newQueues(s *state.Store, h fwk.Handle, defaultQueue string) (*Queues, error) {
 	cfg := rest.CopyConfig(h.KubeConfig())
 	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -37,12 +38,14 @@ func newQueues(s *Store, h fwk.Handle, defaultQueue string) (*Queues, error) {
 		allocated: map[string]capacity.Resources{}, pending: map[string]capacity.Resources{}, foreign: capacity.Resources{}, demandChanged: true,
 		holding: map[string]map[types.UID]bool{},
 	}
+	// ev keeps the accounting current from the informers.
+	ev := events{q}
 	q.queues = h.SharedInformerFactory().InformerFor(&flotillav1alpha1.Queue{}, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return cache.NewSharedIndexInformer(typedQueueListWatch(dyn), &flotillav1alpha1.Queue{}, resync, cache.Indexers{})
 	})
 	markDirty := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(interface{}) { q.rebuild() },
-		UpdateFunc: func(old, cur interface{}) { q.rebuildIfSpecChanged(old, cur) },
+		UpdateFunc: func(old, cur interface{}) { ev.rebuildIfSpecChanged(old, cur) },
 		DeleteFunc: func(interface{}) { q.rebuild() },
 	}
 	if _, err := q.queues.AddEventHandler(markDirty); err != nil {
@@ -51,20 +54,20 @@ func newQueues(s *Store, h fwk.Handle, defaultQueue string) (*Queues, error) {
 	// A PodGroup's or namespace's queue label decides its pods' queue: when
 	// it appears or changes, only those pods are re-resolved (a PodGroup's
 	// status writes, a thousand per gang wave, change nothing).
-	if _, err := s.podGroups.AddEventHandler(onQueueLabel(q.resolveGroup(false))); err != nil {
+	if _, err := s.PodGroupInformer().AddEventHandler(onQueueLabel(ev.resolveGroup(false))); err != nil {
 		return nil, err
 	}
 	if native := s.NativeInformer(); native != nil {
-		if _, err := native.AddEventHandler(onQueueLabel(q.resolveGroup(true))); err != nil {
+		if _, err := native.AddEventHandler(onQueueLabel(ev.resolveGroup(true))); err != nil {
 			return nil, err
 		}
 	}
-	if _, err := h.SharedInformerFactory().Core().V1().Namespaces().Informer().AddEventHandler(onQueueLabel(q.resolveNamespace)); err != nil {
+	if _, err := h.SharedInformerFactory().Core().V1().Namespaces().Informer().AddEventHandler(onQueueLabel(ev.resolveNamespace)); err != nil {
 		return nil, err
 	}
 	for informer, on := range map[cache.SharedIndexInformer]cache.ResourceEventHandlerFuncs{
-		h.SharedInformerFactory().Core().V1().Pods().Informer():  latestOrGone(q.onPod, q.onPodDelete),
-		h.SharedInformerFactory().Core().V1().Nodes().Informer(): latestOrGone(q.onNode, q.onNodeDelete),
+		h.SharedInformerFactory().Core().V1().Pods().Informer():  state.LatestOrGone(ev.onPod, ev.onPodDelete),
+		h.SharedInformerFactory().Core().V1().Nodes().Informer(): state.LatestOrGone(ev.onNode, ev.onNodeDelete),
 	} {
 		if _, err := informer.AddEventHandler(on); err != nil {
 			return nil, err
@@ -74,10 +77,10 @@ func newQueues(s *Store, h fwk.Handle, defaultQueue string) (*Queues, error) {
 		// The informer the scheduler's DRA manager reads claims from.
 		if _, err := h.SharedInformerFactory().Resource().V1().ResourceClaims().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			UpdateFunc: func(old, cur interface{}) {
-				q.onClaim(cur, false)
-				q.onClaimConsumers(old, cur)
+				ev.onClaim(cur, false)
+				ev.onClaimConsumers(old, cur)
 			},
-			DeleteFunc: func(obj interface{}) { q.onClaim(obj, true) },
+			DeleteFunc: func(obj interface{}) { ev.onClaim(obj, true) },
 		}); err != nil {
 			return nil, err
 		}
@@ -175,22 +178,12 @@ func (q *Queues) Informer() cache.SharedIndexInformer { return q.queues }
 // rebuild re-resolves every pod's queue (a queue, PodGroup or namespace
 // label changed) and marks the shares for recomputation.
 func (q *Queues) rebuild() {
-	for _, obj := range q.store.pods.GetIndexer().List() {
-		q.onPod(obj)
+	for _, obj := range q.store.PodInformer().GetIndexer().List() {
+		events{q}.onPod(obj)
 	}
 	q.mu.Lock()
 	q.demandChanged = true
 	q.mu.Unlock()
-}
-
-// latestOrGone calls latest with an object added or updated (as it is
-// now) and gone with one deleted.
-func latestOrGone(latest, gone func(obj interface{})) cache.ResourceEventHandlerFuncs {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    latest,
-		UpdateFunc: func(_, cur interface{}) { latest(cur) },
-		DeleteFunc: gone,
-	}
 }
 
 // onQueueLabel calls resolve with an object when it appears or its queue
@@ -215,25 +208,25 @@ func queueLabel(obj interface{}) string {
 
 // resolveGroup re-resolves the queue of a PodGroup's members (of a native
 // PodGroup's, with native).
-func (q *Queues) resolveGroup(native bool) func(obj interface{}) {
+func (q events) resolveGroup(native bool) func(obj interface{}) {
 	return func(obj interface{}) {
 		pg, ok := obj.(metav1.Object)
 		if !ok {
 			return
 		}
-		for _, pod := range q.store.Members(GroupKey{Namespace: pg.GetNamespace(), Name: pg.GetName(), Native: native}) {
+		for _, pod := range q.store.Members(state.GroupKey{Namespace: pg.GetNamespace(), Name: pg.GetName(), Native: native}) {
 			q.onPod(pod)
 		}
 	}
 }
 
 // resolveNamespace re-resolves the queue of a namespace's pods.
-func (q *Queues) resolveNamespace(obj interface{}) {
+func (q events) resolveNamespace(obj interface{}) {
 	ns, ok := obj.(metav1.Object)
 	if !ok {
 		return
 	}
-	pods, err := q.store.pods.GetIndexer().ByIndex(cache.NamespaceIndex, ns.GetName())
+	pods, err := q.store.PodInformer().GetIndexer().ByIndex(cache.NamespaceIndex, ns.GetName())
 	if err != nil {
 		q.rebuild()
 		return
@@ -243,7 +236,7 @@ func (q *Queues) resolveNamespace(obj interface{}) {
 	}
 }
 
-func (q *Queues) rebuildIfSpecChanged(old, cur interface{}) {
+func (q events) rebuildIfSpecChanged(old, cur interface{}) {
 	o, ok1 := old.(*flotillav1alpha1.Queue)
 	c, ok2 := cur.(*flotillav1alpha1.Queue)
 	if ok1 && ok2 && o.Generation == c.Generation {
@@ -256,7 +249,7 @@ func (q *Queues) rebuildIfSpecChanged(old, cur interface{}) {
 // the pods of store, counting the pods of the given profiles; not connected
 // to any apiserver: for unit tests of the plugins that read it. It becomes
 // store's queue accounting.
-func NewStaticQueues(store *Store, defaultQueue string, queues []*flotillav1alpha1.Queue, nodes []*corev1.Node, profiles ...string) *Queues {
+func NewStaticQueues(store *state.Store, defaultQueue string, queues []*flotillav1alpha1.Queue, nodes []*corev1.Node, profiles ...string) *Queues {
 	informer := cache.NewSharedIndexInformer(&cache.ListWatch{}, &flotillav1alpha1.Queue{}, 0, cache.Indexers{})
 	for _, queue := range queues {
 		_ = informer.GetIndexer().Add(queue)
@@ -272,13 +265,11 @@ func NewStaticQueues(store *Store, defaultQueue string, queues []*flotillav1alph
 		q.profiles[p] = true
 	}
 	for _, n := range nodes {
-		q.onNode(n)
+		events{q}.onNode(n)
 	}
-	for _, obj := range store.pods.GetIndexer().List() {
-		q.onPod(obj)
+	for _, obj := range store.PodInformer().GetIndexer().List() {
+		events{q}.onPod(obj)
 	}
-	store.partsMu.Lock()
-	store.parts.queues = q
-	store.partsMu.Unlock()
+	state.SetPart(store, partName, &enabled{queues: q, profile: "static"})
 	return q
 }

@@ -1,4 +1,4 @@
-package state
+package queues
 
 import (
 	"fmt"
@@ -16,11 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 func staticQueues(queues ...*flotillav1alpha1.Queue) *Queues {
-	return NewStaticQueues(NewStatic(nil, nil), "default", queues,
+	return NewStaticQueues(state.NewStatic(nil, nil), "default", queues,
 		[]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: capacity.Resources{corev1.ResourceCPU: 100000}.List()}}},
 		"flotilla-scheduler")
 }
@@ -58,13 +59,13 @@ func TestQueueSumsStayExactUnderConcurrency(t *testing.T) {
 				pod := queuePod(i, queues[i%3], rng.IntN(2) == 0)
 				switch rng.IntN(5) {
 				case 0, 1:
-					q.onPod(pod)
+					events{q}.onPod(pod)
 				case 2:
 					q.Reserve(pod)
 				case 3:
 					q.Unreserve(pod)
 				case 4:
-					q.onPodDelete(pod)
+					events{q}.onPodDelete(pod)
 				}
 				if n%100 == 0 {
 					q.View()
@@ -96,7 +97,7 @@ func TestQueueSumsStayExactUnderConcurrency(t *testing.T) {
 // shares stay as they are and are not recomputed.
 func TestPlacementDoesNotRecomputeShares(t *testing.T) {
 	q := staticQueues(&flotillav1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: flotillav1alpha1.QueueSpec{Weight: 1}})
-	q.onPod(queuePod(1, "a", false))
+	events{q}.onPod(queuePod(1, "a", false))
 	before := q.View()
 	shares := q.shares
 	require.Equal(t, int64(200), before.Queues["a"].Pending[corev1.ResourceCPU])
@@ -115,13 +116,13 @@ func TestNodeTotalFollowsNodeEvents(t *testing.T) {
 	node := func(name, cpu string) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}
 	}
-	q.onNode(node("m", "8"))
-	q.onNode(node("m", "8")) // a heartbeat
+	events{q}.onNode(node("m", "8"))
+	events{q}.onNode(node("m", "8")) // a heartbeat
 	assert.Equal(t, int64(108000), q.View().Total[corev1.ResourceCPU])
-	q.onNode(node("m", "4"))
+	events{q}.onNode(node("m", "4"))
 	assert.Equal(t, int64(104000), q.View().Total[corev1.ResourceCPU])
-	q.onNodeDelete(node("m", "4"))
-	q.onNodeDelete(node("m", "4"))
+	events{q}.onNodeDelete(node("m", "4"))
+	events{q}.onNodeDelete(node("m", "4"))
 	assert.Equal(t, int64(100000), q.View().Total[corev1.ResourceCPU])
 }
 

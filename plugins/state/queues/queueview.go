@@ -1,4 +1,4 @@
-package state
+package queues
 
 import (
 	"fmt"
@@ -70,10 +70,10 @@ func (v *QueueView) Ancestors(name string) []*QueueInfo {
 func (q *Queues) View() *QueueView {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.releaseDeallocatedLocked()
+	events{q}.releaseDeallocatedLocked()
 	if q.usage != nil {
 		// Usage moves the shares as time passes, with no event to say so.
-		q.advanceUsageLocked()
+		q.usage.advance(q.shares, q.allocated)
 		if UsageClock.Since(q.usage.computedAt) >= q.usage.recomputeEvery() {
 			q.demandChanged = true
 		}
@@ -137,7 +137,7 @@ func (q *Queues) computeShares() *QueueView {
 			info.Capability = capacity.ResourcesOf(queue.Spec.Capability)
 		}
 		view.Queues[queue.Name] = info
-		q.seedUsageLocked(queue)
+		q.usage.seed(queue)
 	}
 	if _, ok := view.Queues[q.defaultQueue]; !ok {
 		view.Queues[q.defaultQueue] = &QueueInfo{Name: q.defaultQueue, Weight: 1, Reclaimable: true}
@@ -147,7 +147,7 @@ func (q *Queues) computeShares() *QueueView {
 	view.Total = q.total.Clone()
 	// Devices allocated through DRA are in no node's allocatable: the
 	// cluster's devices of each class are shared under the class's key.
-	for key, n := range q.store.devices.Totals() {
+	for key, n := range q.store.Devices().Totals() {
 		if view.Total[key] == 0 {
 			view.Total[key] = n
 		}
@@ -192,12 +192,12 @@ func (q *Queues) computeShares() *QueueView {
 		for name, deserved := range fairshare.Deserve(roots, available) {
 			view.Queues[name].DeservedNow = deserved
 		}
-		q.usageFactorsLocked(view, nodes, roots)
+		q.usage.factors(view, nodes, roots)
 	}
 	for name, deserved := range fairshare.Deserve(roots, available) {
 		view.Queues[name].Deserved = deserved
 	}
-	q.holdGrantsLocked(view, now)
+	q.holdsLapse = earliest(q.holdsLapse, q.usage.holdGrants(view, now))
 	for _, info := range view.Queues {
 		if info.Deserved == nil {
 			info.Deserved = capacity.Resources{}

@@ -1,4 +1,4 @@
-package state
+package queues
 
 import (
 	"testing"
@@ -54,8 +54,8 @@ func TestStalledReclaims(t *testing.T) {
 						p.Spec.Priority = ptr.To[int32](10)
 						first[queue] = p
 					}
-					q.onPod(p)
-					_ = q.store.pods.GetIndexer().Add(p)
+					events{q}.onPod(p)
+					_ = q.store.PodInformer().GetIndexer().Add(p)
 				}
 			}
 			assert.Empty(t, q.StalledReclaims(), "the first look only records the allocations")

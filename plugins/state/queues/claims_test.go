@@ -1,4 +1,4 @@
-package state
+package queues
 
 import (
 	"testing"
@@ -10,6 +10,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
 
+	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
 	"github.com/flotilla-sched/flotilla/plugins/state/dra"
@@ -26,25 +27,25 @@ func TestDonePodsClaimsStayChargedUntilDeallocated(t *testing.T) {
 	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Claims: []*resourceapi.ResourceClaim{claim}}
 	pod := queuePod(1, "default", true)
 	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To("p1-gpus")}}
-	q := NewStaticQueues(NewStatic(nil, nil).WithDevices(dra.NewReader(fakeDRA, nil, structured.Features{})), "default", nil,
+	q := NewStaticQueues(state.NewStatic(nil, nil).WithDevices(dra.NewReader(fakeDRA, nil, structured.Features{})), "default", nil,
 		[]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: capacity.Resources{corev1.ResourceCPU: 100000}.List()}}},
 		"flotilla-scheduler")
 	allocated := func() capacity.Resources { return q.View().Queues["default"].Allocated }
 
-	q.onPod(pod)
+	events{q}.onPod(pod)
 	assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 200, "example.com/gpu": 2}, allocated(), "running: its requests and its claim's devices")
 
 	done := pod.DeepCopy()
 	done.Status.Phase = corev1.PodSucceeded
-	q.onPod(done)
+	events{q}.onPod(done)
 	assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 0, "example.com/gpu": 2}, allocated(), "done, claim allocated: its devices only")
-	q.onPodDelete(done)
+	events{q}.onPodDelete(done)
 	assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 0, "example.com/gpu": 2}, allocated(), "deleted, claim allocated: its devices only")
 
 	deallocated := claim.DeepCopy()
 	deallocated.Status.Allocation = nil
 	fakeDRA.Claims = []*resourceapi.ResourceClaim{deallocated}
-	q.onClaim(deallocated, false)
+	events{q}.onClaim(deallocated, false)
 	assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 0, "example.com/gpu": 0}, allocated(), "claim deallocated: nothing")
 	assert.Empty(t, q.holding)
 }
@@ -67,7 +68,7 @@ func TestSharedClaimChargedOnce(t *testing.T) {
 	for _, p := range []*corev1.Pod{a, b} {
 		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To("shared")}}
 	}
-	store := NewStatic(nil, []*corev1.Pod{a, b}).WithDevices(dra.NewReader(fakeDRA, nil, structured.Features{}))
+	store := state.NewStatic(nil, []*corev1.Pod{a, b}).WithDevices(dra.NewReader(fakeDRA, nil, structured.Features{}))
 	q := NewStaticQueues(store, "default", nil,
 		[]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: capacity.Resources{corev1.ResourceCPU: 100000}.List()}}},
 		"flotilla-scheduler")
@@ -80,17 +81,17 @@ func TestSharedClaimChargedOnce(t *testing.T) {
 			next.Status.ReservedFor = append(next.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: p.Name, UID: p.UID})
 		}
 		fakeDRA.Claims = []*resourceapi.ResourceClaim{next}
-		q.onClaim(next, false)
-		q.onClaimConsumers(old, next)
+		events{q}.onClaim(next, false)
+		events{q}.onClaimConsumers(old, next)
 	}
 
-	q.onPod(a)
-	q.onPod(b)
+	events{q}.onPod(a)
+	events{q}.onPod(b)
 	assert.Equal(t, int64(2), gpus(), "both running: the claim's 2 devices once")
 
 	doneA := a.DeepCopy()
 	doneA.Status.Phase = corev1.PodSucceeded
-	q.onPod(doneA)
+	events{q}.onPod(doneA)
 	assert.Equal(t, int64(2), gpus(), "a done, still listed first: a's account holds the devices, b pays nothing")
 	update(b)
 	assert.Equal(t, int64(2), gpus(), "reserved for b alone: b pays, a's account holds nothing")
@@ -98,13 +99,13 @@ func TestSharedClaimChargedOnce(t *testing.T) {
 
 	doneB := b.DeepCopy()
 	doneB.Status.Phase = corev1.PodSucceeded
-	q.onPod(doneB)
+	events{q}.onPod(doneB)
 	update()
 	assert.Equal(t, int64(2), gpus(), "both done, claim allocated: held until deallocated")
 	deallocated := fakeDRA.Claims[0].DeepCopy()
 	deallocated.Status.Allocation = nil
 	fakeDRA.Claims = []*resourceapi.ResourceClaim{deallocated}
-	q.onClaim(deallocated, false)
+	events{q}.onClaim(deallocated, false)
 	assert.Equal(t, int64(0), gpus(), "deallocated: nothing")
 	assert.Empty(t, q.holding)
 }

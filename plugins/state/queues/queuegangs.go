@@ -1,4 +1,4 @@
-package state
+package queues
 
 import (
 	"sort"
@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state"
 )
 
 // WaitingEntry is a gang, or a pod of no gang, waiting in a queue.
@@ -44,7 +45,7 @@ func (q *Queues) Gangs(limit int) QueueGangs {
 		waiting  bool                // a member not yet placed, not done
 	}
 	out := QueueGangs{Running: map[string]int32{}, Pending: map[string]int32{}, Waiting: map[string][]WaitingEntry{}}
-	gangs := map[GroupKey]*gang{}
+	gangs := map[state.GroupKey]*gang{}
 	q.mu.Lock()
 	for uid, acc := range q.pods {
 		if acc.foreign {

@@ -1,4 +1,4 @@
-package state
+package queues
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
@@ -51,7 +52,7 @@ func TestGangs(t *testing.T) {
 	groups := []*schedv1alpha1.PodGroup{
 		group("late", t0.Add(time.Minute), 2), group("early", t0, 1), group("urgent", t0.Add(2*time.Minute), 1), group("done", t0, 1),
 	}
-	q := NewStaticQueues(NewStatic(groups, pods), "default", nil,
+	q := NewStaticQueues(state.NewStatic(groups, pods), "default", nil,
 		[]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: capacity.Resources{corev1.ResourceCPU: 100000}.List()}}},
 		"flotilla-scheduler")
 	names := func(entries []WaitingEntry) []string {
@@ -100,7 +101,7 @@ func TestGangsByRole(t *testing.T) {
 		// Two workers bound and the leader reserved.
 		member(5, "led", "worker", true), member(6, "led", "worker", true), inFlight,
 	}
-	q := NewStaticQueues(NewStatic([]*schedv1alpha1.PodGroup{group("headless"), group("led")}, pods), "default", nil,
+	q := NewStaticQueues(state.NewStatic([]*schedv1alpha1.PodGroup{group("headless"), group("led")}, pods), "default", nil,
 		[]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: capacity.Resources{corev1.ResourceCPU: 100000}.List()}}},
 		"flotilla-scheduler")
 	gangs := q.Gangs(10)

@@ -1,4 +1,4 @@
-package state
+package queues
 
 import (
 	"maps"
@@ -13,6 +13,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
@@ -22,7 +23,7 @@ import (
 // current; Reserve/Unreserve account a pod the moment it is placed. After
 // a restart it is rebuilt from the informers.
 type Queues struct {
-	store        *Store
+	store        *state.Store
 	queues       cache.SharedIndexInformer
 	namespaces   corelisters.NamespaceLister
 	dynamic      dynamic.Interface
@@ -74,6 +75,10 @@ type Queues struct {
 	stallSeen map[string]capacity.Resources
 }
 
+// events is the accounting as its informers' handlers change it: pods,
+// nodes, claims, and the labels and objects that name a pod's queue.
+type events struct{ *Queues }
+
 type podAccount struct {
 	// holds: for a done pod, the claims still allocated and their devices
 	// (see holding); its request is their sum.
@@ -83,7 +88,7 @@ type podAccount struct {
 	placed   bool // bound, or reserved by this scheduler
 	reserved bool
 	foreign  bool
-	group    GroupKey
+	group    state.GroupKey
 	inGroup  bool
 	// labels: the pod's, for the role its gang counts it in (Gangs).
 	labels map[string]string
@@ -101,8 +106,8 @@ func (q *Queues) QueueOf(pod *corev1.Pod) string {
 		return name // without looking up the PodGroup or the namespace
 	}
 	var podGroupLabels, namespaceLabels map[string]string
-	if key, ok := GroupOf(pod); ok {
-		podGroupLabels = q.store.groupLabels(key)
+	if key, ok := state.GroupOf(pod); ok {
+		podGroupLabels = q.store.GroupLabels(key)
 	}
 	if ns, err := q.namespaces.Get(pod.Namespace); err == nil {
 		namespaceLabels = ns.Labels
@@ -114,7 +119,7 @@ func terminal(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.DeletionTimestamp != nil
 }
 
-func (q *Queues) onPod(obj interface{}) {
+func (q events) onPod(obj interface{}) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
@@ -140,7 +145,7 @@ func (q *Queues) onPod(obj interface{}) {
 		q.demandChanged = true
 	}
 	acc.queue, acc.request = queue, request
-	acc.group, acc.inGroup = GroupOf(pod)
+	acc.group, acc.inGroup = state.GroupOf(pod)
 	acc.labels = pod.Labels
 	acc.pod, acc.priority, acc.created = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, corev1helpers.PodPriority(pod), pod.CreationTimestamp.Time
 	acc.foreign = !q.profiles[pod.Spec.SchedulerName]
@@ -163,7 +168,7 @@ func (q *Queues) charge(acc *podAccount, sign int64) {
 		q.demandChanged = true
 	case acc.placed:
 		// What the queues held until now is folded in at the old rates.
-		q.advanceUsageLocked()
+		q.usage.advance(q.shares, q.allocated)
 		into = q.allocated[acc.queue]
 		if into == nil {
 			into = capacity.Resources{}
@@ -184,8 +189,8 @@ func (q *Queues) charge(acc *podAccount, sign int64) {
 	// the caller of a real change (add, delete, resize, move) marks it.
 }
 
-func (q *Queues) onPodDelete(obj interface{}) {
-	if pod, ok := unwrap(obj).(*corev1.Pod); ok {
+func (q events) onPodDelete(obj interface{}) {
+	if pod, ok := state.Unwrap(obj).(*corev1.Pod); ok {
 		q.onPodDone(pod)
 	}
 }
@@ -206,7 +211,7 @@ func (q *Queues) PlacedCharge(pod *corev1.Pod) (queue string, charge capacity.Re
 // onPodDone releases a pod that finished or is gone, but for the devices
 // its claims still hold: those stay charged to its queue until the claims
 // are deallocated (onClaim), as the devices are not free before.
-func (q *Queues) onPodDone(pod *corev1.Pod) {
+func (q events) onPodDone(pod *corev1.Pod) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	acc, ok := q.pods[pod.UID]
@@ -217,7 +222,7 @@ func (q *Queues) onPodDone(pod *corev1.Pod) {
 	q.demandChanged = true
 	var held map[string]capacity.Resources
 	if acc.placed {
-		held = q.store.devices.Held(pod)
+		held = q.store.Devices().Held(pod)
 	}
 	if len(held) == 0 {
 		delete(q.pods, pod.UID)
@@ -234,7 +239,7 @@ func (q *Queues) onPodDone(pod *corev1.Pod) {
 	q.charge(acc, +1)
 }
 
-func (q *Queues) onNode(obj interface{}) {
+func (q events) onNode(obj interface{}) {
 	node, ok := obj.(*corev1.Node)
 	if !ok {
 		return
@@ -253,8 +258,8 @@ func (q *Queues) onNode(obj interface{}) {
 	q.demandChanged = true
 }
 
-func (q *Queues) onNodeDelete(obj interface{}) {
-	if node, ok := unwrap(obj).(*corev1.Node); ok {
+func (q events) onNodeDelete(obj interface{}) {
+	if node, ok := state.Unwrap(obj).(*corev1.Node); ok {
 		q.mu.Lock()
 		defer q.mu.Unlock()
 		if old, ok := q.nodes[node.Name]; ok {
@@ -274,7 +279,7 @@ func (q *Queues) Reserve(pod *corev1.Pod) {
 	acc := q.pods[pod.UID]
 	if acc == nil {
 		acc = &podAccount{queue: queue, request: q.store.Charge(pod), foreign: !q.profiles[pod.Spec.SchedulerName], labels: pod.Labels}
-		acc.group, acc.inGroup = GroupOf(pod)
+		acc.group, acc.inGroup = state.GroupOf(pod)
 		q.pods[pod.UID] = acc
 		q.demandChanged = true
 	} else {
@@ -304,7 +309,7 @@ func (q *Queues) Observe(pods ...*corev1.Pod) {
 		_, known := q.pods[pod.UID]
 		q.mu.Unlock()
 		if !known {
-			q.onPod(pod)
+			events{q}.onPod(pod)
 		}
 	}
 }
@@ -319,7 +324,7 @@ func (q *Queues) Refresh(pod *corev1.Pod) {
 		q.Observe(pod)
 		return
 	}
-	q.onPod(pod)
+	events{q}.onPod(pod)
 }
 
 // Charged reports whether pods like pod count in their queue's

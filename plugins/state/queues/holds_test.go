@@ -1,4 +1,4 @@
-package state
+package queues
 
 import (
 	"testing"
@@ -67,7 +67,7 @@ func TestHeldDemandKeepsTheShareWhilePodsAreReplaced(t *testing.T) {
 			a := cpuPods(q, "a", 4, true)
 			cpuPods(q, "b", 8, true)
 			for _, p := range cpuPods(q, "b", 8, false) {
-				require.NoError(t, q.store.pods.GetIndexer().Add(p))
+				require.NoError(t, q.store.PodInformer().GetIndexer().Add(p))
 			}
 			assert.InDelta(t, 4, cpuShare(q.View(), "a"), 0.01)
 			assert.Empty(t, q.RaisedShares(), "the first look only records the shares")
@@ -76,7 +76,7 @@ func TestHeldDemandKeepsTheShareWhilePodsAreReplaced(t *testing.T) {
 			assert.Empty(t, q.RaisedShares(), "a rise an event caused wakes nothing here")
 			for _, p := range more {
 				p.Spec.NodeName = "n"
-				q.onPod(p)
+				events{q}.onPod(p)
 			}
 			a = append(a, more...)
 			assert.InDelta(t, 8, cpuShare(q.View(), "a"), 0.01)
@@ -116,7 +116,7 @@ func TestPlacedCharge(t *testing.T) {
 	assert.Nil(t, charge)
 	marked := placed.DeepCopy()
 	marked.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	q.onPod(marked)
+	events{q}.onPod(marked)
 	_, charge = q.PlacedCharge(placed)
 	assert.Nil(t, charge, "released when marked for deletion")
 }

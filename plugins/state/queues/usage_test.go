@@ -1,4 +1,4 @@
-package state
+package queues
 
 import (
 	"fmt"
@@ -14,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/fairshare"
 )
@@ -49,7 +50,7 @@ func sixteenCPUQueues(queues ...*flotillav1alpha1.Queue) *Queues {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"),
 	}}}
-	return NewStaticQueues(NewStatic(nil, nil), "default", queues, []*corev1.Node{node}, "flotilla-scheduler")
+	return NewStaticQueues(state.NewStatic(nil, nil), "default", queues, []*corev1.Node{node}, "flotilla-scheduler")
 }
 
 func queueOf(name, parent string, weight int32) *flotillav1alpha1.Queue {
@@ -71,7 +72,7 @@ func cpuPods(q *Queues, queue string, n int, bound bool) []*corev1.Pod {
 		if bound {
 			p.Spec.NodeName = "n"
 		}
-		q.onPod(p)
+		events{q}.onPod(p)
 		out = append(out, p)
 	}
 	return out
@@ -83,7 +84,7 @@ var podSerial int
 // or deleting bound ones, as the scheduler and reclaim would.
 func hold(q *Queues, queue string, held []*corev1.Pod, n int) []*corev1.Pod {
 	for len(held) > n {
-		q.onPodDelete(held[len(held)-1])
+		events{q}.onPodDelete(held[len(held)-1])
 		held = held[:len(held)-1]
 	}
 	if len(held) < n {
@@ -137,7 +138,7 @@ func TestUsagePaybackReturnsToEvenShares(t *testing.T) {
 // With usage off (half-life 0) the same history gives 50/50 at once.
 func TestUsageOffSplitsEvenlyAtOnce(t *testing.T) {
 	clock := fakeUsageClock(t)
-	q := NewStaticQueues(NewStatic(nil, nil), "default", []*flotillav1alpha1.Queue{queueOf("a", "", 1), queueOf("b", "", 1)}, []*corev1.Node{{
+	q := NewStaticQueues(state.NewStatic(nil, nil), "default", []*flotillav1alpha1.Queue{queueOf("a", "", 1), queueOf("b", "", 1)}, []*corev1.Node{{
 		ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16")}},
 	}}, "flotilla-scheduler")
 	q.EnableUsage(UsageConfig{})
@@ -220,7 +221,7 @@ func TestUsageStatusRoundTrips(t *testing.T) {
 	q := usageQueues()
 	queue := queueOf("a", "", 1)
 	queue.Status.Usage = status
-	q.seedUsageLocked(queue)
+	q.usage.seed(queue)
 	seeded := q.usage.byQueue["a"]
 	for name, v := range u.Allocated {
 		assert.InEpsilon(t, v, seeded.Allocated[name], 1e-6, string(name))
@@ -329,7 +330,7 @@ func TestRaisedSharesWakesThePodsOfQueuesUsageRaised(t *testing.T) {
 	q := usageQueues(queueOf("a", "", 1), queueOf("b", "", 1))
 	heldA := cpuPods(q, "a", 16, true)
 	for _, p := range cpuPods(q, "a", 16, false) {
-		require.NoError(t, q.store.pods.GetIndexer().Add(p))
+		require.NoError(t, q.store.PodInformer().GetIndexer().Add(p))
 	}
 	q.View()
 	clock.Step(time.Hour)

@@ -1,4 +1,4 @@
-package state
+package queues
 
 import (
 	"maps"
@@ -57,7 +57,7 @@ func (q *Queues) StalledReclaims() []*corev1.Pod {
 			first[acc.queue] = acc
 		}
 	}
-	return q.podsOf(slices.Collect(maps.Values(first)))
+	return podsOf(q.store, slices.Collect(maps.Values(first)))
 }
 
 // anyAboveShare says whether some queue reclaim may take from holds more
