@@ -46,7 +46,7 @@ func TestNativeMembersAreThePodGroupCyclesToGate(t *testing.T) {
 				pod.Labels = map[string]string{schedv1alpha1.PodGroupLabel: tt.label}
 			}
 			recorder := events.NewFakeRecorder(10)
-			store := state.NewStatic(nil, []*corev1.Pod{pod}).WithNative([]*nativev1beta1.PodGroup{native}, nil)
+			store := state.WithNative(state.NewStatic(nil, []*corev1.Pod{pod}), []*nativev1beta1.PodGroup{native}, nil)
 			g := &Gang{handle: handletest.New(t, "flotilla-scheduler", frameworkruntime.WithEventRecorder(recorder)), store: store}
 			ctx := context.Background()
 

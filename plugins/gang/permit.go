@@ -48,9 +48,9 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 		gang := locked.Gang(key)
 		count = locked.Quorum(gang, pg)
 		if count.Reached() && gang.Attempting() {
-			gangWaitSeconds.Observe(locked.AttemptAge(gang).Seconds())
-			unblocked = locked.FinishPlacing(gang)
-			deferred = locked.TakeDeferred(gang)
+			gangWaitSeconds.Observe(locked.Attempts().AttemptAge(gang).Seconds())
+			unblocked = locked.Attempts().FinishPlacing(gang)
+			deferred = locked.Attempts().TakeDeferred(gang)
 		}
 	})
 	if len(deferred) > 0 {
@@ -96,7 +96,7 @@ func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 		wasReserved = locked.UnreserveMember(gang, pod.UID)
 		// The framework does not say why; an attempt as old as the Permit
 		// wait has timed out.
-		if gang.Attempting() && locked.AttemptAge(gang) >= timeout {
+		if gang.Attempting() && locked.Attempts().AttemptAge(gang) >= timeout {
 			why, reason = fmt.Sprintf("timed out after %s with %d members placed", timeout, locked.Placed(gang)), reasonTimedOut
 		}
 	})
@@ -128,7 +128,7 @@ func (g *Gang) PostFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1
 	}
 	if _, err := cycle.Read(plannedKey); err == nil {
 		var attempt bool
-		g.store.Lock(func(locked *state.Locked) { attempt = locked.AbandonPlan(locked.Gang(key)) })
+		g.store.Lock(func(locked *state.Locked) { attempt = locked.Attempts().AbandonPlan(locked.Gang(key)) })
 		if attempt {
 			klog.FromContext(ctx).V(2).Info("Gang member found no room on the planned nodes; placing over every node", "gang", key.String(), "pod", klog.KObj(pod))
 			g.handle.Activate(klog.FromContext(ctx), map[string]*corev1.Pod{pod.Namespace + "/" + pod.Name: pod})
@@ -159,12 +159,12 @@ func (g *Gang) failAttempt(ctx context.Context, key state.GroupKey, why, reason 
 		}
 		// Only the first failure of an attempt rejects the siblings; their
 		// own Unreserve calls then find the attempt already over.
-		if !gang.Attempting() && !locked.IsPlacing(gang) {
+		if !gang.Attempting() && !locked.Attempts().IsPlacing(gang) {
 			return
 		}
 		ended = true
-		unblocked = locked.FailAttempt(gang, why, g.backoff)
-		deferred = locked.TakeDeferred(gang)
+		unblocked = locked.Attempts().FailAttempt(gang, why, g.backoff)
+		deferred = locked.Attempts().TakeDeferred(gang)
 	})
 	if !ended {
 		return false

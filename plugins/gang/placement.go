@@ -102,7 +102,7 @@ func (g *Gang) tellPlacement(group fwk.PodGroupInfo, key state.GroupKey, message
 	if group.GetPodGroup() == nil || g.store == nil {
 		return
 	}
-	g.store.TellNativeGroup(g.handle.EventRecorder(), key, Name+"/placement", message)
+	g.store.Native().Tell(g.handle.EventRecorder(), key, Name+"/placement", message)
 }
 
 // placementTopologyKey is the group's topology constraint: only the first

@@ -132,7 +132,7 @@ func TestGeneratePlacements(t *testing.T) {
 			}
 			snapshot := cache.NewTestSnapshotWithPodGroups(tt.running, tt.nodes, []*nativev1beta1.PodGroup{group.Obj()})
 			recorder := events.NewFakeRecorder(10)
-			store := state.NewStatic(nil, nil).WithNative([]*nativev1beta1.PodGroup{group.Obj()}, nil)
+			store := state.WithNative(state.NewStatic(nil, nil), []*nativev1beta1.PodGroup{group.Obj()}, nil)
 			g := &Gang{store: store, handle: handletest.New(t, "flotilla-scheduler",
 				frameworkruntime.WithSnapshotSharedLister(snapshot), frameworkruntime.WithEventRecorder(recorder))}
 			nodes, err := snapshot.NodeInfos().List()

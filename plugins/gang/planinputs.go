@@ -49,9 +49,9 @@ func readPlanInputs(locked *state.Locked, gang *state.Gang, pg *schedv1alpha1.Po
 		version:  locked.Version(),
 		choice:   locked.QuorumChoice(gang, pg, nil),
 		placedOn: locked.PlacedOn(gang),
-		held:     locked.HeldByPlans(gang),
-		planned:  locked.PlannedPods(gang),
-		placing:  len(locked.PlacingBesides(gang)) > 0,
+		held:     locked.Attempts().HeldByPlans(gang),
+		planned:  locked.Attempts().PlannedPods(gang),
+		placing:  len(locked.Attempts().PlacingBesides(gang)) > 0,
 		progress: map[string]string{},
 	}
 	for _, r := range locked.Quorum(gang, pg).Roles {

@@ -172,8 +172,8 @@ func TestQuorumCheckCountsDRADevices(t *testing.T) {
 				slices = tc.slices
 			}
 			fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Slices: slices, Claims: tc.claims, Allocated: sets.New(tc.allocated...)}
-			store := state.NewStatic([]*schedv1alpha1.PodGroup{pg}, tc.members).
-				WithDevices(dra.NewReader(fakeDRA, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
+			store := state.WithDevices(state.NewStatic([]*schedv1alpha1.PodGroup{pg}, tc.members),
+				dra.NewReader(fakeDRA, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
 			g := &Gang{store: store}
 			var reason string
 			var plan []capacity.PlanSlot
@@ -243,14 +243,14 @@ func TestQuorumCheckHandsOtherPlansToTheAllocator(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			groups := []*schedv1alpha1.PodGroup{podGroup("held", t0, 1), podGroup("g", t0, 1)}
 			fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpuClass()}, Slices: []*resourceapi.ResourceSlice{slice}, Allocated: sets.New[structured.DeviceID]()}
-			store := state.NewStatic(groups, []*corev1.Pod{heldMember, asking}).
-				WithDevices(dra.NewReader(fakeDRA, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
+			store := state.WithDevices(state.NewStatic(groups, []*corev1.Pod{heldMember, asking}),
+				dra.NewReader(fakeDRA, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
 			g := &Gang{store: store}
 			var reason string
 			store.Lock(func(locked *state.Locked) {
 				if tc.otherPlan {
 					held := capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 1 << 30, "example.com/gpu": 4}
-					locked.StartPlacing(locked.Gang(state.GroupKey{Namespace: "ns", Name: "held"}),
+					locked.Attempts().StartPlacing(locked.Gang(state.GroupKey{Namespace: "ns", Name: "held"}),
 						[]capacity.PlanSlot{{Node: "a", Members: 1, Held: held, Took: []int{0}, Pods: []*corev1.Pod{heldMember}}})
 				}
 				gang := locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"})
@@ -287,7 +287,7 @@ func TestQuorumCheckRunsWithoutTheStoresLock(t *testing.T) {
 		{name: "the placing gang's attempt ends during the check: checked again, and it starts",
 			during: func(locked *state.Locked, n int) {
 				if n == 1 {
-					locked.FinishPlacing(locked.Gang(aKey))
+					locked.Attempts().FinishPlacing(locked.Gang(aKey))
 				}
 			},
 			wantChecks: 2, wantCode: fwk.Success},

@@ -53,7 +53,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	}
 
 	var status *fwk.Status
-	preempts := g.store.GangPreemption(g.handle.ProfileName())
+	preempts := g.store.GangPreemption().Has(g.handle.ProfileName())
 	var started, doesNotFitNow, paced, deferred bool
 	var startedPlan []capacity.PlanSlot
 	var window, confine []string
@@ -73,9 +73,9 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 			var others []*state.Gang
 			if !view.quorumReached && !view.attempting {
 				unblocked = append(unblocked, g.finishStale(locked, gang)...)
-				others = locked.PlacingBesides(gang)
+				others = locked.Attempts().PlacingBesides(gang)
 				view.placing = sortedKeys(others)
-				view.mayNotStart = locked.MayStartBeside(gang)
+				view.mayNotStart = locked.Attempts().MayStartBeside(gang)
 				view.backoff, view.backoffWhy = locked.BackingOff(gang)
 				if limit := g.shared.maxInFlight; limit > 0 && locked.MembersInFlight() >= limit {
 					// The same words every time: a PodGroup's status is
@@ -112,7 +112,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 				window, confine, deferred = followPlan(locked, gang, topo, pod, nodes)
 			case waitTurn:
 				if v.nextTurn {
-					locked.WaitForRoom(gang)
+					locked.Attempts().WaitForRoom(gang)
 				}
 				for _, placing := range others {
 					locked.Block(placing, key)
@@ -125,7 +125,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 				status = fwk.NewStatus(fwk.Unschedulable, v.message)
 				paced = true
 			case doesNotFit:
-				locked.NoLongerWaiting(gang)
+				locked.Attempts().NoLongerWaiting(gang)
 				locked.Refuse(gang, v.message, pod)
 				doesNotFitNow = true
 				status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.message)
@@ -137,9 +137,9 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 				}
 			case startAttempt:
 				startedPlan = v.fit.plan
-				locked.StartPlacing(gang, v.fit.plan)
-				locked.Confine(gang, v.fit.domain)
-				locked.ConfineRoles(gang, v.fit.roleDomains)
+				locked.Attempts().StartPlacing(gang, v.fit.plan)
+				locked.Attempts().Confine(gang, v.fit.domain)
+				locked.Attempts().ConfineRoles(gang, v.fit.roleDomains)
 				window, confine, deferred = followPlan(locked, gang, topo, pod, nodes)
 				started = true
 			}
@@ -258,7 +258,7 @@ func followPlan(locked *state.Locked, gang *state.Gang, topo *topology, pod *cor
 		return []string{node}, nil, false
 	}
 	if gang.FollowsPlan() {
-		locked.Defer(gang, pod)
+		locked.Attempts().Defer(gang, pod)
 		return nil, nil, true
 	}
 	window, confine = steer(locked, gang, topo, pod, nodes)
@@ -284,7 +284,7 @@ func (planned) Clone() fwk.StateData { return planned{} }
 // reserved for longer than any Permit wait: every attempt that reserved a
 // member ends by quorum, PostFilter or Permit timeout well before that.
 func (g *Gang) stale(placing *state.Gang, locked *state.Locked) bool {
-	return placing.ReservedCount() == 0 && locked.AttemptAge(placing) > scheduleTimeout(g.store.PodGroup(placing.Key), g.permitWait)+5*time.Second
+	return placing.ReservedCount() == 0 && locked.Attempts().AttemptAge(placing) > scheduleTimeout(g.store.PodGroup(placing.Key), g.permitWait)+5*time.Second
 }
 
 // sortedKeys returns the gangs' keys in name order, so that messages
@@ -304,9 +304,9 @@ func sortedKeys(gangs []*state.Gang) []state.GroupKey {
 // they blocked, to be activated.
 func (g *Gang) finishStale(locked *state.Locked, gang *state.Gang) []state.GroupKey {
 	var unblocked []state.GroupKey
-	for _, placing := range locked.PlacingBesides(gang) {
+	for _, placing := range locked.Attempts().PlacingBesides(gang) {
 		if g.stale(placing, locked) {
-			unblocked = append(unblocked, locked.FinishPlacing(placing)...)
+			unblocked = append(unblocked, locked.Attempts().FinishPlacing(placing)...)
 		}
 	}
 	return unblocked

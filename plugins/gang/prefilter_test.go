@@ -134,7 +134,7 @@ func TestPreFilterPlacesGangsSideBySide(t *testing.T) {
 			groups := []*schedv1alpha1.PodGroup{podGroup("a", t0, 2), podGroup("b", t0, int32(tc.bSize)), podGroup("c", t0, 1)}
 			g, h := testGang(t, groups, append(append(append([]*corev1.Pod{}, a...), b...), c...))
 			if tc.preempts {
-				g.store.EnableGangPreemption(h.ProfileName())
+				g.store.GangPreemption().Add(h.ProfileName())
 			}
 			ctx := context.Background()
 			res, status := g.PreFilter(ctx, framework.NewCycleState(), a[0], nodes)
@@ -146,7 +146,7 @@ func TestPreFilterPlacesGangsSideBySide(t *testing.T) {
 			assert.True(t, h.activated["ns/a-1"], "a's sibling follows at once")
 			if tc.offPlan {
 				g.store.Lock(func(locked *state.Locked) {
-					locked.AbandonPlan(locked.Gang(state.GroupKey{Namespace: "ns", Name: "a"}))
+					locked.Attempts().AbandonPlan(locked.Gang(state.GroupKey{Namespace: "ns", Name: "a"}))
 				})
 			}
 
@@ -167,7 +167,7 @@ func TestPreFilterPlacesGangsSideBySide(t *testing.T) {
 				// that one is done.
 				var unblocked []state.GroupKey
 				g.store.Lock(func(locked *state.Locked) {
-					unblocked = locked.FinishPlacing(locked.Gang(state.GroupKey{Namespace: "ns", Name: "a"}))
+					unblocked = locked.Attempts().FinishPlacing(locked.Gang(state.GroupKey{Namespace: "ns", Name: "a"}))
 				})
 				assert.Contains(t, unblocked, state.GroupKey{Namespace: "ns", Name: "b"})
 			}
@@ -180,7 +180,7 @@ func TestPreFilterPlacesGangsSideBySide(t *testing.T) {
 func isPlacing(g *Gang, name string) bool {
 	var placing bool
 	g.store.Lock(func(locked *state.Locked) {
-		placing = locked.IsPlacing(locked.Gang(state.GroupKey{Namespace: "ns", Name: name}))
+		placing = locked.Attempts().IsPlacing(locked.Gang(state.GroupKey{Namespace: "ns", Name: name}))
 	})
 	return placing
 }
@@ -200,7 +200,7 @@ func TestBackingOffGangIsActivatedWhenItsBackoffEnds(t *testing.T) {
 	pods := members("a", 2, "1")
 	g, h := testGang(t, []*schedv1alpha1.PodGroup{podGroup("a", t0, 2)}, pods)
 	g.store.Lock(func(locked *state.Locked) {
-		locked.FailAttempt(locked.Gang(state.GroupKey{Namespace: "ns", Name: "a"}), "a member could not be placed", 300*time.Millisecond)
+		locked.Attempts().FailAttempt(locked.Gang(state.GroupKey{Namespace: "ns", Name: "a"}), "a member could not be placed", 300*time.Millisecond)
 	})
 	_, status := g.PreFilter(context.Background(), framework.NewCycleState(), pods[0], []fwk.NodeInfo{nodeInfo("n", "8")})
 	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
@@ -308,11 +308,11 @@ func TestPreFilterGangStates(t *testing.T) {
 		{name: "plain pod: not Gang's", pod: st.MakePod().Namespace("ns").Name("plain").Obj(), wantCode: fwk.Skip},
 		{name: "fits: the attempt starts", wantCode: fwk.Success},
 		{name: "backing off after a failed attempt", prepare: func(locked *state.Locked, g *state.Gang, _ []*corev1.Pod) {
-			locked.StartPlacing(g, nil)
-			locked.FailAttempt(g, "member g-1 could not be placed", time.Minute)
+			locked.Attempts().StartPlacing(g, nil)
+			locked.Attempts().FailAttempt(g, "member g-1 could not be placed", time.Minute)
 		}, wantCode: fwk.Unschedulable, wantMsg: "backs off"},
 		{name: "attempt under way: admitted", prepare: func(locked *state.Locked, g *state.Gang, _ []*corev1.Pod) {
-			locked.StartPlacing(g, []capacity.PlanSlot{{Node: "n1", Members: 2}})
+			locked.Attempts().StartPlacing(g, []capacity.PlanSlot{{Node: "n1", Members: 2}})
 		}, wantCode: fwk.Success},
 		{name: "quorum reached: surplus places freely", prepare: func(locked *state.Locked, g *state.Gang, pods []*corev1.Pod) {
 			locked.ReserveMember(g, pods[1], "n0")

@@ -83,7 +83,7 @@ func sharedFor(ctx context.Context, store *state.Store, h fwk.Handle, permitWait
 			s.publishSurveys()
 		})
 		// A native PodGroup's status is kube-scheduler's to write.
-		if err := store.OnMemberChange(func(key state.GroupKey) {
+		if err := store.MemberEvents().OnChange(func(key state.GroupKey) {
 			if !key.Native {
 				s.status.Notify(key)
 			}
@@ -105,14 +105,14 @@ func sharedFor(ctx context.Context, store *state.Store, h fwk.Handle, permitWait
 		// A member that Succeeded counts toward its gang's quorum: a
 		// replacement gated because the store had not seen its siblings
 		// finish is let in, and the PodGroup's status moves on.
-		if err := store.OnMemberSucceeded(func(key state.GroupKey) {
+		if err := store.MemberEvents().OnSucceeded(func(key state.GroupKey) {
 			s.activatePending(klog.FromContext(ctx), "", key)
 		}); err != nil {
 			return nil, err
 		}
 		// A status waits for a member that left the pod informer to show
 		// as succeeded or failed (state.Store.MembersAsListed).
-		if err := store.OnMemberFinished(func(key state.GroupKey) {
+		if err := store.MemberEvents().OnFinished(func(key state.GroupKey) {
 			if !key.Native {
 				s.status.Notify(key)
 			}
@@ -124,7 +124,7 @@ func sharedFor(ctx context.Context, store *state.Store, h fwk.Handle, permitWait
 		// arrived bound): the gang's gated members are let in then.
 		// PreEnqueue re-counts after marking the gang gated, so one of
 		// the two sees the other (Gang.PreEnqueue).
-		store.OnMemberCounted(func(key state.GroupKey) {
+		store.MemberEvents().OnCounted(func(key state.GroupKey) {
 			var gated bool
 			store.Lock(func(locked *state.Locked) { gated = locked.Gated(key) })
 			if !gated {
@@ -142,7 +142,7 @@ func sharedFor(ctx context.Context, store *state.Store, h fwk.Handle, permitWait
 		// informer wakes the group's gated members once it knows the group,
 		// or a new spec of it.
 		logger := klog.FromContext(ctx)
-		if _, err := store.PodGroupInformer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		if _, err := store.Informers().PodGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj interface{}) { s.wakeMembers(logger, obj) },
 			UpdateFunc: func(old, obj interface{}) {
 				if o, ok := old.(*schedv1alpha1.PodGroup); ok {

@@ -52,10 +52,10 @@ const PodGroupScheduled schedv1alpha1.PodGroupPhase = "Scheduled"
 // once, on a loaded CI run).
 func (s *perScheduler) catchUp() {
 	go func() {
-		if !cache.WaitForCacheSync(s.ctx.Done(), s.store.PodGroupInformer().HasSynced) {
+		if !cache.WaitForCacheSync(s.ctx.Done(), s.store.Informers().PodGroups.HasSynced) {
 			return
 		}
-		for _, obj := range s.store.PodGroupInformer().GetStore().List() {
+		for _, obj := range s.store.Informers().PodGroups.GetStore().List() {
 			if pg, ok := obj.(*schedv1alpha1.PodGroup); ok && pg.Status.Phase != schedv1alpha1.PodGroupFinished {
 				s.status.Notify(state.GroupKey{Namespace: pg.Namespace, Name: pg.Name})
 			}

@@ -85,7 +85,7 @@ func survey(store *state.Store, podGroups []*schedv1alpha1.PodGroup, now time.Ti
 // standby replica exports no second, stale, copy.
 func (s *perScheduler) publishSurveys() {
 	go func() {
-		if !cache.WaitForCacheSync(s.ctx.Done(), s.store.PodGroupInformer().HasSynced) {
+		if !cache.WaitForCacheSync(s.ctx.Done(), s.store.Informers().PodGroups.HasSynced) {
 			return
 		}
 		ticker := time.NewTicker(surveyInterval)
@@ -93,7 +93,7 @@ func (s *perScheduler) publishSurveys() {
 		var published map[schedv1alpha1.PodGroupPhase]bool
 		for {
 			var podGroups []*schedv1alpha1.PodGroup
-			for _, obj := range s.store.PodGroupInformer().GetStore().List() {
+			for _, obj := range s.store.Informers().PodGroups.GetStore().List() {
 				if pg, ok := obj.(*schedv1alpha1.PodGroup); ok {
 					podGroups = append(podGroups, pg)
 				}

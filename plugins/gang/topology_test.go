@@ -245,8 +245,8 @@ func TestDomainChoiceWeighsDevices(t *testing.T) {
 		p.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("2")
 	}
 	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpuClass()}, Slices: slices}
-	store := state.NewStatic([]*schedv1alpha1.PodGroup{pg}, pods).
-		WithDevices(dra.NewReader(fakeDRA, resourcelisters.NewResourceClaimTemplateLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), structured.Features{}))
+	store := state.WithDevices(state.NewStatic([]*schedv1alpha1.PodGroup{pg}, pods),
+		dra.NewReader(fakeDRA, resourcelisters.NewResourceClaimTemplateLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), structured.Features{}))
 	g := &Gang{store: store, topologyLevels: levels}
 	topo, bad := g.topologyOf(pg, nodes)
 	require.Empty(t, bad)

@@ -41,7 +41,7 @@ func TestRoomOnNodeCountsDevicesVictimsGiveBack(t *testing.T) {
 	h100 := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "h100"}, Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
 		CEL: &resourceapi.CELDeviceSelector{Expression: `device.attributes["gpu.example.com"].model == "h100"`}}}}}
 	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu, h100}, Slices: []*resourceapi.ResourceSlice{nodeSlice("n", 8)}}
-	store := state.NewStatic(nil, nil).WithDevices(dra.NewReader(fakeDRA, nil, structured.Features{}))
+	store := state.WithDevices(state.NewStatic(nil, nil), dra.NewReader(fakeDRA, nil, structured.Features{}))
 
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
 	node.Status.Allocatable = capacity.Resources{corev1.ResourceCPU: 64000, corev1.ResourceMemory: 256 << 30, corev1.ResourcePods: 110}.List()
@@ -156,7 +156,7 @@ func TestPlanGangInOneDomainCountsDevices(t *testing.T) {
 			Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "64", corev1.ResourceMemory: "256Gi", corev1.ResourcePods: "110"}).Obj())
 		nodes = append(nodes, ni)
 	}
-	store := state.NewStatic(nil, pods).WithDevices(dra.NewReader(fakeDRA, nil, structured.Features{}))
+	store := state.WithDevices(state.NewStatic(nil, pods), dra.NewReader(fakeDRA, nil, structured.Features{}))
 	p := wired(&Preemption{
 		handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: readState(store),
 		pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
@@ -244,7 +244,7 @@ func TestPlanConfirmsClaimsWithTheAllocator(t *testing.T) {
 		}}}}
 	templates := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	require.NoError(t, templates.Add(sameDomain))
-	store := state.NewStatic(nil, pods).WithDevices(dra.NewReader(fakeDRA, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
+	store := state.WithDevices(state.NewStatic(nil, pods), dra.NewReader(fakeDRA, resourcelisters.NewResourceClaimTemplateLister(templates), structured.Features{}))
 	p := wired(&Preemption{
 		handle: passingHandle{newSurveyHandle(t, map[types.UID]bool{})}, store: readState(store),
 		pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),

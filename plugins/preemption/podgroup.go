@@ -129,7 +129,7 @@ func (p *Preemption) tell(key state.GroupKey, cycle fwk.CycleState, status *fwk.
 	if _, err := cycle.Read(state.QueueRefusedKey); err == nil || status.IsError() {
 		return status
 	}
-	p.store.TellNativeGroup(p.handle.EventRecorder(), key, Name, status.Message())
+	p.store.Native().Tell(p.handle.EventRecorder(), key, Name, status.Message())
 	return status
 }
 

@@ -106,7 +106,7 @@ func TestPreemptorForANativeGroup(t *testing.T) {
 			snapshot := schedcache.NewSnapshot(pods, nodes)
 			p := wired(&Preemption{
 				handle: handletest.New(t, "flotilla-scheduler", frameworkruntime.WithSnapshotSharedLister(snapshot)),
-				store:  readState(state.NewStatic(nil, pods).WithNative([]*nativev1beta1.PodGroup{tt.group}, nil)),
+				store:  readState(state.WithNative(state.NewStatic(nil, pods), []*nativev1beta1.PodGroup{tt.group}, nil)),
 			})
 			who, refusal := p.nativePreemptor(pods[0], state.GroupKey{Namespace: "ns", Name: "serve", Native: true})
 			if tt.wantRefusal != "" {
@@ -162,7 +162,7 @@ func TestPodGroupPostFilter(t *testing.T) {
 			worker := nativeMember("worker", "serve", "7", "8Gi")
 			running := []*corev1.Pod{low0, low1, high}
 			all := append([]*corev1.Pod{leader, worker}, running...)
-			p := clusterPreemption(t, state.NewStatic(nil, all).WithNative([]*nativev1beta1.PodGroup{nativeGang("serve", 2, "")}, nil), 3, running, all)
+			p := clusterPreemption(t, state.WithNative(state.NewStatic(nil, all), []*nativev1beta1.PodGroup{nativeGang("serve", 2, "")}, nil), 3, running, all)
 
 			group := framework.NewCycleState()
 			if !tt.skipPre {

@@ -53,7 +53,7 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	store.EnableGangPreemption(h.ProfileName())
+	store.GangPreemption().Add(h.ProfileName())
 	factory := h.SharedInformerFactory()
 	p := &Preemption{
 		handle: h,

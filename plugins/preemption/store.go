@@ -3,7 +3,6 @@ package preemption
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
@@ -16,8 +15,9 @@ import (
 // preemptionState is what the plugin reads of the shared state (a
 // *state.Store): the PodGroups and their members and quorum (whose
 // members may leave singly, which gang waits for room), the queues (who
-// may reclaim from whom), the scheduler's DRA reader, and what a native
-// group is told. It writes nothing of the gangs' accounting.
+// may reclaim from whom), the scheduler's DRA reader, and the native
+// groups (how they are disrupted, what they are told). It writes nothing
+// of the gangs' accounting.
 type preemptionState interface {
 	Lock(func(*state.Locked))
 	PodGroup(state.GroupKey) *schedv1alpha1.PodGroup
@@ -26,10 +26,9 @@ type preemptionState interface {
 	EachGangMember(func(key state.GroupKey, pod *corev1.Pod))
 	QuorumOf(key state.GroupKey, placed []types.UID) quorum.Count
 	RolesOf(*schedv1alpha1.PodGroup) (*flotillav1alpha1.Roles, error)
-	DisruptedWhole(state.GroupKey) bool
 	Queues() *queues.Queues
 	Devices() *dra.Reader
-	TellNativeGroup(recorder events.EventRecorder, key state.GroupKey, source, message string)
+	Native() state.NativeGroups
 }
 
 // withQueues is the store with its scheduler's queue accounting, which

@@ -189,7 +189,7 @@ func (p *Preemption) survey(ctx context.Context, who *preemptor, nodes []fwk.Nod
 		// beyond them only the whole gang may go.
 		count := p.store.QuorumOf(key, placed)
 		surplus := count.Surplus()
-		if p.store.DisruptedWhole(key) {
+		if p.store.Native().DisruptedWhole(key) {
 			// A native group with disruptionMode all: none goes alone.
 			surplus = 0
 		}

@@ -59,7 +59,7 @@ func TestPreFilterNativeGroupCycle(t *testing.T) {
 				Spec: nativev1beta1.PodGroupSpec{SchedulingPolicy: nativev1beta1.PodGroupSchedulingPolicy{Gang: &nativev1beta1.GangSchedulingPolicy{MinCount: 2}}}}
 			capped := queue("capped", func(s *flotillav1alpha1.QueueSpec) { s.Capability = cpuList(tt.capability) })
 			p := testProportion(t, nil, members, capped)
-			p.store.WithNative([]*nativev1beta1.PodGroup{group}, nil)
+			state.WithNative(p.store, []*nativev1beta1.PodGroup{group}, nil)
 			recorder := events.NewFakeRecorder(10)
 			p.handle = handletest.New(t, profile, frameworkruntime.WithEventRecorder(recorder))
 			key := state.GroupKey{Namespace: "ns", Name: "serve", Native: true}

@@ -102,7 +102,7 @@ func (p *Proportion) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *c
 		if status != nil {
 			group.refuse(status)
 		}
-		p.store.TellNativeGroup(p.handle.EventRecorder(), group.group, Name, status.Message())
+		p.store.Native().Tell(p.handle.EventRecorder(), group.group, Name, status.Message())
 	}
 	return nil, status
 }

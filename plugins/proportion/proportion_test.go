@@ -373,7 +373,7 @@ func TestPreFilterChargesAClaimThatArrivedAfterItsPod(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	store := state.NewStatic(nil, nil).WithDevices(dra.NewReader(fakeDRA, nil, structured.Features{}))
+	store := state.WithDevices(state.NewStatic(nil, nil), dra.NewReader(fakeDRA, nil, structured.Features{}))
 	node := st.MakeNode().Name("n").Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "10", corev1.ResourceMemory: "64Gi", corev1.ResourcePods: "110"}).Obj()
 	q := queues.NewStaticQueues(store, "default", nil, []*corev1.Node{node}, profile)
 	w := &statusWriter{queues: q, gauged: map[[2]string]bool{}}

@@ -33,17 +33,18 @@ func watchFailed(client metadata.Interface) cache.SharedIndexInformer {
 	return membersIn(client, corev1.PodFailed, 0)
 }
 
-// runFailed runs the failed members' informer until ctx ends.
-func (s *Store) runFailed(ctx context.Context) {
-	if s.failed != nil {
-		s.failed.RunWithContext(ctx)
+// runFailed runs the failed members' informer (nil: none) until ctx ends.
+func runFailed(ctx context.Context, failed cache.SharedIndexInformer) {
+	if failed != nil {
+		failed.RunWithContext(ctx)
 	}
 }
 
-// OnMemberFinished calls f with the group of every member that the
+// OnFinished calls f with the group of every member that the
 // succeeded or the failed members' informer starts showing: a status
 // that waited for it (WaitForFinished) can be written.
-func (s *Store) OnMemberFinished(f func(GroupKey)) error {
+func (events MemberEvents) OnFinished(f func(GroupKey)) error {
+	s := events.s
 	for _, informer := range []cache.SharedIndexInformer{s.succeeded, s.failed} {
 		if informer == nil {
 			continue
@@ -171,7 +172,7 @@ func (s *Store) Listed(key GroupKey, pods []corev1.Pod) {
 }
 
 // forgetListing drops what MembersAsListed knows of a deleted group.
-func (s *Store) forgetListing(key GroupKey) {
+func (s tracker) forgetListing(key GroupKey) {
 	s.liveMu.Lock()
 	defer s.liveMu.Unlock()
 	delete(s.departed, key)

@@ -85,7 +85,7 @@ func TestMembersAsListedOnlyWhenTheInformersAccountForEveryMember(t *testing.T) 
 		{"a member whose delete the watch missed waits too", func() {
 			w.Add(worker1)
 			settle(2)
-			s.trackMember(cache.DeletedFinalStateUnknown{Key: "ns/worker-1", Obj: terminating(worker1)}, true, true)
+			tracker{s}.trackMember(cache.DeletedFinalStateUnknown{Key: "ns/worker-1", Obj: terminating(worker1)}, true, true)
 		}, WaitForFinished, nil},
 		{"a native group is listed", func() { key.Native = true }, ListUntracked, nil},
 	}
@@ -105,7 +105,7 @@ func TestMembersAsListedOnlyWhenTheInformersAccountForEveryMember(t *testing.T) 
 	}
 	// A deleted PodGroup's departed members are forgotten.
 	key.Native = false
-	s.forgetGroup(pg)
+	tracker{s}.forgetGroup(pg)
 	_, why := s.MembersAsListed(key)
 	assert.Empty(t, why, "a deleted group's departed members kept")
 }

@@ -54,9 +54,11 @@
 //     lock of its own (QueueSort never waits for the gangs' lock).
 //   - gangs.go: the gangs' in-flight accounting, read and written only
 //     through Locked, the token Store.Lock hands out under one lock —
-//     which members are reserved, which gangs are placing and which one
-//     waits for their room, which back off and why. Reserve/Unreserve keep
-//     it exact.
+//     which members are reserved, which back off and why; Locked.Attempts
+//     which gangs are placing and which one waits for their room.
+//     Reserve/Unreserve keep it exact.
+//   - memberevents.go: calls registered on members' changes
+//     (Store.MemberEvents), and the informer handler helpers.
 //   - plan.go: where a placing gang's first fit put its members, and the
 //     room those plans hold against other gangs.
 //   - quorum.go: a gang's count as the store sees it (Locked.Quorum) or as

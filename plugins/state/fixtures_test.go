@@ -28,7 +28,7 @@ func trackedStore(t *testing.T) (*Store, *watch.FakeWatcher) {
 		},
 		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return w, nil },
 	}}, &corev1.Pod{}, 0, cache.Indexers{})
-	require.NoError(t, s.trackPods())
+	require.NoError(t, tracker{s}.trackPods())
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	s.succeeded, s.failed = idleMetadataInformer(ctx), idleMetadataInformer(ctx)

@@ -66,6 +66,15 @@ func (s *Store) Lock(f func(locked *Locked)) {
 // holding one is holding the lock.
 type Locked struct{ s *Store }
 
+// Attempts are the gangs' placing attempts under the store's lock: which
+// gangs are placing and which one waits for their room, each attempt's
+// plan, the room plans hold, the members deferred and the domains an
+// attempt is confined to.
+type Attempts struct{ locked *Locked }
+
+// Attempts are the gangs' placing attempts.
+func (locked *Locked) Attempts() Attempts { return Attempts{locked} }
+
 // Gang returns the accounting of a group, creating it.
 func (locked *Locked) Gang(key GroupKey) *Gang {
 	g, ok := locked.s.gangs[key]
@@ -78,7 +87,8 @@ func (locked *Locked) Gang(key GroupKey) *Gang {
 
 // PlacingBesides returns the gangs other than g allowed to hold partial
 // reservations, in no particular order.
-func (locked *Locked) PlacingBesides(g *Gang) []*Gang {
+func (a Attempts) PlacingBesides(g *Gang) []*Gang {
+	locked := a.locked
 	var out []*Gang
 	for _, p := range locked.s.placing {
 		if p != g {
@@ -89,12 +99,13 @@ func (locked *Locked) PlacingBesides(g *Gang) []*Gang {
 }
 
 // IsPlacing reports whether g may hold partial reservations.
-func (locked *Locked) IsPlacing(g *Gang) bool { return locked.s.placing[g.Key] == g }
+func (a Attempts) IsPlacing(g *Gang) bool { return a.locked.s.placing[g.Key] == g }
 
 // MayStartBeside reports why g may not start placing beside the gangs
 // placing now, or "": one of them no longer follows a plan (what it will
 // take is unknown), or another gang already waits for their room.
-func (locked *Locked) MayStartBeside(g *Gang) string {
+func (a Attempts) MayStartBeside(g *Gang) string {
+	locked := a.locked
 	for _, p := range locked.s.placing {
 		if p != g && !p.hasPlan() {
 			return fmt.Sprintf("gang %s is placing off its plan", p.Key)
@@ -108,7 +119,8 @@ func (locked *Locked) MayStartBeside(g *Gang) string {
 
 // WaitForRoom records g as refused for room the placing gangs hold; the
 // first such gang is the waiter.
-func (locked *Locked) WaitForRoom(g *Gang) {
+func (a Attempts) WaitForRoom(g *Gang) {
+	locked := a.locked
 	if locked.s.waiter == nil {
 		locked.s.waiter = g
 	}
@@ -116,7 +128,8 @@ func (locked *Locked) WaitForRoom(g *Gang) {
 
 // NoLongerWaiting drops g as the waiter: it started, or it does not fit
 // even with the held room.
-func (locked *Locked) NoLongerWaiting(g *Gang) {
+func (a Attempts) NoLongerWaiting(g *Gang) {
+	locked := a.locked
 	if locked.s.waiter == g {
 		locked.s.waiter = nil
 	}
@@ -125,10 +138,11 @@ func (locked *Locked) NoLongerWaiting(g *Gang) {
 // StartPlacing lets g hold partial reservations and starts its attempt,
 // whose members are steered by plan (where the quorum check put the
 // members still needed, in the order it filled the nodes).
-func (locked *Locked) StartPlacing(g *Gang, plan []capacity.PlanSlot) {
+func (a Attempts) StartPlacing(g *Gang, plan []capacity.PlanSlot) {
+	locked := a.locked
 	locked.s.changes++
 	locked.s.placing[g.Key] = g
-	locked.NoLongerWaiting(g)
+	locked.Attempts().NoLongerWaiting(g)
 	g.retrier = nil
 	g.attemptStarted = locked.s.now()
 	g.plan, g.planFailed = plan, false
@@ -144,7 +158,8 @@ func (locked *Locked) StartPlacing(g *Gang, plan []capacity.PlanSlot) {
 func (g *Gang) Attempting() bool { return !g.attemptStarted.IsZero() }
 
 // AttemptAge is how long g's attempt has been under way (zero without one).
-func (locked *Locked) AttemptAge(g *Gang) time.Duration {
+func (a Attempts) AttemptAge(g *Gang) time.Duration {
+	locked := a.locked
 	if !g.Attempting() {
 		return 0
 	}
@@ -174,7 +189,7 @@ func (locked *Locked) PlacedOn(g *Gang) []string {
 // Confine keeps the rest of g's attempt on nodes: the one topology domain
 // its quorum check chose. Members are steered there even once the plan is
 // abandoned, so no member lands outside the domain.
-func (locked *Locked) Confine(g *Gang, nodes []string) { g.domain = nodes }
+func (a Attempts) Confine(g *Gang, nodes []string) { g.domain = nodes }
 
 // Domain returns the nodes g's attempt is confined to, or nil.
 func (g *Gang) Domain() []string { return g.domain }
@@ -182,7 +197,7 @@ func (g *Gang) Domain() []string { return g.domain }
 // ConfineRoles keeps the rest of g's attempt's members of each role in
 // domains on that role's nodes: the domain its quorum check chose for the
 // role, inside the gang's.
-func (locked *Locked) ConfineRoles(g *Gang, domains map[string][]string) { g.roleDomains = domains }
+func (a Attempts) ConfineRoles(g *Gang, domains map[string][]string) { g.roleDomains = domains }
 
 // RoleDomain returns the nodes g's attempt confines the members of role
 // to, or nil when the role has no domain of its own.
@@ -258,10 +273,11 @@ func (locked *Locked) Retrier(key GroupKey) *corev1.Pod {
 
 // FailAttempt ends g's attempt: g backs off for backoff and remembers
 // why. It returns the gangs refused meanwhile, to be activated.
-func (locked *Locked) FailAttempt(g *Gang, why string, backoff time.Duration) []GroupKey {
+func (a Attempts) FailAttempt(g *Gang, why string, backoff time.Duration) []GroupKey {
+	locked := a.locked
 	g.lastFailure = why
 	g.backoffUntil = locked.s.now().Add(backoff)
-	return locked.FinishPlacing(g)
+	return locked.Attempts().FinishPlacing(g)
 }
 
 // Block records that blocked was refused while g was placing.
@@ -269,11 +285,12 @@ func (locked *Locked) Block(g *Gang, blocked GroupKey) { g.blocked[blocked] = tr
 
 // FinishPlacing ends g's attempt and its hold on partial reservations. It
 // returns the gangs refused meanwhile, to be activated.
-func (locked *Locked) FinishPlacing(g *Gang) []GroupKey {
+func (a Attempts) FinishPlacing(g *Gang) []GroupKey {
+	locked := a.locked
 	locked.s.changes++
 	g.attemptStarted = time.Time{}
 	g.plan, g.domain, g.roleDomains, g.plannedOn = nil, nil, nil, nil
-	if locked.IsPlacing(g) {
+	if locked.Attempts().IsPlacing(g) {
 		delete(locked.s.placing, g.Key)
 	}
 	if len(locked.s.placing) == 0 {
@@ -306,7 +323,7 @@ func (locked *Locked) Now() time.Time { return locked.s.now() }
 // its members in only if it is still known to be gated (OnMemberCounted);
 // it is dropped once its last member is gone (trackMember).
 func (locked *Locked) Forget(g *Gang) {
-	if len(g.reserved) == 0 && g.attemptStarted.IsZero() && !locked.IsPlacing(g) && locked.s.waiter != g && !g.backoffUntil.After(locked.s.now()) && len(g.blocked) == 0 && !g.gated {
+	if len(g.reserved) == 0 && g.attemptStarted.IsZero() && !locked.Attempts().IsPlacing(g) && locked.s.waiter != g && !g.backoffUntil.After(locked.s.now()) && len(g.blocked) == 0 && !g.gated {
 		delete(locked.s.gangs, g.Key)
 	}
 }
@@ -366,7 +383,7 @@ func (locked *Locked) MembersInFlight() int {
 // group; a delete's object may show it terminating though the informer
 // counted it live, so membership is dropped by UID whatever it shows.
 // deleted: it left the informer (not only the group, by a label).
-func (s *Store) trackMember(obj interface{}, gone, deleted bool) {
+func (s tracker) trackMember(obj interface{}, gone, deleted bool) {
 	pod, ok := Unwrap(obj).(*corev1.Pod)
 	if !ok {
 		return
@@ -386,7 +403,7 @@ func (s *Store) trackMember(obj interface{}, gone, deleted bool) {
 	defer s.mu.Unlock()
 	if g, ok := s.gangs[key]; ok && g.gated && remaining == 0 {
 		g.gated = false // no member left to hold
-		(&Locked{s: s}).Forget(g)
+		(&Locked{s: s.Store}).Forget(g)
 	}
 	if isBound {
 		if s.bound[key] == nil {
@@ -408,6 +425,6 @@ func (s *Store) trackMember(obj interface{}, gone, deleted bool) {
 	}
 	if _, reserved := g.reserved[pod.UID]; reserved {
 		delete(g.reserved, pod.UID)
-		(&Locked{s: s}).Forget(g)
+		(&Locked{s: s.Store}).Forget(g)
 	}
 }

@@ -45,7 +45,7 @@ func TestVersionMovesWithWhatAQuorumCheckReads(t *testing.T) {
 		apply func(locked *Locked, g *Gang)
 		moves bool
 	}{
-		{name: "an attempt starts", apply: func(l *Locked, g *Gang) { l.StartPlacing(g, plan) }, moves: true},
+		{name: "an attempt starts", apply: func(l *Locked, g *Gang) { l.Attempts().StartPlacing(g, plan) }, moves: true},
 		{name: "a member is reserved", apply: func(l *Locked, g *Gang) { l.ReserveMember(g, worker, "n1") }, moves: true},
 		{name: "a reserved member is unreserved", apply: func(l *Locked, g *Gang) {
 			l.ReserveMember(g, worker, "n1")
@@ -55,18 +55,18 @@ func TestVersionMovesWithWhatAQuorumCheckReads(t *testing.T) {
 		}, moves: true},
 		{name: "a member never reserved is unreserved", apply: func(l *Locked, g *Gang) { l.UnreserveMember(g, leader.UID) }},
 		{name: "the plan is abandoned", apply: func(l *Locked, g *Gang) {
-			l.StartPlacing(g, plan)
+			l.Attempts().StartPlacing(g, plan)
 			before := l.Version()
-			require.True(t, l.AbandonPlan(g))
+			require.True(t, l.Attempts().AbandonPlan(g))
 			require.Greater(t, l.Version(), before)
 		}, moves: true},
-		{name: "the attempt ends", apply: func(l *Locked, g *Gang) { l.FinishPlacing(g) }, moves: true},
+		{name: "the attempt ends", apply: func(l *Locked, g *Gang) { l.Attempts().FinishPlacing(g) }, moves: true},
 		{name: "refused, gated, blocked, waiting", apply: func(l *Locked, g *Gang) {
 			l.Refuse(g, "does not fit", leader)
 			l.SetGated(key, true)
 			l.Block(g, GroupKey{Namespace: "ns", Name: "other"})
-			l.WaitForRoom(g)
-			l.Defer(g, worker)
+			l.Attempts().WaitForRoom(g)
+			l.Attempts().Defer(g, worker)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -203,9 +203,17 @@ func Project(pg *nativev1beta1.PodGroup, workload *nativev1beta1.Workload) *sche
 	return out
 }
 
-// NativeGroup returns the native PodGroup itself (for events and
+// NativeGroups are the store's native PodGroups (scheduling.k8s.io),
+// read only with the GenericWorkload gate on.
+type NativeGroups struct{ s *Store }
+
+// Native are the store's native PodGroups.
+func (s *Store) Native() NativeGroups { return NativeGroups{s} }
+
+// Group returns the native PodGroup itself (for events and
 // disruption mode), or nil.
-func (s *Store) NativeGroup(key GroupKey) *nativev1beta1.PodGroup {
+func (groups NativeGroups) Group(key GroupKey) *nativev1beta1.PodGroup {
+	s := groups.s
 	if s.native == nil || !key.Native {
 		return nil
 	}
@@ -216,14 +224,15 @@ func (s *Store) NativeGroup(key GroupKey) *nativev1beta1.PodGroup {
 	return pg
 }
 
-// TellNativeGroup records an event on the native PodGroup saying why it
+// Tell records an event on the native PodGroup saying why it
 // waits, when the source (the plugin speaking) has something new to say:
 // kube-scheduler's pod-group cycle stops trying a group's members once too
 // few are left for its minCount, so most members carry its words
 // ("minCount cannot be satisfied"), not flotilla's; the group's events
 // carry flotilla's, from the fixed set (package reasons). An empty message
 // forgets what source said, so the next refusal is news.
-func (s *Store) TellNativeGroup(recorder events.EventRecorder, key GroupKey, source, message string) {
+func (groups NativeGroups) Tell(recorder events.EventRecorder, key GroupKey, source, message string) {
+	s := groups.s
 	told := key.String() + "/" + source
 	if message == "" {
 		s.told.Delete(told)
@@ -232,7 +241,7 @@ func (s *Store) TellNativeGroup(recorder events.EventRecorder, key GroupKey, sou
 	if last, ok := s.told.Load(told); ok && last == message {
 		return
 	}
-	pg := s.NativeGroup(key)
+	pg := s.Native().Group(key)
 	if pg == nil || recorder == nil {
 		return
 	}
@@ -244,14 +253,15 @@ func (s *Store) TellNativeGroup(recorder events.EventRecorder, key GroupKey, sou
 // together: a native group with disruptionMode all. (A scheduler-plugins
 // gang and a native group in mode single lose members one by one down to
 // their quorum, and all of them below it: see the quorum package.)
-func (s *Store) DisruptedWhole(key GroupKey) bool {
-	pg := s.NativeGroup(key)
+func (groups NativeGroups) DisruptedWhole(key GroupKey) bool {
+	s := groups.s
+	pg := s.Native().Group(key)
 	return pg != nil && pg.Spec.DisruptionMode != nil && pg.Spec.DisruptionMode.All != nil
 }
 
 // WithNative makes a static Store (NewStatic) read these native PodGroups
 // and Workloads: for unit tests of the plugins that read native groups.
-func (s *Store) WithNative(groups []*nativev1beta1.PodGroup, workloads []*nativev1beta1.Workload) *Store {
+func WithNative(s *Store, groups []*nativev1beta1.PodGroup, workloads []*nativev1beta1.Workload) *Store {
 	groupIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for _, g := range groups {
 		_ = groupIndex.Add(g)

@@ -130,8 +130,8 @@ func TestStoreReadsNativeGroups(t *testing.T) {
 	})
 	basic := nativeGroup("basic", 0, inWorkload("w"))
 	workload := &nativev1beta1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", Labels: map[string]string{flotillav1alpha1.QueueLabel: "q"}}}
-	s := NewStatic(nil, []*corev1.Pod{member("w-0", "whole"), member("w-1", "whole"), member("b-0", "basic")}).
-		WithNative([]*nativev1beta1.PodGroup{whole, basic}, []*nativev1beta1.Workload{workload})
+	s := WithNative(NewStatic(nil, []*corev1.Pod{member("w-0", "whole"), member("w-1", "whole"), member("b-0", "basic")}),
+		[]*nativev1beta1.PodGroup{whole, basic}, []*nativev1beta1.Workload{workload})
 
 	wholeKey := GroupKey{Namespace: "ns", Name: "whole", Native: true}
 	basicKey := GroupKey{Namespace: "ns", Name: "basic", Native: true}
@@ -141,7 +141,7 @@ func TestStoreReadsNativeGroups(t *testing.T) {
 	assert.Nil(t, s.PodGroup(GroupKey{Namespace: "ns", Name: "whole"}), "no scheduler-plugins group of that name")
 	assert.Len(t, s.Members(wholeKey), 2)
 	assert.Equal(t, "q", s.GroupLabels(basicKey)[flotillav1alpha1.QueueLabel])
-	assert.True(t, s.DisruptedWhole(wholeKey))
-	assert.False(t, s.DisruptedWhole(basicKey))
+	assert.True(t, s.Native().DisruptedWhole(wholeKey))
+	assert.False(t, s.Native().DisruptedWhole(basicKey))
 	assert.True(t, s.HasPodGroups())
 }

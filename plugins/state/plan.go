@@ -56,7 +56,7 @@ func (g *Gang) FollowsPlan() bool { return g.hasPlan() && len(g.plannedOn) > 0 }
 
 // Defer records a pending member the attempt's plan does not place: it is
 // activated when the quorum is placed or the attempt ends (TakeDeferred).
-func (locked *Locked) Defer(g *Gang, pod *corev1.Pod) {
+func (Attempts) Defer(g *Gang, pod *corev1.Pod) {
 	if g.deferred == nil {
 		g.deferred = map[types.UID]*corev1.Pod{}
 	}
@@ -65,7 +65,7 @@ func (locked *Locked) Defer(g *Gang, pod *corev1.Pod) {
 
 // TakeDeferred returns the members deferred (by namespace/name, as the
 // scheduler activates pods) and forgets them.
-func (locked *Locked) TakeDeferred(g *Gang) map[string]*corev1.Pod {
+func (Attempts) TakeDeferred(g *Gang) map[string]*corev1.Pod {
 	if len(g.deferred) == 0 {
 		return nil
 	}
@@ -111,7 +111,8 @@ func (g *Gang) takePlanSlot(node string, request capacity.Resources) {
 // reports whether an attempt was under way: a member found no room among
 // the planned ones (its constraints differ from what the first-fit check
 // sees, which is resources only).
-func (locked *Locked) AbandonPlan(g *Gang) bool {
+func (a Attempts) AbandonPlan(g *Gang) bool {
+	locked := a.locked
 	if !g.Attempting() {
 		return false
 	}
@@ -128,7 +129,8 @@ func (g *Gang) hasPlan() bool { return !g.planFailed && len(g.plan) > 0 }
 
 // HeldByPlans is, per node, the room the placing gangs other than g still
 // hold for their planned members.
-func (locked *Locked) HeldByPlans(g *Gang) map[string]capacity.Resources {
+func (a Attempts) HeldByPlans(g *Gang) map[string]capacity.Resources {
+	locked := a.locked
 	var held map[string]capacity.Resources
 	for _, other := range locked.s.placing {
 		if other == g || !other.hasPlan() {
@@ -155,7 +157,8 @@ func (locked *Locked) HeldByPlans(g *Gang) map[string]capacity.Resources {
 // are still planned to place there (HeldByPlans's room, by pod): the
 // device allocator must see their claims as taken before it judges g's.
 // A slot whose pods are not named (an older plan) names none.
-func (locked *Locked) PlannedPods(g *Gang) map[string][]*corev1.Pod {
+func (a Attempts) PlannedPods(g *Gang) map[string][]*corev1.Pod {
+	locked := a.locked
 	var planned map[string][]*corev1.Pod
 	for _, other := range locked.s.placing {
 		if other == g || !other.hasPlan() {

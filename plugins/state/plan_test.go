@@ -13,18 +13,18 @@ import (
 func TestPlanWindowFollowsReservations(t *testing.T) {
 	NewStatic(nil, nil).Lock(func(locked *Locked) {
 		g := locked.Gang(GroupKey{Namespace: "ns", Name: "g"})
-		locked.StartPlacing(g, []capacity.PlanSlot{{Node: "a", Members: 2}, {Node: "b", Members: 1}, {Node: "c", Members: 3}})
+		locked.Attempts().StartPlacing(g, []capacity.PlanSlot{{Node: "a", Members: 2}, {Node: "b", Members: 1}, {Node: "c", Members: 3}})
 		assert.Equal(t, []string{"a", "b"}, g.PlanWindow(2))
 		locked.ReserveMember(g, member("m0"), "a")
 		locked.ReserveMember(g, member("m1"), "a")
 		assert.Equal(t, []string{"b", "c"}, g.PlanWindow(2), "a is full")
 		locked.ReserveMember(g, member("m2"), "z") // a member placed off the plan takes no slot
 		assert.Equal(t, []string{"b", "c"}, g.PlanWindow(5))
-		assert.True(t, locked.AbandonPlan(g))
+		assert.True(t, locked.Attempts().AbandonPlan(g))
 		assert.Nil(t, g.PlanWindow(5), "an abandoned plan steers nothing")
-		locked.FinishPlacing(g)
-		assert.False(t, locked.AbandonPlan(g), "no attempt, no plan to abandon")
-		locked.StartPlacing(g, []capacity.PlanSlot{{Node: "a", Members: 1}})
+		locked.Attempts().FinishPlacing(g)
+		assert.False(t, locked.Attempts().AbandonPlan(g), "no attempt, no plan to abandon")
+		locked.Attempts().StartPlacing(g, []capacity.PlanSlot{{Node: "a", Members: 1}})
 		assert.Equal(t, []string{"a"}, g.PlanWindow(5), "a new attempt plans afresh")
 	})
 }
@@ -38,22 +38,22 @@ func TestHeldByPlansFollowsReservations(t *testing.T) {
 	two := capacity.Resources{corev1.ResourceCPU: 2000, corev1.ResourceMemory: 2 << 30}
 	s.Lock(func(locked *Locked) {
 		a, b := locked.Gang(GroupKey{Namespace: "ns", Name: "a"}), locked.Gang(GroupKey{Namespace: "ns", Name: "b"})
-		locked.StartPlacing(a, []capacity.PlanSlot{{Node: "n1", Members: 2, Held: two.Clone()}, {Node: "n2", Members: 1, Held: one.Clone()}})
+		locked.Attempts().StartPlacing(a, []capacity.PlanSlot{{Node: "n1", Members: 2, Held: two.Clone()}, {Node: "n2", Members: 1, Held: one.Clone()}})
 		assert.Equal(t, map[string]capacity.Resources{
 			"n1": {corev1.ResourceCPU: 2000, corev1.ResourceMemory: 2 << 30, corev1.ResourcePods: 2},
 			"n2": {corev1.ResourceCPU: 1000, corev1.ResourceMemory: 1 << 30, corev1.ResourcePods: 1},
-		}, locked.HeldByPlans(b))
-		assert.Nil(t, locked.HeldByPlans(a), "a gang does not plan around itself")
+		}, locked.Attempts().HeldByPlans(b))
+		assert.Nil(t, locked.Attempts().HeldByPlans(a), "a gang does not plan around itself")
 
 		locked.ReserveMember(a, sized("m0", one), "n1")
-		assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 1 << 30, corev1.ResourcePods: 1}, locked.HeldByPlans(b)["n1"])
+		assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 1 << 30, corev1.ResourcePods: 1}, locked.Attempts().HeldByPlans(b)["n1"])
 		locked.ReserveMember(a, sized("m1", two), "n2") // a bigger member than planned: never less than nothing
-		_, held := locked.HeldByPlans(b)["n2"]
+		_, held := locked.Attempts().HeldByPlans(b)["n2"]
 		assert.False(t, held, "a slot whose members are all reserved holds nothing")
 
-		locked.AbandonPlan(a)
-		assert.Nil(t, locked.HeldByPlans(b), "off its plan a gang's needs are unknown")
-		assert.Contains(t, locked.MayStartBeside(b), "ns/a is placing off its plan")
+		locked.Attempts().AbandonPlan(a)
+		assert.Nil(t, locked.Attempts().HeldByPlans(b), "off its plan a gang's needs are unknown")
+		assert.Contains(t, locked.Attempts().MayStartBeside(b), "ns/a is placing off its plan")
 	})
 }
 
@@ -66,16 +66,16 @@ func TestPlannedPodsFollowReservations(t *testing.T) {
 	m0, m1, m2 := member("m0"), member("m1"), member("m2")
 	s.Lock(func(locked *Locked) {
 		a, b := locked.Gang(GroupKey{Namespace: "ns", Name: "a"}), locked.Gang(GroupKey{Namespace: "ns", Name: "b"})
-		locked.StartPlacing(a, []capacity.PlanSlot{{Node: "n1", Members: 2, Took: []int{0, 1}, Pods: []*corev1.Pod{m0, m1}}, {Node: "n2", Members: 1, Took: []int{2}, Pods: []*corev1.Pod{m2}}})
-		assert.Equal(t, map[string][]*corev1.Pod{"n1": {m0, m1}, "n2": {m2}}, locked.PlannedPods(b))
-		assert.Nil(t, locked.PlannedPods(a), "a gang does not plan around itself")
+		locked.Attempts().StartPlacing(a, []capacity.PlanSlot{{Node: "n1", Members: 2, Took: []int{0, 1}, Pods: []*corev1.Pod{m0, m1}}, {Node: "n2", Members: 1, Took: []int{2}, Pods: []*corev1.Pod{m2}}})
+		assert.Equal(t, map[string][]*corev1.Pod{"n1": {m0, m1}, "n2": {m2}}, locked.Attempts().PlannedPods(b))
+		assert.Nil(t, locked.Attempts().PlannedPods(a), "a gang does not plan around itself")
 
 		locked.ReserveMember(a, m1, "n1")
-		assert.Equal(t, map[string][]*corev1.Pod{"n1": {m0}, "n2": {m2}}, locked.PlannedPods(b), "m1 is reserved")
+		assert.Equal(t, map[string][]*corev1.Pod{"n1": {m0}, "n2": {m2}}, locked.Attempts().PlannedPods(b), "m1 is reserved")
 		locked.ReserveMember(a, m0, "n2") // on m2's slot
-		assert.Nil(t, locked.PlannedPods(b), "n2's slot is taken; n1's still holds room but names no pod left")
-		locked.AbandonPlan(a)
-		assert.Nil(t, locked.PlannedPods(b), "off its plan a gang's pods are unknown")
+		assert.Nil(t, locked.Attempts().PlannedPods(b), "n2's slot is taken; n1's still holds room but names no pod left")
+		locked.Attempts().AbandonPlan(a)
+		assert.Nil(t, locked.Attempts().PlannedPods(b), "off its plan a gang's pods are unknown")
 	})
 }
 
@@ -86,16 +86,16 @@ func TestWaiterHasTheNextTurn(t *testing.T) {
 	s := NewStatic(nil, nil)
 	s.Lock(func(locked *Locked) {
 		a, big, small := locked.Gang(GroupKey{Namespace: "ns", Name: "a"}), locked.Gang(GroupKey{Namespace: "ns", Name: "big"}), locked.Gang(GroupKey{Namespace: "ns", Name: "small"})
-		locked.StartPlacing(a, []capacity.PlanSlot{{Node: "n1", Members: 1, Held: capacity.Resources{corev1.ResourceCPU: 1000}}})
-		assert.Empty(t, locked.MayStartBeside(small))
-		locked.WaitForRoom(big)
-		locked.WaitForRoom(small) // not the first: big keeps the turn
-		assert.Contains(t, locked.MayStartBeside(small), "ns/big waits for room first")
-		assert.Empty(t, locked.MayStartBeside(big))
+		locked.Attempts().StartPlacing(a, []capacity.PlanSlot{{Node: "n1", Members: 1, Held: capacity.Resources{corev1.ResourceCPU: 1000}}})
+		assert.Empty(t, locked.Attempts().MayStartBeside(small))
+		locked.Attempts().WaitForRoom(big)
+		locked.Attempts().WaitForRoom(small) // not the first: big keeps the turn
+		assert.Contains(t, locked.Attempts().MayStartBeside(small), "ns/big waits for room first")
+		assert.Empty(t, locked.Attempts().MayStartBeside(big))
 		locked.Block(a, small.Key)
-		assert.Equal(t, []GroupKey{small.Key}, locked.FinishPlacing(a), "refused gangs are handed back to be activated")
-		assert.False(t, locked.IsPlacing(a))
-		assert.Empty(t, locked.MayStartBeside(small), "with nobody placing the turn lapses")
+		assert.Equal(t, []GroupKey{small.Key}, locked.Attempts().FinishPlacing(a), "refused gangs are handed back to be activated")
+		assert.False(t, locked.Attempts().IsPlacing(a))
+		assert.Empty(t, locked.Attempts().MayStartBeside(small), "with nobody placing the turn lapses")
 	})
 }
 

@@ -34,7 +34,7 @@ var podsResource = corev1.SchemeGroupVersion.WithResource("pods")
 // watchSucceeded registers, with the scheduler's informer factory (so the
 // scheduler starts it and waits for its sync before scheduling), the
 // informer of succeeded gang members.
-func (s *Store) watchSucceeded(factory informers.SharedInformerFactory, client metadata.Interface) cache.SharedIndexInformer {
+func watchSucceeded(factory informers.SharedInformerFactory, client metadata.Interface) cache.SharedIndexInformer {
 	return factory.InformerFor(&metav1.PartialObjectMetadata{}, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return membersIn(client, corev1.PodSucceeded, resync)
 	})
@@ -78,12 +78,13 @@ func withoutManagedFields(informer cache.SharedIndexInformer) {
 	})
 }
 
-// succeededOf returns the UIDs of the group's members that Succeeded.
-func (s *Store) succeededOf(key GroupKey) []types.UID {
-	if s.succeeded == nil {
+// succeededOf returns the UIDs of the group's members that Succeeded, as
+// the succeeded members' informer (nil: none) shows them.
+func succeededOf(succeeded cache.SharedIndexInformer, key GroupKey) []types.UID {
+	if succeeded == nil {
 		return nil
 	}
-	objs, err := s.succeeded.GetIndexer().ByIndex(podGroupIndex, key.String())
+	objs, err := succeeded.GetIndexer().ByIndex(podGroupIndex, key.String())
 	if err != nil {
 		return nil
 	}
@@ -107,7 +108,7 @@ func (s *Store) MemberCount(key GroupKey) int {
 		for _, p := range members {
 			live[p.UID] = true
 		}
-		return len(live) + s.succeededBeside(key, func(uid types.UID) bool { return live[uid] })
+		return len(live) + succeededBeside(s.succeeded, key, func(uid types.UID) bool { return live[uid] })
 	}
 	s.liveMu.Lock()
 	live := s.live[key]
@@ -115,19 +116,19 @@ func (s *Store) MemberCount(key GroupKey) int {
 	isLive := func(uid types.UID) bool { return live[uid] }
 	// Succeeded members just finished may not have left the pod
 	// informer yet: those are counted once.
-	n += s.succeededBeside(key, isLive)
+	n += succeededBeside(s.succeeded, key, isLive)
 	s.liveMu.Unlock()
 	return n
 }
 
 // countLive records whether a group's member is live (shown by the
 // informer, not being deleted) and, when it becomes live, tells the
-// OnMemberCounted callbacks, after counting it. It returns how many live
+// OnCounted callbacks, after counting it. It returns how many live
 // members the group has. mayHaveFailed: the member left the informer and
 // may have failed, which only a list of the group's pods can show
 // (MembersAsListed); recorded with the member leaving live, so that no
 // reader finds it in neither.
-func (s *Store) countLive(key GroupKey, uid types.UID, live, mayHaveFailed bool) int {
+func (s tracker) countLive(key GroupKey, uid types.UID, live, mayHaveFailed bool) int {
 	s.liveMu.Lock()
 	if mayHaveFailed && s.departed != nil {
 		if s.departed[key] == nil {
@@ -166,9 +167,10 @@ func (s *Store) tracked() bool {
 	return s.podsTracked != nil && s.podsTracked.HasSynced()
 }
 
-// OnMemberSucceeded calls f with the group of every member that Succeeded:
+// OnSucceeded calls f with the group of every member that Succeeded:
 // a replacement gated for its siblings may now be complete.
-func (s *Store) OnMemberSucceeded(f func(GroupKey)) error {
+func (events MemberEvents) OnSucceeded(f func(GroupKey)) error {
+	s := events.s
 	if s.succeeded == nil {
 		return nil
 	}
@@ -195,7 +197,7 @@ func (locked *Locked) Quorum(g *Gang, pg *schedv1alpha1.PodGroup) quorum.Count {
 		_, reserved := g.reserved[uid]
 		return reserved || locked.s.bound[g.Key][uid]
 	}
-	c.Succeeded = locked.s.succeededBeside(g.Key, placed)
+	c.Succeeded = succeededBeside(locked.s.succeeded, g.Key, placed)
 	if roles, err := locked.s.RolesOf(pg); err == nil && roles != nil {
 		// Bound members are the informer's (their labels); reserved ones
 		// are the accounting's.
@@ -214,7 +216,7 @@ func (locked *Locked) Quorum(g *Gang, pg *schedv1alpha1.PodGroup) quorum.Count {
 				placedLabels = append(placedLabels, p.Labels)
 			}
 		}
-		c = locked.s.withRoles(c, pg, placedLabels, locked.s.succeededLabels(g.Key, placed))
+		c = withRoles(c, roles, placedLabels, succeededLabels(locked.s.succeeded, g.Key, placed))
 	}
 	return c
 }
@@ -258,10 +260,10 @@ func (s *Store) quorumOf(key GroupKey, placed []types.UID, labelsOf func(seen ma
 	for _, uid := range placed {
 		seen[uid] = true
 	}
-	c.Succeeded = s.succeededBeside(key, func(uid types.UID) bool { return seen[uid] })
+	c.Succeeded = succeededBeside(s.succeeded, key, func(uid types.UID) bool { return seen[uid] })
 	if pg != nil {
 		if roles, err := s.RolesOf(pg); err == nil && roles != nil {
-			c = s.withRoles(c, pg, labelsOf(seen), s.succeededLabels(key, func(uid types.UID) bool { return seen[uid] }))
+			c = withRoles(c, roles, labelsOf(seen), succeededLabels(s.succeeded, key, func(uid types.UID) bool { return seen[uid] }))
 		}
 	}
 	return c
@@ -270,9 +272,9 @@ func (s *Store) quorumOf(key GroupKey, placed []types.UID, labelsOf func(seen ma
 // succeededBeside is how many of the group's members Succeeded and are
 // not counted as placed: a member that finished a moment ago is still
 // placed until the informers drop it, and counts once.
-func (s *Store) succeededBeside(key GroupKey, placed func(types.UID) bool) int {
+func succeededBeside(succeeded cache.SharedIndexInformer, key GroupKey, placed func(types.UID) bool) int {
 	n := 0
-	for _, uid := range s.succeededOf(key) {
+	for _, uid := range succeededOf(succeeded, key) {
 		if !placed(uid) {
 			n++
 		}

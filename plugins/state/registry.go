@@ -21,8 +21,6 @@ var registry = struct {
 // parts are what plugins enable on their scheduler's Store. Guarded by
 // Store.partsMu.
 type parts struct {
-	// gangPreemption: profiles whose preemption plugin is gang-aware.
-	gangPreemption map[string]bool
 	// shared are plugin parts that exist once per scheduler (see Shared).
 	shared map[string]any
 }
@@ -41,7 +39,7 @@ func For(ctx context.Context, h fwk.Handle) (*Store, error) {
 		return nil, err
 	}
 	registry.stores[factory] = s
-	go s.runFailed(ctx)
+	go runFailed(ctx, s.failed)
 	go func() {
 		<-ctx.Done()
 		registry.Lock()
@@ -94,21 +92,30 @@ func SetPart(s *Store, name string, part any) {
 	s.parts.shared[name] = part
 }
 
-// EnableGangPreemption records that profile runs a gang-aware preemption
-// plugin, so Gang may leave a gang that does not fit to it instead of
-// refusing it outright.
-func (s *Store) EnableGangPreemption(profile string) {
-	s.partsMu.Lock()
-	defer s.partsMu.Unlock()
-	if s.parts.gangPreemption == nil {
-		s.parts.gangPreemption = map[string]bool{}
-	}
-	s.parts.gangPreemption[profile] = true
+// Profiles are a set of the scheduler's profiles.
+type Profiles struct {
+	mu    sync.Mutex
+	names map[string]bool
 }
 
-// GangPreemption reports whether profile runs gang-aware preemption.
-func (s *Store) GangPreemption(profile string) bool {
-	s.partsMu.Lock()
-	defer s.partsMu.Unlock()
-	return s.parts.gangPreemption[profile]
+// Add adds a profile to the set.
+func (p *Profiles) Add(profile string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.names == nil {
+		p.names = map[string]bool{}
+	}
+	p.names[profile] = true
 }
+
+// Has reports whether the set holds profile.
+func (p *Profiles) Has(profile string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.names[profile]
+}
+
+// GangPreemption are the profiles that run a gang-aware preemption
+// plugin, to which Gang may leave a gang that does not fit instead of
+// refusing it outright.
+func (s *Store) GangPreemption() *Profiles { return &s.gangPreemption }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
@@ -26,7 +27,7 @@ type parsedRoles struct {
 }
 
 // rolesCache holds the parsed roles of the PodGroups that declare some,
-// by UID; a deleted PodGroup's are dropped (forgetRoles).
+// by UID; a deleted PodGroup's are dropped (forget).
 type rolesCache struct {
 	mu     sync.Mutex
 	parsed map[types.UID]parsedRoles
@@ -55,11 +56,11 @@ func (s *Store) RolesOf(pg *schedv1alpha1.PodGroup) (*flotillav1alpha1.Roles, er
 	return roles, err
 }
 
-// forgetRoles drops a deleted PodGroup's parsed roles.
-func (s *Store) forgetRoles(pg *schedv1alpha1.PodGroup) {
-	s.roles.mu.Lock()
-	defer s.roles.mu.Unlock()
-	delete(s.roles.parsed, pg.UID)
+// forget drops a deleted PodGroup's parsed roles.
+func (c *rolesCache) forget(pg *schedv1alpha1.PodGroup) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.parsed, pg.UID)
 }
 
 // RoleCounts counts the placed and succeeded members of each role (their
@@ -101,9 +102,8 @@ func RoleCounts(roles *flotillav1alpha1.Roles, placed, succeeded []map[string]st
 // withRoles adds the per-role counts to c when pg declares roles: placed
 // are the labels of the members counted placed, succeeded those of the
 // members counted succeeded.
-func (s *Store) withRoles(c quorum.Count, pg *schedv1alpha1.PodGroup, placed, succeeded []map[string]string) quorum.Count {
-	roles, err := s.RolesOf(pg)
-	if err != nil || roles == nil {
+func withRoles(c quorum.Count, roles *flotillav1alpha1.Roles, placed, succeeded []map[string]string) quorum.Count {
+	if roles == nil {
 		return c
 	}
 	c.Roles = RoleCounts(roles, placed, succeeded)
@@ -112,11 +112,11 @@ func (s *Store) withRoles(c quorum.Count, pg *schedv1alpha1.PodGroup, placed, su
 
 // succeededLabels are the labels of the group's succeeded members that
 // placed does not count.
-func (s *Store) succeededLabels(key GroupKey, placed func(types.UID) bool) []map[string]string {
-	if s.succeeded == nil {
+func succeededLabels(succeeded cache.SharedIndexInformer, key GroupKey, placed func(types.UID) bool) []map[string]string {
+	if succeeded == nil {
 		return nil
 	}
-	objs, err := s.succeeded.GetIndexer().ByIndex(podGroupIndex, key.String())
+	objs, err := succeeded.GetIndexer().ByIndex(podGroupIndex, key.String())
 	if err != nil {
 		return nil
 	}
@@ -149,7 +149,7 @@ func (s *Store) MembersShort(key GroupKey, pg *schedv1alpha1.PodGroup) string {
 		live[p.UID] = true
 		labels = append(labels, p.Labels)
 	}
-	return RolesShortOfPods(roles, labels, s.succeededLabels(key, func(uid types.UID) bool { return live[uid] }))
+	return RolesShortOfPods(roles, labels, succeededLabels(s.succeeded, key, func(uid types.UID) bool { return live[uid] }))
 }
 
 // RolesShortOfPods says which roles have fewer pods than their minimum

@@ -35,7 +35,7 @@ func NewStatic(groups []*schedv1alpha1.PodGroup, pods []*corev1.Pod) *Store {
 
 // WithDevices makes a static Store read devices through r: for unit tests
 // of the checks that count them.
-func (s *Store) WithDevices(r *dra.Reader) *Store {
+func WithDevices(s *Store, r *dra.Reader) *Store {
 	s.devices = r
 	return s
 }

@@ -139,7 +139,14 @@ type Store struct {
 	parts   parts
 
 	roles rolesCache
+	// gangPreemption: profiles whose preemption plugin is gang-aware.
+	gangPreemption Profiles
 }
+
+// tracker is the store as its informers' handlers keep it: which members
+// each group has live, bound and departed, and what a deleted group
+// leaves to forget.
+type tracker struct{ *Store }
 
 func newStore(h fwk.Handle) (*Store, error) {
 	registerPodGroupScheme()
@@ -173,19 +180,19 @@ func newStore(h fwk.Handle) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.succeeded = s.watchSucceeded(h.SharedInformerFactory(), meta)
+	s.succeeded = watchSucceeded(h.SharedInformerFactory(), meta)
 	s.failed = watchFailed(meta)
-	if _, err := s.podGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: s.forgetGroup}); err != nil {
+	if _, err := s.podGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: tracker{s}.forgetGroup}); err != nil {
 		return nil, err
 	}
 	s.devices = NewDeviceReader(h)
 	if s.native = newNative(h); s.native != nil {
-		if _, err := s.native.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: s.forgetNativeGroup}); err != nil {
+		if _, err := s.native.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: tracker{s}.forgetNativeGroup}); err != nil {
 			return nil, err
 		}
 	}
 	s.pods = h.SharedInformerFactory().Core().V1().Pods().Informer()
-	if err := s.trackPods(); err != nil {
+	if err := (tracker{s}).trackPods(); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -193,7 +200,7 @@ func newStore(h fwk.Handle) (*Store, error) {
 
 // trackPods indexes the pod informer by group and registers the handler
 // that keeps each group's bound and live members (podsTracked).
-func (s *Store) trackPods() error {
+func (s tracker) trackPods() error {
 	if err := s.pods.AddIndexers(cache.Indexers{podGroupIndex: indexByGroup}); err != nil {
 		return fmt.Errorf("indexing pods by PodGroup: %w", err)
 	}
@@ -251,11 +258,14 @@ func (s *Store) Devices() *dra.Reader { return s.devices }
 // Clients returns the PodGroup clientset, for status writers.
 func (s *Store) Clients() podgroupclient.Interface { return s.clients }
 
-// PodInformer is the scheduler's pod informer, indexed by group.
-func (s *Store) PodInformer() cache.SharedIndexInformer { return s.pods }
+// Informers are the informers the store reads gangs from: the
+// scheduler's pods (indexed by group) and the scheduler-plugins PodGroups.
+type Informers struct {
+	Pods, PodGroups cache.SharedIndexInformer
+}
 
-// PodGroupInformer exposes the PodGroup informer, for event handlers.
-func (s *Store) PodGroupInformer() cache.SharedIndexInformer { return s.podGroups }
+// Informers are the store's pod and PodGroup informers.
+func (s *Store) Informers() Informers { return Informers{Pods: s.pods, PodGroups: s.podGroups} }
 
 // PodGroup returns the group's PodGroup, or nil if it does not exist; a
 // native group's projection (Project), or nil if it is no gang.
@@ -359,12 +369,12 @@ func (s *Store) GroupTime(key GroupKey, fallback time.Time) time.Time {
 // forgetGroup drops a deleted group's parsed roles, and its pinned time
 // once none of its pods is left to be queued, so neither grows without
 // bound.
-func (s *Store) forgetGroup(obj interface{}) {
+func (s tracker) forgetGroup(obj interface{}) {
 	pg, ok := Unwrap(obj).(*schedv1alpha1.PodGroup)
 	if !ok {
 		return
 	}
-	s.forgetRoles(pg)
+	s.roles.forget(pg)
 	key := GroupKey{Namespace: pg.Namespace, Name: pg.Name}
 	s.forgetListing(key)
 	if len(s.Members(key)) > 0 {
@@ -376,7 +386,7 @@ func (s *Store) forgetGroup(obj interface{}) {
 }
 
 // forgetNativeGroup is forgetGroup for a native PodGroup.
-func (s *Store) forgetNativeGroup(obj interface{}) {
+func (s tracker) forgetNativeGroup(obj interface{}) {
 	m, ok := Unwrap(obj).(metav1.Object)
 	if !ok {
 		return
@@ -398,58 +408,12 @@ func (s *Store) forgetNativeGroup(obj interface{}) {
 	delete(s.groupTimes, key)
 }
 
-// NativeInformer is the native PodGroup informer, or nil without the
+// Informer is the native PodGroup informer, or nil without the
 // GenericWorkload gate.
-func (s *Store) NativeInformer() cache.SharedIndexInformer {
+func (groups NativeGroups) Informer() cache.SharedIndexInformer {
+	s := groups.s
 	if s.native == nil {
 		return nil
 	}
 	return s.native.informer
-}
-
-// OnMemberChange calls f with the group of every member pod that is added,
-// updated or deleted.
-func (s *Store) OnMemberChange(f func(GroupKey)) error {
-	call := func(obj interface{}) {
-		if pod, ok := Unwrap(obj).(*corev1.Pod); ok {
-			if key, ok := GroupOf(pod); ok {
-				f(key)
-			}
-		}
-	}
-	_, err := s.pods.AddEventHandler(LatestOrGone(call, call))
-	return err
-}
-
-// OnMemberCounted calls f with a member's group each time the store
-// starts counting the member (it appears, or joins the group by a label),
-// after counting it. The scheduling queue hears of the pod from its own
-// handler, which may run before the store's, so a member whose own
-// PreEnqueue found its gang one short may have completed it: f is where
-// the gang's gated members are let in then. It also covers a member that
-// arrives bound, which passes no PreEnqueue of its own and which the
-// queue reports to no gated sibling. Register before the informers start.
-func (s *Store) OnMemberCounted(f func(GroupKey)) {
-	s.liveMu.Lock()
-	defer s.liveMu.Unlock()
-	s.onCounted = append(s.onCounted, f)
-}
-
-// Unwrap returns the object of an informer delete event, which is wrapped in
-// a tombstone when the watch missed the deletion.
-func Unwrap(obj interface{}) interface{} {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return tomb.Obj
-	}
-	return obj
-}
-
-// LatestOrGone calls latest with an object added or updated (as it is
-// now) and gone with one deleted.
-func LatestOrGone(latest, gone func(obj interface{})) cache.ResourceEventHandlerFuncs {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    latest,
-		UpdateFunc: func(_, cur interface{}) { latest(cur) },
-		DeleteFunc: gone,
-	}
 }

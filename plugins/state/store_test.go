@@ -92,7 +92,7 @@ func TestMemberCountFollowsTheInformer(t *testing.T) {
 	s, w := trackedStore(t)
 	var mu sync.Mutex
 	counted := map[GroupKey][]int{} // MemberCount as OnMemberCounted saw it
-	s.OnMemberCounted(func(key GroupKey) {
+	s.MemberEvents().OnCounted(func(key GroupKey) {
 		n := s.MemberCount(key)
 		mu.Lock()
 		defer mu.Unlock()
@@ -126,7 +126,7 @@ func TestMemberCountFollowsTheInformer(t *testing.T) {
 			for _, p := range s.Members(key) {
 				live[p.UID] = true
 			}
-			assert.Equal(t, want, listed+s.succeededBeside(key, func(uid types.UID) bool { return live[uid] }), "%s: group %s listed", step.name, key)
+			assert.Equal(t, want, listed+succeededBeside(s.succeeded, key, func(uid types.UID) bool { return live[uid] }), "%s: group %s listed", step.name, key)
 		}
 	}
 	mu.Lock()

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
@@ -39,111 +38,6 @@ func domainSlice(xs int) *resourceapi.ResourceSlice {
 		}})
 	}
 	return s
-}
-
-// The Ledger places members one by one on a node, each member's claims
-// allocated with what the members before it took marked allocated: a
-// count per class cannot judge constraints, a request's own selectors, or
-// two classes matching the same devices.
-func TestLedgerPlacesMembersOneByOne(t *testing.T) {
-	sameDomain := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "same-domain"},
-		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
-			Requests:    []resourceapi.DeviceRequest{exactly("gpu", 4)},
-			Constraints: []resourceapi.DeviceConstraint{{MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(driver + "/domain"))}},
-		}}}}
-	modelX := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "model-x"},
-		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
-			Requests: []resourceapi.DeviceRequest{exactly("gpu", 1)},
-		}}}}
-	modelX.Spec.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.attributes["gpu.example.com"].model == "x"`}}}
-	plain := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "plain"},
-		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
-			Requests: []resourceapi.DeviceRequest{exactly("gpu", 2)},
-		}}}}
-	narrow := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "narrow"},
-		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
-			Requests: []resourceapi.DeviceRequest{exactly("x-only", 1)},
-		}}}}
-	firstAvailable := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "x-else-two-y"},
-		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
-			Requests: []resourceapi.DeviceRequest{{Name: "r", FirstAvailable: []resourceapi.DeviceSubRequest{
-				{Name: "x", DeviceClassName: "x-only", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1},
-				{Name: "y", DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2},
-			}}},
-		}}}}
-	allocated := func(devices ...int) sets.Set[structured.DeviceID] {
-		s := sets.New[structured.DeviceID]()
-		for _, d := range devices {
-			s.Insert(structured.MakeDeviceID(driver, "n1", fmt.Sprintf("gpu-%d", d)))
-		}
-		return s
-	}
-	tests := []struct {
-		name      string
-		templates []string // one per member, in the order placed
-		xs        int
-		allocated sets.Set[structured.DeviceID]
-		want      int // members placed, from the first, before one is refused
-	}{
-		{name: "plain claims: 6 free, three members of 2", templates: []string{"plain", "plain", "plain"}, allocated: allocated(0, 4), want: 3},
-		{name: "plain claims: the fourth finds none left", templates: []string{"plain", "plain", "plain", "plain"}, allocated: allocated(0, 4), want: 3},
-		{name: "matchAttribute: one domain has 4 free, one member fits", templates: []string{"same-domain", "same-domain"}, allocated: allocated(0, 1), want: 1},
-		{name: "matchAttribute: no domain has 4 free, no member fits though 6 are free", templates: []string{"same-domain", "same-domain"}, allocated: allocated(0, 4), want: 0},
-		{name: "matchAttribute: both domains free, both members fit", templates: []string{"same-domain", "same-domain"}, allocated: allocated(), want: 2},
-		{name: "a request's selector: 2 of the 8 devices are model x", templates: []string{"model-x", "model-x", "model-x"}, xs: 2, allocated: allocated(), want: 2},
-		{name: "a request's selector: enough model x for every member", templates: []string{"model-x", "model-x", "model-x"}, xs: 4, allocated: allocated(), want: 3},
-		{name: "two classes over the same devices: the narrow class's member finds them taken", templates: []string{"model-x", "model-x", "narrow"}, xs: 2, allocated: allocated(), want: 2},
-		{name: "two classes over the same devices: room for both when there is", templates: []string{"model-x", "narrow"}, xs: 2, allocated: allocated(), want: 2},
-		{name: "a prioritized list falls back to its second choice when the first is taken", templates: []string{"model-x", "x-else-two-y", "x-else-two-y"}, xs: 1, allocated: allocated(), want: 3},
-		{name: "a prioritized list with neither choice left", templates: []string{"plain", "plain", "plain", "x-else-two-y"}, xs: 1, allocated: allocated(0), want: 3},
-	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			fakeDRA := &devicestest.DRA{
-				Classes:   []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", ""), class("x-only", "", `device.attributes["gpu.example.com"].model == "x"`)},
-				Slices:    []*resourceapi.ResourceSlice{domainSlice(tc.xs)},
-				Allocated: tc.allocated,
-			}
-			var pods []*corev1.Pod
-			for i, template := range tc.templates {
-				pod := podWithClaims(fmt.Sprintf("m%d", i), byTemplate("gpus", template))
-				pod.UID = types.UID(pod.Name)
-				pods = append(pods, pod)
-			}
-			catalog := dra.NewReader(fakeDRA, templates(sameDomain, modelX, plain, narrow, firstAvailable), structured.Features{PrioritizedList: true}).View(context.Background(), pods).Catalog()
-			for _, pod := range pods {
-				_, err := catalog.Demand(pod)
-				require.NoError(t, err)
-			}
-			ledger, err := catalog.Ledger(context.Background())
-			require.NoError(t, err)
-			placed := 0
-			for _, pod := range pods {
-				if !ledger.Place([]uint64{1}, pod, node) {
-					break
-				}
-				placed++
-			}
-			require.NoError(t, ledger.Err())
-			assert.Equal(t, tc.want, placed)
-			if placed < len(pods) {
-				assert.Equal(t, 1, ledger.Refused(pods[placed]), "the refused member is counted")
-			}
-			// A sibling fit (another domain tried) starts from what fit 1
-			// continued, not from what fit 1 took; returning to fit 1
-			// takes its devices again, and the member refused there is
-			// refused again.
-			if placed > 0 {
-				assert.True(t, ledger.Place([]uint64{2}, pods[0], node), "fit 1's devices are given back when the search leaves it")
-				if placed < len(pods) {
-					assert.False(t, ledger.Place([]uint64{1}, pods[placed], node), "returning to fit 1 takes its devices again")
-				}
-			}
-			// The catalog's own state is a copy's origin, never changed.
-			assert.Equal(t, tc.allocated.Len(), fakeDRA.Allocated.Len())
-		})
-	}
 }
 
 // AllocatableOn: the allocator judges a plan on the state its victims

@@ -43,7 +43,7 @@ func (q events) onClaimConsumers(oldObj, newObj interface{}) {
 				continue
 			}
 			seen[c.UID] = true
-			obj, ok, err := q.store.PodInformer().GetIndexer().GetByKey(claim.Namespace + "/" + c.Name)
+			obj, ok, err := q.store.Informers().Pods.GetIndexer().GetByKey(claim.Namespace + "/" + c.Name)
 			pod, _ := obj.(*corev1.Pod)
 			if err != nil || !ok || pod == nil || pod.UID != c.UID {
 				continue

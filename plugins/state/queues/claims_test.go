@@ -27,7 +27,7 @@ func TestDonePodsClaimsStayChargedUntilDeallocated(t *testing.T) {
 	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Claims: []*resourceapi.ResourceClaim{claim}}
 	pod := queuePod(1, "default", true)
 	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To("p1-gpus")}}
-	q := NewStaticQueues(state.NewStatic(nil, nil).WithDevices(dra.NewReader(fakeDRA, nil, structured.Features{})), "default", nil,
+	q := NewStaticQueues(state.WithDevices(state.NewStatic(nil, nil), dra.NewReader(fakeDRA, nil, structured.Features{})), "default", nil,
 		[]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: capacity.Resources{corev1.ResourceCPU: 100000}.List()}}},
 		"flotilla-scheduler")
 	allocated := func() capacity.Resources { return q.View().Queues["default"].Allocated }
@@ -68,7 +68,7 @@ func TestSharedClaimChargedOnce(t *testing.T) {
 	for _, p := range []*corev1.Pod{a, b} {
 		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To("shared")}}
 	}
-	store := state.NewStatic(nil, []*corev1.Pod{a, b}).WithDevices(dra.NewReader(fakeDRA, nil, structured.Features{}))
+	store := state.WithDevices(state.NewStatic(nil, []*corev1.Pod{a, b}), dra.NewReader(fakeDRA, nil, structured.Features{}))
 	q := NewStaticQueues(store, "default", nil,
 		[]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: capacity.Resources{corev1.ResourceCPU: 100000}.List()}}},
 		"flotilla-scheduler")

@@ -160,7 +160,7 @@ func (acc *podAccount) waiting() bool {
 func podsOf(store *state.Store, accounts []*podAccount) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, acc := range accounts {
-		if obj, ok, err := store.PodInformer().GetIndexer().GetByKey(acc.pod.String()); err == nil && ok {
+		if obj, ok, err := store.Informers().Pods.GetIndexer().GetByKey(acc.pod.String()); err == nil && ok {
 			if pod, isPod := obj.(*corev1.Pod); isPod {
 				out = append(out, pod)
 			}

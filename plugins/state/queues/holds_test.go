@@ -67,7 +67,7 @@ func TestHeldDemandKeepsTheShareWhilePodsAreReplaced(t *testing.T) {
 			a := cpuPods(q, "a", 4, true)
 			cpuPods(q, "b", 8, true)
 			for _, p := range cpuPods(q, "b", 8, false) {
-				require.NoError(t, q.store.PodInformer().GetIndexer().Add(p))
+				require.NoError(t, q.store.Informers().Pods.GetIndexer().Add(p))
 			}
 			assert.InDelta(t, 4, cpuShare(q.View(), "a"), 0.01)
 			assert.Empty(t, q.RaisedShares(), "the first look only records the shares")

@@ -5,15 +5,12 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
@@ -93,23 +90,6 @@ func TestQueueSumsStayExactUnderConcurrency(t *testing.T) {
 	}
 }
 
-// A placement moves a pod from pending to allocated in its queue: the
-// shares stay as they are and are not recomputed.
-func TestPlacementDoesNotRecomputeShares(t *testing.T) {
-	q := staticQueues(&flotillav1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: flotillav1alpha1.QueueSpec{Weight: 1}})
-	events{q}.onPod(queuePod(1, "a", false))
-	before := q.View()
-	shares := q.shares
-	require.Equal(t, int64(200), before.Queues["a"].Pending[corev1.ResourceCPU])
-	q.Reserve(queuePod(1, "a", false))
-	after := q.View()
-	assert.Same(t, shares, q.shares, "shares kept, not recomputed")
-	assert.Equal(t, before.Queues["a"].Deserved, after.Queues["a"].Deserved)
-	assert.Equal(t, int64(200), after.Queues["a"].Allocated[corev1.ResourceCPU])
-	assert.Zero(t, after.Queues["a"].Pending[corev1.ResourceCPU])
-	assert.False(t, q.demandChanged)
-}
-
 // The cluster total follows node changes without a pass over the nodes.
 func TestNodeTotalFollowsNodeEvents(t *testing.T) {
 	q := staticQueues()
@@ -124,21 +104,4 @@ func TestNodeTotalFollowsNodeEvents(t *testing.T) {
 	events{q}.onNodeDelete(node("m", "4"))
 	events{q}.onNodeDelete(node("m", "4"))
 	assert.Equal(t, int64(100000), q.View().Total[corev1.ResourceCPU])
-}
-
-// A converting watch stopped with an event in flight ends its goroutine:
-// its result channel closes instead of blocking on a send nobody reads.
-func TestConvertingWatchStopsWithAnEventInFlight(t *testing.T) {
-	in := watch.NewFake()
-	w := newConvertingWatch(in, func(e watch.Event) watch.Event { return e })
-	go in.Add(&corev1.Pod{}) // read by the converting goroutine, never by us
-	time.Sleep(50 * time.Millisecond)
-	w.Stop()
-	time.Sleep(50 * time.Millisecond) // nobody reads meanwhile, as after an informer stops
-	select {
-	case _, open := <-w.ResultChan():
-		assert.False(t, open, "the goroutine still held the event: it would have blocked for ever")
-	case <-time.After(5 * time.Second):
-		t.Fatal("the converting watch's goroutine did not end after Stop")
-	}
 }

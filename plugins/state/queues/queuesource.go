@@ -54,10 +54,10 @@ func newQueues(s *state.Store, h fwk.Handle, defaultQueue string) (*Queues, erro
 	// A PodGroup's or namespace's queue label decides its pods' queue: when
 	// it appears or changes, only those pods are re-resolved (a PodGroup's
 	// status writes, a thousand per gang wave, change nothing).
-	if _, err := s.PodGroupInformer().AddEventHandler(onQueueLabel(ev.resolveGroup(false))); err != nil {
+	if _, err := s.Informers().PodGroups.AddEventHandler(onQueueLabel(ev.resolveGroup(false))); err != nil {
 		return nil, err
 	}
-	if native := s.NativeInformer(); native != nil {
+	if native := s.Native().Informer(); native != nil {
 		if _, err := native.AddEventHandler(onQueueLabel(ev.resolveGroup(true))); err != nil {
 			return nil, err
 		}
@@ -178,7 +178,7 @@ func (q *Queues) Informer() cache.SharedIndexInformer { return q.queues }
 // rebuild re-resolves every pod's queue (a queue, PodGroup or namespace
 // label changed) and marks the shares for recomputation.
 func (q *Queues) rebuild() {
-	for _, obj := range q.store.PodInformer().GetIndexer().List() {
+	for _, obj := range q.store.Informers().Pods.GetIndexer().List() {
 		events{q}.onPod(obj)
 	}
 	q.mu.Lock()
@@ -226,7 +226,7 @@ func (q events) resolveNamespace(obj interface{}) {
 	if !ok {
 		return
 	}
-	pods, err := q.store.PodInformer().GetIndexer().ByIndex(cache.NamespaceIndex, ns.GetName())
+	pods, err := q.store.Informers().Pods.GetIndexer().ByIndex(cache.NamespaceIndex, ns.GetName())
 	if err != nil {
 		q.rebuild()
 		return
@@ -267,7 +267,7 @@ func NewStaticQueues(store *state.Store, defaultQueue string, queues []*flotilla
 	for _, n := range nodes {
 		events{q}.onNode(n)
 	}
-	for _, obj := range store.PodInformer().GetIndexer().List() {
+	for _, obj := range store.Informers().Pods.GetIndexer().List() {
 		events{q}.onPod(obj)
 	}
 	state.SetPart(store, partName, &enabled{queues: q, profile: "static"})

@@ -55,7 +55,7 @@ func TestStalledReclaims(t *testing.T) {
 						first[queue] = p
 					}
 					events{q}.onPod(p)
-					_ = q.store.PodInformer().GetIndexer().Add(p)
+					_ = q.store.Informers().Pods.GetIndexer().Add(p)
 				}
 			}
 			assert.Empty(t, q.StalledReclaims(), "the first look only records the allocations")

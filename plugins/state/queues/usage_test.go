@@ -330,7 +330,7 @@ func TestRaisedSharesWakesThePodsOfQueuesUsageRaised(t *testing.T) {
 	q := usageQueues(queueOf("a", "", 1), queueOf("b", "", 1))
 	heldA := cpuPods(q, "a", 16, true)
 	for _, p := range cpuPods(q, "a", 16, false) {
-		require.NoError(t, q.store.PodInformer().GetIndexer().Add(p))
+		require.NoError(t, q.store.Informers().Pods.GetIndexer().Add(p))
 	}
 	q.View()
 	clock.Step(time.Hour)

@@ -1,0 +1,87 @@
+package devices_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
+)
+
+func TestDemand(t *testing.T) {
+	gpu, plain := class("gpu", "example.com/gpu", ""), class("plain", "", "")
+	template := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "two-gpus"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{exactly("gpu", 2)}}}}}
+	generated := podWithClaims("generated", byTemplate("g", "two-gpus"))
+	generated.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "g", ResourceClaimName: ptr.To("generated-g")}}
+	all := exactly("gpu", 0)
+	all.Exactly.AllocationMode = resourceapi.DeviceAllocationModeAll
+	admin := exactly("gpu", 4)
+	admin.Exactly.AdminAccess = ptr.To(true)
+	prioritized := resourceapi.DeviceRequest{Name: "r", FirstAvailable: []resourceapi.DeviceSubRequest{
+		{Name: "big", DeviceClassName: "plain", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 3},
+		{Name: "small", DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1},
+	}}
+	prioritizedOneClass := resourceapi.DeviceRequest{Name: "r", FirstAvailable: []resourceapi.DeviceSubRequest{
+		{Name: "four", DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 4},
+		{Name: "two", DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2},
+	}}
+	fakeDRA := &devicestest.DRA{
+		Classes: []*resourceapi.DeviceClass{gpu, plain},
+		Claims: []*resourceapi.ResourceClaim{
+			claimOf("one", false, exactly("gpu", 1)),
+			claimOf("held", true, exactly("gpu", 1)),
+			claimOf("generated-g", false, exactly("gpu", 5)),
+			claimOf("all", false, all),
+			claimOf("admin", false, admin),
+			claimOf("prioritized", false, prioritized),
+			claimOf("prioritized-one-class", false, prioritizedOneClass),
+			claimOf("unknown-class", false, exactly("nope", 1)),
+		},
+	}
+
+	tests := []struct {
+		name    string
+		pods    []*corev1.Pod
+		want    []capacity.Resources
+		wantErr string
+	}{
+		{name: "no claims: nothing", pods: []*corev1.Pod{podWithClaims("p")}, want: []capacity.Resources{nil}},
+		{name: "a claim of a class with an extended resource counts under it", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "one"))}, want: []capacity.Resources{{"example.com/gpu": 1}}},
+		{name: "an allocated claim takes nothing more", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "held"))}, want: []capacity.Resources{{}}},
+		{name: "a claim shared by two pods counts once", pods: []*corev1.Pod{podWithClaims("a", byClaim("c", "one")), podWithClaims("b", byClaim("c", "one"))}, want: []capacity.Resources{{"example.com/gpu": 1}, {}}},
+		{name: "a template not generated yet counts its spec", pods: []*corev1.Pod{podWithClaims("p", byTemplate("g", "two-gpus"))}, want: []capacity.Resources{{"example.com/gpu": 2}}},
+		{name: "two pods of one template each count theirs", pods: []*corev1.Pod{podWithClaims("a", byTemplate("g", "two-gpus")), podWithClaims("b", byTemplate("g", "two-gpus"))}, want: []capacity.Resources{{"example.com/gpu": 2}, {"example.com/gpu": 2}}},
+		{name: "a generated claim is read, not its template", pods: []*corev1.Pod{generated}, want: []capacity.Resources{{"example.com/gpu": 5}}},
+		{name: "allocationMode All takes at least one", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "all"))}, want: []capacity.Resources{{"example.com/gpu": 1}}},
+		{name: "adminAccess takes nothing", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "admin"))}, want: []capacity.Resources{{}}},
+		{name: "a prioritized list over two classes counts nothing: the allocator alone can rule a node out", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "prioritized"))}, want: []capacity.Resources{{}}},
+		{name: "a prioritized list over one class counts its smallest alternative", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "prioritized-one-class"))}, want: []capacity.Resources{{"example.com/gpu": 2}}},
+		{name: "a missing template is named", pods: []*corev1.Pod{podWithClaims("p", byTemplate("g", "missing"))}, wantErr: "ResourceClaimTemplate ns/missing"},
+		{name: "a missing claim is named", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "missing"))}, wantErr: "ResourceClaim missing"},
+		{name: "a missing class is named", pods: []*corev1.Pod{podWithClaims("p", byClaim("c", "unknown-class"))}, wantErr: "DeviceClass nope not found"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			catalog := dra.NewReader(fakeDRA, templates(template), structured.Features{}).View(context.Background(), tc.pods).Catalog()
+			for i, pod := range tc.pods {
+				got, err := catalog.Demand(pod)
+				if tc.wantErr != "" {
+					require.ErrorContains(t, err, tc.wantErr)
+					return
+				}
+				require.NoError(t, err)
+				assert.Equal(t, tc.want[i], got, "pod %s", pod.Name)
+			}
+		})
+	}
+}

@@ -1,0 +1,115 @@
+package dra
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
+)
+
+const (
+	gpuKey  = corev1.ResourceName("example.com/gpu")
+	a100Key = corev1.ResourceName("deviceclass.resource.kubernetes.io/a100")
+)
+
+func twoClasses() *devicestest.DRA {
+	return &devicestest.DRA{
+		Classes: []*resourceapi.DeviceClass{devicestest.Class("gpu", "example.com/gpu", ""), devicestest.Class("a100", "", `device.attributes["gpu.example.com"].model == "a100"`)},
+		Slices:  []*resourceapi.ResourceSlice{devicestest.Slice("n1", 8, "h100", nil), devicestest.Slice("n2", 2, "a100", nil)},
+	}
+}
+
+// Totals: the cluster's devices per class key, recounted when a slice
+// changes.
+func TestTotals(t *testing.T) {
+	fake := twoClasses()
+	r := NewReader(fake, nil, structured.Features{})
+	assert.Equal(t, capacity.Resources{gpuKey: 10, a100Key: 2}, r.Totals())
+	more := devicestest.Slice("n3", 4, "a100", nil)
+	more.ResourceVersion = "2"
+	fake.Slices = append(fake.Slices, more)
+	assert.Equal(t, capacity.Resources{gpuKey: 14, a100Key: 6}, r.Totals())
+	assert.Nil(t, (*Reader)(nil).Totals(), "without DRA there are no devices")
+}
+
+// A view holds what its check asks for, read before the check: the
+// devices of the keys its pods ask for (by extended resource or by claim)
+// or the caller counts, and no slices when nothing asks for devices.
+func TestViewReadsWhatTheCheckAsks(t *testing.T) {
+	node := func(name string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+	asking := func(key corev1.ResourceName) *corev1.Pod {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "p"}}
+		pod.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: capacity.Resources{corev1.ResourceCPU: 1000, corev1.ResourceMemory: 1 << 30, key: 1}.List()}}}
+		return pod
+	}
+	claiming := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: "c"}, Spec: corev1.PodSpec{ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("two-a100")}}}}
+	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "two-a100"}, Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
+		{Name: "r", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "a100", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2}}}}}}
+	tests := []struct {
+		name    string
+		pods    []*corev1.Pod
+		counted []corev1.ResourceName
+		// free on n1 and n2 per key asked; a key the view did not read
+		// errs.
+		ask      corev1.ResourceName
+		want     map[string]int64
+		wantErr  bool
+		noSlices bool
+	}{
+		{name: "a pod asking for gpus by extended resource", pods: []*corev1.Pod{asking(gpuKey)}, ask: gpuKey, want: map[string]int64{"n1": 8, "n2": 2}},
+		{name: "a pod's claim asks for a100s", pods: []*corev1.Pod{claiming}, ask: a100Key, want: map[string]int64{"n1": 0, "n2": 2}},
+		{name: "the caller counts a key no pod asks for", pods: []*corev1.Pod{asking(gpuKey)}, counted: []corev1.ResourceName{a100Key}, ask: a100Key, want: map[string]int64{"n1": 0, "n2": 2}},
+		{name: "a key neither asked nor counted is not read", pods: []*corev1.Pod{asking(gpuKey)}, ask: a100Key, wantErr: true},
+		{name: "nothing asks for devices: no slices are read", pods: []*corev1.Pod{asking(corev1.ResourceCPU)}, ask: gpuKey, noSlices: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := twoClasses()
+			fake.Claims = []*resourceapi.ResourceClaim{claim}
+			view := NewReader(fake, nil, structured.Features{}).View(context.Background(), tt.pods, tt.counted...)
+			require.NoError(t, view.Err())
+			catalog := view.Catalog()
+			for _, pod := range tt.pods {
+				_, err := catalog.Demand(pod)
+				require.NoError(t, err)
+			}
+			for _, n := range []string{"n1", "n2"} {
+				counts, err := catalog.CountOn(node(n), []corev1.ResourceName{tt.ask})
+				if tt.wantErr {
+					require.Error(t, err, n)
+					continue
+				}
+				require.NoError(t, err)
+				if tt.noSlices {
+					assert.Zero(t, counts.Total[tt.ask], "%s: no slice read", n)
+					continue
+				}
+				assert.Equal(t, tt.want[n], counts.Free[tt.ask], n)
+			}
+		})
+	}
+}
+
+// A reader of a scheduler without DRA gives views with no classes, and
+// leaves requests as they are.
+func TestReaderWithoutDRA(t *testing.T) {
+	for _, r := range []*Reader{nil, NewReader(nil, nil, structured.Features{})} {
+		view := r.View(context.Background(), nil, gpuKey)
+		require.NoError(t, view.Err())
+		assert.Empty(t, view.ClassKeys())
+		pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: capacity.Resources{"deviceclass.resource.kubernetes.io/gpu": 1}.List()}}}}}
+		assert.Equal(t, capacity.Resources{"deviceclass.resource.kubernetes.io/gpu": 1}, r.Requests(pod))
+		assert.Nil(t, r.Charge(pod))
+		assert.False(t, r.StillAllocated("ns", "c"))
+		assert.Empty(t, r.ClassKeys())
+	}
+}
