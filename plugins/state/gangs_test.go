@@ -2,6 +2,7 @@ package state
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -78,4 +79,83 @@ func TestVersionMovesWithWhatAQuorumCheckReads(t *testing.T) {
 			})
 		})
 	}
+}
+
+// An attempt's life under the lock: a gang starts placing beside others
+// only while they follow their plans and no other gang waits for their
+// room; the first refused for that room is the waiter; a failed attempt
+// backs off and hands back the gangs refused meanwhile; a gang with
+// nothing left in flight is forgotten, one backing off or gated is kept.
+func TestAttemptLifecycle(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	s := NewStatic(nil, nil)
+	s.now = func() time.Time { return now }
+	key := func(name string) GroupKey { return GroupKey{Namespace: "ns", Name: name} }
+	slot := []capacity.PlanSlot{{Node: "n1", Pods: []*corev1.Pod{groupMember("a-0", 1000, "", "")}}}
+	s.Lock(func(locked *Locked) {
+		attempts := locked.Attempts()
+		a, b, c := locked.Gang(key("a")), locked.Gang(key("b")), locked.Gang(key("c"))
+
+		require.Empty(t, attempts.MayStartBeside(a), "nothing places yet")
+		attempts.StartPlacing(a, slot)
+		assert.True(t, attempts.IsPlacing(a))
+		assert.True(t, a.Attempting())
+		assert.Equal(t, []*Gang{a}, attempts.PlacingBesides(b))
+		assert.Empty(t, attempts.MayStartBeside(b), "a follows its plan: b may start beside it")
+
+		attempts.WaitForRoom(b)
+		attempts.WaitForRoom(c)
+		assert.Contains(t, attempts.MayStartBeside(c), "gang ns/b waits for room first", "the first refused has the next turn")
+		assert.Empty(t, attempts.MayStartBeside(b), "the waiter itself may start")
+		locked.Block(a, key("c"))
+
+		now = now.Add(3 * time.Second)
+		assert.Equal(t, 3*time.Second, attempts.AttemptAge(a))
+		refused := attempts.FailAttempt(a, "timed out", 10*time.Second)
+		assert.Equal(t, []GroupKey{key("c")}, refused, "the gangs refused while a placed are handed back")
+		assert.False(t, attempts.IsPlacing(a))
+		assert.Zero(t, attempts.AttemptAge(a))
+		wait, why := locked.BackingOff(a)
+		assert.Equal(t, 10*time.Second, wait)
+		assert.Equal(t, "timed out", why)
+		assert.Empty(t, attempts.MayStartBeside(c), "no gang places: the waiter is dropped and every gang competes afresh")
+
+		locked.Forget(a)
+		assert.Same(t, a, locked.Gang(key("a")), "a gang backing off is kept")
+		now = now.Add(11 * time.Second)
+		locked.Forget(a)
+		assert.NotSame(t, a, locked.Gang(key("a")), "once its back-off is over it is forgotten")
+
+		locked.SetGated(key("c"), true)
+		locked.Forget(c)
+		assert.True(t, locked.Gated(key("c")), "a gated gang is kept")
+		locked.SetGated(key("c"), false)
+		assert.False(t, locked.Gated(key("c")))
+	})
+}
+
+// A reserved member counts as placed and holds its node, once; losing its
+// place forgets it; the member that found a gang refused is its retrier
+// until an attempt starts.
+func TestReserveAndRetrier(t *testing.T) {
+	s := NewStatic(nil, nil)
+	k := GroupKey{Namespace: "ns", Name: "g"}
+	leader, worker := groupMember("leader", 1000, "", ""), groupMember("worker", 8000, "", "")
+	s.Lock(func(locked *Locked) {
+		g := locked.Gang(k)
+		locked.Refuse(g, "does not fit", worker)
+		assert.Same(t, worker, locked.Retrier(k))
+		locked.Attempts().StartPlacing(g, nil)
+		assert.Nil(t, locked.Retrier(k), "an attempt under way re-queues every member")
+
+		locked.ReserveMember(g, leader, "cpu-1")
+		locked.ReserveMember(g, worker, "gpu-1")
+		locked.ReserveMember(g, worker, "gpu-1")
+		assert.Equal(t, 2, locked.Placed(g))
+		assert.Equal(t, []string{"cpu-1", "gpu-1"}, locked.PlacedOn(g))
+		assert.True(t, locked.UnreserveMember(g, worker.UID))
+		assert.False(t, locked.UnreserveMember(g, worker.UID), "unreserved once")
+		assert.Equal(t, 1, locked.Placed(g))
+		assert.Equal(t, []string{"cpu-1"}, locked.PlacedOn(g))
+	})
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nativev1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -144,4 +145,38 @@ func TestStoreReadsNativeGroups(t *testing.T) {
 	assert.True(t, s.Native().DisruptedWhole(wholeKey))
 	assert.False(t, s.Native().DisruptedWhole(basicKey))
 	assert.True(t, s.HasPodGroups())
+}
+
+// A native group is told why it waits once per new message per plugin: an
+// unchanged message records no second event, an empty one forgets, and a
+// deleted group's messages are forgotten with it.
+func TestNativeGroupsTell(t *testing.T) {
+	whole := nativeGroup("whole", 2)
+	s := WithNative(NewStatic(nil, nil), []*nativev1beta1.PodGroup{whole}, nil)
+	key := GroupKey{Namespace: "ns", Name: "whole", Native: true}
+	recorder := events.NewFakeRecorder(10)
+	tell := func(source, message string) { s.Native().Tell(recorder, key, source, message) }
+	tell("Gang", "InsufficientResources: gang ns/whole does not fit")
+	tell("Gang", "InsufficientResources: gang ns/whole does not fit")
+	tell("Proportion", "QueueOverShare: queue q is over its share")
+	tell("Gang", "")
+	tell("Gang", "InsufficientResources: gang ns/whole does not fit")
+	(tracker{s}).forgetNativeGroup(whole)
+	tell("Proportion", "QueueOverShare: queue q is over its share")
+	s.Native().Tell(recorder, GroupKey{Namespace: "ns", Name: "missing", Native: true}, "Gang", "InsufficientResources: nothing to tell it to")
+	close(recorder.Events)
+	var got []string
+	for e := range recorder.Events {
+		got = append(got, e)
+	}
+	assert.Equal(t, []string{
+		"Normal InsufficientResources InsufficientResources: gang ns/whole does not fit",
+		"Normal QueueOverShare QueueOverShare: queue q is over its share",
+		"Normal InsufficientResources InsufficientResources: gang ns/whole does not fit",
+		"Normal QueueOverShare QueueOverShare: queue q is over its share",
+	}, got)
+	assert.Same(t, whole, s.Native().Group(key))
+	assert.Nil(t, s.Native().Group(GroupKey{Namespace: "ns", Name: "whole"}), "a scheduler-plugins key names no native group")
+	assert.NotNil(t, s.Native().Informer())
+	assert.Nil(t, NewStatic(nil, nil).Native().Informer(), "no native groups without the gate")
 }

@@ -107,3 +107,35 @@ func sized(name string, request capacity.Resources) *corev1.Pod {
 	pod.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: request.List()}}}
 	return pod
 }
+
+// A plan holds each member to its own planned node; a member the plan
+// does not name waits (deferred) and is handed back once, when the quorum
+// is placed or the attempt ends.
+func TestPlannedNodeAndDeferred(t *testing.T) {
+	NewStatic(nil, nil).Lock(func(locked *Locked) {
+		g := locked.Gang(GroupKey{Namespace: "ns", Name: "g"})
+		leader, worker, extra := member("leader"), member("worker"), member("extra")
+		leader.Namespace, worker.Namespace, extra.Namespace = "ns", "ns", "ns"
+		_, ok := g.PlannedNode(leader.UID)
+		assert.False(t, ok, "no attempt, no plan")
+		locked.Attempts().StartPlacing(g, []capacity.PlanSlot{{Node: "cpu-1", Members: 1, Pods: []*corev1.Pod{leader}}, {Node: "gpu-1", Members: 1, Pods: []*corev1.Pod{worker}}})
+		assert.True(t, g.FollowsPlan())
+		for _, tc := range []struct {
+			pod    *corev1.Pod
+			node   string
+			inPlan bool
+		}{{leader, "cpu-1", true}, {worker, "gpu-1", true}, {extra, "", false}} {
+			node, ok := g.PlannedNode(tc.pod.UID)
+			assert.Equal(t, tc.inPlan, ok, tc.pod.Name)
+			assert.Equal(t, tc.node, node, tc.pod.Name)
+		}
+		locked.Attempts().Defer(g, extra)
+		locked.Attempts().Defer(g, extra)
+		assert.Equal(t, map[string]*corev1.Pod{"ns/extra": extra}, locked.Attempts().TakeDeferred(g), "deferred once, by namespace/name")
+		assert.Nil(t, locked.Attempts().TakeDeferred(g), "handed back once")
+		locked.Attempts().AbandonPlan(g)
+		assert.False(t, g.FollowsPlan())
+		_, ok = g.PlannedNode(leader.UID)
+		assert.False(t, ok, "an abandoned plan holds no member to a node")
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
@@ -22,4 +23,56 @@ func TestQuorumShort(t *testing.T) {
 		locked.ReserveMember(locked.Gang(key), reserved, "n2")
 		assert.Equal(t, 1, locked.QuorumShort(key, pg), "and reserved")
 	})
+}
+
+// QuorumOf counts a gang's placed members as the caller saw them and its
+// succeeded members once each (a member that just finished and is still
+// seen placed counts as placed only); a gang with roles is counted per
+// role, a member the informer does not show yet in none.
+func TestQuorumOf(t *testing.T) {
+	roleOf := func(p *corev1.Pod, role string) *corev1.Pod {
+		p.Labels["role"] = role
+		return p
+	}
+	leader := roleOf(groupMember("leader", 1000, "n1", corev1.PodRunning), "leader")
+	w0 := roleOf(groupMember("w0", 8000, "n2", corev1.PodRunning), "worker")
+	done := roleOf(groupMember("done", 8000, "n3", corev1.PodSucceeded), "worker")
+	tests := []struct {
+		name          string
+		roles         bool
+		placed        []types.UID
+		wantPlaced    int
+		wantSucceeded int
+		wantRoles     map[string][2]int // placed, succeeded
+	}{
+		{name: "placed and succeeded", placed: []types.UID{"leader", "w0"}, wantPlaced: 2, wantSucceeded: 1},
+		{name: "a finished member still seen placed counts once", placed: []types.UID{"leader", "w0", "done"}, wantPlaced: 3, wantSucceeded: 0},
+		{name: "per role", roles: true, placed: []types.UID{"leader", "w0"}, wantPlaced: 2, wantSucceeded: 1,
+			wantRoles: map[string][2]int{"leader": {1, 0}, "workers": {1, 1}}},
+		{name: "a placed member the informer does not show counts in no role", roles: true, placed: []types.UID{"leader", "w0", "in-flight"}, wantPlaced: 3, wantSucceeded: 1,
+			wantRoles: map[string][2]int{"leader": {1, 0}, "workers": {1, 1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pg := leaderAndWorkers()
+			pg.Name = "g"
+			if !tt.roles {
+				pg.Annotations = nil
+			}
+			s := NewStatic([]*schedv1alpha1.PodGroup{pg}, []*corev1.Pod{leader, w0, done})
+			c := s.QuorumOf(GroupKey{Namespace: "ns", Name: "g"}, tt.placed)
+			assert.Equal(t, 3, c.MinMember)
+			assert.Equal(t, tt.wantPlaced, c.Placed)
+			assert.Equal(t, tt.wantSucceeded, c.Succeeded)
+			got := map[string][2]int{}
+			for _, r := range c.Roles {
+				got[r.Name] = [2]int{r.Placed, r.Succeeded}
+			}
+			if tt.wantRoles == nil {
+				assert.Empty(t, c.Roles)
+				return
+			}
+			assert.Equal(t, tt.wantRoles, got)
+		})
+	}
 }

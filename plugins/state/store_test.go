@@ -163,3 +163,57 @@ func TestGatedGangIsKeptWhileItHasMembers(t *testing.T) {
 		assert.False(t, known, "kept after its last member left")
 	})
 }
+
+// What the store reads of gangs: a group's PodGroup and its members (not
+// those being deleted), every gang's members (not those of a label naming
+// no PodGroup), whether a pod still waits, and the queue-sort time pinned
+// at first sight.
+func TestStoreReads(t *testing.T) {
+	created := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	pg := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", CreationTimestamp: metav1.NewTime(created)}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 2}}
+	member := func(name, group, node string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name), Labels: map[string]string{schedv1alpha1.PodGroupLabel: group}}}
+		p.Spec.NodeName = node
+		return p
+	}
+	deleting := member("deleting", "g", "n1")
+	deleting.DeletionTimestamp = &metav1.Time{Time: created}
+	pending, bound, orphan := member("pending", "g", ""), member("bound", "g", "n1"), member("orphan", "missing", "")
+	s := NewStatic([]*schedv1alpha1.PodGroup{pg}, []*corev1.Pod{pending, bound, deleting, orphan})
+	g, missing := GroupKey{Namespace: "ns", Name: "g"}, GroupKey{Namespace: "ns", Name: "missing"}
+
+	assert.Same(t, pg, s.PodGroup(g))
+	assert.Nil(t, s.PodGroup(missing))
+	assert.True(t, s.HasPodGroups())
+	assert.Nil(t, s.PodGroup(GroupKey{Namespace: "ns", Name: "g", Native: true}), "a native key without the gate names nothing")
+
+	var names []string
+	for _, p := range s.Members(g) {
+		names = append(names, p.Name)
+	}
+	assert.ElementsMatch(t, []string{"pending", "bound"}, names, "a member being deleted is no member")
+
+	seen := map[string]GroupKey{}
+	s.EachGangMember(func(key GroupKey, pod *corev1.Pod) { seen[pod.Name] = key })
+	assert.Equal(t, map[string]GroupKey{"pending": g, "bound": g, "deleting": g}, seen, "members of groups that exist, as the informer shows them")
+
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		{pending, true},
+		{bound, false},
+		{deleting, false},
+		{member("pending", "g", ""), true},
+		{func() *corev1.Pod { p := member("pending", "g", ""); p.UID = "replaced"; return p }(), false},
+		{member("gone", "g", ""), false},
+	} {
+		assert.Equal(t, tc.want, s.Pending(tc.pod), "%s (%s)", tc.pod.Name, tc.pod.UID)
+	}
+
+	fallback := created.Add(time.Hour)
+	assert.Equal(t, fallback, s.GroupTime(missing, fallback), "a group with no PodGroup is not pinned")
+	assert.Equal(t, created, s.GroupTime(g, fallback))
+	pg.CreationTimestamp = metav1.NewTime(created.Add(time.Minute))
+	assert.Equal(t, created, s.GroupTime(g, fallback), "pinned at first sight: a queued pod's sort key never changes")
+}

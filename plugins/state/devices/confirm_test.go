@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
@@ -87,6 +88,53 @@ func TestAllocatableOn(t *testing.T) {
 			got, err := catalog.AllocatableOn(context.Background(), node, []*corev1.Pod{pod}, tc.freed)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// Hold makes the allocator see the claims of other placing gangs' members
+// planned on a node as allocated first: a plan there gets only what they
+// leave. Node n1 has 8 devices; another gang's member planned there takes
+// 4 by its template.
+func TestHoldPlannedClaims(t *testing.T) {
+	four := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "four"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{exactly("gpu", 4)}}}}}
+	five := four.DeepCopy()
+	five.Name, five.Spec.Spec.Devices.Requests[0].Exactly.Count = "five", 5
+	member := func(name, template string) *corev1.Pod {
+		pod := podWithClaims(name, byTemplate("gpus", template))
+		pod.UID = types.UID(name)
+		return pod
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	tests := []struct {
+		name    string
+		planned map[string][]*corev1.Pod
+		asks    string
+		want    bool
+	}{
+		{name: "nothing planned: five of eight fit", asks: "five", want: true},
+		{name: "four planned for another gang: five do not fit", planned: map[string][]*corev1.Pod{"n1": {member("other", "four")}}, asks: "five", want: false},
+		{name: "four planned for another gang: four fit beside them", planned: map[string][]*corev1.Pod{"n1": {member("other", "four")}}, asks: "four", want: true},
+		{name: "planned on another node: five fit", planned: map[string][]*corev1.Pod{"n2": {member("other", "four")}}, asks: "five", want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", "")}, Slices: []*resourceapi.ResourceSlice{domainSlice(0)}, Allocated: sets.New[structured.DeviceID]()}
+			mine := member("mine", tt.asks)
+			read := []*corev1.Pod{mine}
+			for _, pods := range tt.planned {
+				read = append(read, pods...)
+			}
+			catalog := dra.NewReader(fakeDRA, templates(four, five), structured.Features{}).View(context.Background(), read).Catalog()
+			_, err := catalog.Demand(mine)
+			require.NoError(t, err)
+			require.NoError(t, catalog.Hold(tt.planned))
+			ledger, err := catalog.Ledger(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, ledger.Place([]uint64{1}, mine, node))
+			assert.Zero(t, fakeDRA.Allocated.Len(), "the scheduler's allocated state is left as it was")
 		})
 	}
 }

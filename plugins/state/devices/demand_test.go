@@ -85,3 +85,39 @@ func TestDemand(t *testing.T) {
 		})
 	}
 }
+
+// A claim two pods of one check reference while it is not allocated is
+// named with its pods: the scheduler allocates it for one pod at a time,
+// so members placed together cannot share it. Allocated, it is no one's
+// demand, and shared is fine.
+func TestSharedUnallocated(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		allocated bool
+		wantClaim string
+		wantPods  []string
+	}{
+		{name: "not allocated", wantClaim: "ns/shared", wantPods: []string{"a", "b"}},
+		{name: "allocated", allocated: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", "")}, Claims: []*resourceapi.ResourceClaim{claimOf("shared", tc.allocated, exactly("gpu", 1))}}
+			pods := []*corev1.Pod{podWithClaims("a", byClaim("c", "shared")), podWithClaims("b", byClaim("c", "shared"))}
+			catalog := dra.NewReader(fakeDRA, nil, structured.Features{}).View(context.Background(), pods).Catalog()
+			total := capacity.Resources{}
+			for _, pod := range pods {
+				demand, err := catalog.Demand(pod)
+				require.NoError(t, err)
+				total.Add(demand)
+			}
+			claim, users := catalog.SharedUnallocated()
+			assert.Equal(t, tc.wantClaim, claim)
+			assert.Equal(t, tc.wantPods, users)
+			if tc.allocated {
+				assert.Zero(t, total["example.com/gpu"], "an allocated claim takes nothing more")
+			} else {
+				assert.Equal(t, int64(1), total["example.com/gpu"], "counted once, for the first pod")
+			}
+		})
+	}
+}

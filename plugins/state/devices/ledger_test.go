@@ -123,3 +123,42 @@ func TestLedgerPlacesMembersOneByOne(t *testing.T) {
 		})
 	}
 }
+
+// The Ledger keeps what each fit of a plan took, so the plan's search can
+// leave a fit and return to an earlier one with exactly the devices taken
+// on its way: node n1 has 8 devices; fit 1 takes 4, fit 2 (after it)
+// another 4; going back to fit 1 alone frees fit 2's; devices a victim
+// frees serve every member after.
+func TestLedgerRewindsToAnEarlierFit(t *testing.T) {
+	four := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "four"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{exactly("gpu", 4)}}}}}
+	members := make([]*corev1.Pod, 4)
+	for i := range members {
+		members[i] = podWithClaims(fmt.Sprintf("m%d", i), byTemplate("gpus", "four"))
+		members[i].UID = types.UID(members[i].Name)
+	}
+	taken := structured.MakeDeviceID(driver, "n1", "gpu-0")
+	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", "")}, Slices: []*resourceapi.ResourceSlice{domainSlice(0)}, Allocated: sets.New(taken)}
+	catalog := dra.NewReader(fakeDRA, templates(four), structured.Features{}).View(context.Background(), members).Catalog()
+	for _, m := range members {
+		_, err := catalog.Demand(m)
+		require.NoError(t, err)
+	}
+	ledger, err := catalog.Ledger(context.Background())
+	require.NoError(t, err)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+
+	assert.True(t, ledger.Place([]uint64{1}, members[0], node), "4 of the 7 free")
+	assert.False(t, ledger.Place([]uint64{1, 2}, members[1], node), "3 left: one device is allocated already")
+	assert.Equal(t, 1, ledger.Refused(members[1]))
+	ledger.Free([]structured.DeviceID{taken})
+	assert.True(t, ledger.Place([]uint64{1, 2}, members[1], node), "the victim's device freed: 4 left")
+	assert.False(t, ledger.Place([]uint64{1, 2}, members[2], node), "fits 1 and 2 took all 8")
+	assert.True(t, ledger.Place([]uint64{1, 3}, members[2], node), "back to fit 1 alone: fit 2's 4 are free again")
+	assert.False(t, ledger.Place([]uint64{1, 3, 4}, members[3], node))
+	assert.False(t, ledger.Place([]uint64{1, 2}, members[3], node), "fit 2 is applied again with what it took")
+	assert.NoError(t, ledger.Err())
+	assert.True(t, ledger.Needs(members[0]))
+	assert.False(t, ledger.Needs(&corev1.Pod{}), "no claim, no device resource")
+}

@@ -3,6 +3,7 @@ package devices_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -77,4 +78,23 @@ func TestAsks(t *testing.T) {
 	assert.Equal(t, "", r.Asks([]*corev1.Pod{plainGPU}), "a device plugin's resource no class serves")
 	assert.Equal(t, "gpu", r.Asks([]*corev1.Pod{extended}), "an extended resource a class serves")
 	assert.Equal(t, "gpu", r.Asks([]*corev1.Pod{podWithClaims("p"), podWithClaims("q", byClaim("c", "held"))}), "an allocated claim still asks")
+}
+
+// A view names each class under its key: every class once (ClassKeys),
+// a key by its class for messages (ClassOf), the device keys among a
+// demand's resources (Keys). Two classes naming one extended resource are
+// one key, served by the older, as the scheduler's resolver does.
+func TestViewClassKeys(t *testing.T) {
+	older, newer := class("gpu-old", "example.com/gpu", ""), class("gpu-new", "example.com/gpu", "")
+	newer.CreationTimestamp.Time = older.CreationTimestamp.Add(time.Hour)
+	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{newer, older, class("a100", "", "")}}
+	view := dra.NewReader(fakeDRA, nil, structured.Features{}).View(context.Background(), nil)
+	require.NoError(t, view.Err())
+	assert.Equal(t, []corev1.ResourceName{"deviceclass.resource.kubernetes.io/a100", "example.com/gpu"}, view.ClassKeys())
+	assert.Equal(t, "gpu-old", view.ClassOf("example.com/gpu"), "the older class serves the key")
+	assert.Equal(t, "a100", view.ClassOf("deviceclass.resource.kubernetes.io/a100"))
+	assert.Equal(t, "nvidia.com/gpu", view.ClassOf("nvidia.com/gpu"), "a name no class is counted under is itself")
+	assert.True(t, view.IsDeviceKey("deviceclass.resource.kubernetes.io/gpu-new"), "a class's implicit name is a key too")
+	assert.Equal(t, []corev1.ResourceName{"deviceclass.resource.kubernetes.io/a100", "example.com/gpu"},
+		view.Keys(capacity.Resources{corev1.ResourceCPU: 4000, "example.com/gpu": 2}, capacity.Resources{"deviceclass.resource.kubernetes.io/a100": 1, "nvidia.com/gpu": 1, "example.com/gpu": 0}))
 }

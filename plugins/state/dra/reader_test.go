@@ -113,3 +113,18 @@ func TestReaderWithoutDRA(t *testing.T) {
 		assert.Empty(t, r.ClassKeys())
 	}
 }
+
+// A view whose devices cannot be judged says why, and every count and
+// allocation over it fails with that: a class selector that does not
+// compile, asked for by a pod.
+func TestViewOfABrokenClass(t *testing.T) {
+	broken := devicestest.Class("broken", "example.com/broken", "device.nonsense(")
+	fake := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{broken}, Slices: []*resourceapi.ResourceSlice{devicestest.Slice("n1", 2, "h100", nil)}}
+	view := NewReader(fake, nil, structured.Features{}).View(context.Background(), nil, "example.com/broken")
+	require.Error(t, view.Err())
+	assert.Contains(t, view.Err().Error(), "DeviceClass broken")
+	_, err := view.Catalog().CountOn(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, []corev1.ResourceName{"example.com/broken"})
+	assert.Error(t, err)
+	_, err = view.Catalog().Ledger(context.Background())
+	assert.Error(t, err)
+}
