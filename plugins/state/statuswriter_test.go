@@ -65,15 +65,18 @@ func TestStatusWriter(t *testing.T) {
 	t.Run("writes of one key coalesce", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
+		// An interval long beside the loop below, however loaded the
+		// machine: the changes must all fall within one.
+		const coalescing = 500 * time.Millisecond
 		r := &recordedWrites{done: make(chan string, 10)}
 		started := 0
-		w := NewStatusWriter(ctx, "test-coalesce", interval, r.write, func() { started++ })
+		w := NewStatusWriter(ctx, "test-coalesce", coalescing, r.write, func() { started++ })
 		for range 50 {
 			w.Enqueue("a")
 			w.Notify("a")
 		}
 		await(t, r, "a")
-		time.Sleep(5 * interval)
+		time.Sleep(2 * coalescing)
 		assert.Equal(t, 1, r.count(), "fifty changes within the interval are one write")
 		assert.Equal(t, 1, started)
 	})
