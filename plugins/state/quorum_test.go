@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -75,4 +76,40 @@ func TestQuorumOf(t *testing.T) {
 			assert.Equal(t, tt.wantRoles, got)
 		})
 	}
+}
+
+// A gang with roles is short by its roles too: three workers placed of a
+// leader and two workers does not make the quorum until the leader is
+// placed. Members in flight are every gang's reserved members not yet
+// seen bound.
+func TestQuorumShortByRoleAndMembersInFlight(t *testing.T) {
+	pg := leaderAndWorkers()
+	pg.Name = "g"
+	leader := groupMember("leader", 1000, "", "")
+	leader.Labels["role"] = "leader"
+	var workers []*corev1.Pod
+	for i := range 3 {
+		w := groupMember(fmt.Sprintf("w%d", i), 8000, "", "")
+		w.Labels["role"] = "worker"
+		workers = append(workers, w)
+	}
+	s := NewStatic([]*schedv1alpha1.PodGroup{pg}, append([]*corev1.Pod{leader}, workers...))
+	key := GroupKey{Namespace: "ns", Name: "g"}
+	other := GroupKey{Namespace: "ns", Name: "other"}
+	s.Lock(func(locked *Locked) {
+		g := locked.Gang(key)
+		assert.Equal(t, 3, locked.QuorumShort(key, pg))
+		for i, w := range workers {
+			locked.ReserveMember(g, w, fmt.Sprintf("gpu-%d", i))
+		}
+		assert.Equal(t, 1, locked.QuorumShort(key, pg), "minMember 3 is met by count, but the leader's role is not")
+		locked.ReserveMember(g, leader, "cpu-1")
+		assert.Zero(t, locked.QuorumShort(key, pg))
+		locked.ReserveMember(locked.Gang(other), groupMember("x", 1000, "", ""), "cpu-2")
+		assert.Equal(t, 5, locked.MembersInFlight(), "every gang's reserved members")
+		before := locked.Version()
+		locked.UnreserveMember(g, leader.UID)
+		assert.Equal(t, 4, locked.MembersInFlight())
+		assert.Greater(t, locked.Version(), before, "what a quorum check reads changed")
+	})
 }

@@ -114,3 +114,38 @@ func TestReleased(t *testing.T) {
 		})
 	}
 }
+
+// What a done pod's claims still hold, per claim it pays for: its own, the
+// one the scheduler made for its extended resource, a shared one only if
+// it is the first consumer; not a claim not allocated; and the devices an
+// eviction frees by ID, but a shared claim's.
+func TestHeldAndReleasedDevices(t *testing.T) {
+	gpu := class("gpu", "example.com/gpu", "")
+	allocatedTo := func(name string, shareID bool, uids ...types.UID) *resourceapi.ResourceClaim {
+		c := claimOf(name, true, exactly("gpu", 1))
+		result := resourceapi.DeviceRequestAllocationResult{Request: "r", Driver: driver, Pool: "p", Device: name}
+		if shareID {
+			result.ShareID = ptr.To(types.UID("share-" + name))
+		}
+		c.Status.Allocation.Devices.Results = []resourceapi.DeviceRequestAllocationResult{result}
+		for _, uid := range uids {
+			c.Status.ReservedFor = append(c.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: string(uid), UID: uid})
+		}
+		return c
+	}
+	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpu}, Claims: []*resourceapi.ResourceClaim{
+		allocatedTo("own", false, "p"), allocatedTo("first-of-two", false, "p", "q"), allocatedTo("second-of-two", false, "q", "p"),
+		allocatedTo("a-share", true, "p"), allocatedTo("extended", false, "p"), claimOf("pending", false, exactly("gpu", 1)),
+	}}
+	p := podWithClaims("p", byClaim("a", "own"), byClaim("b", "first-of-two"), byClaim("c", "second-of-two"), byClaim("d", "a-share"), byClaim("e", "pending"))
+	p.UID = "p"
+	p.Status.ExtendedResourceClaimStatus = &corev1.PodExtendedResourceClaimStatus{ResourceClaimName: "extended"}
+	r := dra.NewReader(fakeDRA, nil, structured.Features{})
+	one := capacity.Resources{"example.com/gpu": 1}
+	assert.Equal(t, map[string]capacity.Resources{"ns/own": one, "ns/first-of-two": one, "ns/a-share": one, "ns/extended": one}, r.Held(p))
+	everyoneLeaves := func(types.UID) bool { return true }
+	assert.ElementsMatch(t, []structured.DeviceID{
+		structured.MakeDeviceID(driver, "p", "own"), structured.MakeDeviceID(driver, "p", "first-of-two"),
+		structured.MakeDeviceID(driver, "p", "second-of-two"), structured.MakeDeviceID(driver, "p", "extended"),
+	}, r.ReleasedDevices(p, everyoneLeaves), "a share of a device is left out: the allocator keeps counting it used")
+}
