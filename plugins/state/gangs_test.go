@@ -159,3 +159,41 @@ func TestReserveAndRetrier(t *testing.T) {
 		assert.Equal(t, []string{"cpu-1"}, locked.PlacedOn(g))
 	})
 }
+
+// A member reserved and then seen bound counts once; when the informer
+// shows it bound the handler forgets its reservation (it counts as bound
+// from then on); a bound member deleted no longer counts.
+func TestPlacedCountsABoundMemberOnce(t *testing.T) {
+	s, w := trackedStore(t)
+	key := GroupKey{Namespace: "ns", Name: "g"}
+	leader, worker := groupMember("leader", 2000, "", ""), groupMember("worker", 8000, "", "")
+	leader.Namespace, worker.Namespace = "ns", "ns"
+	w.Add(leader.DeepCopy())
+	w.Add(worker.DeepCopy())
+	placed := func() (n, reserved int) {
+		s.Lock(func(locked *Locked) {
+			g := locked.Gang(key)
+			n, reserved = locked.Placed(g), g.ReservedCount()
+		})
+		return n, reserved
+	}
+	require.Eventually(t, func() bool { return s.MemberCount(key) == 2 }, 5*time.Second, 10*time.Millisecond)
+	s.Lock(func(locked *Locked) {
+		g := locked.Gang(key)
+		locked.ReserveMember(g, leader, "cpu-1")
+		locked.ReserveMember(g, worker, "gpu-1")
+	})
+	n, reserved := placed()
+	assert.Equal(t, 2, n)
+	assert.Equal(t, 2, reserved)
+
+	bound := leader.DeepCopy()
+	bound.Spec.NodeName = "cpu-1"
+	w.Modify(bound)
+	require.Eventually(t, func() bool { _, r := placed(); return r == 1 }, 5*time.Second, 10*time.Millisecond, "the bound member's reservation is forgotten")
+	n, _ = placed()
+	assert.Equal(t, 2, n, "bound or reserved, each counted once")
+
+	w.Delete(bound)
+	require.Eventually(t, func() bool { n, _ := placed(); return n == 1 }, 5*time.Second, 10*time.Millisecond, "a deleted member no longer counts")
+}

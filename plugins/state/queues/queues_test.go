@@ -105,3 +105,30 @@ func TestNodeTotalFollowsNodeEvents(t *testing.T) {
 	events{q}.onNodeDelete(node("m", "4"))
 	assert.Equal(t, int64(100000), q.View().Total[corev1.ResourceCPU])
 }
+
+// Pods of other schedulers are not the queues' to share: a running one
+// takes its room out of what the queues share, a pending one takes
+// nothing; a finished pod is released; Observe accounts a pod the
+// informer has not delivered yet, once.
+func TestForeignAndFinishedPods(t *testing.T) {
+	q := staticQueues(&flotillav1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: flotillav1alpha1.QueueSpec{Weight: 1}})
+	ours := queuePod(1, "a", true)
+	foreignRunning, foreignPending := queuePod(2, "a", true), queuePod(3, "a", false)
+	foreignRunning.Spec.SchedulerName, foreignPending.Spec.SchedulerName = "default-scheduler", "default-scheduler"
+	q.Observe(ours, foreignRunning, foreignPending)
+	q.Observe(ours)
+	view := q.View()
+	assert.Equal(t, int64(200), view.Queues["a"].Allocated[corev1.ResourceCPU], "ours, counted once")
+	assert.Equal(t, int64(100000-300), view.Available[corev1.ResourceCPU], "the running foreign pod's room is not shared")
+	assert.True(t, q.Charged(ours))
+	assert.False(t, q.Charged(foreignRunning))
+	assert.Equal(t, ChargedProfiles{"flotilla-scheduler": true}, q.ChargedBy())
+
+	done := ours.DeepCopy()
+	done.Status.Phase = corev1.PodSucceeded
+	events{q}.onPod(done)
+	assert.Zero(t, q.View().Queues["a"].Allocated[corev1.ResourceCPU], "a finished pod is released")
+	queue, charge := q.PlacedCharge(ours)
+	assert.Empty(t, charge, "nothing left charged")
+	assert.Equal(t, "", queue)
+}
