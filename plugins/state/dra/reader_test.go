@@ -9,6 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
 
@@ -127,4 +130,52 @@ func TestViewOfABrokenClass(t *testing.T) {
 	assert.Error(t, err)
 	_, err = view.Catalog().Ledger(context.Background())
 	assert.Error(t, err)
+}
+
+// A view reads each claim and template its pods name, once, before the
+// check: a claim generated from a template is found by the pod's status,
+// a template through the lister the reader was given (none: the pod's
+// demand says so), a claim not yet made falls back to its template.
+func TestViewReadsThePodsClaims(t *testing.T) {
+	template := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "two-gpus"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
+			{Name: "r", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2}}}}}}}
+	generated := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p-gpus-x1"}, Spec: template.Spec.Spec}
+	generated.Spec.Devices.Requests = []resourceapi.DeviceRequest{{Name: "r", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 3}}}
+	fromTemplate := func(name string, claim string) *corev1.Pod {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name)}, Spec: corev1.PodSpec{ResourceClaims: []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: ptr.To("two-gpus")}}}}
+		if claim != "" {
+			pod.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpus", ResourceClaimName: ptr.To(claim)}}
+		}
+		return pod
+	}
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	require.NoError(t, indexer.Add(template))
+	templates := resourcelisters.NewResourceClaimTemplateLister(indexer)
+	fake := twoClasses()
+	fake.Claims = []*resourceapi.ResourceClaim{generated}
+	tests := []struct {
+		name      string
+		pod       *corev1.Pod
+		templates resourcelisters.ResourceClaimTemplateLister
+		want      int64
+		wantErr   string
+	}{
+		{name: "its generated claim, by its status", pod: fromTemplate("p", "p-gpus-x1"), templates: templates, want: 3},
+		{name: "before the claim is made: its template", pod: fromTemplate("q", ""), templates: templates, want: 2},
+		{name: "no template lister", pod: fromTemplate("r", ""), wantErr: "no template lister"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			view := NewReader(fake, tt.templates, structured.Features{}).View(context.Background(), []*corev1.Pod{tt.pod})
+			demand, err := view.Catalog().Demand(tt.pod)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, capacity.Resources{gpuKey: tt.want}, demand)
+		})
+	}
 }
