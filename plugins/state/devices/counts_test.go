@@ -110,3 +110,40 @@ func TestSharedOnce(t *testing.T) {
 	assert.Equal(t, capacity.Resources{key: 3}, once.SharedFree)
 	assert.Equal(t, capacity.Resources{key: 4}, once.SharedTotal)
 }
+
+// A node sees the devices of slices published for it by name, for every
+// node, for a node selector it matches, and, with per-device node
+// selection, the devices whose own selection names it.
+func TestCountOnBySliceNodeSelection(t *testing.T) {
+	labelled := func(name, rack string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"rack": rack}}}
+	}
+	own := slice("n1", 2, "h100", nil)
+	everyNode := slice("fabric", 1, "h100", nil)
+	everyNode.Spec.NodeName, everyNode.Spec.AllNodes = nil, ptr.To(true)
+	rackA := slice("rack-a", 4, "h100", nil)
+	rackA.Spec.NodeName = nil
+	rackA.Spec.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "rack", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}}}
+	perDevice := slice("per-device", 2, "h100", nil)
+	perDevice.Spec.NodeName, perDevice.Spec.PerDeviceNodeSelection = nil, ptr.To(true)
+	perDevice.Spec.Devices[0].NodeName = ptr.To("n2")
+	perDevice.Spec.Devices[1].AllNodes = ptr.To(true)
+	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", "")}, Slices: []*resourceapi.ResourceSlice{own, everyNode, rackA, perDevice}, Allocated: sets.New[structured.DeviceID]()}
+	key := corev1.ResourceName("example.com/gpu")
+	catalog := dra.NewReader(fakeDRA, nil, structured.Features{}).View(context.Background(), nil, key).Catalog()
+	for _, tc := range []struct {
+		node               *corev1.Node
+		total, sharedTotal int64
+	}{
+		// n1: its own 2, the fabric's 1, rack a's 4, the per-device slice's
+		// every-node device.
+		{labelled("n1", "a"), 2 + 1 + 4 + 1, 1 + 4 + 1},
+		// n2: the fabric's, the per-device slice's two (one names it).
+		{labelled("n2", "b"), 1 + 2, 1 + 1},
+	} {
+		counts, err := catalog.CountOn(tc.node, []corev1.ResourceName{key})
+		require.NoError(t, err)
+		assert.Equal(t, tc.total, counts.Total[key], tc.node.Name)
+		assert.Equal(t, tc.sharedTotal, counts.SharedTotal[key], "%s: devices several nodes see", tc.node.Name)
+	}
+}
