@@ -120,3 +120,29 @@ func TestPlacedCharge(t *testing.T) {
 	_, charge = q.PlacedCharge(placed)
 	assert.Nil(t, charge, "released when marked for deletion")
 }
+
+// Every profile running Proportion shares one Queues: the first profile
+// to ask for a demand hold decides it, and asking for none asks nothing.
+func TestHoldDemandFirstProfileDecides(t *testing.T) {
+	tests := []struct {
+		name  string
+		asked []time.Duration
+		want  time.Duration
+	}{
+		{"no profile asks", nil, 0},
+		{"a profile asks for none", []time.Duration{0}, 0},
+		{"a negative hold is none", []time.Duration{-time.Second}, 0},
+		{"one profile asks", []time.Duration{30 * time.Second}, 30 * time.Second},
+		{"the first asking profile decides", []time.Duration{0, 30 * time.Second, time.Minute}, 30 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q := sixteenCPUQueues(queueOf("a", "", 1))
+			for _, d := range tc.asked {
+				q.HoldDemand(d)
+			}
+			assert.Equal(t, tc.want > 0, q.HoldsDemand())
+			assert.Equal(t, tc.want, q.demandHold)
+		})
+	}
+}

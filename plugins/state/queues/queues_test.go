@@ -7,10 +7,13 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
@@ -131,4 +134,84 @@ func TestForeignAndFinishedPods(t *testing.T) {
 	queue, charge := q.PlacedCharge(ours)
 	assert.Empty(t, charge, "nothing left charged")
 	assert.Equal(t, "", queue)
+}
+
+// A pod's charge follows it from pending through Reserve to its binding
+// and its end, and each step moves the charge between the queue's pending
+// and allocated sums without losing or doubling it: Unreserve undoes a
+// reservation the informer has not shown bound, and nothing once it has;
+// a resize re-charges the pod; a pod Reserve sees first is charged once
+// when the informer delivers it.
+func TestReserveFollowsAPodToItsEnd(t *testing.T) {
+	q := staticQueues(&flotillav1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: flotillav1alpha1.QueueSpec{Weight: 1}})
+	worker := memberPod("worker", "train", "a", 1)
+	leader := memberPod("leader", "train", "a", 0) // reserved before the informer delivers it
+	bound := func(pod *corev1.Pod) *corev1.Pod {
+		pod = pod.DeepCopy()
+		pod.Spec.NodeName = "n"
+		return pod
+	}
+	resized := func(pod *corev1.Pod) *corev1.Pod {
+		pod = pod.DeepCopy()
+		pod.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("4")
+		return pod
+	}
+	succeeded := func(pod *corev1.Pod) *corev1.Pod {
+		pod = pod.DeepCopy()
+		pod.Status.Phase = corev1.PodSucceeded
+		return pod
+	}
+	steps := []struct {
+		name               string
+		do                 func()
+		pending, allocated int64 // the queue's cpu, millicores
+	}{
+		{"the worker is pending", func() { events{q}.onPod(worker) }, 2000, 0},
+		{"Reserve places it", func() { q.Reserve(worker) }, 0, 2000},
+		{"Unreserve takes it back", func() { q.Unreserve(worker) }, 2000, 0},
+		{"a second Unreserve changes nothing", func() { q.Unreserve(worker) }, 2000, 0},
+		{"Reserve places it again", func() { q.Reserve(worker) }, 0, 2000},
+		{"the informer shows it bound", func() { events{q}.onPod(bound(worker)) }, 0, 2000},
+		{"an Unreserve after the binding changes nothing", func() { q.Unreserve(worker) }, 0, 2000},
+		{"Reserve sees the leader before the informer", func() { q.Reserve(leader) }, 0, 4000},
+		{"the informer delivers the leader bound: charged once", func() { events{q}.onPod(bound(leader)) }, 0, 4000},
+		{"the leader is resized in place", func() { events{q}.onPod(resized(bound(leader))) }, 0, 6000},
+		{"the worker succeeds", func() { events{q}.onPod(succeeded(bound(worker))) }, 0, 4000},
+		{"and is deleted", func() { events{q}.onPodDelete(succeeded(bound(worker))) }, 0, 4000},
+		{"the leader's delete arrives as a tombstone", func() {
+			events{q}.onPodDelete(cache.DeletedFinalStateUnknown{Key: "team/leader", Obj: resized(bound(leader))})
+		}, 0, 0},
+	}
+	for _, step := range steps {
+		step.do()
+		view := q.View()
+		assert.Equal(t, step.pending, view.Queues["a"].Pending[corev1.ResourceCPU], "%s: pending", step.name)
+		assert.Equal(t, step.allocated, view.Queues["a"].Allocated[corev1.ResourceCPU], "%s: allocated", step.name)
+	}
+	assert.Empty(t, q.pods, "every account is gone once every pod is")
+}
+
+// Refresh charges a pod with ResourceClaims again, since its devices are
+// read from claims other informers deliver; a pod without claims it
+// accounts as Observe does: once, however often asked.
+func TestRefreshRechargesOnlyPodsWithClaims(t *testing.T) {
+	q := staticQueues(&flotillav1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: flotillav1alpha1.QueueSpec{Weight: 1}})
+	plain := memberPod("plain", "", "a", 1)
+	withClaim := memberPod("with-claim", "", "a", 0)
+	withClaim.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("one-gpu")}}
+	q.Refresh(plain)
+	q.Refresh(withClaim)
+	require.Equal(t, int64(4000), q.View().Queues["a"].Pending[corev1.ResourceCPU])
+
+	// The informer has not delivered either pod's new spec: Refresh alone
+	// decides what is charged.
+	bigger := func(pod *corev1.Pod) *corev1.Pod {
+		pod = pod.DeepCopy()
+		pod.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("32Gi")
+		return pod
+	}
+	q.Refresh(bigger(plain))
+	q.Refresh(bigger(withClaim))
+	assert.Equal(t, int64(8<<30+32<<30), q.View().Queues["a"].Pending[corev1.ResourceMemory],
+		"the pod with a claim charged again, the plain one kept as first accounted")
 }

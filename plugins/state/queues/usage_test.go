@@ -349,3 +349,34 @@ func TestRaisedSharesWakesThePodsOfQueuesUsageRaised(t *testing.T) {
 	}
 	assert.Empty(t, q.RaisedShares(), "nothing rose since")
 }
+
+// Usage reads nothing with usage off; on, it returns the settings the
+// first profile enabled and copies of the queues' usage, which the
+// caller may change without changing the shares.
+func TestUsageReturnsCopies(t *testing.T) {
+	q := sixteenCPUQueues(queueOf("a", "", 1))
+	_, _, ok := q.Usage()
+	assert.False(t, ok, "usage is off")
+	q.EnableUsage(UsageConfig{HalfLife: 0})
+	_, _, ok = q.Usage()
+	assert.False(t, ok, "a zero half-life leaves usage off")
+
+	clock := fakeUsageClock(t)
+	q = usageQueues(queueOf("a", "", 1), queueOf("b", "", 1))
+	cpuPods(q, "a", 8, true)
+	q.View()
+	clock.Step(time.Hour)
+	q.View()
+	config, byQueue, ok := q.Usage()
+	require.True(t, ok)
+	assert.Positive(t, config.HalfLife)
+	require.Contains(t, byQueue, "a")
+	before := byQueue["a"].Clone()
+	require.Positive(t, before.Allocated[corev1.ResourceCPU], "a used its cpu for an hour")
+	byQueue["a"].Allocated[corev1.ResourceCPU] = 0
+	_, again, _ := q.Usage()
+	assert.Equal(t, before, again["a"], "the caller's change did not reach the queues' usage")
+	q.EnableUsage(UsageConfig{HalfLife: time.Minute})
+	config2, _, _ := q.Usage()
+	assert.Equal(t, config, config2, "the first profile to enable usage decides")
+}
