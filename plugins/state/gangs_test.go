@@ -197,3 +197,71 @@ func TestPlacedCountsABoundMemberOnce(t *testing.T) {
 	w.Delete(bound)
 	require.Eventually(t, func() bool { n, _ := placed(); return n == 1 }, 5*time.Second, 10*time.Millisecond, "a deleted member no longer counts")
 }
+
+// A gang's confinement to a domain, and each role's to its own, lasts
+// the attempt that chose it and ends with it; a gang is in flight while
+// it attempts or holds reserved members.
+func TestConfinementLastsTheAttempt(t *testing.T) {
+	s := NewStatic(nil, nil)
+	leader, worker := groupMember("leader", 2000, "", ""), groupMember("worker", 8000, "", "")
+	s.Lock(func(locked *Locked) {
+		attempts := locked.Attempts()
+		g := locked.Gang(GroupKey{Namespace: "ns", Name: "g"})
+		assert.False(t, g.InFlight())
+		assert.Nil(t, g.Domain())
+		assert.Nil(t, g.RoleDomain("workers"))
+
+		attempts.StartPlacing(g, nil)
+		assert.True(t, g.InFlight(), "attempting")
+		attempts.Confine(g, []string{"rack-a-1", "rack-a-2", "rack-a-3"})
+		attempts.ConfineRoles(g, map[string][]string{"workers": {"rack-a-2", "rack-a-3"}})
+		assert.Equal(t, []string{"rack-a-1", "rack-a-2", "rack-a-3"}, g.Domain())
+		assert.Equal(t, []string{"rack-a-2", "rack-a-3"}, g.RoleDomain("workers"))
+		assert.Nil(t, g.RoleDomain("leader"), "a role without a domain of its own is confined by the gang's only")
+
+		locked.ReserveMember(g, leader, "rack-a-1")
+		locked.ReserveMember(g, worker, "rack-a-2")
+		assert.Equal(t, 2, g.ReservedCount())
+		attempts.FinishPlacing(g)
+		assert.Nil(t, g.Domain(), "the attempt ended: so did its domain")
+		assert.Nil(t, g.RoleDomain("workers"))
+		assert.True(t, g.InFlight(), "reserved members keep it in flight")
+		locked.UnreserveMember(g, leader.UID)
+		locked.UnreserveMember(g, worker.UID)
+		assert.False(t, g.InFlight())
+	})
+}
+
+// BackingOff answers with the wait left and the failure's reason while the
+// back-off lasts, and nothing after; a refusal records its reason without
+// backing off.
+func TestBackingOff(t *testing.T) {
+	now := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	s := NewStatic(nil, nil)
+	s.now = func() time.Time { return now }
+	s.Lock(func(locked *Locked) {
+		g := locked.Gang(GroupKey{Namespace: "ns", Name: "g"})
+		locked.Refuse(g, "no node has 8 free nvidia.com/gpu", groupMember("worker", 8000, "", ""))
+		wait, why := locked.BackingOff(g)
+		assert.Zero(t, wait, "a refusal does not back off")
+		assert.Empty(t, why)
+		locked.Attempts().StartPlacing(g, nil)
+		locked.Attempts().FailAttempt(g, "quorum not placed within 30s", 20*time.Second)
+		for _, tc := range []struct {
+			after    time.Duration
+			wantWait time.Duration
+			wantWhy  string
+		}{
+			{0, 20 * time.Second, "quorum not placed within 30s"},
+			{15 * time.Second, 5 * time.Second, "quorum not placed within 30s"},
+			{20 * time.Second, 0, ""},
+			{time.Minute, 0, ""},
+		} {
+			now = time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC).Add(tc.after)
+			wait, why := locked.BackingOff(g)
+			assert.Equal(t, tc.wantWait, wait, "after %s", tc.after)
+			assert.Equal(t, tc.wantWhy, why, "after %s", tc.after)
+		}
+		assert.Equal(t, now, locked.Now(), "the store's clock")
+	})
+}

@@ -11,6 +11,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
+	"github.com/flotilla-sched/flotilla/plugins/state/quorum"
 )
 
 // leaderAndWorkers is a PodGroup of one leader and at least two workers
@@ -114,4 +115,89 @@ func TestRoleCounts(t *testing.T) {
 	assert.Equal(t, 1, counts[1].Placed)
 	assert.Equal(t, 1, counts[1].Succeeded)
 	assert.Equal(t, "role workers has 1 of its minMember 2 pods", RolesShortOfPods(roles, []map[string]string{{"role": "leader"}, {"role": "worker"}}, nil))
+}
+
+// PlacedOnByRole is each role's nodes as its members hold them, reserved
+// (on the node Reserve gave them) or bound, each node once and sorted; a
+// member of no role, and a pending one, hold nothing; without roles the
+// gang has no nodes by role.
+func TestPlacedOnByRole(t *testing.T) {
+	pg := leaderAndWorkers()
+	bound := func(p *corev1.Pod, node string) *corev1.Pod {
+		p.Spec.NodeName = node
+		return p
+	}
+	leader := roleMember("leader", "leader", "")
+	w0, w1 := bound(roleMember("w0", "worker", corev1.PodRunning), "gpu-2"), bound(roleMember("w1", "worker", corev1.PodRunning), "gpu-1")
+	w2, pending := roleMember("w2", "worker", ""), roleMember("w3", "worker", "")
+	stranger := bound(roleMember("stranger", "evaluator", corev1.PodRunning), "cpu-9")
+	s := NewStatic([]*schedv1alpha1.PodGroup{pg}, []*corev1.Pod{leader, w0, w1, w2, pending, stranger})
+	roles, err := s.RolesOf(pg)
+	require.NoError(t, err)
+	key := GroupKey{Namespace: "ns", Name: "train"}
+	s.Lock(func(locked *Locked) {
+		g := locked.Gang(key)
+		assert.Nil(t, locked.PlacedOnByRole(g, nil), "no roles")
+		assert.Equal(t, map[string][]string{"workers": {"gpu-1", "gpu-2"}}, locked.PlacedOnByRole(g, roles), "bound members only")
+		locked.ReserveMember(g, leader, "cpu-1")
+		locked.ReserveMember(g, w2, "gpu-2")
+		assert.Equal(t, map[string][]string{"leader": {"cpu-1"}, "workers": {"gpu-1", "gpu-2"}}, locked.PlacedOnByRole(g, roles),
+			"reserved members on their reserved nodes, each node once")
+		locked.UnreserveMember(g, leader.UID)
+		assert.Equal(t, map[string][]string{"workers": {"gpu-1", "gpu-2"}}, locked.PlacedOnByRole(g, roles), "an unreserved member holds nothing")
+	})
+}
+
+// The quorum of a gang with roles counts each role's placed members:
+// reserved ones by the accounting, bound ones by the informer, and
+// succeeded ones beside them, each once; QuorumOfLabelled counts the
+// labels the caller holds, never the informer's.
+func TestQuorumCountsRolesFromAccountingAndLabels(t *testing.T) {
+	pg := leaderAndWorkers()
+	leader := roleMember("leader", "leader", "")
+	w0 := roleMember("w0", "worker", corev1.PodRunning)
+	w0.Spec.NodeName = "gpu-1"
+	w1 := roleMember("w1", "worker", "")
+	done := roleMember("done", "worker", corev1.PodSucceeded)
+	s := NewStatic([]*schedv1alpha1.PodGroup{pg}, []*corev1.Pod{leader, w0, w1, done})
+	key := GroupKey{Namespace: "ns", Name: "train"}
+	byRole := func(c quorum.Count) map[string][2]int {
+		got := map[string][2]int{}
+		for _, r := range c.Roles {
+			got[r.Name] = [2]int{r.Placed, r.Succeeded}
+		}
+		return got
+	}
+	s.Lock(func(locked *Locked) {
+		g := locked.Gang(key)
+		c := locked.Quorum(g, pg)
+		assert.Equal(t, quorum.Count{MinMember: 3, Placed: 1, Succeeded: 1, Roles: c.Roles}, c)
+		assert.Equal(t, map[string][2]int{"leader": {0, 0}, "workers": {1, 1}}, byRole(c))
+		locked.ReserveMember(g, leader, "cpu-1")
+		c = locked.Quorum(g, pg)
+		assert.Equal(t, 2, c.Placed)
+		assert.Equal(t, map[string][2]int{"leader": {1, 0}, "workers": {1, 1}}, byRole(c))
+		assert.Zero(t, locked.Quorum(g, nil).MinMember, "a gang whose PodGroup is gone counts toward no quorum")
+	})
+
+	tests := []struct {
+		name   string
+		placed []types.UID
+		labels []map[string]string
+		want   map[string][2]int
+	}{
+		{"the caller's labels, not the informer's", []types.UID{"leader", "w1"},
+			[]map[string]string{{"role": "leader"}, {"role": "worker"}}, map[string][2]int{"leader": {1, 0}, "workers": {1, 1}}},
+		{"a member the caller sees placed, unlabelled, counts in no role", []types.UID{"leader", "w1"},
+			[]map[string]string{{"role": "leader"}, {}}, map[string][2]int{"leader": {1, 0}, "workers": {0, 1}}},
+		{"a succeeded member the caller sees placed counts as placed", []types.UID{"done"},
+			[]map[string]string{{"role": "worker"}}, map[string][2]int{"leader": {0, 0}, "workers": {1, 0}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := s.QuorumOfLabelled(key, tc.placed, tc.labels)
+			assert.Equal(t, len(tc.placed), c.Placed)
+			assert.Equal(t, tc.want, byRole(c))
+		})
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
@@ -216,4 +217,133 @@ func TestStoreReads(t *testing.T) {
 	assert.Equal(t, created, s.GroupTime(g, fallback))
 	pg.CreationTimestamp = metav1.NewTime(created.Add(time.Minute))
 	assert.Equal(t, created, s.GroupTime(g, fallback), "pinned at first sight: a queued pod's sort key never changes")
+}
+
+// The index by group, and the member events, read a group from a pod and
+// from a finished member's metadata alike, and from either as a
+// tombstone; metadata shows no spec.schedulingGroup, so a native group's
+// finished member is in no group there.
+func TestGroupOfObject(t *testing.T) {
+	labelled := metav1.ObjectMeta{Namespace: "ns", Name: "w0", Labels: map[string]string{schedv1alpha1.PodGroupLabel: "train"}}
+	nativePod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w1"},
+		Spec: corev1.PodSpec{SchedulingGroup: &corev1.PodSchedulingGroup{PodGroupName: ptr.To("native-train")}}}
+	train := GroupKey{Namespace: "ns", Name: "train"}
+	tests := []struct {
+		name string
+		obj  interface{}
+		want *GroupKey
+	}{
+		{"a member pod", &corev1.Pod{ObjectMeta: labelled}, &train},
+		{"a native member pod", nativePod, &GroupKey{Namespace: "ns", Name: "native-train", Native: true}},
+		{"a finished member's metadata", &metav1.PartialObjectMetadata{ObjectMeta: labelled}, &train},
+		{"a pod's tombstone", cache.DeletedFinalStateUnknown{Key: "ns/w0", Obj: &corev1.Pod{ObjectMeta: labelled}}, &train},
+		{"metadata's tombstone", cache.DeletedFinalStateUnknown{Key: "ns/w0", Obj: &metav1.PartialObjectMetadata{ObjectMeta: labelled}}, &train},
+		{"a pod of no group", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "single"}}, nil},
+		{"an empty group label", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "single", Labels: map[string]string{schedv1alpha1.PodGroupLabel: ""}}}, nil},
+		{"metadata of no group", &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "single"}}, nil},
+		{"not an object", "ns/w0", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			key, ok := groupOfObject(tc.obj)
+			indexed, err := indexByGroup(tc.obj)
+			require.NoError(t, err)
+			if tc.want == nil {
+				assert.False(t, ok)
+				assert.Empty(t, indexed)
+				return
+			}
+			assert.True(t, ok)
+			assert.Equal(t, *tc.want, key)
+			assert.Equal(t, []string{tc.want.String()}, indexed)
+		})
+	}
+}
+
+// A deleted PodGroup's parsed roles are dropped at once (a PodGroup of the
+// same name is parsed afresh), its pinned queue-sort time only once none
+// of its members is left to be queued.
+func TestForgetGroupOnceItsMembersAreGone(t *testing.T) {
+	created := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	pg := leaderAndWorkers()
+	pg.CreationTimestamp = metav1.NewTime(created)
+	leader := roleMember("leader", "leader", "")
+	s := NewStatic([]*schedv1alpha1.PodGroup{pg}, []*corev1.Pod{leader})
+	key := GroupKey{Namespace: "ns", Name: "train"}
+	roles, err := s.RolesOf(pg)
+	require.NoError(t, err)
+	require.Len(t, roles.List(), 2)
+	require.Equal(t, created, s.GroupTime(key, time.Time{}))
+
+	require.NoError(t, s.podGroups.GetIndexer().Delete(pg))
+	tracker{s}.forgetGroup(cache.DeletedFinalStateUnknown{Key: "ns/train", Obj: pg})
+	assert.Empty(t, s.roles.parsed, "the parsed roles are dropped")
+	fallback := created.Add(time.Hour)
+	assert.Equal(t, created, s.GroupTime(key, fallback), "a member is still queued: its sort key stays")
+
+	require.NoError(t, s.pods.GetIndexer().Delete(leader))
+	tracker{s}.forgetGroup(pg)
+	assert.Equal(t, fallback, s.GroupTime(key, fallback), "no member left: the pinned time is dropped")
+	tracker{s}.forgetGroup("not a PodGroup")
+
+	recreated := pg.DeepCopy()
+	recreated.CreationTimestamp = metav1.NewTime(fallback)
+	require.NoError(t, s.podGroups.GetIndexer().Add(recreated))
+	assert.Equal(t, fallback, s.GroupTime(key, time.Time{}), "a PodGroup of the same name is pinned afresh")
+}
+
+// OnSucceeded tells of every member the succeeded members' informer
+// starts showing; OnFinished of every member either finished informer
+// starts showing: each with the member's group, and nothing for a pod
+// of no group.
+func TestMemberEventsOfFinishedMembers(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	informer := func() (cache.SharedIndexInformer, *watch.FakeWatcher) {
+		w := watch.NewFake()
+		i := cache.NewSharedIndexInformer(listThenWatch{&cache.ListWatch{
+			ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+				return &metav1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
+			},
+			WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return w, nil },
+		}}, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{podGroupIndex: indexByGroup})
+		return i, w
+	}
+	s := NewStatic(nil, nil)
+	var succeededWatch, failedWatch *watch.FakeWatcher
+	s.succeeded, succeededWatch = informer()
+	s.failed, failedWatch = informer()
+	var mu sync.Mutex
+	var succeeded, finished []GroupKey
+	require.NoError(t, s.MemberEvents().OnSucceeded(func(key GroupKey) { mu.Lock(); succeeded = append(succeeded, key); mu.Unlock() }))
+	require.NoError(t, s.MemberEvents().OnFinished(func(key GroupKey) { mu.Lock(); finished = append(finished, key); mu.Unlock() }))
+	go s.succeeded.RunWithContext(ctx)
+	go s.failed.RunWithContext(ctx)
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), s.succeeded.HasSynced, s.failed.HasSynced))
+
+	metaOf := func(name, group string) *metav1.PartialObjectMetadata {
+		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name), ResourceVersion: "2"}}
+		if group != "" {
+			m.Labels = map[string]string{schedv1alpha1.PodGroupLabel: group}
+		}
+		return m
+	}
+	succeededWatch.Add(metaOf("w0", "train"))
+	failedWatch.Add(metaOf("w1", "eval"))
+	succeededWatch.Add(metaOf("single", ""))
+	train, eval := GroupKey{Namespace: "ns", Name: "train"}, GroupKey{Namespace: "ns", Name: "eval"}
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(finished) == 2 && len(s.succeeded.GetStore().List()) == 2
+	}, 5*time.Second, time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []GroupKey{train}, succeeded, "the succeeded member's group only")
+	assert.ElementsMatch(t, []GroupKey{train, eval}, finished, "both finished members' groups, and no pod of no group")
+
+	none := NewStatic(nil, nil)
+	none.succeeded = nil
+	assert.NoError(t, none.MemberEvents().OnSucceeded(func(GroupKey) { t.Error("no informer, no event") }))
+	assert.NoError(t, none.MemberEvents().OnFinished(func(GroupKey) { t.Error("no informer, no event") }))
 }
