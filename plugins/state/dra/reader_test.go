@@ -179,3 +179,81 @@ func TestViewReadsThePodsClaims(t *testing.T) {
 		})
 	}
 }
+
+// Requests count a class asked for by its implicit extended-resource name
+// under the class's key, and leave every other request as the pod asks
+// it: cpu, memory, a device plugin's resource, a class unknown.
+func TestRequestsByImplicitName(t *testing.T) {
+	r := NewReader(twoClasses(), nil, structured.Features{})
+	asking := func(requests capacity.Resources) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: requests.List()}}}}}
+	}
+	base := capacity.Resources{corev1.ResourceCPU: 4000, corev1.ResourceMemory: 16 << 30}
+	with := func(extra capacity.Resources) capacity.Resources {
+		out := base.Clone()
+		out.Add(extra)
+		return out
+	}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want capacity.Resources
+	}{
+		{"cpu and memory only", asking(base), base},
+		{"a class's implicit name counts under its key", asking(with(capacity.Resources{"deviceclass.resource.kubernetes.io/a100": 2})), with(capacity.Resources{a100Key: 2})},
+		{"a class's own extended resource", asking(with(capacity.Resources{gpuKey: 1})), with(capacity.Resources{gpuKey: 1})},
+		{"the implicit name of a class with an extended resource counts under it", asking(with(capacity.Resources{"deviceclass.resource.kubernetes.io/gpu": 1})),
+			with(capacity.Resources{gpuKey: 1})},
+		{"an unknown class's implicit name stays as asked", asking(with(capacity.Resources{"deviceclass.resource.kubernetes.io/tpu": 4})),
+			with(capacity.Resources{"deviceclass.resource.kubernetes.io/tpu": 4})},
+		{"a device plugin's resource stays as asked", asking(with(capacity.Resources{"nvidia.com/gpu": 8})), with(capacity.Resources{"nvidia.com/gpu": 8})},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, r.Requests(tc.pod))
+		})
+	}
+}
+
+// A pod's claims, as the reader judges them: charged while it runs, held
+// once it is done, freed when it leaves, and the class asked named;
+// StillAllocated follows the claim's allocation in the DRA state.
+func TestClaimAnswersFollowTheAllocation(t *testing.T) {
+	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "two-a100", UID: "claim"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
+			{Name: "r", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "a100", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2}}}}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "worker", UID: "worker"},
+		Spec: corev1.PodSpec{NodeName: "n2", ResourceClaims: []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To("two-a100")}},
+			Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: capacity.Resources{corev1.ResourceCPU: 4000, corev1.ResourceMemory: 16 << 30}.List()}}}}}
+	fake := twoClasses()
+	fake.Claims = []*resourceapi.ResourceClaim{claim}
+	r := NewReader(fake, nil, structured.Features{})
+	two := capacity.Resources{a100Key: 2}
+	leaving := func(uid types.UID) bool { return uid == "worker" || uid == "leader" }
+
+	assert.Equal(t, two, r.Charge(pod), "charged for its claim before the allocation")
+	assert.Equal(t, "a100", r.Asks([]*corev1.Pod{pod}))
+	assert.False(t, r.StillAllocated("ns", "two-a100"))
+	assert.Empty(t, r.Held(pod), "nothing allocated, nothing held")
+	claims, released := r.Released(pod, leaving)
+	assert.Empty(t, claims)
+	assert.Empty(t, released)
+
+	allocated := claim.DeepCopy()
+	allocated.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+		{Request: "r", Driver: devicestest.Driver, Pool: "n2-a100", Device: "a100-0"}, {Request: "r", Driver: devicestest.Driver, Pool: "n2-a100", Device: "a100-1"}}}}
+	// Shared with the gang's leader, which the worker comes first of.
+	allocated.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "worker", UID: "worker"}, {Resource: "pods", Name: "leader", UID: "leader"}}
+	fake.Claims = []*resourceapi.ResourceClaim{allocated}
+	assert.True(t, r.StillAllocated("ns", "two-a100"))
+	assert.False(t, r.StillAllocated("ns", "missing"))
+	assert.Equal(t, two, r.Charge(pod))
+	assert.Equal(t, map[string]capacity.Resources{"ns/two-a100": two}, r.Held(pod))
+	claims, released = r.Released(pod, leaving)
+	assert.Equal(t, []string{"ns/two-a100"}, claims)
+	assert.Equal(t, two, released)
+	assert.ElementsMatch(t, []structured.DeviceID{structured.MakeDeviceID(devicestest.Driver, "n2-a100", "a100-0"), structured.MakeDeviceID(devicestest.Driver, "n2-a100", "a100-1")},
+		r.ReleasedDevices(pod, leaving))
+	claims, _ = r.Released(pod, func(uid types.UID) bool { return uid == "worker" })
+	assert.Empty(t, claims, "nothing is released while another consumer stays")
+}
