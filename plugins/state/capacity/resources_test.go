@@ -1,10 +1,13 @@
 package capacity
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 )
@@ -68,4 +71,82 @@ func TestFits(t *testing.T) {
 	Resources{corev1.ResourceCPU: 1000}.Take(free)
 	assert.Equal(t, int64(0), free[corev1.ResourcePods], "the last pod slot taken")
 	assert.False(t, Resources{}.FitsIn(free), "no slot left: nothing fits")
+}
+
+// A pod's request is kube-scheduler's: the larger of its containers' sum
+// and its largest init container, restartable init containers (sidecars)
+// added to both, and its overhead on top; every resource in the same
+// units as a node's accounting.
+func TestRequest(t *testing.T) {
+	containers := func(requests ...map[corev1.ResourceName]string) []corev1.Container {
+		var out []corev1.Container
+		for i, r := range requests {
+			list := corev1.ResourceList{}
+			for name, q := range r {
+				list[name] = resource.MustParse(q)
+			}
+			out = append(out, corev1.Container{Name: fmt.Sprintf("c%d", i), Resources: corev1.ResourceRequirements{Requests: list}})
+		}
+		return out
+	}
+	always := corev1.ContainerRestartPolicyAlways
+	tests := []struct {
+		name string
+		pod  corev1.PodSpec
+		want Resources
+	}{
+		{"a GPU worker", corev1.PodSpec{Containers: containers(map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "16Gi", gpu: "1"})},
+			Resources{corev1.ResourceCPU: 4000, corev1.ResourceMemory: 16 << 30, gpu: 1}},
+		{"containers add up", corev1.PodSpec{Containers: containers(
+			map[corev1.ResourceName]string{corev1.ResourceCPU: "500m", corev1.ResourceMemory: "1Gi"},
+			map[corev1.ResourceName]string{corev1.ResourceCPU: "1500m", corev1.ResourceMemory: "3Gi", gpu: "2"})},
+			Resources{corev1.ResourceCPU: 2000, corev1.ResourceMemory: 4 << 30, gpu: 2}},
+		{"a larger init container sets the request", corev1.PodSpec{
+			InitContainers: containers(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "2Gi"}),
+			Containers:     containers(map[corev1.ResourceName]string{corev1.ResourceCPU: "2", corev1.ResourceMemory: "8Gi"})},
+			Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 8 << 30}},
+		{"a sidecar adds to the containers", corev1.PodSpec{
+			InitContainers: func() []corev1.Container {
+				c := containers(map[corev1.ResourceName]string{corev1.ResourceCPU: "250m", corev1.ResourceMemory: "256Mi"})
+				c[0].RestartPolicy = &always
+				return c
+			}(),
+			Containers: containers(map[corev1.ResourceName]string{corev1.ResourceCPU: "2", corev1.ResourceMemory: "8Gi"})},
+			Resources{corev1.ResourceCPU: 2250, corev1.ResourceMemory: 8<<30 + 256<<20}},
+		{"overhead on top", corev1.PodSpec{
+			Overhead:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+			Containers: containers(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"})},
+			Resources{corev1.ResourceCPU: 1100, corev1.ResourceMemory: 1<<30 + 128<<20}},
+		{"nothing asked", corev1.PodSpec{Containers: containers(map[corev1.ResourceName]string{})}, Resources{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: tc.pod}
+			assert.Equal(t, tc.want, Request(pod))
+			info, err := framework.NewPodInfo(pod)
+			require.NoError(t, err)
+			occupied := Occupied(info)
+			assert.Equal(t, tc.want[corev1.ResourceCPU], occupied[corev1.ResourceCPU], "the node's accounting agrees on cpu")
+			assert.Equal(t, tc.want[corev1.ResourceMemory], occupied[corev1.ResourceMemory], "and on memory")
+			assert.Equal(t, tc.want[gpu], occupied[gpu], "and on GPUs")
+		})
+	}
+}
+
+// A node's free capacity, whole and by resource, is allocatable less what
+// its pods request, pod slots included, in the units of a pod's request.
+func TestFreeOfANode(t *testing.T) {
+	node := framework.NewNodeInfo(
+		st.MakePod().Name("leader").Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "2", corev1.ResourceMemory: "8Gi"}).Obj(),
+		st.MakePod().Name("worker").Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "16Gi", gpu: "3", corev1.ResourceEphemeralStorage: "10Gi"}).Obj(),
+	)
+	node.SetNode(st.MakeNode().Name("gpu-1").Capacity(map[corev1.ResourceName]string{
+		corev1.ResourceCPU: "64", corev1.ResourceMemory: "512Gi", corev1.ResourcePods: "110", gpu: "8", corev1.ResourceEphemeralStorage: "100Gi"}).Obj())
+	want := Resources{corev1.ResourceCPU: 58000, corev1.ResourceMemory: 488 << 30, corev1.ResourcePods: 108, gpu: 5, corev1.ResourceEphemeralStorage: 90 << 30}
+	assert.Equal(t, want, FreeOf(node))
+	for name, v := range want {
+		assert.Equal(t, v, FreeAmount(node, name), "%s alone", name)
+	}
+	assert.Equal(t, int64(8), AllocatableAmount(node, gpu))
+	assert.Zero(t, FreeAmount(node, "example.com/fpga"), "a resource the node lacks")
 }

@@ -18,6 +18,12 @@ func TestIn(t *testing.T) {
 		{name: "each reason once", message: "QueueOverShare: queue \"a\": x. QueueOverShare: queue \"b\": y", want: []Reason{QueueOverShare}},
 		{name: "a reason's name inside prose is not a reason", message: "gang g waits for members (WaitingForMembers) and InsufficientResources", want: nil},
 		{name: "an unknown word before a colon", message: "Insufficient cpu: 3 nodes", want: nil},
+		{name: "reasons on lines of their own, as an event's note joins them",
+			message: "WaitingForTurn: gang a/big places first\nBackingOff: last attempt failed 3s ago", want: []Reason{WaitingForTurn, BackingOff}},
+		{name: "a reason in quotes, as a JSON message carries it", message: `{"message":"WaitingForClaims: claim w-0-gpu not made yet"}`, want: []Reason{WaitingForClaims}},
+		{name: "a reason's name with a suffix is another word", message: "QueueOverShareX: queue a", want: nil},
+		{name: "a reason's name in lower case is not a reason", message: "queueovershare: queue a", want: nil},
+		{name: "no message", message: "", want: nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, In(tc.message))
@@ -45,9 +51,31 @@ func TestOf(t *testing.T) {
 		{name: "one reason", message: "QueueOverShare: queue \"a\": cpu 3 > 2", want: QueueOverShare},
 		{name: "the scheduler's own filters", message: "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.", want: NoNodeFits},
 		{name: "no message", message: " ", want: ""},
+		{name: "a gang's turn, then its back-off: the back-off is what it waits on",
+			message: "WaitingForTurn: gang a/big places first. BackingOff: 5s left", want: BackingOff},
+		{name: "the kube-scheduler's resource words are no reason of ours", message: "0/8 nodes are available: 8 Insufficient nvidia.com/gpu.", want: NoNodeFits},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, Of(tc.message))
 		})
+	}
+}
+
+// The reasons are read by name outside the scheduler (kubectl flotilla,
+// the chart's alerts, users' scripts): each keeps the name it was
+// published with.
+func TestReasonNamesArePublished(t *testing.T) {
+	published := []string{
+		"WaitingForPodGroup", "WaitingForMembers", "WaitingForClaims", "InvalidSpec", "QueueOverShare", "QueueCapability",
+		"WaitingForTurn", "BackingOff", "WaitingForBindings", "InsufficientResources", "WaitingForTopologyDomain",
+		"PreemptionPending", "GangRejected", "NoNodeFits",
+	}
+	var got []string
+	for _, r := range All {
+		got = append(got, string(r))
+	}
+	assert.Equal(t, published, got, "a reason renamed, dropped or reordered: readers of the published names break")
+	for _, r := range All {
+		assert.Equal(t, string(r)+": queue \"a\": 3 > 2", r.Say("queue %q: %d > %d", "a", 3, 2))
 	}
 }
