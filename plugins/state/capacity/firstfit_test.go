@@ -228,3 +228,32 @@ func TestFirstFitChecked(t *testing.T) {
 		})
 	}
 }
+
+// A view's free capacity is allocatable less requested, less what other
+// plans hold, plus what leaving pods free; a fit's is the view's less
+// what it placed, on the nodes it placed on only, and the view's node is
+// the one it was given.
+func TestFreeAtHeldAndFreed(t *testing.T) {
+	var nodes []fwk.NodeInfo
+	for i, running := range []string{"48", "0"} {
+		ni := framework.NewNodeInfo(st.MakePod().Name(fmt.Sprintf("running-%d", i)).Req(map[corev1.ResourceName]string{corev1.ResourceCPU: running, gpu: "4"}).Obj())
+		ni.SetNode(st.MakeNode().Name(fmt.Sprintf("gpu-%d", i)).
+			Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "64", corev1.ResourceMemory: "512Gi", corev1.ResourcePods: "110", gpu: "8"}).Obj())
+		nodes = append(nodes, ni)
+	}
+	view := NewFreeView(nodes, map[string]Resources{"gpu-1": {gpu: 2, corev1.ResourceCPU: 8000}})
+	view.Free("gpu-0", Resources{corev1.ResourceCPU: 8000, gpu: 4})
+	view.Free("gpu-0", Resources{corev1.ResourceMemory: 16 << 30})
+	assert.Equal(t, "gpu-1", view.Node(1).Node().Name)
+	assert.Equal(t, Resources{corev1.ResourceCPU: 24000, corev1.ResourceMemory: 528 << 30, corev1.ResourcePods: 109, gpu: 8, corev1.ResourceEphemeralStorage: 0}, view.At(0),
+		"the leaving pod's room is free again")
+	assert.Equal(t, Resources{corev1.ResourceCPU: 56000, corev1.ResourceMemory: 512 << 30, corev1.ResourcePods: 109, gpu: 2, corev1.ResourceEphemeralStorage: 0}, view.At(1),
+		"another plan's held room is not")
+
+	worker := Resources{corev1.ResourceCPU: 16000, corev1.ResourceMemory: 64 << 30, gpu: 4}
+	fit := FirstFit([]Resources{worker, worker, worker}, view.All(), view)
+	assert.Equal(t, 1, fit.Placed, "one on gpu-0; gpu-1 holds 2 GPUs for another plan")
+	assert.Equal(t, []PlanSlot{{Node: "gpu-0", Members: 1, Held: worker, Took: []int{0}}}, fit.Plan)
+	assert.Equal(t, Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 464 << 30, corev1.ResourcePods: 108, gpu: 4, corev1.ResourceEphemeralStorage: 0}, fit.FreeAt(view, 0))
+	assert.Equal(t, view.At(1), fit.FreeAt(view, 1), "a node the fit did not use is the view's")
+}
