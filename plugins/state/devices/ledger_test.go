@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
 
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
 	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 )
@@ -161,4 +163,116 @@ func TestLedgerRewindsToAnEarlierFit(t *testing.T) {
 	assert.NoError(t, ledger.Err())
 	assert.True(t, ledger.Needs(members[0]))
 	assert.False(t, ledger.Needs(&corev1.Pod{}), "no claim, no device resource")
+}
+
+// A mixed gang asking for devices by extended resource: the Ledger
+// allocates, as DynamicResources does, one claim of the class per
+// resource on a node whose allocatable lacks it, and none where a device
+// plugin serves it (NodeResourcesFit counts it there); a member with a
+// claim of its own and an extended resource takes both. Needs tells the
+// members the allocator must place from those it need not.
+func TestLedgerPlacesExtendedResourceRequests(t *testing.T) {
+	asking := func(name string, gpus int64, refs ...corev1.PodResourceClaim) *corev1.Pod {
+		pod := podWithClaims(name, refs...)
+		pod.UID = types.UID(name)
+		requests := capacity.Resources{corev1.ResourceCPU: 4000, corev1.ResourceMemory: 16 << 30}
+		if gpus > 0 {
+			requests["example.com/gpu"] = gpus
+		}
+		pod.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: requests.List()}}}
+		return pod
+	}
+	one := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "one"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{exactly("gpu", 1)}}}}}
+	dra8 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	plugin8 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{"example.com/gpu": resource.MustParse("8")}}}
+	tests := []struct {
+		name      string
+		node      *corev1.Node
+		members   []*corev1.Pod
+		want      int // members placed, from the first, before one is refused
+		wantNeeds []bool
+	}{
+		{name: "a leader without devices and three workers of 2 on 8 devices", node: dra8,
+			members: []*corev1.Pod{asking("leader", 0), asking("w0", 2), asking("w1", 2), asking("w2", 2)}, want: 4, wantNeeds: []bool{false, true, true, true}},
+		{name: "the fifth worker of 2 finds none left", node: dra8,
+			members: []*corev1.Pod{asking("w0", 2), asking("w1", 2), asking("w2", 2), asking("w3", 2), asking("w4", 2)}, want: 4, wantNeeds: []bool{true, true, true, true, true}},
+		{name: "a worker asking for more than the node has", node: dra8, members: []*corev1.Pod{asking("w0", 9)}, want: 0, wantNeeds: []bool{true}},
+		{name: "a device plugin serves the resource: no claim, no device taken", node: plugin8,
+			members: []*corev1.Pod{asking("w0", 8), asking("w1", 8)}, want: 2, wantNeeds: []bool{true, true}},
+		{name: "a claim of its own and an extended resource take both", node: dra8,
+			members: []*corev1.Pod{asking("w0", 3, byTemplate("gpu", "one")), asking("w1", 3, byTemplate("gpu", "one")), asking("w2", 0, byTemplate("gpu", "one"))},
+			want: 2, wantNeeds: []bool{true, true, true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", "")}, Slices: []*resourceapi.ResourceSlice{slice("n1", 8, "h100", nil)}}
+			catalog := dra.NewReader(fakeDRA, templates(one), structured.Features{}).View(context.Background(), tc.members).Catalog()
+			for _, pod := range tc.members {
+				_, err := catalog.Demand(pod)
+				require.NoError(t, err)
+			}
+			ledger, err := catalog.Ledger(context.Background())
+			require.NoError(t, err)
+			var needs []bool
+			for _, pod := range tc.members {
+				needs = append(needs, ledger.Needs(pod))
+			}
+			assert.Equal(t, tc.wantNeeds, needs)
+			placed := 0
+			for _, pod := range tc.members {
+				if !ledger.Place([]uint64{1}, pod, tc.node) {
+					break
+				}
+				placed++
+			}
+			require.NoError(t, ledger.Err())
+			assert.Equal(t, tc.want, placed)
+		})
+	}
+}
+
+// Devices a preemption's victims give back serve every member placed
+// after: a node whose 8 devices are all allocated places nothing until
+// its victims' devices are freed, then as many members as they free.
+func TestLedgerFreedDevicesServeTheMembersAfter(t *testing.T) {
+	two := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "two"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{exactly("gpu", 2)}}}}}
+	allocated := sets.New[structured.DeviceID]()
+	for i := range 8 {
+		allocated.Insert(structured.MakeDeviceID(driver, "n1-h100", fmt.Sprintf("h100-%d", i)))
+	}
+	fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class("gpu", "example.com/gpu", "")}, Slices: []*resourceapi.ResourceSlice{slice("n1", 8, "h100", nil)}, Allocated: allocated}
+	var members []*corev1.Pod
+	for i := range 3 {
+		pod := podWithClaims(fmt.Sprintf("w%d", i), byTemplate("gpus", "two"))
+		pod.UID = types.UID(pod.Name)
+		members = append(members, pod)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	place := func(free ...int) int {
+		catalog := dra.NewReader(fakeDRA, templates(two), structured.Features{}).View(context.Background(), members).Catalog()
+		for _, pod := range members {
+			_, err := catalog.Demand(pod)
+			require.NoError(t, err)
+		}
+		ledger, err := catalog.Ledger(context.Background())
+		require.NoError(t, err)
+		var ids []structured.DeviceID
+		for _, d := range free {
+			ids = append(ids, structured.MakeDeviceID(driver, "n1-h100", fmt.Sprintf("h100-%d", d)))
+		}
+		ledger.Free(ids)
+		placed := 0
+		for _, pod := range members {
+			if ledger.Place([]uint64{1}, pod, node) {
+				placed++
+			}
+		}
+		return placed
+	}
+	assert.Equal(t, 0, place(), "every device allocated")
+	assert.Equal(t, 1, place(3, 5), "a victim's two devices: one member")
+	assert.Equal(t, 2, place(0, 1, 2, 3, 4), "five devices: two members of two")
+	assert.Equal(t, 8, allocated.Len(), "the DRA state is left as it was")
 }
