@@ -11,6 +11,8 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
 
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
 	"github.com/flotilla-sched/flotilla/plugins/state/dra"
@@ -148,4 +150,41 @@ func TestHeldAndReleasedDevices(t *testing.T) {
 		structured.MakeDeviceID(driver, "p", "own"), structured.MakeDeviceID(driver, "p", "first-of-two"),
 		structured.MakeDeviceID(driver, "p", "second-of-two"), structured.MakeDeviceID(driver, "p", "extended"),
 	}, r.ReleasedDevices(p, everyoneLeaves), "a share of a device is left out: the allocator keeps counting it used")
+}
+
+// A claim event frees devices when an allocated claim is deallocated or
+// deleted, and allocates them when a claim not allocated becomes so: the
+// queueing hints wake pods on exactly those.
+func TestClaimEvents(t *testing.T) {
+	pending, allocated := claimOf("c", false, exactly("gpu", 1)), claimOf("c", true, exactly("gpu", 1))
+	relabelled := allocated.DeepCopy()
+	relabelled.Labels = map[string]string{"team": "a"}
+	tests := []struct {
+		name                     string
+		old, new                 interface{}
+		wantFreed, wantAllocated bool
+	}{
+		{"created", nil, pending, false, false},
+		{"created allocated", nil, allocated, false, false},
+		{"allocated", pending, allocated, false, true},
+		{"deallocated", allocated, pending, true, false},
+		{"deleted allocated", allocated, nil, true, false},
+		{"deleted not allocated", pending, nil, false, false},
+		{"an allocated claim's labels change", allocated, relabelled, false, false},
+		{"a claim not allocated changes", pending, pending.DeepCopy(), false, false},
+		{"not a claim", &corev1.Pod{}, allocated, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var oldObj, newObj interface{}
+			if tc.old != nil {
+				oldObj = tc.old
+			}
+			if tc.new != nil {
+				newObj = tc.new
+			}
+			assert.Equal(t, tc.wantFreed, devices.ClaimFreed(oldObj, newObj), "freed")
+			assert.Equal(t, tc.wantAllocated, devices.ClaimAllocated(oldObj, newObj), "allocated")
+		})
+	}
 }

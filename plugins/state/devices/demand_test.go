@@ -9,8 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
@@ -118,6 +121,46 @@ func TestSharedUnallocated(t *testing.T) {
 			} else {
 				assert.Equal(t, int64(1), total["example.com/gpu"], "counted once, for the first pod")
 			}
+		})
+	}
+}
+
+// A pod uses a claim its reference names, the claim its status says was
+// generated from its template, or, before its status says so, a claim it
+// controls; never a claim of another namespace, nor one it merely owns
+// without referring to any claim.
+func TestUses(t *testing.T) {
+	pod := podWithClaims("worker", byClaim("shared", "team-gpus"), byTemplate("own", "one-gpu"))
+	pod.UID = "worker"
+	generated := podWithClaims("worker", byTemplate("own", "one-gpu"))
+	generated.UID = "worker"
+	generated.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "own", ResourceClaimName: ptr.To("worker-own-x7k2")}}
+	noRefs := podWithClaims("leader")
+	noRefs.UID = "leader"
+	controlledBy := func(name string, uid types.UID) *resourceapi.ResourceClaim {
+		c := claimOf(name, false, exactly("gpu", 1))
+		c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: string(uid), UID: uid, Controller: ptr.To(true)}}
+		return c
+	}
+	elsewhere := claimOf("team-gpus", false)
+	elsewhere.Namespace = "other"
+	tests := []struct {
+		name  string
+		pod   *corev1.Pod
+		claim *resourceapi.ResourceClaim
+		want  bool
+	}{
+		{"named by its reference", pod, claimOf("team-gpus", false), true},
+		{"of another namespace", pod, elsewhere, false},
+		{"generated, as its status records", generated, claimOf("worker-own-x7k2", false), true},
+		{"generated, before its status records it: controlled by the pod", pod, controlledBy("worker-own-abcd", "worker"), true},
+		{"controlled by another pod", pod, controlledBy("w1-own-abcd", "w1"), false},
+		{"controlled by a pod that refers to no claim", noRefs, controlledBy("leader-x", "leader"), false},
+		{"another claim", pod, claimOf("other", false), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, devices.Uses(tc.pod, tc.claim))
 		})
 	}
 }

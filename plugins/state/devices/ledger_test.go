@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -202,7 +202,7 @@ func TestLedgerPlacesExtendedResourceRequests(t *testing.T) {
 			members: []*corev1.Pod{asking("w0", 8), asking("w1", 8)}, want: 2, wantNeeds: []bool{true, true}},
 		{name: "a claim of its own and an extended resource take both", node: dra8,
 			members: []*corev1.Pod{asking("w0", 3, byTemplate("gpu", "one")), asking("w1", 3, byTemplate("gpu", "one")), asking("w2", 0, byTemplate("gpu", "one"))},
-			want: 2, wantNeeds: []bool{true, true, true}},
+			want:    2, wantNeeds: []bool{true, true, true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
