@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
 	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 )
@@ -55,6 +56,7 @@ func TestFreeOn(t *testing.T) {
 		{name: "unless the demand tolerates it", slices: []*resourceapi.ResourceSlice{slice("n1", 4, "h100", noSchedule), slice("n1", 2, "a100", nil)}, tolerate: true, node: "n1", keys: []corev1.ResourceName{gpuKey}, want: capacity.Resources{gpuKey: 6}},
 		{name: "a shareable device with a share taken is free: once per pod the node holds", slices: []*resourceapi.ResourceSlice{shareable}, shared: []structured.SharedDeviceID{share}, node: "n1", keys: []corev1.ResourceName{gpuKey}, want: capacity.Resources{gpuKey: 2 * 4}},
 		{name: "a shareable device allocated whole is not", slices: []*resourceapi.ResourceSlice{shareable}, allocated: []structured.DeviceID{structured.MakeDeviceID(driver, "n1-h100", "h100-1")}, shared: []structured.SharedDeviceID{share}, node: "n1", keys: []corev1.ResourceName{gpuKey}, want: capacity.Resources{gpuKey: 4}},
+		{name: "a NoExecute-tainted device is not free either", slices: []*resourceapi.ResourceSlice{slice("n1", 4, "h100", &resourceapi.DeviceTaint{Key: "failing", Effect: resourceapi.DeviceTaintEffectNoExecute})}, node: "n1", keys: []corev1.ResourceName{gpuKey}, want: capacity.Resources{gpuKey: 0}},
 		{name: "a name no class counts is left out", slices: []*resourceapi.ResourceSlice{slice("n1", 8, "h100", nil)}, node: "n1", keys: []corev1.ResourceName{"nvidia.com/gpu"}, want: capacity.Resources{}},
 	}
 	for _, tc := range tests {
@@ -145,5 +147,31 @@ func TestCountOnBySliceNodeSelection(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, tc.total, counts.Total[key], tc.node.Name)
 		assert.Equal(t, tc.sharedTotal, counts.SharedTotal[key], "%s: devices several nodes see", tc.node.Name)
+	}
+}
+
+// What a gang short of devices is told: how many it needs, how many are
+// free, and, when the nodes do not have that many at all (in sum, or on
+// one node for the member needing most), that it waits for more to be
+// published, since no pod ending frees them.
+func TestShortageSays(t *testing.T) {
+	tests := []struct {
+		name  string
+		short devices.Shortage
+		want  string
+	}{
+		{"busy: enough devices exist", devices.Shortage{Class: "gpu", Need: 16, Each: 8, Free: 7, MostFree: 3, Total: 64, MostTotal: 8},
+			"needs 16 devices of class gpu: 7 free, at most 3 on one node"},
+		{"more than the cluster has", devices.Shortage{Class: "gpu", Need: 72, Each: 8, Free: 60, MostFree: 8, Total: 64, MostTotal: 8},
+			"needs 72 devices of class gpu: 60 free, at most 8 on one node; the nodes have 64 in all, at most 8 on one node: it waits until more are published"},
+		{"a member needs more than any node has", devices.Shortage{Class: "a100", Need: 16, Each: 16, Free: 16, MostFree: 8, Total: 16, MostTotal: 8},
+			"needs 16 devices of class a100: 16 free, at most 8 on one node; the nodes have 16 in all, at most 8 on one node: it waits until more are published"},
+		{"exactly what the nodes have is no shortage of devices published", devices.Shortage{Class: "gpu", Need: 64, Each: 8, Free: 0, MostFree: 0, Total: 64, MostTotal: 8},
+			"needs 64 devices of class gpu: 0 free, at most 0 on one node"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.short.String())
+		})
 	}
 }

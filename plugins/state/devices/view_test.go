@@ -2,6 +2,7 @@ package devices_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -10,9 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
 	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 )
@@ -97,4 +101,73 @@ func TestViewClassKeys(t *testing.T) {
 	assert.True(t, view.IsDeviceKey("deviceclass.resource.kubernetes.io/gpu-new"), "a class's implicit name is a key too")
 	assert.Equal(t, []corev1.ResourceName{"deviceclass.resource.kubernetes.io/a100", "example.com/gpu"},
 		view.Keys(capacity.Resources{corev1.ResourceCPU: 4000, "example.com/gpu": 2}, capacity.Resources{"deviceclass.resource.kubernetes.io/a100": 1, "nvidia.com/gpu": 1, "example.com/gpu": 0}))
+}
+
+// A view counts each class under its key and its implicit name; when two
+// classes name one extended resource the older is the key's, as the
+// scheduler's resolver picks; a view made from a failed read says why.
+func TestNewViewIndexesClasses(t *testing.T) {
+	older, newer := class("gpu-old", "example.com/gpu", ""), class("gpu-new", "example.com/gpu", "")
+	older.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	newer.CreationTimestamp = metav1.NewTime(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	a100 := class("a100", "", `device.attributes["gpu.example.com"].model == "a100"`)
+	for _, order := range [][]*resourceapi.DeviceClass{{older, newer, a100}, {newer, older, a100}} {
+		view := devices.NewView(devices.Source{Classes: order})
+		assert.Equal(t, "gpu-old", view.ClassOf("example.com/gpu"), "the older class, in whatever order listed")
+		assert.Equal(t, "gpu-new", view.ClassOf("deviceclass.resource.kubernetes.io/gpu-new"), "each class under its implicit name too")
+		assert.Equal(t, "a100", view.ClassOf("deviceclass.resource.kubernetes.io/a100"))
+		for _, key := range []corev1.ResourceName{"example.com/gpu", "deviceclass.resource.kubernetes.io/a100", "deviceclass.resource.kubernetes.io/gpu-old"} {
+			assert.True(t, view.IsDeviceKey(key), key)
+		}
+		for _, key := range []corev1.ResourceName{"nvidia.com/gpu", corev1.ResourceCPU, "deviceclass.resource.kubernetes.io/tpu"} {
+			assert.False(t, view.IsDeviceKey(key), key)
+		}
+		got, ok := view.ClassNamed("gpu-new")
+		assert.True(t, ok)
+		assert.Same(t, newer, got)
+		_, ok = view.ClassNamed("tpu")
+		assert.False(t, ok)
+		assert.NoError(t, view.Err())
+	}
+	broken := devices.NewView(devices.Source{Err: errors.New("listing DeviceClasses: connection refused")})
+	assert.EqualError(t, broken.Err(), "listing DeviceClasses: connection refused")
+	var none *devices.View
+	assert.NoError(t, none.Err())
+	_, ok := none.ClassNamed("gpu-old")
+	assert.False(t, ok, "a nil view holds no class")
+}
+
+// The claims a view must read for a pod: those its references name, those
+// generated from its templates once its status records them, and the one
+// the scheduler made for its extended resources; and its templates.
+func TestClaimNames(t *testing.T) {
+	withStatus := func(pod *corev1.Pod, statuses ...corev1.PodResourceClaimStatus) *corev1.Pod {
+		pod.Status.ResourceClaimStatuses = statuses
+		return pod
+	}
+	tests := []struct {
+		name                    string
+		pod                     *corev1.Pod
+		wantClaims, wantTemplts []string
+	}{
+		{"no claims", podWithClaims("leader"), nil, nil},
+		{"a claim by name", podWithClaims("w0", byClaim("shared", "team-gpus")), []string{"team-gpus"}, nil},
+		{"a template before its claim is made", podWithClaims("w0", byTemplate("gpu", "one-gpu")), nil, []string{"one-gpu"}},
+		{"a template and its generated claim", withStatus(podWithClaims("w0", byTemplate("gpu", "one-gpu")),
+			corev1.PodResourceClaimStatus{Name: "gpu", ResourceClaimName: ptr.To("w0-gpu-x7k2")}), []string{"w0-gpu-x7k2"}, []string{"one-gpu"}},
+		{"a status for a reference the pod no longer has is not read", withStatus(podWithClaims("w0", byClaim("shared", "team-gpus")),
+			corev1.PodResourceClaimStatus{Name: "gone", ResourceClaimName: ptr.To("w0-gone")}), []string{"team-gpus"}, nil},
+		{"the scheduler's claim for extended resources, last", func() *corev1.Pod {
+			pod := podWithClaims("w0", byClaim("shared", "team-gpus"))
+			pod.Status.ExtendedResourceClaimStatus = &corev1.PodExtendedResourceClaimStatus{ResourceClaimName: "w0-extended-resources-abcd"}
+			return pod
+		}(), []string{"team-gpus", "w0-extended-resources-abcd"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			claims, templates := devices.ClaimNames(tc.pod)
+			assert.Equal(t, tc.wantClaims, claims)
+			assert.Equal(t, tc.wantTemplts, templates)
+		})
+	}
 }
