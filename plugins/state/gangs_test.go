@@ -265,3 +265,111 @@ func TestBackingOff(t *testing.T) {
 		assert.Equal(t, now, locked.Now(), "the store's clock")
 	})
 }
+
+// A gang may start beside the gangs placing now only while each of them
+// follows a plan (what it will take is known) and no other gang waits
+// for their room; the waiter itself may, and once nothing places the
+// waiter is dropped.
+func TestMayStartBeside(t *testing.T) {
+	slot := func(node string) []capacity.PlanSlot {
+		return []capacity.PlanSlot{{Node: node, Members: 1, Held: capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 32 << 30, "nvidia.com/gpu": 8}}}
+	}
+	key := func(name string) GroupKey { return GroupKey{Namespace: "ns", Name: name} }
+	tests := []struct {
+		name  string
+		setup func(a Attempts, gang func(string) *Gang)
+		asks  string
+		want  string
+	}{
+		{"nothing places", func(Attempts, func(string) *Gang) {}, "b", ""},
+		{"a gang places by its plan", func(a Attempts, gang func(string) *Gang) { a.StartPlacing(gang("a"), slot("gpu-1")) }, "b", ""},
+		{"a gang places without a plan", func(a Attempts, gang func(string) *Gang) { a.StartPlacing(gang("a"), nil) }, "b", "gang ns/a is placing off its plan"},
+		{"a gang abandoned its plan", func(a Attempts, gang func(string) *Gang) {
+			a.StartPlacing(gang("a"), slot("gpu-1"))
+			a.AbandonPlan(gang("a"))
+		}, "b", "gang ns/a is placing off its plan"},
+		{"the gang placing off its plan is the one asking", func(a Attempts, gang func(string) *Gang) { a.StartPlacing(gang("a"), nil) }, "a", ""},
+		{"another gang waits for the room", func(a Attempts, gang func(string) *Gang) {
+			a.StartPlacing(gang("a"), slot("gpu-1"))
+			a.WaitForRoom(gang("w"))
+		}, "b", "gang ns/w waits for room first"},
+		{"the waiter asks", func(a Attempts, gang func(string) *Gang) {
+			a.StartPlacing(gang("a"), slot("gpu-1"))
+			a.WaitForRoom(gang("w"))
+		}, "w", ""},
+		{"the waiter no longer waits", func(a Attempts, gang func(string) *Gang) {
+			a.StartPlacing(gang("a"), slot("gpu-1"))
+			a.WaitForRoom(gang("w"))
+			a.NoLongerWaiting(gang("w"))
+		}, "b", ""},
+		{"the waiter starts placing", func(a Attempts, gang func(string) *Gang) {
+			a.StartPlacing(gang("a"), slot("gpu-1"))
+			a.WaitForRoom(gang("w"))
+			a.StartPlacing(gang("w"), slot("gpu-2"))
+		}, "b", ""},
+		{"a waiter while nothing places has no turn to keep", func(a Attempts, gang func(string) *Gang) { a.WaitForRoom(gang("w")) }, "b", ""},
+		{"only the first refused is the waiter", func(a Attempts, gang func(string) *Gang) {
+			a.StartPlacing(gang("a"), slot("gpu-1"))
+			a.WaitForRoom(gang("w"))
+			a.WaitForRoom(gang("x"))
+		}, "x", "gang ns/w waits for room first"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStatic(nil, nil)
+			s.Lock(func(locked *Locked) {
+				tc.setup(locked.Attempts(), func(name string) *Gang { return locked.Gang(key(name)) })
+				assert.Equal(t, tc.want, locked.Attempts().MayStartBeside(locked.Gang(key(tc.asks))))
+			})
+		})
+	}
+}
+
+// Forget drops a gang's accounting only when nothing of it is left to
+// keep: no reserved member, no attempt, no hold on room, no turn as the
+// waiter, no back-off, no gang it blocked and no gated members.
+func TestForgetKeepsWhatIsStillInUse(t *testing.T) {
+	now := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	worker := groupMember("worker", 8000, "", "")
+	tests := []struct {
+		name     string
+		setup    func(locked *Locked, g *Gang)
+		wantKept bool
+	}{
+		{"nothing in use", func(*Locked, *Gang) {}, false},
+		{"a reserved member", func(locked *Locked, g *Gang) { locked.ReserveMember(g, worker, "gpu-1") }, true},
+		{"a member reserved and unreserved", func(locked *Locked, g *Gang) {
+			locked.ReserveMember(g, worker, "gpu-1")
+			locked.UnreserveMember(g, worker.UID)
+		}, false},
+		{"an attempt under way", func(locked *Locked, g *Gang) { locked.Attempts().StartPlacing(g, nil) }, true},
+		{"an attempt finished", func(locked *Locked, g *Gang) {
+			locked.Attempts().StartPlacing(g, nil)
+			locked.Attempts().FinishPlacing(g)
+		}, false},
+		{"the waiter", func(locked *Locked, g *Gang) {
+			locked.Attempts().StartPlacing(locked.Gang(GroupKey{Namespace: "ns", Name: "other"}), nil)
+			locked.Attempts().WaitForRoom(g)
+		}, true},
+		{"backing off", func(locked *Locked, g *Gang) {
+			locked.Attempts().StartPlacing(g, nil)
+			locked.Attempts().FailAttempt(g, "timed out", time.Minute)
+		}, true},
+		{"a gang it blocked", func(locked *Locked, g *Gang) { locked.Block(g, GroupKey{Namespace: "ns", Name: "small"}) }, true},
+		{"gated members", func(locked *Locked, g *Gang) { locked.SetGated(g.Key, true) }, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStatic(nil, nil)
+			s.now = func() time.Time { return now }
+			key := GroupKey{Namespace: "ns", Name: "g"}
+			s.Lock(func(locked *Locked) {
+				g := locked.Gang(key)
+				tc.setup(locked, g)
+				locked.Forget(g)
+				_, kept := s.gangs[key]
+				assert.Equal(t, tc.wantKept, kept)
+			})
+		})
+	}
+}

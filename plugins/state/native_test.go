@@ -180,3 +180,43 @@ func TestNativeGroupsTell(t *testing.T) {
 	assert.NotNil(t, s.Native().Informer())
 	assert.Nil(t, NewStatic(nil, nil).Native().Informer(), "no native groups without the gate")
 }
+
+// The queue labels a native group's members read: the group's own, else
+// its Workload's, for a gang as for a basic group; none for a group that
+// does not exist, a Workload that does not, or a store without native
+// groups (the gate off).
+func TestNativeGroupLabels(t *testing.T) {
+	labelled := func(queue string) func(*nativev1beta1.PodGroup) {
+		return func(pg *nativev1beta1.PodGroup) { pg.Labels = map[string]string{flotillav1alpha1.QueueLabel: queue} }
+	}
+	workload := &nativev1beta1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", Labels: map[string]string{flotillav1alpha1.QueueLabel: "from-workload"}}}
+	groups := []*nativev1beta1.PodGroup{
+		nativeGroup("gang-own", 4, labelled("own"), inWorkload("w")),
+		nativeGroup("gang-of-workload", 4, inWorkload("w")),
+		nativeGroup("basic-own", 0, labelled("own"), inWorkload("w")),
+		nativeGroup("basic-of-workload", 0, inWorkload("w")),
+		nativeGroup("workload-missing", 4, inWorkload("gone")),
+		nativeGroup("no-workload", 0),
+	}
+	s := WithNative(NewStatic(nil, nil), groups, []*nativev1beta1.Workload{workload})
+	tests := []struct {
+		group string
+		want  string
+	}{
+		{"gang-own", "own"},
+		{"gang-of-workload", "from-workload"},
+		{"basic-own", "own"},
+		{"basic-of-workload", "from-workload"},
+		{"workload-missing", ""},
+		{"no-workload", ""},
+		{"missing", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.group, func(t *testing.T) {
+			assert.Equal(t, tc.want, s.GroupLabels(GroupKey{Namespace: "ns", Name: tc.group, Native: true})[flotillav1alpha1.QueueLabel])
+		})
+	}
+	assert.Nil(t, NewStatic(nil, nil).GroupLabels(GroupKey{Namespace: "ns", Name: "gang-own", Native: true}), "no native groups without the gate")
+	assert.Len(t, s.Native().Informer().GetIndexer().List(), len(groups), "the native groups' informer")
+	assert.Nil(t, NewStatic(nil, nil).Native().Informer(), "none without the gate")
+}

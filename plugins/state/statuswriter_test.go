@@ -98,3 +98,27 @@ func TestStatusPatch(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"status": {"running": 3, "waiting": null}}`, string(patch))
 }
+
+// NotifyAfter writes after its own delay, not the writer's interval (a
+// write that waits for the informers); a writer whose context ended
+// writes nothing more.
+func TestStatusWriterNotifyAfterAndStop(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := &recordedWrites{done: make(chan string, 10)}
+	w := NewStatusWriter(ctx, "test-notify-after", time.Hour, r.write, nil)
+	w.Start()
+	w.NotifyAfter("soon", 10*time.Millisecond)
+	w.Notify("late") // an hour's interval: not within this test
+	select {
+	case got := <-r.done:
+		assert.Equal(t, "soon", got)
+	case <-time.After(5 * time.Second):
+		t.Fatal("NotifyAfter's write did not come")
+	}
+	cancel()
+	time.Sleep(50 * time.Millisecond) // the queue shuts down
+	w.NotifyAfter("after-stop", 0)
+	time.Sleep(50 * time.Millisecond)
+	assert.Equal(t, 1, r.count(), "nothing written after the context ended")
+}

@@ -9,15 +9,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 )
 
 // The informers the store makes keep objects without their
@@ -346,4 +350,47 @@ func TestMemberEventsOfFinishedMembers(t *testing.T) {
 	none.succeeded = nil
 	assert.NoError(t, none.MemberEvents().OnSucceeded(func(GroupKey) { t.Error("no informer, no event") }))
 	assert.NoError(t, none.MemberEvents().OnFinished(func(GroupKey) { t.Error("no informer, no event") }))
+}
+
+// What a pod counts for in its queue is its requests with a class asked
+// by its implicit name under the class's key, and the devices its claims
+// ask for, however it asks; without DRA, its requests as written.
+func TestStoreCharge(t *testing.T) {
+	fake := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{devicestest.Class("gpu", "nvidia.com/gpu", "")},
+		Claims: []*resourceapi.ResourceClaim{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "two-gpus"},
+			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
+				{Name: "r", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2}}}}}}}}
+	asking := func(requests capacity.Resources, claim string) *corev1.Pod {
+		pod := sized("w", requests)
+		if claim != "" {
+			pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To(claim)}}
+		}
+		return pod
+	}
+	base := capacity.Resources{corev1.ResourceCPU: 4000, corev1.ResourceMemory: 16 << 30}
+	plus := func(extra capacity.Resources) capacity.Resources {
+		out := base.Clone()
+		out.Add(extra)
+		return out
+	}
+	tests := []struct {
+		name          string
+		pod           *corev1.Pod
+		want, withOut capacity.Resources
+	}{
+		{"a leader without devices", asking(base, ""), base, base},
+		{"a device plugin's GPUs", asking(plus(capacity.Resources{"nvidia.com/gpu": 1}), ""), plus(capacity.Resources{"nvidia.com/gpu": 1}), plus(capacity.Resources{"nvidia.com/gpu": 1})},
+		{"a class by its implicit name", asking(plus(capacity.Resources{"deviceclass.resource.kubernetes.io/gpu": 1}), ""),
+			plus(capacity.Resources{"nvidia.com/gpu": 1}), plus(capacity.Resources{"deviceclass.resource.kubernetes.io/gpu": 1})},
+		{"a claim of two", asking(base, "two-gpus"), plus(capacity.Resources{"nvidia.com/gpu": 2}), base},
+		{"a claim and an extended resource", asking(plus(capacity.Resources{"nvidia.com/gpu": 1}), "two-gpus"),
+			plus(capacity.Resources{"nvidia.com/gpu": 3}), plus(capacity.Resources{"nvidia.com/gpu": 1})},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := WithDevices(NewStatic(nil, nil), dra.NewReader(fake, nil, structured.Features{}))
+			assert.Equal(t, tc.want, s.Charge(tc.pod))
+			assert.Equal(t, tc.withOut, NewStatic(nil, nil).Charge(tc.pod), "without DRA")
+		})
+	}
 }
