@@ -24,7 +24,9 @@ func TestDevicesOfAnAllocation(t *testing.T) {
 		}
 		return r
 	}
-	id := func(device string) structured.DeviceID { return structured.MakeDeviceID("gpu.example.com", "n1", device) }
+	id := func(device string) structured.DeviceID {
+		return structured.MakeDeviceID("gpu.example.com", "n1", device)
+	}
 	admin := func(r *resourceapi.DeviceRequestAllocationResult) { r.AdminAccess = ptr.To(true) }
 	share := func(r *resourceapi.DeviceRequestAllocationResult) {
 		r.ShareID = ptr.To(types.UID("share-1"))

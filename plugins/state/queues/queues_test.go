@@ -215,3 +215,31 @@ func TestRefreshRechargesOnlyPodsWithClaims(t *testing.T) {
 	assert.Equal(t, int64(8<<30+32<<30), q.View().Queues["a"].Pending[corev1.ResourceMemory],
 		"the pod with a claim charged again, the plain one kept as first accounted")
 }
+
+// The queues share every node's allocatable, GPUs and memory as cpu: a
+// node's resize changes the total by the difference, a status heartbeat
+// changes nothing, a delete (also one the watch missed, as a tombstone)
+// takes the node's share away once.
+func TestNodeTotalCountsEveryResource(t *testing.T) {
+	q := staticQueues()
+	gpuNode := func(gpus string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi"), "nvidia.com/gpu": resource.MustParse(gpus)}}}
+	}
+	total := func() capacity.Resources { return q.View().Total }
+	events{q}.onNode(gpuNode("8"))
+	assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 100000 + 64000, corev1.ResourceMemory: 512 << 30, "nvidia.com/gpu": 8}, total())
+	heartbeat := gpuNode("8")
+	heartbeat.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	events{q}.onNode(heartbeat)
+	assert.Equal(t, int64(8), total()["nvidia.com/gpu"], "a heartbeat")
+	events{q}.onNode(gpuNode("6")) // two GPUs failed health checks
+	assert.Equal(t, int64(6), total()["nvidia.com/gpu"])
+	events{q}.onNodeDelete(cache.DeletedFinalStateUnknown{Key: "gpu-1", Obj: gpuNode("6")})
+	assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 100000, corev1.ResourceMemory: 0, "nvidia.com/gpu": 0}, total(), "gone, as a tombstone")
+	events{q}.onNodeDelete(gpuNode("6"))
+	assert.Equal(t, int64(100000), total()[corev1.ResourceCPU], "a second delete takes nothing more")
+	events{q}.onNode("not a node")
+	events{q}.onNodeDelete("not a node")
+	assert.Equal(t, int64(100000), total()[corev1.ResourceCPU])
+}

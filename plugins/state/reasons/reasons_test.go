@@ -24,6 +24,11 @@ func TestIn(t *testing.T) {
 		{name: "a reason's name with a suffix is another word", message: "QueueOverShareX: queue a", want: nil},
 		{name: "a reason's name in lower case is not a reason", message: "queueovershare: queue a", want: nil},
 		{name: "no message", message: "", want: nil},
+		{name: "a gang's whole story in one message, each reason once, in order",
+			message: "WaitingForMembers: 3 of 4. WaitingForClaims: w-0. WaitingForMembers: 3 of 4. InvalidSpec: minMember 0",
+			want:    []Reason{WaitingForMembers, WaitingForClaims, InvalidSpec}},
+		{name: "a reason after punctuation", message: "(QueueCapability: queue a caps nvidia.com/gpu at 8)", want: []Reason{QueueCapability}},
+		{name: "a colon alone", message: ": :", want: nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, In(tc.message))
