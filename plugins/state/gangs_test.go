@@ -373,3 +373,20 @@ func TestForgetKeepsWhatIsStillInUse(t *testing.T) {
 		})
 	}
 }
+
+// SetGated keeps accounting only for a gang it gates: ungating a gang the
+// store does not know creates none, and Gated of an unknown gang is false.
+func TestSetGatedCreatesOnlyGatedGangs(t *testing.T) {
+	s := NewStatic(nil, nil)
+	known, unknown := GroupKey{Namespace: "ns", Name: "known"}, GroupKey{Namespace: "ns", Name: "unknown"}
+	s.Lock(func(locked *Locked) {
+		locked.SetGated(unknown, false)
+		assert.NotContains(t, s.gangs, unknown, "ungating an unknown gang creates none")
+		assert.False(t, locked.Gated(unknown))
+		locked.SetGated(known, true)
+		assert.True(t, locked.Gated(known))
+		locked.SetGated(known, false)
+		assert.Contains(t, s.gangs, known, "ungating a known gang keeps its accounting for Forget to judge")
+		assert.False(t, locked.Gated(known))
+	})
+}

@@ -84,3 +84,15 @@ func TestReasonNamesArePublished(t *testing.T) {
 		assert.Equal(t, string(r)+": queue \"a\": 3 > 2", r.Say("queue %q: %d > %d", "a", 3, 2))
 	}
 }
+
+// Of is the last of the reasons a message gives, for every pair of
+// reasons in either order: what preemption found, said last, is what the
+// pod waits on.
+func TestOfIsTheLastReasonGiven(t *testing.T) {
+	for _, first := range All {
+		for _, last := range All {
+			message := first.Say("first") + ". preemption: " + last.Say("last")
+			assert.Equal(t, last, Of(message), "%s then %s", first, last)
+		}
+	}
+}
