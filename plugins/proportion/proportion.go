@@ -168,8 +168,7 @@ func (p *Proportion) turnsFirst(view *queues.QueueView, turn queues.Turn) ([]que
 	reserved := capacity.Resources{}
 	var first []queues.Turn
 	for _, t := range ahead {
-		with := reserved.Clone()
-		with.Add(t.Request)
+		with := reserved.Plus(t.Request)
 		if _, reason := view.Refuses(turn.Queue, with, nil); reason == "" {
 			reserved, first = with, append(first, t)
 		}

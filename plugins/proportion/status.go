@@ -141,8 +141,7 @@ func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 	gauged := map[[2]string]bool{}
 	var failed error
 	for name, info := range view.Queues {
-		requested := info.Allocated.Clone()
-		requested.Add(info.Pending)
+		requested := info.Allocated.Plus(info.Pending)
 		setGauges(gauged, name, info, requested, running[name], pending[name])
 		setUsageGauges(gauged, name, usage[name])
 		if !info.Exists {

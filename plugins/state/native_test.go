@@ -2,14 +2,12 @@ package state
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	nativev1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -221,34 +219,4 @@ func TestNativeGroupLabels(t *testing.T) {
 	assert.Nil(t, NewStatic(nil, nil).GroupLabels(GroupKey{Namespace: "ns", Name: "gang-own", Native: true}), "no native groups without the gate")
 	assert.Len(t, s.Native().Informer().GetIndexer().List(), len(groups), "the native groups' informer")
 	assert.Nil(t, NewStatic(nil, nil).Native().Informer(), "none without the gate")
-}
-
-// A native group's queue-sort time is its PodGroup's creation, pinned at
-// first sight; its deletion drops its projection at once and its pinned
-// time once no member is left to be queued, so a group made again under
-// the same name is read afresh.
-func TestForgetNativeGroup(t *testing.T) {
-	created := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
-	whole := nativeGroup("whole", 2, func(pg *nativev1beta1.PodGroup) { pg.CreationTimestamp = metav1.NewTime(created) })
-	leader := groupMember("leader", 2000, "", "")
-	leader.Labels = nil
-	leader.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("whole")}
-	s := WithNative(NewStatic(nil, []*corev1.Pod{leader}), []*nativev1beta1.PodGroup{whole}, nil)
-	key := GroupKey{Namespace: "ns", Name: "whole", Native: true}
-	require.Equal(t, created, s.GroupTime(key, time.Time{}))
-	require.Equal(t, int32(2), s.PodGroup(key).Spec.MinMember)
-	require.Len(t, s.native.projected, 1)
-
-	tracker{s}.forgetNativeGroup(cache.DeletedFinalStateUnknown{Key: "ns/whole", Obj: whole})
-	assert.Empty(t, s.native.projected, "the projection is dropped")
-	fallback := created.Add(time.Hour)
-	assert.Equal(t, created, s.GroupTime(key, fallback), "a member is still queued: its sort key stays")
-
-	require.NoError(t, s.pods.GetIndexer().Delete(leader))
-	tracker{s}.forgetNativeGroup(whole)
-	s.groupTimesMu.Lock()
-	_, pinned := s.groupTimes[key]
-	s.groupTimesMu.Unlock()
-	assert.False(t, pinned, "no member left: the pinned time is dropped")
-	tracker{s}.forgetNativeGroup("not a group")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	nativev1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -264,36 +265,64 @@ func TestGroupOfObject(t *testing.T) {
 	}
 }
 
-// A deleted PodGroup's parsed roles are dropped at once (a PodGroup of the
-// same name is parsed afresh), its pinned queue-sort time only once none
-// of its members is left to be queued.
+// A deleted group's parsed state (a PodGroup's roles, a native group's
+// projection) is dropped at once, so a group made again under the same
+// name is read afresh; its pinned queue-sort time only once none of its
+// members is left to be queued. For both kinds of group, each deleted as
+// a tombstone and as itself.
 func TestForgetGroupOnceItsMembersAreGone(t *testing.T) {
 	created := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
-	pg := leaderAndWorkers()
-	pg.CreationTimestamp = metav1.NewTime(created)
-	leader := roleMember("leader", "leader", "")
-	s := NewStatic([]*schedv1alpha1.PodGroup{pg}, []*corev1.Pod{leader})
-	key := GroupKey{Namespace: "ns", Name: "train"}
-	roles, err := s.RolesOf(pg)
-	require.NoError(t, err)
-	require.Len(t, roles.List(), 2)
-	require.Equal(t, created, s.GroupTime(key, time.Time{}))
+	type kind struct {
+		store  *Store
+		key    GroupKey
+		member *corev1.Pod
+		group  runtime.Object
+		forget func(obj interface{})
+		parsed func() int // what the store parsed of the group
+	}
+	scheduled := func() kind {
+		pg := leaderAndWorkers()
+		pg.CreationTimestamp = metav1.NewTime(created)
+		leader := roleMember("leader", "leader", "")
+		s := NewStatic([]*schedv1alpha1.PodGroup{pg}, []*corev1.Pod{leader})
+		roles, err := s.RolesOf(pg)
+		require.NoError(t, err)
+		require.Len(t, roles.List(), 2)
+		return kind{s, GroupKey{Namespace: "ns", Name: "train"}, leader, pg, func(obj interface{}) {
+			require.NoError(t, s.podGroups.GetIndexer().Delete(pg))
+			tracker{s}.forgetGroup(obj)
+		}, func() int { return len(s.roles.parsed) }}
+	}
+	native := func() kind {
+		whole := nativeGroup("whole", 2, func(pg *nativev1beta1.PodGroup) { pg.CreationTimestamp = metav1.NewTime(created) })
+		leader := groupMember("leader", 2000, "", "")
+		leader.Labels = nil
+		leader.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("whole")}
+		s := WithNative(NewStatic(nil, []*corev1.Pod{leader}), []*nativev1beta1.PodGroup{whole}, nil)
+		key := GroupKey{Namespace: "ns", Name: "whole", Native: true}
+		require.Equal(t, int32(2), s.PodGroup(key).Spec.MinMember)
+		return kind{s, key, leader, whole, tracker{s}.forgetNativeGroup, func() int { return len(s.native.projected) }}
+	}
+	for name, build := range map[string]func() kind{"a scheduler-plugins PodGroup": scheduled, "a native PodGroup": native} {
+		t.Run(name, func(t *testing.T) {
+			k := build()
+			s := k.store
+			require.Equal(t, created, s.GroupTime(k.key, time.Time{}))
+			require.Equal(t, 1, k.parsed())
+			k.forget(cache.DeletedFinalStateUnknown{Key: k.key.Namespace + "/" + k.key.Name, Obj: k.group})
+			assert.Zero(t, k.parsed(), "what was parsed of it is dropped")
+			fallback := created.Add(time.Hour)
+			assert.Equal(t, created, s.GroupTime(k.key, fallback), "a member is still queued: its sort key stays")
 
-	require.NoError(t, s.podGroups.GetIndexer().Delete(pg))
-	tracker{s}.forgetGroup(cache.DeletedFinalStateUnknown{Key: "ns/train", Obj: pg})
-	assert.Empty(t, s.roles.parsed, "the parsed roles are dropped")
-	fallback := created.Add(time.Hour)
-	assert.Equal(t, created, s.GroupTime(key, fallback), "a member is still queued: its sort key stays")
-
-	require.NoError(t, s.pods.GetIndexer().Delete(leader))
-	tracker{s}.forgetGroup(pg)
-	assert.Equal(t, fallback, s.GroupTime(key, fallback), "no member left: the pinned time is dropped")
-	tracker{s}.forgetGroup("not a PodGroup")
-
-	recreated := pg.DeepCopy()
-	recreated.CreationTimestamp = metav1.NewTime(fallback)
-	require.NoError(t, s.podGroups.GetIndexer().Add(recreated))
-	assert.Equal(t, fallback, s.GroupTime(key, time.Time{}), "a PodGroup of the same name is pinned afresh")
+			require.NoError(t, s.pods.GetIndexer().Delete(k.member))
+			k.forget(k.group)
+			s.groupTimesMu.Lock()
+			_, pinned := s.groupTimes[k.key]
+			s.groupTimesMu.Unlock()
+			assert.False(t, pinned, "no member left: the pinned time is dropped")
+			k.forget("not a group")
+		})
+	}
 }
 
 // OnSucceeded tells of every member the succeeded members' informer
@@ -368,11 +397,7 @@ func TestStoreCharge(t *testing.T) {
 		return pod
 	}
 	base := capacity.Resources{corev1.ResourceCPU: 4000, corev1.ResourceMemory: 16 << 30}
-	plus := func(extra capacity.Resources) capacity.Resources {
-		out := base.Clone()
-		out.Add(extra)
-		return out
-	}
+	plus := base.Plus
 	tests := []struct {
 		name          string
 		pod           *corev1.Pod
@@ -393,4 +418,13 @@ func TestStoreCharge(t *testing.T) {
 			assert.Equal(t, tc.withOut, NewStatic(nil, nil).Charge(tc.pod), "without DRA")
 		})
 	}
+}
+
+// A group's key reads as messages name it, namespace/name, a native
+// group's marked as such: it keys the index by group too, so a native
+// group and a scheduler-plugins one of the same name never share members.
+func TestGroupKeyString(t *testing.T) {
+	assert.Equal(t, "team/train", GroupKey{Namespace: "team", Name: "train"}.String())
+	assert.Equal(t, "team/train ("+NativeSource+")", GroupKey{Namespace: "team", Name: "train", Native: true}.String())
+	assert.NotEqual(t, GroupKey{Namespace: "team", Name: "train"}.String(), GroupKey{Namespace: "team", Name: "train", Native: true}.String())
 }

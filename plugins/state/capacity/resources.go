@@ -45,6 +45,13 @@ func (r Resources) Sub(o Resources) {
 	}
 }
 
+// Plus is a copy of r with o added; r is left as it was.
+func (r Resources) Plus(o Resources) Resources {
+	sum := r.Clone()
+	sum.Add(o)
+	return sum
+}
+
 // Clone copies r.
 func (r Resources) Clone() Resources {
 	c := make(Resources, len(r))

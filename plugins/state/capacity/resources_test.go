@@ -42,6 +42,9 @@ func TestResourcesArithmetic(t *testing.T) {
 	r.Sub(Resources{gpu: 2})
 	assert.True(t, r.Equal(Resources{corev1.ResourceCPU: 3000, gpu: 0}))
 	assert.False(t, r.Equal(Resources{corev1.ResourceCPU: 3000}), "an explicit zero is not an absent resource")
+	sum := r.Plus(Resources{corev1.ResourceMemory: 8 << 30})
+	assert.Equal(t, Resources{corev1.ResourceCPU: 3000, gpu: 0, corev1.ResourceMemory: 8 << 30}, sum)
+	assert.NotContains(t, r, corev1.ResourceMemory, "Plus leaves r as it was")
 	c := r.Clone()
 	c[corev1.ResourceCPU] = 1
 	assert.Equal(t, int64(3000), r[corev1.ResourceCPU])
@@ -62,6 +65,8 @@ func TestFits(t *testing.T) {
 		{"one GPU too many", Resources{corev1.ResourceCPU: 1000, gpu: 5}, false},
 		{"a resource the node lacks", Resources{"example.com/fpga": 1}, false},
 		{"nothing asked still takes a slot", Resources{}, true},
+		{"none asked of a resource the node lacks", Resources{corev1.ResourceCPU: 1000, "example.com/fpga": 0}, true},
+		{"exactly what is left", Resources{corev1.ResourceCPU: 2000, corev1.ResourceMemory: 32 << 30, gpu: 4}, true},
 	} {
 		free := FreeOf(node)
 		assert.Equal(t, tc.want, tc.r.FitsOn(node), "%s on the node", tc.name)

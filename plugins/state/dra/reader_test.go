@@ -189,11 +189,7 @@ func TestRequestsByImplicitName(t *testing.T) {
 		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: requests.List()}}}}}
 	}
 	base := capacity.Resources{corev1.ResourceCPU: 4000, corev1.ResourceMemory: 16 << 30}
-	with := func(extra capacity.Resources) capacity.Resources {
-		out := base.Clone()
-		out.Add(extra)
-		return out
-	}
+	with := base.Plus
 	tests := []struct {
 		name string
 		pod  *corev1.Pod
