@@ -58,6 +58,21 @@ type GangArgs struct {
 	// an attempt while this many members of gangs are placed and not yet
 	// bound (waiting in Permit for their siblings, or binding). 0: no limit.
 	MaxMembersInFlight int64
+	// Reservation holds room for a gang that cannot be placed now.
+	Reservation ReservationArgs
+}
+
+// ReservationArgs configures how gangs hold room (plugins/state/reservations).
+type ReservationArgs struct {
+	// MaxGangs is how many gangs may hold room at once; 0 turns
+	// reservation off.
+	MaxGangs int32
+	// AfterSeconds is how long a gang waits, from its PodGroup's creation,
+	// before it holds room.
+	AfterSeconds int64
+	// MaxClusterPercent is the most of the cluster's allocatable, of any
+	// resource, that one reservation may hold.
+	MaxClusterPercent int32
 }
 
 // ProportionArgs configures the Proportion plugin.

@@ -144,7 +144,8 @@ func TestShippedConfigurations(t *testing.T) {
 			require.NotNil(t, args)
 			require.NotNil(t, gangArgs)
 			assert.Equal(t, &config.GangArgs{PermitWaitingTimeSeconds: 60, BackoffSeconds: 10, MaxMembersInFlight: 96,
-				TopologyLevels: []string{"topology.kubernetes.io/zone", "nvidia.com/gpu.clique", "kubernetes.io/hostname"}}, gangArgs)
+				TopologyLevels: []string{"topology.kubernetes.io/zone", "nvidia.com/gpu.clique", "kubernetes.io/hostname"},
+				Reservation:    config.ReservationArgs{MaxGangs: 1, AfterSeconds: 10, MaxClusterPercent: 80}}, gangArgs)
 			assert.Equal(t, wantBinpackArgs.Resources, args.Resources)
 			assert.Equal(t, wantBinpackArgs.ScarceResources, args.ScarceResources)
 
@@ -280,6 +281,26 @@ func TestBadPluginArgsRefusedAtStartup(t *testing.T) {
 		"gang negative members in flight": {
 			config:    gangArgsConfig("      maxMembersInFlight: -1\n"),
 			wantError: []string{"args.maxMembersInFlight", "must be in the range 0-100000"},
+		},
+		"reservation negative gangs": {
+			config:    gangArgsConfig("      reservation: {maxGangs: -1}\n"),
+			wantError: []string{"args.reservation.maxGangs", "must be in the range 0-100"},
+		},
+		"reservation waits a negative time": {
+			config:    gangArgsConfig("      reservation: {afterSeconds: -10}\n"),
+			wantError: []string{"args.reservation.afterSeconds", "must be in the range 0-3600"},
+		},
+		"reservation holds more than the cluster": {
+			config:    gangArgsConfig("      reservation: {maxClusterPercent: 150}\n"),
+			wantError: []string{"args.reservation.maxClusterPercent", "must be in the range 1-100"},
+		},
+		"reservation holds nothing": {
+			config:    gangArgsConfig("      reservation: {maxClusterPercent: 0}\n"),
+			wantError: []string{"args.reservation.maxClusterPercent"},
+		},
+		"reservation unknown field": {
+			config:    gangArgsConfig("      reservation: {maxGang: 2}\n"),
+			wantError: []string{"plugin Gang", `unknown field "reservation.maxGang"`},
 		},
 		"gang topology level not a label key": {
 			config:    gangArgsConfig("      topologyLevels: [topology.kubernetes.io/zone, 'not a label']\n"),

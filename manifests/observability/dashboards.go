@@ -206,6 +206,10 @@ func gangsDashboard() *dashboard.DashboardBuilder {
 			"s", 12,
 			query{quantile(0.99, "flotilla_gang_quorum_check_seconds_bucket", ""), "p99"},
 			query{fmt.Sprintf(`sum(rate(flotilla_gang_quorum_checks_overtaken_total{%s}[%s]))`, job, interval), "checks made again/s"})).
+		WithPanel(graph("Reservations", "Gangs holding room for their quorum until running pods end (reservation), and how long a reservation lasted, from its first plan to its quorum placed: a reservation that lasts keeps idle room from smaller work.",
+			"short", 12,
+			query{fmt.Sprintf(`max(flotilla_gang_reservations{%s})`, job), "gangs holding room"},
+			query{quantile(0.9, "flotilla_gang_reservation_seconds_bucket", ""), "p90 held (s)"})).
 		WithPanel(graph("PodGroups by phase", "Every PodGroup of the cluster by the phase flotilla wrote (none yet counts as Pending).",
 			"short", 16, query{fmt.Sprintf(`max by (phase) (flotilla_podgroups{%s})`, job), "{{phase}}"}).
 			Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal))).

@@ -45,12 +45,16 @@ type Gang struct {
 	duringQuorumCheck func()
 	// hints are the plugin's queueing hints (hints.go).
 	hints *queueingHints
+	// reserve holds room for gangs that do not fit now (reservation.go);
+	// nil when reservation is off.
+	reserve *reserver
 }
 
 var (
 	_ fwk.QueueSortPlugin   = &Gang{}
 	_ fwk.PreEnqueuePlugin  = &Gang{}
 	_ fwk.PreFilterPlugin   = &Gang{}
+	_ fwk.FilterPlugin      = &Gang{}
 	_ fwk.PostFilterPlugin  = &Gang{}
 	_ fwk.ReservePlugin     = &Gang{}
 	_ fwk.PermitPlugin      = &Gang{}
@@ -78,6 +82,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		nominatesWaitingPods: utilfeature.DefaultFeatureGate.Enabled(features.NominatedNodeNameForExpectation),
 	}
 	g.hints = &queueingHints{store: store}
+	if g.reserve, err = newReserver(store, h, args.Reservation); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
 	if g.shared, err = sharedFor(ctx, store, h, g.permitWait, int(args.MaxMembersInFlight)); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}

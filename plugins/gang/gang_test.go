@@ -180,7 +180,7 @@ func TestQuorumCountsSucceededMembers(t *testing.T) {
 				gang := locked.Gang(key)
 				count := locked.Quorum(gang, pg)
 				quorum, surplus = count.Counted(), count.Reached()
-				out := g.quorumDoesNotFit(context.Background(), pg, readPlanInputs(locked, gang, pg, nil), false, roomy, nil)
+				out := g.quorumDoesNotFit(context.Background(), pg, readPlanInputs(locked, gang, pg, nil, 0), false, roomy, nil)
 				reason, plan = out.reason, out.plan
 			})
 			planned := 0

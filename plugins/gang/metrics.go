@@ -83,6 +83,21 @@ var (
 		Help:           "Gang quorum checks whose verdict was dropped because the gangs' accounting changed while they ran.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	// reservationsHeld and reservationSeconds show the room held for
+	// gangs that do not fit now (reservation.go): how many gangs hold
+	// room, and how long a reservation lasted, from its first plan to its
+	// end (the quorum placed, the gang deleted or no longer admitted).
+	reservationsHeld = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "flotilla", Name: "gang_reservations",
+		Help:           "Gangs holding room for their quorum until running pods end.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	reservationSeconds = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace: "flotilla", Name: "gang_reservation_seconds",
+		Help:           "Time a gang held room, from its reservation to its quorum placed (or the gang deleted or no longer admitted).",
+		Buckets:        metrics.ExponentialBuckets(0.5, 2, 14),
+		StabilityLevel: metrics.ALPHA,
+	})
 	gangLongestWait = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace: "flotilla", Name: "gang_longest_wait_timeouts",
 		Help:           "The longest wait of a gang with all its members but not its quorum bound, from its oldest unbound member's creation, in multiples of that gang's schedule timeout.",
@@ -101,7 +116,7 @@ const (
 // registerMetrics registers the plugin's metrics with the scheduler's
 // registry, once however many profiles build the plugin.
 var registerMetrics = sync.OnceFunc(func() {
-	legacyregistry.MustRegister(gangWaitSeconds, gangRejections, podGroupStatusWrites, podGroupMemberLists, podGroupWaitingWrites, podGroupsByPhase, gangLongestWait, gangMembersInFlight, gangsPaced, quorumCheckSeconds, quorumChecksOvertaken)
+	legacyregistry.MustRegister(gangWaitSeconds, gangRejections, podGroupStatusWrites, podGroupMemberLists, podGroupWaitingWrites, podGroupsByPhase, gangLongestWait, gangMembersInFlight, gangsPaced, quorumCheckSeconds, quorumChecksOvertaken, reservationsHeld, reservationSeconds)
 	// Every reason's series exists from the start, at 0: a rate over a
 	// series that appears with its first increment misses that increment.
 	for _, reason := range []string{reasonDoesNotFit, reasonMemberUnplaceable, reasonLostPlace, reasonTimedOut} {

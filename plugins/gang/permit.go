@@ -62,6 +62,7 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("gang %s has %d of %d members placed or succeeded%s", key, count.Counted(), pg.Spec.MinMember, rolesShort(count))), scheduleTimeout(pg, g.permitWait)
 	}
 	klog.FromContext(ctx).V(4).Info("Gang quorum placed", "gang", key.String(), "placed", count.Placed, "succeeded", count.Succeeded)
+	g.reserve.release(g, pg, key, "its quorum is placed")
 	g.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		if k, ok := state.GroupOf(wp.GetPod()); ok && k == key {
 			wp.Allow(Name)

@@ -40,11 +40,15 @@ type planInputs struct {
 	// placing: other gangs are placing, so a check beside them and a
 	// check alone may differ.
 	placing bool
+	// priority is the gang's (its members'): the reservations of gangs of
+	// lower priority do not keep room from it.
+	priority int32
 }
 
 // readPlanInputs copies what gang's quorum check reads, under the lock.
-func readPlanInputs(locked *state.Locked, gang *state.Gang, pg *schedv1alpha1.PodGroup, topo *topology) *planInputs {
+func readPlanInputs(locked *state.Locked, gang *state.Gang, pg *schedv1alpha1.PodGroup, topo *topology, priority int32) *planInputs {
 	in := &planInputs{
+		priority: priority,
 		key:      gang.Key,
 		version:  locked.Version(),
 		choice:   locked.QuorumChoice(gang, pg, nil),

@@ -44,7 +44,7 @@ func TestQuorumCheckIsPlacementAware(t *testing.T) {
 	var plan []capacity.PlanSlot
 	check := func(nodes []fwk.NodeInfo) (reason string) {
 		g.store.Lock(func(locked *state.Locked) {
-			out := g.quorumDoesNotFit(context.Background(), pg, readPlanInputs(locked, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), pg, nil), false, nodes, nil)
+			out := g.quorumDoesNotFit(context.Background(), pg, readPlanInputs(locked, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), pg, nil, 0), false, nodes, nil)
 			reason, plan = out.reason, out.plan
 		})
 		return reason
@@ -178,7 +178,7 @@ func TestQuorumCheckCountsDRADevices(t *testing.T) {
 			var reason string
 			var plan []capacity.PlanSlot
 			store.Lock(func(locked *state.Locked) {
-				out := g.quorumDoesNotFit(context.Background(), pg, readPlanInputs(locked, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), pg, nil), false, nodes, nil)
+				out := g.quorumDoesNotFit(context.Background(), pg, readPlanInputs(locked, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), pg, nil, 0), false, nodes, nil)
 				reason, plan = out.reason, out.plan
 			})
 			if tc.wantReason != "" {
@@ -254,7 +254,7 @@ func TestQuorumCheckHandsOtherPlansToTheAllocator(t *testing.T) {
 						[]capacity.PlanSlot{{Node: "a", Members: 1, Held: held, Took: []int{0}, Pods: []*corev1.Pod{heldMember}}})
 				}
 				gang := locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"})
-				reason = g.quorumDoesNotFit(context.Background(), groups[1], readPlanInputs(locked, gang, groups[1], nil), true, nodes, nil).reason
+				reason = g.quorumDoesNotFit(context.Background(), groups[1], readPlanInputs(locked, gang, groups[1], nil, 0), true, nodes, nil).reason
 			})
 			if tc.wantReason == "" {
 				assert.Empty(t, reason)

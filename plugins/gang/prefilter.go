@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -48,7 +49,9 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	}
 	if _, err := cycle.Read(state.QueueRefusedKey); err == nil {
 		// Its queue refused it (Proportion runs first and says why): an
-		// attempt could only fail, and back off.
+		// attempt could only fail, and back off; a gang its queue no
+		// longer admits holds no room.
+		g.reserve.release(g, pg, key, "its queue no longer admits it")
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 
@@ -64,12 +67,14 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	// under it (planInputs); its verdict is applied, under the lock, only
 	// if nothing it read changed meanwhile, else it is made again.
 	var fits *quorumFits
-	overtaken := false
+	var checked *planInputs
+	overtaken, quorumReached := false, false
 	for checks := 0; ; checks++ {
 		var inputs *planInputs
 		g.store.Lock(func(locked *state.Locked) {
 			gang := locked.Gang(key)
 			view := gangView{key: key, quorumReached: locked.Quorum(gang, pg).Reached(), attempting: gang.Attempting(), preempts: preempts}
+			quorumReached = view.quorumReached
 			var others []*state.Gang
 			if !view.quorumReached && !view.attempting {
 				unblocked = append(unblocked, g.finishStale(locked, gang)...)
@@ -91,7 +96,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 					quorumChecksOvertaken.Inc()
 				}
 				if checks < maxQuorumChecks {
-					inputs = readPlanInputs(locked, gang, pg, topo)
+					inputs = readPlanInputs(locked, gang, pg, topo, corev1helpers.PodPriority(pod))
 					return
 				}
 				overtaken = true
@@ -147,7 +152,11 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 		if inputs == nil {
 			break
 		}
+		checked = inputs
 		fits = g.checkQuorum(ctx, pg, inputs, nodes, topo)
+	}
+	if quorumReached {
+		g.reserve.release(g, pg, key, "its quorum is placed")
 	}
 	if overtaken {
 		g.shared.activateAfterBackoff(logger, key, time.Second)
@@ -175,6 +184,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 		if doesNotFitNow {
 			gangRejections.WithLabelValues(reasonDoesNotFit).Inc()
 			g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeWarning, "GangDoesNotFit", "Scheduling", "%s", status.Message())
+			g.reserve.holdRoom(ctx, g, pg, key, pod, checked, nodes, topo)
 		}
 		g.shared.status.Enqueue(key)
 		return nil, status
@@ -330,6 +340,15 @@ func (g *Gang) activateSiblings(ctx context.Context, pod *corev1.Pod, key state.
 // placing gangs' plans hold. It returns why the quorum cannot be placed,
 // or "" and the attempt's plan.
 func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup, in *planInputs, besidePlacing bool, nodes []fwk.NodeInfo, topo *topology) fitOutcome {
+	snap, gang := g.plannerInputs(ctx, pg, in, besidePlacing, nodes, topo)
+	plan := planner.Place(ctx, snap, gang)
+	return fitOutcome{reason: plan.Reason, plan: plan.Slots, domain: plan.Domain, roleDomains: plan.RoleDomains}
+}
+
+// plannerInputs are the snapshot and the gang a quorum check plans: the
+// nodes less what other gangs' reservations keep from it and, beside
+// the placing gangs, what their plans hold.
+func (g *Gang) plannerInputs(ctx context.Context, pg *schedv1alpha1.PodGroup, in *planInputs, besidePlacing bool, nodes []fwk.NodeInfo, topo *topology) (planner.Snapshot, planner.Gang) {
 	choice := in.choice
 	snap := planner.Snapshot{Nodes: nodes}
 	read := append(append([]*corev1.Pod{}, choice.Required...), choice.Candidates...)
@@ -339,11 +358,11 @@ func (g *Gang) quorumDoesNotFit(ctx context.Context, pg *schedv1alpha1.PodGroup,
 			read = append(read, pods...)
 		}
 	}
+	snap.Held = g.reserve.heldBeside(in.key, in.priority, nodes, snap.Held)
 	snap.Devices = g.store.Devices().View(ctx, read)
-	plan := planner.Place(ctx, snap, planner.Gang{
+	return snap, planner.Gang{
 		Name: in.key.String(), MinMember: pg.Spec.MinMember, MinResources: pg.Spec.MinResources,
 		Quorum:   planner.Quorum{Required: choice.Required, Candidates: choice.Candidates, Extra: choice.Extra, Short: choice.Short},
 		Topology: topo, PlacedOn: in.placedOn, PlacedByRole: in.placedByRole, Progress: in.progress,
-	})
-	return fitOutcome{reason: plan.Reason, plan: plan.Slots, domain: plan.Domain, roleDomains: plan.RoleDomains}
+	}
 }

@@ -295,7 +295,7 @@ func quorumCheckOf(t *testing.T, pg *schedv1alpha1.PodGroup, pods []*corev1.Pod,
 	require.Empty(t, bad)
 	var out fitOutcome
 	g.store.Lock(func(locked *state.Locked) {
-		out = g.quorumDoesNotFit(context.Background(), pg, readPlanInputs(locked, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), pg, topo), false, nodes, topo)
+		out = g.quorumDoesNotFit(context.Background(), pg, readPlanInputs(locked, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), pg, topo, 0), false, nodes, topo)
 	})
 	return out
 }

@@ -152,7 +152,7 @@ func TestDomainChoice(t *testing.T) {
 			var plan []capacity.PlanSlot
 			var confine []string
 			g.store.Lock(func(locked *state.Locked) {
-				out := g.quorumDoesNotFit(context.Background(), pg, readPlanInputs(locked, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), pg, topo), false, nodes, topo)
+				out := g.quorumDoesNotFit(context.Background(), pg, readPlanInputs(locked, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), pg, topo, 0), false, nodes, topo)
 				reason, plan, confine = out.reason, out.plan, out.domain
 			})
 			if tt.wantReason != "" {
@@ -253,7 +253,7 @@ func TestDomainChoiceWeighsDevices(t *testing.T) {
 	var reason string
 	var confine []string
 	store.Lock(func(locked *state.Locked) {
-		out := g.quorumDoesNotFit(context.Background(), pg, readPlanInputs(locked, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), pg, topo), false, nodes, topo)
+		out := g.quorumDoesNotFit(context.Background(), pg, readPlanInputs(locked, locked.Gang(state.GroupKey{Namespace: "ns", Name: "g"}), pg, topo, 0), false, nodes, topo)
 		reason, confine = out.reason, out.domain
 	})
 	require.Empty(t, reason)

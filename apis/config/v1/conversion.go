@@ -43,6 +43,9 @@ func addConversionFuncs(s *runtime.Scheme) error {
 		out.BackoffSeconds = ptr.Deref(in.BackoffSeconds, 0)
 		out.MaxMembersInFlight = ptr.Deref(in.MaxMembersInFlight, 0)
 		out.TopologyLevels = append([]string(nil), in.TopologyLevels...)
+		if r := in.Reservation; r != nil {
+			out.Reservation = config.ReservationArgs{MaxGangs: ptr.Deref(r.MaxGangs, 0), AfterSeconds: ptr.Deref(r.AfterSeconds, 0), MaxClusterPercent: ptr.Deref(r.MaxClusterPercent, 0)}
+		}
 		return nil
 	}); err != nil {
 		return err
@@ -53,6 +56,8 @@ func addConversionFuncs(s *runtime.Scheme) error {
 		out.BackoffSeconds = ptr.To(in.BackoffSeconds)
 		out.MaxMembersInFlight = ptr.To(in.MaxMembersInFlight)
 		out.TopologyLevels = append([]string(nil), in.TopologyLevels...)
+		out.Reservation = &ReservationArgs{MaxGangs: ptr.To(in.Reservation.MaxGangs), AfterSeconds: ptr.To(in.Reservation.AfterSeconds),
+			MaxClusterPercent: ptr.To(in.Reservation.MaxClusterPercent)}
 		return nil
 	}); err != nil {
 		return err

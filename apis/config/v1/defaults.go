@@ -68,7 +68,28 @@ func SetDefaults_GangArgs(obj *GangArgs) {
 	if obj.MaxMembersInFlight == nil {
 		obj.MaxMembersInFlight = ptr.To(DefaultMaxMembersInFlight)
 	}
+	if obj.Reservation == nil {
+		obj.Reservation = &ReservationArgs{}
+	}
+	if obj.Reservation.MaxGangs == nil {
+		obj.Reservation.MaxGangs = ptr.To(DefaultReservationMaxGangs)
+	}
+	if obj.Reservation.AfterSeconds == nil {
+		obj.Reservation.AfterSeconds = ptr.To(DefaultReservationAfterSeconds)
+	}
+	if obj.Reservation.MaxClusterPercent == nil {
+		obj.Reservation.MaxClusterPercent = ptr.To(DefaultReservationMaxClusterPercent)
+	}
 }
+
+// Reservation defaults: one gang holds room at a time (EASY backfill), once
+// it has waited as long as a gang back-off, for at most 80% of any
+// resource, so that a reservation never stops the rest of the cluster.
+const (
+	DefaultReservationMaxGangs          int32 = 1
+	DefaultReservationAfterSeconds      int64 = 10
+	DefaultReservationMaxClusterPercent int32 = 80
+)
 
 // DefaultQueueName is the queue of pods that name none.
 const DefaultQueueName = "default"

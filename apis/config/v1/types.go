@@ -76,6 +76,27 @@ type GangArgs struct {
 	// apiserver takes the bindings and claim writes. Default 96; 0 turns
 	// the limit off.
 	MaxMembersInFlight *int64 `json:"maxMembersInFlight,omitempty"`
+	// Reservation holds room for a gang its queue admits that cannot be
+	// placed now: on the nodes where its quorum will fit soonest, freed
+	// room stays free for it, so a stream of smaller work cannot keep it
+	// waiting for ever (see plugins/gang/doc.go).
+	Reservation *ReservationArgs `json:"reservation,omitempty"`
+}
+
+// ReservationArgs configures how gangs hold room.
+type ReservationArgs struct {
+	// MaxGangs is how many gangs may hold room at once, the first to
+	// reserve first. Default 1 (EASY backfill: the first gang waiting is
+	// never delayed); 0 turns reservation off.
+	MaxGangs *int32 `json:"maxGangs,omitempty"`
+	// AfterSeconds is how long a gang waits, from its PodGroup's
+	// creation, before it holds room: a gang that fits within it holds
+	// nothing. Default 10.
+	AfterSeconds *int64 `json:"afterSeconds,omitempty"`
+	// MaxClusterPercent is the most of the cluster's allocatable, of any
+	// resource, one reservation may hold; a gang that would hold more
+	// holds nothing and says so. Default 80; 1 to 100.
+	MaxClusterPercent *int32 `json:"maxClusterPercent,omitempty"`
 }
 
 // ProportionArgs configures the Proportion plugin.

@@ -91,6 +91,11 @@ const MaxPermitWaitingTimeSeconds = 3600
 // limit is no limit (and a typo of an extra digit would pass unnoticed).
 const MaxMembersInFlight = 100000
 
+// MaxReservingGangs bounds how many gangs may hold room at once: each holds
+// room idle while it waits, and every Filter call reads every hold on its
+// node.
+const MaxReservingGangs = 100
+
 // ValidateGangArgs validates the Gang plugin's args.
 func ValidateGangArgs(path *field.Path, args *config.GangArgs) error {
 	var errs field.ErrorList
@@ -105,6 +110,18 @@ func ValidateGangArgs(path *field.Path, args *config.GangArgs) error {
 	if args.MaxMembersInFlight < 0 || args.MaxMembersInFlight > MaxMembersInFlight {
 		errs = append(errs, field.Invalid(path.Child("maxMembersInFlight"), args.MaxMembersInFlight,
 			fmt.Sprintf("must be in the range 0-%d (0: no limit)", MaxMembersInFlight)))
+	}
+	r := path.Child("reservation")
+	if args.Reservation.MaxGangs < 0 || args.Reservation.MaxGangs > MaxReservingGangs {
+		errs = append(errs, field.Invalid(r.Child("maxGangs"), args.Reservation.MaxGangs,
+			fmt.Sprintf("must be in the range 0-%d (0: no reservations)", MaxReservingGangs)))
+	}
+	if args.Reservation.AfterSeconds < 0 || args.Reservation.AfterSeconds > MaxPermitWaitingTimeSeconds {
+		errs = append(errs, field.Invalid(r.Child("afterSeconds"), args.Reservation.AfterSeconds,
+			fmt.Sprintf("must be in the range 0-%d", MaxPermitWaitingTimeSeconds)))
+	}
+	if args.Reservation.MaxGangs > 0 && (args.Reservation.MaxClusterPercent < 1 || args.Reservation.MaxClusterPercent > 100) {
+		errs = append(errs, field.Invalid(r.Child("maxClusterPercent"), args.Reservation.MaxClusterPercent, "must be in the range 1-100"))
 	}
 	seen := map[string]int{}
 	for i, level := range args.TopologyLevels {

@@ -57,6 +57,9 @@ const (
 	// GangRejected: an attempt under way was given up (its quorum timed
 	// out, or a member could not be placed); the gang starts again.
 	GangRejected Reason = "GangRejected"
+	// RoomHeld: the room the pod fits in is held for a gang that waits
+	// for it (plugins/state/reservations); the message names the gang.
+	RoomHeld Reason = "RoomHeld"
 	// NoNodeFits: the scheduler's own filters (taints, affinity, volumes,
 	// ports, or the resources of a pod of no gang) found no node; the
 	// message is theirs. flotilla's plugins never say it: it names a
@@ -67,7 +70,7 @@ const (
 // All is the set, in the order above.
 var All = []Reason{
 	WaitingForPodGroup, WaitingForMembers, WaitingForClaims, InvalidSpec, QueueOverShare, QueueCapability,
-	WaitingForTurn, BackingOff, WaitingForBindings, InsufficientResources, WaitingForTopologyDomain, PreemptionPending, GangRejected, NoNodeFits,
+	WaitingForTurn, BackingOff, WaitingForBindings, InsufficientResources, WaitingForTopologyDomain, PreemptionPending, GangRejected, RoomHeld, NoNodeFits,
 }
 
 // Say is a message of this reason: the reason, a colon, the details.

@@ -73,7 +73,7 @@ func TestReasonNamesArePublished(t *testing.T) {
 	published := []string{
 		"WaitingForPodGroup", "WaitingForMembers", "WaitingForClaims", "InvalidSpec", "QueueOverShare", "QueueCapability",
 		"WaitingForTurn", "BackingOff", "WaitingForBindings", "InsufficientResources", "WaitingForTopologyDomain",
-		"PreemptionPending", "GangRejected", "NoNodeFits",
+		"PreemptionPending", "GangRejected", "RoomHeld", "NoNodeFits",
 	}
 	var got []string
 	for _, r := range All {

@@ -1,0 +1,269 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/apis/config"
+	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/planner"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
+	"github.com/flotilla-sched/flotilla/plugins/state/reservations"
+)
+
+// replanEvery bounds how often a gang's reservation is planned again: a
+// gang refused on every pod that ends on its nodes would otherwise run
+// the soonest-plan search each time.
+const replanEvery = 2 * time.Second
+
+// reserver holds room for gangs that do not fit now (see doc.go,
+// Reservation): it plans their reservations and keeps other pods off the
+// room held.
+type reserver struct {
+	args config.ReservationArgs
+	book *reservations.Book
+	// job finds a pod's Job, for the Job's run bound; nil when the
+	// scheduler has no Job informer.
+	job func(namespace, name string) *batchv1.Job
+	now func() time.Time
+}
+
+// newReserver is the profile's reserver, or nil when reservation is off.
+// The book is the scheduler's: every profile's Filter keeps pods off the
+// same holds.
+func newReserver(store *state.Store, h fwk.Handle, args config.ReservationArgs) (*reserver, error) {
+	if args.MaxGangs == 0 {
+		return nil, nil
+	}
+	r := &reserver{args: args, book: reservations.For(store), now: time.Now}
+	if factory := h.SharedInformerFactory(); factory != nil {
+		jobs := factory.Batch().V1().Jobs().Lister()
+		r.job = func(namespace, name string) *batchv1.Job {
+			j, err := jobs.Jobs(namespace).Get(name)
+			if err != nil {
+				return nil
+			}
+			return j
+		}
+	}
+	// A deleted PodGroup's reservation ends with it.
+	if _, err := state.Shared(store, Name+"/reservations", func() (bool, error) {
+		_, err := store.Informers().PodGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			DeleteFunc: func(obj interface{}) {
+				if pg, ok := state.Unwrap(obj).(*schedv1alpha1.PodGroup); ok {
+					r.book.Release(state.GroupKey{Namespace: pg.Namespace, Name: pg.Name})
+				}
+			},
+		})
+		return true, err
+	}); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Filter keeps a pod off room held for a gang it would delay
+// (reservations.Judge): the gang's own members, pods of higher priority,
+// pods that fit beside the hold and pods sure to be gone before the gang
+// could start there pass.
+func (g *Gang) Filter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
+	r := g.reserve
+	if r == nil {
+		return nil
+	}
+	holds := r.book.Holds().On(node.Node().Name)
+	if len(holds) == 0 {
+		return nil
+	}
+	v := reservations.Judge(pod, capacity.Request(pod), node, holds, reservations.EndsBy(pod, reservations.JobOf(pod, r.job), r.now()))
+	if !v.Kept() {
+		return nil
+	}
+	return fwk.NewStatus(fwk.Unschedulable, reasons.RoomHeld.Say("%s", v.Message))
+}
+
+// release ends the gang's reservation, saying why on its PodGroup.
+func (r *reserver) release(g *Gang, pg *schedv1alpha1.PodGroup, key state.GroupKey, why string) {
+	if r == nil {
+		return
+	}
+	if held, ok := r.book.Release(key); ok {
+		reservationsHeld.Set(float64(r.book.Len()))
+		reservationSeconds.Observe(r.now().Sub(held.Since).Seconds())
+		if pg != nil {
+			g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeNormal, "RoomReleased", "Scheduling", "gang %s no longer holds room: %s", key, why)
+		}
+	}
+}
+
+// heldBeside is the room the other gangs' reservations keep from a gang
+// of the given priority, per node, as the Filter keeps it from its
+// members: added to what the placing gangs' plans hold, so that no plan
+// counts on held room its members could not take.
+func (r *reserver) heldBeside(key state.GroupKey, priority int32, nodes []fwk.NodeInfo, held map[string]capacity.Resources) map[string]capacity.Resources {
+	if r == nil {
+		return held
+	}
+	holds := r.book.Holds()
+	if holds.Empty() {
+		return held
+	}
+	var out map[string]capacity.Resources
+	for _, n := range nodes {
+		for _, h := range holds.On(n.Node().Name) {
+			if h.Gang == key || priority > h.Priority {
+				continue
+			}
+			if out == nil {
+				out = make(map[string]capacity.Resources, len(held)+1)
+				for name, room := range held {
+					out[name] = room.Clone()
+				}
+			}
+			name := n.Node().Name
+			if out[name] == nil {
+				out[name] = capacity.Resources{}
+			}
+			out[name].Add(reservations.Remaining(h, n))
+		}
+	}
+	if out == nil {
+		return held
+	}
+	return out
+}
+
+// holdRoom plans where the gang's quorum will be placeable soonest, once
+// running pods end, and holds that room (doc.go, Reservation); it says
+// on the PodGroup why it holds nothing when it cannot. It runs without
+// the store's lock, for a gang whose quorum does not fit now.
+func (r *reserver) holdRoom(ctx context.Context, g *Gang, pg *schedv1alpha1.PodGroup, key state.GroupKey, pod *corev1.Pod, in *planInputs, nodes []fwk.NodeInfo, topo *topology) {
+	if r == nil || in == nil {
+		return
+	}
+	now := r.now()
+	held := r.book.Get(key)
+	if held != nil && now.Sub(held.Planned) < replanEvery {
+		return
+	}
+	if waited := now.Sub(g.store.GroupTime(key, pod.CreationTimestamp.Time)); waited < time.Duration(r.args.AfterSeconds)*time.Second {
+		// Checked again when it has waited long enough, whatever the
+		// events.
+		g.shared.activateAfterBackoff(klog.FromContext(ctx), key, time.Duration(r.args.AfterSeconds)*time.Second-waited)
+		return
+	}
+	if held == nil && r.book.Len() >= int(r.args.MaxGangs) {
+		return
+	}
+	priority := corev1helpers.PodPriority(pod)
+	var leaving []planner.Leaving
+	for _, n := range nodes {
+		for _, p := range n.GetPods() {
+			if k, ok := state.GroupOf(p.GetPod()); ok && k == key {
+				continue
+			}
+			gives := capacity.Occupied(p)
+			gives[corev1.ResourcePods] = 1
+			l := planner.Leaving{Pod: p.GetPod(), Node: n.Node().Name, Gives: gives,
+				EndsBy: reservations.EndsBy(p.GetPod(), reservations.JobOf(p.GetPod(), r.job), now)}
+			if p.GetPod().DeletionTimestamp != nil {
+				l.EndsBy = now
+			}
+			leaving = append(leaving, l)
+		}
+	}
+	snap, gang := g.plannerInputs(ctx, pg, in, false, nodes, topo)
+	wait := planner.Soonest(ctx, snap, gang, leaving)
+	if wait.Reason != "" {
+		r.release(g, pg, key, "its quorum does not fit even once every running pod ends")
+		g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeWarning, "RoomNotHeld", "Scheduling",
+			"gang %s holds no room: even once every running pod ends, %s", key, wait.Reason)
+		return
+	}
+	res := &reservations.Reservation{Gang: key, Priority: priority, Nodes: map[string]reservations.NodeHold{}, Since: now, Planned: now, ReadyBy: wait.ReadyBy}
+	for _, slot := range wait.Slots {
+		hold := slot.Held.Clone()
+		hold[corev1.ResourcePods] += int64(slot.Members)
+		res.Nodes[slot.Node] = reservations.NodeHold{Held: hold}
+	}
+	bounded := map[string]bool{}
+	for node := range res.Nodes {
+		bounded[node] = true
+	}
+	for _, l := range wait.WaitsFor {
+		res.WaitsFor = append(res.WaitsFor, l.Pod.Namespace+"/"+l.Pod.Name)
+		h := res.Nodes[l.Node]
+		if l.EndsBy.IsZero() {
+			bounded[l.Node] = false
+		} else if l.EndsBy.After(h.ReadyBy) {
+			h.ReadyBy = l.EndsBy
+		}
+		res.Nodes[l.Node] = h
+	}
+	for node, ok := range bounded {
+		if !ok {
+			h := res.Nodes[node]
+			h.ReadyBy = time.Time{}
+			res.Nodes[node] = h
+		}
+	}
+	if over := overShare(res, nodes, r.args.MaxClusterPercent); over != "" {
+		r.release(g, pg, key, over)
+		g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeWarning, "RoomNotHeld", "Scheduling", "gang %s holds no room: %s", key, over)
+		return
+	}
+	r.book.Hold(res)
+	reservationsHeld.Set(float64(r.book.Len()))
+	if held == nil || !sameNodes(held, res) {
+		g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeNormal, "RoomHeld", "Scheduling", "gang %s %s", key, res.Describe())
+	}
+}
+
+// overShare says which resource the reservation would hold more of than
+// the most one reservation may (maxClusterPercent), or "".
+func overShare(res *reservations.Reservation, nodes []fwk.NodeInfo, percent int32) string {
+	total := capacity.Resources{}
+	for _, n := range nodes {
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			total[name] += capacity.AllocatableAmount(n, name)
+		}
+		for name := range n.GetAllocatable().GetScalarResources() {
+			total[name] += capacity.AllocatableAmount(n, name)
+		}
+	}
+	sum := capacity.Resources{}
+	for _, h := range res.Nodes {
+		sum.Add(h.Held)
+	}
+	for name, v := range sum {
+		if name == corev1.ResourcePods || total[name] <= 0 {
+			continue
+		}
+		if v*100 > total[name]*int64(percent) {
+			return fmt.Sprintf("it would hold %d of the cluster's %d %s, more than maxClusterPercent (%d%%)", v, total[name], name, percent)
+		}
+	}
+	return ""
+}
+
+func sameNodes(a, b *reservations.Reservation) bool {
+	if len(a.Nodes) != len(b.Nodes) {
+		return false
+	}
+	for node := range a.Nodes {
+		if _, ok := b.Nodes[node]; !ok {
+			return false
+		}
+	}
+	return true
+}
