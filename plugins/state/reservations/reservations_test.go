@@ -1,0 +1,218 @@
+package reservations
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"k8s.io/utils/ptr"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+)
+
+const gpu corev1.ResourceName = "nvidia.com/gpu"
+
+var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+// gpuNode is a node of 8 GPUs, 64 cpu and 512Gi running the pods.
+func gpuNode(name string, pods ...*corev1.Pod) fwk.NodeInfo {
+	n := framework.NewNodeInfo(pods...)
+	n.SetNode(st.MakeNode().Name(name).Capacity(map[corev1.ResourceName]string{
+		corev1.ResourceCPU: "64", corev1.ResourceMemory: "512Gi", corev1.ResourcePods: "110", gpu: "8"}).Obj())
+	return n
+}
+
+// small is a 1-GPU pod of no gang, at priority.
+func small(name string, priority int32) *corev1.Pod {
+	p := st.MakePod().Namespace("ns").Name(name).UID(name).Priority(priority).
+		Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "16Gi", gpu: "1"}).Obj()
+	return p
+}
+
+// member is a pod of gang "big" asking gpus (a cpu leader asks none).
+func member(name string, gpus string) *corev1.Pod {
+	req := map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "64Gi"}
+	if gpus != "" {
+		req[gpu] = gpus
+	}
+	return st.MakePod().Namespace("ns").Name(name).UID(name).Label(schedv1alpha1.PodGroupLabel, "big").Req(req).Obj()
+}
+
+var big = state.GroupKey{Namespace: "ns", Name: "big"}
+
+// holdOf is gang big's hold of a worker's room (8 GPUs) on a node, the
+// pods it waits for there ending by readyBy.
+func holdOf(readyBy time.Time) Hold {
+	return Hold{Gang: big, NodeHold: NodeHold{Held: capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 64 << 30, gpu: 8, corev1.ResourcePods: 1}, ReadyBy: readyBy}}
+}
+
+// Judge keeps a pod off a node's held room unless it is the holding
+// gang's, of higher priority, fits beside what the hold still keeps free,
+// or is sure to be gone before the gang could start there.
+func TestJudge(t *testing.T) {
+	running := func(n int) []*corev1.Pod {
+		var out []*corev1.Pod
+		for i := range n {
+			p := small("running-"+string(rune('a'+i)), 0)
+			p.Spec.NodeName = "gpu-1"
+			out = append(out, p)
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		pod      *corev1.Pod
+		node     fwk.NodeInfo
+		holds    []Hold
+		endsBy   time.Time
+		wantKept bool
+	}{
+		{"nothing held", small("p", 0), gpuNode("gpu-1", running(7)...), nil, time.Time{}, false},
+		{"a freed GPU stays free for the gang", small("p", 0), gpuNode("gpu-1", running(7)...), []Hold{holdOf(t0.Add(time.Minute))}, time.Time{}, true},
+		{"the gang's own worker takes it", member("w0", "8"), gpuNode("gpu-1"), []Hold{holdOf(t0.Add(time.Minute))}, time.Time{}, false},
+		{"a pod of higher priority takes it", small("p", 1000), gpuNode("gpu-1", running(7)...), []Hold{holdOf(t0.Add(time.Minute))}, time.Time{}, false},
+		{"a pod of equal priority does not", small("p", 0), gpuNode("gpu-1", running(7)...), []Hold{{Gang: big, Priority: 0, NodeHold: holdOf(time.Time{}).NodeHold}}, time.Time{}, true},
+		{"backfilled: sure to end before the gang could start", small("p", 0), gpuNode("gpu-1", running(7)...), []Hold{holdOf(t0.Add(time.Minute))}, t0.Add(30 * time.Second), false},
+		{"not backfilled: it would end after", small("p", 0), gpuNode("gpu-1", running(7)...), []Hold{holdOf(t0.Add(time.Minute))}, t0.Add(2 * time.Minute), true},
+		{"not backfilled: the gang waits for a pod with no run bound", small("p", 0), gpuNode("gpu-1", running(7)...), []Hold{holdOf(time.Time{})}, t0.Add(time.Second), true},
+		{"a hold of half the node leaves the other half in use", small("p", 0), gpuNode("gpu-1", running(2)...),
+			[]Hold{{Gang: big, NodeHold: NodeHold{Held: capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 64 << 30, gpu: 4, corev1.ResourcePods: 1}}}}, time.Time{}, false},
+		{"what the gang's members already on the node take is no longer held", small("p", 0), gpuNode("gpu-1", func() *corev1.Pod {
+			w := member("w0", "4")
+			w.Spec.NodeName = "gpu-1"
+			return w
+		}()), []Hold{{Gang: big, NodeHold: NodeHold{Held: capacity.Resources{corev1.ResourceCPU: 16000, corev1.ResourceMemory: 128 << 30, gpu: 8, corev1.ResourcePods: 2}}}}, time.Time{}, true},
+		{"a cpu-only pod fits beside a GPU hold", st.MakePod().Namespace("ns").Name("cpu").UID("cpu").Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi"}).Obj(),
+			gpuNode("gpu-1", running(7)...), []Hold{holdOf(time.Time{})}, time.Time{}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Judge(tc.pod, capacity.Request(tc.pod), tc.node, tc.holds, tc.endsBy)
+			assert.Equal(t, tc.wantKept, v.Kept(), v.Message)
+			if tc.wantKept {
+				assert.Equal(t, big, v.Holder)
+				assert.Contains(t, v.Message, "held for gang ns/big")
+			}
+		})
+	}
+}
+
+// A pod's run bound is the earlier of its own activeDeadlineSeconds from
+// its start and its Job's from the Job's start; a pod or Job not started
+// yet starts now at the earliest; without either, none.
+func TestEndsBy(t *testing.T) {
+	started := func(p *corev1.Pod, at time.Time) *corev1.Pod {
+		p.Status.StartTime = ptr.To(metav1.NewTime(at))
+		return p
+	}
+	withDeadline := func(p *corev1.Pod, s int64) *corev1.Pod {
+		p.Spec.ActiveDeadlineSeconds = ptr.To(s)
+		return p
+	}
+	job := func(deadline int64, startedAt *time.Time) *batchv1.Job {
+		j := &batchv1.Job{}
+		j.Spec.ActiveDeadlineSeconds = ptr.To(deadline)
+		if startedAt != nil {
+			j.Status.StartTime = ptr.To(metav1.NewTime(*startedAt))
+		}
+		return j
+	}
+	earlier := t0.Add(-time.Minute)
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		job  *batchv1.Job
+		want time.Time
+	}{
+		{"no bound", small("p", 0), nil, time.Time{}},
+		{"its own, not started: from now", withDeadline(small("p", 0), 30), nil, t0.Add(30 * time.Second)},
+		{"its own, from its start", withDeadline(started(small("p", 0), earlier), 30), nil, earlier.Add(30 * time.Second)},
+		{"its Job's, from the Job's start", started(small("p", 0), t0), job(120, &earlier), earlier.Add(2 * time.Minute)},
+		{"its Job's, the Job not started: from now", small("p", 0), job(120, nil), t0.Add(2 * time.Minute)},
+		{"the earlier of both", withDeadline(small("p", 0), 300), job(120, &earlier), earlier.Add(2 * time.Minute)},
+		{"a Job without a deadline bounds nothing", small("p", 0), &batchv1.Job{}, time.Time{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, EndsBy(tc.pod, tc.job, t0))
+		})
+	}
+}
+
+// A pod's Job is the Job its controller reference names, found by name
+// and matched by UID: a Job made again under the same name is another's.
+func TestJobOf(t *testing.T) {
+	j := &batchv1.Job{}
+	j.Namespace, j.Name, j.UID = "ns", "train", "job-uid"
+	find := func(namespace, name string) *batchv1.Job {
+		if namespace == "ns" && name == "train" {
+			return j
+		}
+		return nil
+	}
+	owned := func(kind, apiVersion, name, uid string) *corev1.Pod {
+		p := small("p", 0)
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(uid), Controller: ptr.To(true)}}
+		return p
+	}
+	assert.Same(t, j, JobOf(owned("Job", "batch/v1", "train", "job-uid"), find))
+	assert.Nil(t, JobOf(owned("Job", "batch/v1", "train", "old-uid"), find), "another Job of that name")
+	assert.Nil(t, JobOf(owned("ReplicaSet", "apps/v1", "train", "job-uid"), find))
+	assert.Nil(t, JobOf(owned("Job", "batch/v1", "gone", "job-uid"), find))
+	assert.Nil(t, JobOf(small("p", 0), find), "no owner")
+	assert.Nil(t, JobOf(owned("Job", "batch/v1", "train", "job-uid"), nil), "no Job informer")
+}
+
+// The book publishes every change to the holds the Filter reads: a hold
+// planned again keeps when it was first made; a released one is gone
+// from its nodes.
+func TestBookPublishesHolds(t *testing.T) {
+	b := NewBook()
+	require.True(t, b.Holds().Empty())
+	first := &Reservation{Gang: big, Nodes: map[string]NodeHold{"gpu-1": holdOf(time.Time{}).NodeHold, "gpu-2": holdOf(time.Time{}).NodeHold}, Since: t0, Planned: t0}
+	b.Hold(first)
+	published := b.Holds()
+	assert.Len(t, published.On("gpu-1"), 1)
+	assert.Empty(t, published.On("gpu-3"))
+	again := &Reservation{Gang: big, Nodes: map[string]NodeHold{"gpu-2": holdOf(time.Time{}).NodeHold, "gpu-3": holdOf(time.Time{}).NodeHold}, Since: t0.Add(time.Minute), Planned: t0.Add(time.Minute)}
+	b.Hold(again)
+	assert.Equal(t, t0, b.Get(big).Since, "planned again: held since it was first made")
+	assert.Empty(t, b.Holds().On("gpu-1"))
+	assert.Len(t, b.Holds().On("gpu-3"), 1)
+	assert.Len(t, published.On("gpu-1"), 1, "what was published is never changed")
+	other := state.GroupKey{Namespace: "ns", Name: "other"}
+	b.Hold(&Reservation{Gang: other, Nodes: map[string]NodeHold{"gpu-3": holdOf(time.Time{}).NodeHold}})
+	assert.Equal(t, 2, b.Len())
+	assert.Equal(t, []state.GroupKey{big, other}, []state.GroupKey{b.Holds().On("gpu-3")[0].Gang, b.Holds().On("gpu-3")[1].Gang}, "by gang")
+	_, ok := b.Release(big)
+	assert.True(t, ok)
+	_, ok = b.Release(big)
+	assert.False(t, ok, "released once")
+	assert.Empty(t, b.Holds().On("gpu-2"))
+	assert.Nil(t, b.Get(big))
+}
+
+// A reservation says where it holds room and what it waits for.
+func TestDescribe(t *testing.T) {
+	r := &Reservation{Gang: big, Nodes: map[string]NodeHold{"gpu-2": {}, "gpu-1": {}}}
+	assert.Equal(t, "holds room on 2 nodes (gpu-1, gpu-2), free now", r.Describe())
+	r.WaitsFor, r.ReadyBy = []string{"ns/a", "ns/b"}, t0
+	assert.Equal(t, "holds room on 2 nodes (gpu-1, gpu-2) until 2 running pods end, at the latest by 2026-12-02T12:00:00Z", r.Describe())
+	r.ReadyBy = time.Time{}
+	assert.Contains(t, r.Describe(), "some with no run bound")
+	for i := range 10 {
+		r.Nodes["n"+string(rune('a'+i))] = NodeHold{}
+	}
+	assert.True(t, strings.Contains(r.Describe(), "12 nodes") && strings.Contains(r.Describe(), "…"), r.Describe())
+}
