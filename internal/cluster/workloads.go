@@ -53,6 +53,10 @@ type WorkloadSpec struct {
 	Indexed bool
 	// BackoffLimit of a Job (nil: Kubernetes' default, 6).
 	BackoffLimit *int32
+	// RunBoundSeconds is the pods' activeDeadlineSeconds: the kubelet
+	// fails a pod that long after it started, so its run is bounded (what
+	// a gang's reservation backfills by). Nil: none.
+	RunBoundSeconds *int64
 	// IgnoreDisruptions gives a Job the pod failure policy batch users of
 	// preemptible capacity write: a pod evicted or preempted (condition
 	// DisruptionTarget) does not count against backoffLimit. Its
@@ -105,6 +109,7 @@ func (s WorkloadSpec) template(ownerLabel string) corev1.PodTemplateSpec {
 			}},
 		},
 	}
+	tmpl.Spec.ActiveDeadlineSeconds = s.RunBoundSeconds
 	if s.ClaimTemplate != "" {
 		tmpl.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "devices", ResourceClaimTemplateName: &s.ClaimTemplate}}
 		tmpl.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "devices"}}

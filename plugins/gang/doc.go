@@ -8,6 +8,7 @@
 // the plugin's making), hints.go (EventsToRegister's queueing hints),
 // prefilter.go and decide.go (PreFilter: the verdict, and applying it),
 // planinputs.go (the quorum check, run without the store's lock),
+// reservation.go (Filter: room held for gangs that do not fit now),
 // topology.go and roletopology.go (the domains a PodGroup and its roles ask
 // for), permit.go (Reserve, Permit, Unreserve, PostFilter), placement.go
 // (GeneratePlacements), pacing.go, status.go, survey.go, shared.go (what
@@ -252,6 +253,41 @@
 //     of its own (plugins/preemption/doc.go). A role with only a preferred
 //     domain falls back to the gang's, so preemption plans for it as for
 //     any gang.
+//
+// # Filter: room held for a gang (reservation)
+//
+// A gang its queue admits whose quorum does not fit now, once it has
+// waited reservation.afterSeconds since its PodGroup was created, holds
+// room (reservation.go; the rule is plugins/state/reservations'): the
+// planner's Soonest chooses the running pods whose ending places its
+// quorum earliest — those with a run bound (activeDeadlineSeconds of the
+// pod or of its Job) by when they are sure to end, then those without,
+// least first — and the nodes its planned members take there are held:
+// what those members ask for stays free for them as the pods end, so a
+// stream of smaller work cannot take freed room first. Filter keeps every
+// other pod off held room (RoomHeld, naming the gang) unless its priority
+// is higher (it could preempt anyway), it fits beside what the hold still
+// keeps free, or its own run bound ends before the pods the gang waits
+// for on that node are sure to have ended (EASY backfill: it never delays
+// the gang). Other gangs' quorum checks count held room as taken. At most
+// reservation.maxGangs gangs hold room at once, the first to reserve
+// first; a reservation holding more than reservation.maxClusterPercent
+// of any resource, or a quorum that does not fit even once every running
+// pod ends, holds nothing and says why (RoomNotHeld).
+//
+// Why a reservation ends: when its quorum is placed (Permit, or a
+// PreFilter that finds it placed), when its PodGroup is deleted, and when
+// its queue no longer admits it; it is planned again, at most every 2 s,
+// each time the gang is checked and still does not fit, so a held node
+// that leaves or room a higher-priority pod took moves it. What it costs:
+// the held room is idle while the pods on its nodes end (at most the
+// longest run there; unbounded for pods with no run bound, which is why
+// maxClusterPercent bounds it), and a scheduler that restarts plans it
+// again at the gang's first check, from the cluster as it is (its members
+// sort ahead of later work, so that check comes first). Metrics:
+// flotilla_gang_reservations, flotilla_gang_reservation_seconds. Not yet:
+// native PodGroups hold no room, and held room is not charged to the
+// gang's queue.
 //
 // # Reserve and Permit
 //

@@ -35,6 +35,11 @@ import (
 func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	key, ok := ownGroupOf(pod)
 	if !ok {
+		if g.reserve.holdsRoom() {
+			// Filter keeps it off room held for gangs: a Skip here
+			// would skip that too.
+			return nil, nil
+		}
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	pg := g.store.PodGroup(key)

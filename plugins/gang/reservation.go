@@ -72,6 +72,10 @@ func newReserver(store *state.Store, h fwk.Handle, args config.ReservationArgs) 
 	return r, nil
 }
 
+// holdsRoom reports whether some gang holds room now: then every pod's
+// Filter must run.
+func (r *reserver) holdsRoom() bool { return r != nil && !r.book.Holds().Empty() }
+
 // Filter keeps a pod off room held for a gang it would delay
 // (reservations.Judge): the gang's own members, pods of higher priority,
 // pods that fit beside the hold and pods sure to be gone before the gang
@@ -166,24 +170,27 @@ func (r *reserver) holdRoom(ctx context.Context, g *Gang, pg *schedv1alpha1.PodG
 		return
 	}
 	priority := corev1helpers.PodPriority(pod)
-	var leaving []planner.Leaving
-	for _, n := range nodes {
-		for _, p := range n.GetPods() {
-			if k, ok := state.GroupOf(p.GetPod()); ok && k == key {
-				continue
-			}
-			gives := capacity.Occupied(p)
-			gives[corev1.ResourcePods] = 1
-			l := planner.Leaving{Pod: p.GetPod(), Node: n.Node().Name, Gives: gives,
-				EndsBy: reservations.EndsBy(p.GetPod(), reservations.JobOf(p.GetPod(), r.job), now)}
-			if p.GetPod().DeletionTimestamp != nil {
-				l.EndsBy = now
-			}
-			leaving = append(leaving, l)
-		}
+	soonest := func(nodes []fwk.NodeInfo) planner.Wait {
+		snap, gang := g.plannerInputs(ctx, pg, in, false, nodes, topo)
+		return planner.Soonest(ctx, snap, gang, r.leaving(key, nodes, now))
 	}
-	snap, gang := g.plannerInputs(ctx, pg, in, false, nodes, topo)
-	wait := planner.Soonest(ctx, snap, gang, leaving)
+	// Planned again, it keeps its nodes while its quorum still fits there
+	// once their pods end: room half freed is not given up for room that
+	// frees a little sooner elsewhere. Only when it no longer fits there
+	// (a node left, a pod of higher priority took room) does it move.
+	var wait planner.Wait
+	if held != nil {
+		var onHeld []fwk.NodeInfo
+		for _, n := range nodes {
+			if _, ok := held.Nodes[n.Node().Name]; ok {
+				onHeld = append(onHeld, n)
+			}
+		}
+		wait = soonest(onHeld)
+	}
+	if held == nil || wait.Reason != "" {
+		wait = soonest(nodes)
+	}
 	if wait.Reason != "" {
 		r.release(g, pg, key, "its quorum does not fit even once every running pod ends")
 		g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeWarning, "RoomNotHeld", "Scheduling",
@@ -227,6 +234,29 @@ func (r *reserver) holdRoom(ctx context.Context, g *Gang, pg *schedv1alpha1.PodG
 	if held == nil || !sameNodes(held, res) {
 		g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeNormal, "RoomHeld", "Scheduling", "gang %s %s", key, res.Describe())
 	}
+}
+
+// leaving are the running pods on the nodes a reservation may wait for,
+// but the gang's own members: what each gives back once it ends, and when
+// it is sure to have ended (a pod being deleted, now).
+func (r *reserver) leaving(key state.GroupKey, nodes []fwk.NodeInfo, now time.Time) []planner.Leaving {
+	var out []planner.Leaving
+	for _, n := range nodes {
+		for _, p := range n.GetPods() {
+			if k, ok := state.GroupOf(p.GetPod()); ok && k == key {
+				continue
+			}
+			gives := capacity.Occupied(p)
+			gives[corev1.ResourcePods] = 1
+			l := planner.Leaving{Pod: p.GetPod(), Node: n.Node().Name, Gives: gives,
+				EndsBy: reservations.EndsBy(p.GetPod(), reservations.JobOf(p.GetPod(), r.job), now)}
+			if p.GetPod().DeletionTimestamp != nil {
+				l.EndsBy = now
+			}
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // overShare says which resource the reservation would hold more of than
