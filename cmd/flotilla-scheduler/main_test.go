@@ -145,7 +145,7 @@ func TestShippedConfigurations(t *testing.T) {
 			require.NotNil(t, gangArgs)
 			assert.Equal(t, &config.GangArgs{PermitWaitingTimeSeconds: 60, BackoffSeconds: 10, MaxMembersInFlight: 96,
 				TopologyLevels: []string{"topology.kubernetes.io/zone", "nvidia.com/gpu.clique", "kubernetes.io/hostname"},
-				Reservation:    config.ReservationArgs{MaxGangs: 1, AfterSeconds: 10, MaxClusterPercent: 80}}, gangArgs)
+				Reservation:    config.ReservationArgs{MaxGangs: 0, AfterSeconds: 10, MaxClusterPercent: 80}}, gangArgs)
 			assert.Equal(t, wantBinpackArgs.Resources, args.Resources)
 			assert.Equal(t, wantBinpackArgs.ScarceResources, args.ScarceResources)
 
@@ -291,11 +291,11 @@ func TestBadPluginArgsRefusedAtStartup(t *testing.T) {
 			wantError: []string{"args.reservation.afterSeconds", "must be in the range 0-3600"},
 		},
 		"reservation holds more than the cluster": {
-			config:    gangArgsConfig("      reservation: {maxClusterPercent: 150}\n"),
+			config:    gangArgsConfig("      reservation: {maxGangs: 2, maxClusterPercent: 150}\n"),
 			wantError: []string{"args.reservation.maxClusterPercent", "must be in the range 1-100"},
 		},
 		"reservation holds nothing": {
-			config:    gangArgsConfig("      reservation: {maxClusterPercent: 0}\n"),
+			config:    gangArgsConfig("      reservation: {maxGangs: 1, maxClusterPercent: 0}\n"),
 			wantError: []string{"args.reservation.maxClusterPercent"},
 		},
 		"reservation unknown field": {

@@ -256,7 +256,9 @@
 //
 // # Filter: room held for a gang (reservation)
 //
-// A gang its queue admits whose quorum does not fit now, once it has
+// Off unless reservation.maxGangs is set (the chart's
+// gang.reservation.maxGangs); off, Filter and PreFilter do exactly what
+// they do without it. On, a gang its queue admits whose quorum does not fit now, once it has
 // waited reservation.afterSeconds since its PodGroup was created, holds
 // room (reservation.go; the rule is plugins/state/reservations'): the
 // planner's Soonest chooses the running pods whose ending places its

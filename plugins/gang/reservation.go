@@ -58,18 +58,21 @@ func newReserver(store *state.Store, h fwk.Handle, args config.ReservationArgs) 
 	}
 	// A deleted PodGroup's reservation ends with it.
 	if _, err := state.Shared(store, Name+"/reservations", func() (bool, error) {
-		_, err := store.Informers().PodGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			DeleteFunc: func(obj interface{}) {
-				if pg, ok := state.Unwrap(obj).(*schedv1alpha1.PodGroup); ok {
-					r.book.Release(state.GroupKey{Namespace: pg.Namespace, Name: pg.Name})
-				}
-			},
-		})
+		_, err := store.Informers().PodGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: r.forgetDeleted})
 		return true, err
 	}); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// forgetDeleted ends a deleted PodGroup's reservation.
+func (r *reserver) forgetDeleted(obj interface{}) {
+	if pg, ok := state.Unwrap(obj).(*schedv1alpha1.PodGroup); ok {
+		if _, held := r.book.Release(state.GroupKey{Namespace: pg.Namespace, Name: pg.Name}); held {
+			reservationsHeld.Set(float64(r.book.Len()))
+		}
+	}
 }
 
 // holdsRoom reports whether some gang holds room now: then every pod's

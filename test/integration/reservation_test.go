@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"math/rand"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -121,7 +122,7 @@ func gpuUtilization(t *testing.T, h *harness.Harness, total int64, stop <-chan s
 // a cpu leader and three workers of 8 GPUs, minMember 4, so it needs three
 // whole nodes — arrives. Without reservation every GPU that frees goes at
 // once to a waiting small pod and the gang binds only once the stream
-// ends; with the shipped profile it holds the room where its quorum fits
+// ends; with the shipped profile and reservation on (maxGangs 1) it holds the room where its quorum fits
 // soonest once it has waited reservation.afterSeconds, and binds within
 // 2.5 times the small pods' longest run of arriving, while the stream
 // goes on. No small pod is evicted for it, the GPUs stay busy, the
@@ -144,6 +145,16 @@ func TestReservationLandsABigGangUnderAStream(t *testing.T) {
 		withoutBounds.waited.Round(100*time.Millisecond), 100*withoutBounds.used, withBounds.waited.Round(100*time.Millisecond), 100*withBounds.used)
 }
 
+// reservingConfig is the shipped configuration with reservation on for
+// one gang at a time (EASY backfill), the rest of its args as shipped.
+func reservingConfig(t *testing.T) []byte {
+	t.Helper()
+	shipped := string(shippedConfig(t, "scheduler-config.yaml"))
+	const off = "        maxGangs: 0\n"
+	require.Equal(t, 1, strings.Count(shipped, off), "the shipped Gang args turn reservation off")
+	return []byte(strings.Replace(shipped, off, "        maxGangs: 1\n", 1))
+}
+
 type landed struct {
 	waited time.Duration
 	used   float64
@@ -152,7 +163,10 @@ type landed struct {
 func landBigGangUnderStream(t *testing.T, deadline bool) landed {
 	t.Helper()
 	nodes := nodeSpecs("gpu", 4, cluster.NodeSpec{CPU: "64", Memory: "512Gi", Extended: map[corev1.ResourceName]string{cluster.GPU: "8"}})
-	h, s := startScenarioCluster(t, placementInvariants, nodes...)
+	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{})
+	require.NoError(t, h.CreateNodes(h.Ctx, nodes...))
+	h.StartScheduler(reservingConfig(t), cluster.SchedulerOptions{})
+	s := startScenario(t, h, placementInvariants...)
 	evicted := watchDeletedPods(t, h, "default")
 
 	stopStream, stopSampling := make(chan struct{}), make(chan struct{})

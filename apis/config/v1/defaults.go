@@ -82,11 +82,12 @@ func SetDefaults_GangArgs(obj *GangArgs) {
 	}
 }
 
-// Reservation defaults: one gang holds room at a time (EASY backfill), once
-// it has waited as long as a gang back-off, for at most 80% of any
-// resource, so that a reservation never stops the rest of the cluster.
+// Reservation defaults: off (maxGangs 0) until a profile turns it on; then
+// a gang holds room once it has waited as long as a gang back-off, for at
+// most 80% of any resource, so that a reservation never stops the rest of
+// the cluster.
 const (
-	DefaultReservationMaxGangs          int32 = 1
+	DefaultReservationMaxGangs          int32 = 0
 	DefaultReservationAfterSeconds      int64 = 10
 	DefaultReservationMaxClusterPercent int32 = 80
 )

@@ -86,8 +86,9 @@ type GangArgs struct {
 // ReservationArgs configures how gangs hold room.
 type ReservationArgs struct {
 	// MaxGangs is how many gangs may hold room at once, the first to
-	// reserve first. Default 1 (EASY backfill: the first gang waiting is
-	// never delayed); 0 turns reservation off.
+	// reserve first; 1 is EASY backfill (the first gang waiting is never
+	// delayed). Default 0: reservation off, every gang places as without
+	// it.
 	MaxGangs *int32 `json:"maxGangs,omitempty"`
 	// AfterSeconds is how long a gang waits, from its PodGroup's
 	// creation, before it holds room: a gang that fits within it holds

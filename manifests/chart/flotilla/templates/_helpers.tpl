@@ -35,6 +35,11 @@ backoffSeconds: {{ .Values.gang.backoffSeconds }}
 # No gang starts while this many members of gangs are placed and not
 # yet bound: placing no faster than the apiserver binds.
 maxMembersInFlight: {{ .Values.gang.maxMembersInFlight }}
+# Room held for a gang that does not fit now (0 gangs: off).
+reservation:
+  maxGangs: {{ .Values.gang.reservation.maxGangs }}
+  afterSeconds: {{ .Values.gang.reservation.afterSeconds }}
+  maxClusterPercent: {{ .Values.gang.reservation.maxClusterPercent }}
 {{- with .Values.gang.topologyLevels }}
 # The cluster's topology node labels, widest first: a PodGroup
 # annotated scheduling.flotilla.dev/topology-preferred with one of

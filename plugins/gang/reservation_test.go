@@ -1,0 +1,243 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"k8s.io/utils/ptr"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/apis/config"
+	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
+	"github.com/flotilla-sched/flotilla/plugins/state/reservations"
+)
+
+const gpu corev1.ResourceName = "nvidia.com/gpu"
+
+// busyGPUNode is a node of 8 GPUs, 64 cpu and 512Gi whose GPUs run 1-GPU
+// pods of no gang that started at start, each bounded by its
+// activeDeadlineSeconds (0: none).
+func busyGPUNode(name string, pods int, start time.Time, deadline int64) fwk.NodeInfo {
+	var running []*corev1.Pod
+	for i := range pods {
+		p := st.MakePod().Namespace("ns").Name(fmt.Sprintf("%s-small-%d", name, i)).UID(fmt.Sprintf("%s-small-%d", name, i)).Node(name).
+			Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "16Gi", gpu: "1"}).Obj()
+		p.Status.StartTime = &metav1.Time{Time: start}
+		if deadline > 0 {
+			p.Spec.ActiveDeadlineSeconds = ptr.To(deadline)
+		}
+		running = append(running, p)
+	}
+	n := framework.NewNodeInfo(running...)
+	n.SetNode(st.MakeNode().Name(name).Capacity(map[corev1.ResourceName]string{
+		corev1.ResourceCPU: "64", corev1.ResourceMemory: "512Gi", corev1.ResourcePods: "110", gpu: "8"}).Obj())
+	return n
+}
+
+// bigGang is a mixed gang: a cpu leader and workers of 8 GPUs each.
+func bigGang(name string, workers int) []*corev1.Pod {
+	pods := []*corev1.Pod{st.MakePod().Namespace("ns").Name(name+"-leader").UID(name+"-leader").Label(schedv1alpha1.PodGroupLabel, name).
+		Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi"}).Obj()}
+	for i := range workers {
+		pods = append(pods, st.MakePod().Namespace("ns").Name(fmt.Sprintf("%s-worker-%d", name, i)).UID(fmt.Sprintf("%s-worker-%d", name, i)).
+			Label(schedv1alpha1.PodGroupLabel, name).Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "16", corev1.ResourceMemory: "128Gi", gpu: "8"}).Obj())
+	}
+	return pods
+}
+
+// reservingGang is the plugin over the gang's pods with reservation on
+// (args), its clock at now.
+func reservingGang(t *testing.T, pods []*corev1.Pod, groups []*schedv1alpha1.PodGroup, args config.ReservationArgs, now time.Time) (*Gang, *fakeHandle) {
+	t.Helper()
+	g, h := testGang(t, groups, pods)
+	r, err := newReserver(g.store, h, args)
+	require.NoError(t, err)
+	if r != nil {
+		r.now = func() time.Time { return now }
+	}
+	g.reserve = r
+	return g, h
+}
+
+// events drains what the recorder holds.
+func recorded(h *fakeHandle) []string {
+	var out []string
+	for {
+		select {
+		case e := <-h.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// A gang whose quorum does not fit holds the room where it fits soonest
+// once running pods end — the nodes whose pods' run bounds end first —
+// once it has waited afterSeconds, within maxGangs and maxClusterPercent;
+// otherwise it holds nothing and, where a limit or the cluster refuses
+// it, says why. Reservation off holds nothing at all.
+func TestPreFilterHoldsRoomForAGangThatDoesNotFit(t *testing.T) {
+	now := t0.Add(time.Hour)
+	// gpu-0 and gpu-2's pods end soonest (by their bounds), gpu-1's have none.
+	nodes := func() []fwk.NodeInfo {
+		return []fwk.NodeInfo{busyGPUNode("gpu-0", 8, now.Add(-time.Minute), 90), busyGPUNode("gpu-1", 8, now.Add(-time.Minute), 0), busyGPUNode("gpu-2", 8, now.Add(-time.Minute), 120)}
+	}
+	on := config.ReservationArgs{MaxGangs: 1, AfterSeconds: 10, MaxClusterPercent: 80}
+	tests := []struct {
+		name      string
+		args      config.ReservationArgs
+		workers   int
+		created   time.Time
+		other     bool // another gang holds room already
+		wantNodes []string
+		wantEvent string
+	}{
+		{name: "reservation off", args: config.ReservationArgs{}, workers: 2, created: t0},
+		{name: "holds the nodes whose pods end soonest", args: on, workers: 2, created: t0, wantNodes: []string{"gpu-0", "gpu-2"},
+			wantEvent: "RoomHeld gang ns/big holds room on 2 nodes (gpu-0, gpu-2) until 16 running pods end, at the latest by " + now.Add(time.Minute).UTC().Format(time.RFC3339)},
+		{name: "not before it has waited afterSeconds", args: on, workers: 2, created: now.Add(-5 * time.Second)},
+		{name: "not beyond maxGangs", args: on, workers: 2, created: t0, other: true},
+		{name: "not beyond maxClusterPercent", args: config.ReservationArgs{MaxGangs: 1, AfterSeconds: 10, MaxClusterPercent: 50}, workers: 2, created: t0,
+			wantEvent: "RoomNotHeld gang ns/big holds no room: it would hold 16 of the cluster's 24 nvidia.com/gpu, more than maxClusterPercent (50%)"},
+		{name: "a gang bigger than the cluster holds nothing", args: on, workers: 4, created: t0,
+			wantEvent: "RoomNotHeld gang ns/big holds no room: even once every running pod ends"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := bigGang("big", tc.workers)
+			groups := []*schedv1alpha1.PodGroup{podGroup("big", tc.created, int32(1+tc.workers))}
+			g, h := reservingGang(t, pods, groups, tc.args, now)
+			if tc.other {
+				g.reserve.book.Hold(&reservations.Reservation{Gang: state.GroupKey{Namespace: "ns", Name: "other"}, Nodes: map[string]reservations.NodeHold{"gpu-9": {}}})
+			}
+			_, status := g.PreFilter(context.Background(), framework.NewCycleState(), pods[1], nodes())
+			require.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code(), status.Message())
+			var held []string
+			if g.reserve != nil {
+				if r := g.reserve.book.Get(state.GroupKey{Namespace: "ns", Name: "big"}); r != nil {
+					held = r.NodeNames()
+				}
+			}
+			assert.Equal(t, tc.wantNodes, held)
+			var said []string
+			for _, e := range recorded(h) {
+				if strings.Contains(e, "Room") {
+					said = append(said, e)
+				}
+			}
+			if tc.wantEvent == "" {
+				assert.Empty(t, said)
+				return
+			}
+			require.Len(t, said, 1)
+			assert.Contains(t, said[0], tc.wantEvent)
+		})
+	}
+}
+
+// While a gang holds room, Filter keeps other pods off it: a pod of no
+// gang, or of another gang, of the same priority that does not fit beside
+// what the hold keeps free is refused with the holder's name; the gang's
+// own members, pods of higher priority, pods on other nodes and pods sure
+// to end before the gang could start pass. PreFilter then lets pods of
+// no gang through to Filter, and skips them while nothing is held.
+func TestFilterKeepsOtherPodsOffHeldRoom(t *testing.T) {
+	now := t0.Add(time.Hour)
+	pods := bigGang("big", 2)
+	g, _ := reservingGang(t, pods, []*schedv1alpha1.PodGroup{podGroup("big", t0, 3), podGroup("small", t0, 1)}, config.ReservationArgs{MaxGangs: 1, AfterSeconds: 10, MaxClusterPercent: 80}, now)
+	small := func(name string, priority int32, deadline int64) *corev1.Pod {
+		p := st.MakePod().Namespace("ns").Name(name).UID(name).Priority(priority).Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "16Gi", gpu: "1"}).Obj()
+		if deadline > 0 {
+			p.Spec.ActiveDeadlineSeconds = ptr.To(deadline)
+		}
+		return p
+	}
+	_, status := g.PreFilter(context.Background(), framework.NewCycleState(), small("before", 0, 0), nil)
+	assert.Equal(t, fwk.Skip, status.Code(), "nothing held: a pod of no gang skips the Filter")
+
+	// gpu-0 has one GPU free; its other pods end within 90 s at most.
+	held := busyGPUNode("gpu-0", 7, now, 90)
+	free := busyGPUNode("gpu-1", 7, now, 90)
+	g.reserve.book.Hold(&reservations.Reservation{Gang: state.GroupKey{Namespace: "ns", Name: "big"}, Nodes: map[string]reservations.NodeHold{
+		"gpu-0": {Held: map[corev1.ResourceName]int64{corev1.ResourceCPU: 16000, corev1.ResourceMemory: 128 << 30, gpu: 8, corev1.ResourcePods: 1}, ReadyBy: now.Add(90 * time.Second)},
+	}})
+	_, status = g.PreFilter(context.Background(), framework.NewCycleState(), small("after", 0, 0), nil)
+	assert.True(t, status.IsSuccess(), "room held: a pod of no gang goes through the Filter")
+
+	otherGang := small("other-0", 0, 0)
+	otherGang.Labels = map[string]string{schedv1alpha1.PodGroupLabel: "small"}
+	tests := []struct {
+		name     string
+		pod      *corev1.Pod
+		node     fwk.NodeInfo
+		wantKept bool
+	}{
+		{"a pod of no gang on held room", small("p", 0, 0), held, true},
+		{"a member of another gang on held room", otherGang, held, true},
+		{"on a node nobody holds", small("p", 0, 0), free, false},
+		{"the holding gang's worker", pods[1], held, false},
+		{"a pod of higher priority", small("p", 100, 0), held, false},
+		{"a pod sure to end first (backfill)", small("p", 0, 60), held, false},
+		{"a pod whose bound ends after the gang could start", small("p", 0, 120), held, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			status := g.Filter(context.Background(), framework.NewCycleState(), tc.pod, tc.node)
+			if !tc.wantKept {
+				assert.True(t, status.IsSuccess(), status.Message())
+				return
+			}
+			assert.Equal(t, fwk.Unschedulable, status.Code())
+			assert.Equal(t, reasons.RoomHeld, reasons.Of(status.Message()))
+			assert.Contains(t, status.Message(), "node gpu-0's room is held for gang ns/big")
+		})
+	}
+}
+
+// A reservation ends when the gang's quorum is placed (Permit lets its
+// members bind) and when its PodGroup is deleted.
+func TestReservationEnds(t *testing.T) {
+	now := t0.Add(time.Hour)
+	key := state.GroupKey{Namespace: "ns", Name: "big"}
+	hold := func(g *Gang) {
+		g.reserve.book.Hold(&reservations.Reservation{Gang: key, Nodes: map[string]reservations.NodeHold{"gpu-0": {}}, Since: now.Add(-30 * time.Second)})
+	}
+	t.Run("its quorum placed", func(t *testing.T) {
+		pods := bigGang("big", 1)
+		g, h := reservingGang(t, pods, []*schedv1alpha1.PodGroup{podGroup("big", t0, 2)}, config.ReservationArgs{MaxGangs: 1, MaxClusterPercent: 80}, now)
+		hold(g)
+		g.store.Lock(func(locked *state.Locked) {
+			locked.ReserveMember(locked.Gang(key), pods[0], "cpu-0")
+			locked.ReserveMember(locked.Gang(key), pods[1], "gpu-0")
+		})
+		status, _ := g.Permit(context.Background(), framework.NewCycleState(), pods[1], "gpu-0")
+		require.True(t, status.IsSuccess(), status.Message())
+		assert.Nil(t, g.reserve.book.Get(key))
+		assert.True(t, g.reserve.book.Holds().Empty())
+		assert.Contains(t, strings.Join(recorded(h), "\n"), "RoomReleased gang ns/big no longer holds room: its quorum is placed")
+	})
+	t.Run("its PodGroup deleted", func(t *testing.T) {
+		pods := bigGang("big", 1)
+		pg := podGroup("big", t0, 2)
+		g, _ := reservingGang(t, pods, []*schedv1alpha1.PodGroup{pg}, config.ReservationArgs{MaxGangs: 1, MaxClusterPercent: 80}, now)
+		hold(g)
+		g.reserve.forgetDeleted(cache.DeletedFinalStateUnknown{Key: "ns/other", Obj: podGroup("other", t0, 2)})
+		assert.NotNil(t, g.reserve.book.Get(key), "another group's deletion ends nothing of it")
+		g.reserve.forgetDeleted(cache.DeletedFinalStateUnknown{Key: "ns/big", Obj: pg})
+		assert.Nil(t, g.reserve.book.Get(key))
+		assert.True(t, g.reserve.book.Holds().Empty())
+	})
+}
