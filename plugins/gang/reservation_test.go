@@ -241,3 +241,32 @@ func TestReservationEnds(t *testing.T) {
 		assert.True(t, g.reserve.book.Holds().Empty())
 	})
 }
+
+// Planned again, a reservation keeps its nodes while its quorum still
+// fits there once their pods end, though pods elsewhere end sooner; when
+// a held node leaves, it moves to where the quorum fits soonest now.
+func TestReservationKeepsItsNodesUntilTheyNoLongerServe(t *testing.T) {
+	now := t0.Add(time.Hour)
+	key := state.GroupKey{Namespace: "ns", Name: "big"}
+	pods := bigGang("big", 2)
+	g, _ := reservingGang(t, pods, []*schedv1alpha1.PodGroup{podGroup("big", t0, 3)}, config.ReservationArgs{MaxGangs: 1, AfterSeconds: 10, MaxClusterPercent: 80}, now)
+	check := func(nodes ...fwk.NodeInfo) []string {
+		_, status := g.PreFilter(context.Background(), framework.NewCycleState(), pods[1], nodes)
+		require.False(t, status.IsSuccess())
+		r := g.reserve.book.Get(key)
+		require.NotNil(t, r, status.Message())
+		return r.NodeNames()
+	}
+	// First: gpu-0 and gpu-1 end soonest.
+	assert.Equal(t, []string{"gpu-0", "gpu-1"}, check(busyGPUNode("gpu-0", 8, now, 60), busyGPUNode("gpu-1", 8, now, 60), busyGPUNode("gpu-2", 8, now, 600)))
+	// Later, gpu-2's pods are replaced by pods that end sooner than gpu-0
+	// and gpu-1's last ones: it keeps gpu-0 and gpu-1.
+	now = now.Add(replanEvery)
+	g.reserve.now = func() time.Time { return now }
+	assert.Equal(t, []string{"gpu-0", "gpu-1"}, check(busyGPUNode("gpu-0", 4, now.Add(-replanEvery), 60), busyGPUNode("gpu-1", 4, now.Add(-replanEvery), 60), busyGPUNode("gpu-2", 8, now, 5)))
+	// gpu-1 leaves the cluster (and gpu-3, whose pods have no run bound,
+	// joins): the quorum no longer fits on what is held.
+	now = now.Add(replanEvery)
+	assert.Equal(t, []string{"gpu-0", "gpu-2"}, check(busyGPUNode("gpu-0", 4, now.Add(-2*replanEvery), 60), busyGPUNode("gpu-2", 8, now, 5), busyGPUNode("gpu-3", 8, now, 0)))
+	assert.Equal(t, now.Add(-2*replanEvery), g.reserve.book.Get(key).Since, "held since it first reserved")
+}
