@@ -219,3 +219,57 @@ func landBigGangUnderStream(t *testing.T, deadline bool) landed {
 	assert.Empty(t, evicted.all(), "no small pod is evicted for the gang")
 	return landed{waited: waited, used: used}
 }
+
+// A reservation is not lost with the scheduler: SIGKILLed while a gang
+// holds room under the stream, a new scheduler plans the gang's
+// reservation again from the cluster at its first check (the gang's
+// members sort ahead of the later small pods, and room freed meanwhile
+// is still free), and the gang still binds within the bound.
+func TestReservationSurvivesASchedulerRestart(t *testing.T) {
+	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{})
+	require.NoError(t, h.CreateNodes(h.Ctx, nodeSpecs("gpu", 4, cluster.NodeSpec{CPU: "64", Memory: "512Gi", Extended: map[corev1.ResourceName]string{cluster.GPU: "8"}})...))
+	config := reservingConfig(t)
+	start := func() *cluster.SchedulerProcess {
+		p, err := h.StartSchedulerProcess(h.Ctx, config, "--leader-elect=false")
+		require.NoError(t, err)
+		return p
+	}
+	scheduler := start()
+	s := startScenario(t, h, placementInvariants...)
+	evicted := watchDeletedPods(t, h, "default")
+	stopStream := make(chan struct{})
+	streamed := streamOfSmallJobs(t, s, 3.5, false, stopStream)
+	time.Sleep(10 * time.Second)
+
+	createRolesGroup(t, h, "big", 4, "", nil)
+	leader, err := h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "big-leader", Replicas: 1, CPU: "8", Memory: "32Gi", PodGroup: "big", RunSeconds: 20})
+	require.NoError(t, err)
+	workers, err := h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "big-worker", Replicas: 3, CPU: "16", Memory: "128Gi", GPU: "8", PodGroup: "big", RunSeconds: 20, Indexed: true})
+	require.NoError(t, err)
+	arrived := time.Now()
+	s.tl.add("gang big arrived")
+
+	require.Eventually(t, func() bool {
+		events, err := h.Client.CoreV1().Events("default").List(h.Ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		for _, e := range events.Items {
+			if e.Reason == "RoomHeld" && e.InvolvedObject.Name == "big" {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 250*time.Millisecond, "gang big holds room\n%s", s.tl)
+	require.NoError(t, scheduler.Kill())
+	s.tl.add("scheduler SIGKILLed while gang big holds room")
+	scheduler = start()
+	s.tl.add("a new scheduler started")
+
+	const bound = 40 * time.Second
+	_, err = h.WaitForPodsBound(h.Ctx, "default", "scheduling.x-k8s.io/pod-group=big", 4, bound-time.Since(arrived))
+	require.NoError(t, err, "gang big bound within %s of arriving, across the restart\n%s", bound, s.tl)
+	s.tl.add("gang big bound after %s", time.Since(arrived).Round(100*time.Millisecond))
+	t.Logf("gang big bound %s after it arrived, across a restart", time.Since(arrived).Round(100*time.Millisecond))
+	close(stopStream)
+	s.waitJobs(3*time.Minute, append(streamed(), leader, workers)...)
+	assert.Empty(t, evicted.all(), "no small pod is evicted for the gang")
+}
