@@ -121,8 +121,9 @@
 // gangs are done, or that needs preemption, is refused ("gang X waits its
 // turn: ...") without reserving anything, and the first such gang has the
 // next turn: no other gang starts beside the placing ones until it has had
-// it, so a stream of small gangs cannot starve a big one. A gang that fits
-// nowhere even then is told so at once. A placing gang whose member found no
+// it, so a stream of small gangs placing beside each other cannot starve a
+// big one; room held by running pods is what a reservation (below) frees
+// for it. A gang that fits nowhere even then is told so at once. A placing gang whose member found no
 // room on its plan places over every node from then on; what it will take is
 // unknown, so no gang starts beside it. A placing gang leaves within one
 // attempt: when its quorum is placed (its reservations are then complete and
