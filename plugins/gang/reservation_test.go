@@ -270,3 +270,51 @@ func TestReservationKeepsItsNodesUntilTheyNoLongerServe(t *testing.T) {
 	assert.Equal(t, []string{"gpu-0", "gpu-2"}, check(busyGPUNode("gpu-0", 4, now.Add(-2*replanEvery), 60), busyGPUNode("gpu-2", 8, now, 5), busyGPUNode("gpu-3", 8, now, 0)))
 	assert.Equal(t, now.Add(-2*replanEvery), g.reserve.book.Get(key).Since, "held since it first reserved")
 }
+
+// Other gangs plan around held room as the Filter keeps their members
+// off it: a gang of the holder's priority finds no room where only held
+// room is free; a gang of higher priority takes it (it could preempt for
+// it anyway). A gang its queue no longer admits holds nothing.
+func TestHeldRoomInOtherGangsPlans(t *testing.T) {
+	now := t0.Add(time.Hour)
+	key := state.GroupKey{Namespace: "ns", Name: "big"}
+	for _, tc := range []struct {
+		name     string
+		priority int32
+		wantFits bool
+	}{
+		{"a gang of the holder's priority", 0, false},
+		{"a gang of higher priority", 100, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			urgent := bigGang("urgent", 1)
+			for _, p := range urgent {
+				p.Spec.Priority = ptr.To(tc.priority)
+			}
+			g, _ := reservingGang(t, append(bigGang("big", 2), urgent...), []*schedv1alpha1.PodGroup{podGroup("big", t0, 3), podGroup("urgent", t0, 2)},
+				config.ReservationArgs{MaxGangs: 1, AfterSeconds: 10, MaxClusterPercent: 80}, now)
+			// gpu-0 is free and held for big; gpu-1 is busy.
+			g.reserve.book.Hold(&reservations.Reservation{Gang: key, Nodes: map[string]reservations.NodeHold{
+				"gpu-0": {Held: map[corev1.ResourceName]int64{corev1.ResourceCPU: 16000, corev1.ResourceMemory: 128 << 30, gpu: 8, corev1.ResourcePods: 1}},
+			}})
+			nodes := []fwk.NodeInfo{busyGPUNode("gpu-0", 0, now, 0), busyGPUNode("gpu-1", 8, now, 0)}
+			_, status := g.PreFilter(context.Background(), framework.NewCycleState(), urgent[1], nodes)
+			if tc.wantFits {
+				assert.True(t, status.IsSuccess(), status.Message())
+				return
+			}
+			assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
+			assert.Contains(t, status.Message(), "does not fit")
+		})
+	}
+	t.Run("its queue no longer admits it", func(t *testing.T) {
+		pods := bigGang("big", 2)
+		g, _ := reservingGang(t, pods, []*schedv1alpha1.PodGroup{podGroup("big", t0, 3)}, config.ReservationArgs{MaxGangs: 1, AfterSeconds: 10, MaxClusterPercent: 80}, now)
+		g.reserve.book.Hold(&reservations.Reservation{Gang: key, Nodes: map[string]reservations.NodeHold{"gpu-0": {}}})
+		cycle := framework.NewCycleState()
+		cycle.Write(state.QueueRefusedKey, &state.QueueRefused{})
+		_, status := g.PreFilter(context.Background(), cycle, pods[1], nil)
+		assert.Equal(t, fwk.Skip, status.Code())
+		assert.Nil(t, g.reserve.book.Get(key), "released")
+	})
+}
