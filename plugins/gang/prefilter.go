@@ -189,7 +189,10 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 		if doesNotFitNow {
 			gangRejections.WithLabelValues(reasonDoesNotFit).Inc()
 			g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeWarning, "GangDoesNotFit", "Scheduling", "%s", status.Message())
-			g.reserve.holdRoom(ctx, g, pg, key, pod, checked, nodes, topo)
+			if held := g.reserve.holdRoom(ctx, g, pg, key, pod, checked, nodes, topo); held != nil {
+				// The members' own message says where the gang waits.
+				status = fwk.NewStatus(status.Code(), status.Message()+"; it "+held.Describe())
+			}
 		}
 		g.shared.status.Enqueue(key)
 		return nil, status

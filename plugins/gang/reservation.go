@@ -152,25 +152,26 @@ func (r *reserver) heldBeside(key state.GroupKey, priority int32, nodes []fwk.No
 
 // holdRoom plans where the gang's quorum will be placeable soonest, once
 // running pods end, and holds that room (doc.go, Reservation); it says
-// on the PodGroup why it holds nothing when it cannot. It runs without
-// the store's lock, for a gang whose quorum does not fit now.
-func (r *reserver) holdRoom(ctx context.Context, g *Gang, pg *schedv1alpha1.PodGroup, key state.GroupKey, pod *corev1.Pod, in *planInputs, nodes []fwk.NodeInfo, topo *topology) {
+// on the PodGroup why it holds nothing when it cannot. It returns the
+// gang's reservation, nil when it holds none. It runs without the
+// store's lock, for a gang whose quorum does not fit now.
+func (r *reserver) holdRoom(ctx context.Context, g *Gang, pg *schedv1alpha1.PodGroup, key state.GroupKey, pod *corev1.Pod, in *planInputs, nodes []fwk.NodeInfo, topo *topology) *reservations.Reservation {
 	if r == nil || in == nil {
-		return
+		return nil
 	}
 	now := r.now()
 	held := r.book.Get(key)
 	if held != nil && now.Sub(held.Planned) < replanEvery {
-		return
+		return held
 	}
 	if waited := now.Sub(g.store.GroupTime(key, pod.CreationTimestamp.Time)); waited < time.Duration(r.args.AfterSeconds)*time.Second {
 		// Checked again when it has waited long enough, whatever the
 		// events.
 		g.shared.activateAfterBackoff(klog.FromContext(ctx), key, time.Duration(r.args.AfterSeconds)*time.Second-waited)
-		return
+		return nil
 	}
 	if held == nil && r.book.Len() >= int(r.args.MaxGangs) {
-		return
+		return nil
 	}
 	priority := corev1helpers.PodPriority(pod)
 	soonest := func(nodes []fwk.NodeInfo) planner.Wait {
@@ -198,7 +199,7 @@ func (r *reserver) holdRoom(ctx context.Context, g *Gang, pg *schedv1alpha1.PodG
 		r.release(g, pg, key, "its quorum does not fit even once every running pod ends")
 		g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeWarning, "RoomNotHeld", "Scheduling",
 			"gang %s holds no room: even once every running pod ends, %s", key, wait.Reason)
-		return
+		return nil
 	}
 	res := &reservations.Reservation{Gang: key, Priority: priority, Nodes: map[string]reservations.NodeHold{}, Since: now, Planned: now, ReadyBy: wait.ReadyBy}
 	for _, slot := range wait.Slots {
@@ -230,13 +231,14 @@ func (r *reserver) holdRoom(ctx context.Context, g *Gang, pg *schedv1alpha1.PodG
 	if over := overShare(res, nodes, r.args.MaxClusterPercent); over != "" {
 		r.release(g, pg, key, over)
 		g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeWarning, "RoomNotHeld", "Scheduling", "gang %s holds no room: %s", key, over)
-		return
+		return nil
 	}
 	r.book.Hold(res)
 	reservationsHeld.Set(float64(r.book.Len()))
 	if held == nil || !sameNodes(held, res) {
 		g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeNormal, "RoomHeld", "Scheduling", "gang %s %s", key, res.Describe())
 	}
+	return res
 }
 
 // leaving are the running pods on the nodes a reservation may wait for,

@@ -132,6 +132,11 @@ func TestPreFilterHoldsRoomForAGangThatDoesNotFit(t *testing.T) {
 				}
 			}
 			assert.Equal(t, tc.wantNodes, held)
+			if held != nil {
+				assert.Contains(t, status.Message(), "; it holds room on 2 nodes (gpu-0, gpu-2)", "the members say where their gang waits")
+			} else {
+				assert.NotContains(t, status.Message(), "holds room")
+			}
 			var said []string
 			for _, e := range recorded(h) {
 				if strings.Contains(e, "Room") {
