@@ -210,6 +210,8 @@ func gangsDashboard() *dashboard.DashboardBuilder {
 			"short", 12,
 			query{fmt.Sprintf(`max(flotilla_gang_reservations{%s})`, job), "gangs holding room"},
 			query{quantile(0.9, "flotilla_gang_reservation_seconds_bucket", ""), "p90 held (s)"})).
+		WithPanel(graph("Held room idle", "Room held for gangs that was free and kept from other pods, per resource (cpu in millicores): what reservations cost while the pods a gang waits for end.",
+			"short", 12, query{fmt.Sprintf(`sum by (resource) (rate(flotilla_gang_reservation_idle_resource_seconds_total{%s}[%s]))`, job, interval), "{{resource}}"})).
 		WithPanel(graph("PodGroups by phase", "Every PodGroup of the cluster by the phase flotilla wrote (none yet counts as Pending).",
 			"short", 16, query{fmt.Sprintf(`max by (phase) (flotilla_podgroups{%s})`, job), "{{phase}}"}).
 			Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal))).

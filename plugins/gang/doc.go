@@ -288,7 +288,9 @@
 // maxClusterPercent bounds it), and a scheduler that restarts plans it
 // again at the gang's first check, from the cluster as it is (its members
 // sort ahead of later work, so that check comes first). Metrics:
-// flotilla_gang_reservations, flotilla_gang_reservation_seconds. Not yet:
+// flotilla_gang_reservations, flotilla_gang_reservation_seconds and
+// flotilla_gang_reservation_idle_resource_seconds_total (the held room
+// that was free, counted at each check of the gang). Not yet:
 // native PodGroups hold no room, and held room is not charged to the
 // gang's queue.
 //

@@ -98,6 +98,13 @@ var (
 		Buckets:        metrics.ExponentialBuckets(0.5, 2, 14),
 		StabilityLevel: metrics.ALPHA,
 	})
+	// reservationIdle is what held room cost: per resource, the held
+	// amount that was free and kept from other pods, integrated over time.
+	reservationIdle = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "flotilla", Name: "gang_reservation_idle_resource_seconds_total",
+		Help:           "Room held for gangs that was free and kept from other pods, by resource, in the resource's units times seconds (cpu in millicores).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
 	gangLongestWait = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace: "flotilla", Name: "gang_longest_wait_timeouts",
 		Help:           "The longest wait of a gang with all its members but not its quorum bound, from its oldest unbound member's creation, in multiples of that gang's schedule timeout.",
@@ -116,7 +123,7 @@ const (
 // registerMetrics registers the plugin's metrics with the scheduler's
 // registry, once however many profiles build the plugin.
 var registerMetrics = sync.OnceFunc(func() {
-	legacyregistry.MustRegister(gangWaitSeconds, gangRejections, podGroupStatusWrites, podGroupMemberLists, podGroupWaitingWrites, podGroupsByPhase, gangLongestWait, gangMembersInFlight, gangsPaced, quorumCheckSeconds, quorumChecksOvertaken, reservationsHeld, reservationSeconds)
+	legacyregistry.MustRegister(gangWaitSeconds, gangRejections, podGroupStatusWrites, podGroupMemberLists, podGroupWaitingWrites, podGroupsByPhase, gangLongestWait, gangMembersInFlight, gangsPaced, quorumCheckSeconds, quorumChecksOvertaken, reservationsHeld, reservationSeconds, reservationIdle)
 	// Every reason's series exists from the start, at 0: a rate over a
 	// series that appears with its first increment misses that increment.
 	for _, reason := range []string{reasonDoesNotFit, reasonMemberUnplaceable, reasonLostPlace, reasonTimedOut} {

@@ -161,6 +161,9 @@ func (r *reserver) holdRoom(ctx context.Context, g *Gang, pg *schedv1alpha1.PodG
 	}
 	now := r.now()
 	held := r.book.Get(key)
+	if held != nil {
+		r.countIdle(key, nodes, now)
+	}
 	if held != nil && now.Sub(held.Planned) < replanEvery {
 		return held
 	}
@@ -239,6 +242,30 @@ func (r *reserver) holdRoom(ctx context.Context, g *Gang, pg *schedv1alpha1.PodG
 		g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeNormal, "RoomHeld", "Scheduling", "gang %s %s", key, res.Describe())
 	}
 	return res
+}
+
+// countIdle adds to flotilla_gang_reservation_idle_resource_seconds_total
+// what the gang's hold keeps free and idle now, over the time since it was
+// last counted.
+func (r *reserver) countIdle(key state.GroupKey, nodes []fwk.NodeInfo, now time.Time) {
+	seconds := r.book.Accrue(key, now).Seconds()
+	if seconds <= 0 {
+		return
+	}
+	holds := r.book.Holds()
+	idle := capacity.Resources{}
+	for _, n := range nodes {
+		for _, h := range holds.On(n.Node().Name) {
+			if h.Gang == key {
+				idle.Add(reservations.Idle(h, n))
+			}
+		}
+	}
+	for name, v := range idle {
+		if v > 0 {
+			reservationIdle.WithLabelValues(string(name)).Add(float64(v) * seconds)
+		}
+	}
 }
 
 // leaving are the running pods on the nodes a reservation may wait for,

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	metricstestutil "k8s.io/component-base/metrics/testutil"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -322,4 +323,32 @@ func TestHeldRoomInOtherGangsPlans(t *testing.T) {
 		assert.Equal(t, fwk.Skip, status.Code())
 		assert.Nil(t, g.reserve.book.Get(key), "released")
 	})
+}
+
+// What held room costs is counted each time the gang is checked: the
+// room its hold keeps free and idle, per resource, over the time since
+// the last count.
+func TestReservationCountsIdleRoom(t *testing.T) {
+	registerMetrics()
+	now := t0.Add(time.Hour)
+	pods := bigGang("big", 1)
+	g, _ := reservingGang(t, pods, []*schedv1alpha1.PodGroup{podGroup("big", t0, 2)}, config.ReservationArgs{MaxGangs: 1, AfterSeconds: 10, MaxClusterPercent: 80}, now)
+	idleGPUSeconds := func() float64 {
+		v, err := metricstestutil.GetCounterMetricValue(reservationIdle.WithLabelValues(string(gpu)))
+		require.NoError(t, err)
+		return v
+	}
+	before := idleGPUSeconds()
+	// gpu-0's 8 small pods end within a minute: the gang holds it; gpu-1
+	// has no bound.
+	_, status := g.PreFilter(context.Background(), framework.NewCycleState(), pods[1], []fwk.NodeInfo{busyGPUNode("gpu-0", 8, now, 60), busyGPUNode("gpu-1", 8, now, 0)})
+	require.False(t, status.IsSuccess())
+	require.Equal(t, []string{"gpu-0"}, g.reserve.book.Get(state.GroupKey{Namespace: "ns", Name: "big"}).NodeNames())
+	// 10 s later five of gpu-0's pods have ended: 5 GPUs held idle since
+	// the last count (the gang's check counts what it sees now).
+	now = now.Add(10 * time.Second)
+	g.reserve.now = func() time.Time { return now }
+	_, status = g.PreFilter(context.Background(), framework.NewCycleState(), pods[1], []fwk.NodeInfo{busyGPUNode("gpu-0", 3, t0, 60), busyGPUNode("gpu-1", 8, now, 0)})
+	require.False(t, status.IsSuccess())
+	assert.InDelta(t, 5*10, idleGPUSeconds()-before, 0.001)
 }

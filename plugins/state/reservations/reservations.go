@@ -32,6 +32,8 @@ type Reservation struct {
 	Since, Planned, ReadyBy time.Time
 	// WaitsFor are the pods it waits for, as namespace/name.
 	WaitsFor []string
+	// accrued is when its idle room was last counted (Book.Accrue).
+	accrued time.Time
 }
 
 // NodeHold is what a reservation holds on one node.
@@ -117,10 +119,48 @@ func (b *Book) Hold(r *Reservation) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if old, ok := b.byGang[r.Gang]; ok && !old.Since.IsZero() {
-		r.Since = old.Since
+		r.Since, r.accrued = old.Since, old.accrued
 	}
 	b.byGang[r.Gang] = r
 	b.publishLocked()
+}
+
+// Accrue returns how long ago, as of now, the gang's held room was last
+// counted idle (since its reservation when never), and counts it to now;
+// zero when the gang holds no room.
+func (b *Book) Accrue(key state.GroupKey, now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.byGang[key]
+	if !ok {
+		return 0
+	}
+	since := r.accrued
+	if since.IsZero() {
+		since = r.Since
+	}
+	r.accrued = now
+	if now.Before(since) {
+		return 0
+	}
+	return now.Sub(since)
+}
+
+// Idle is what the hold keeps free on the node that is free now: room
+// held and idle while the pods the gang waits for there end.
+func Idle(hold Hold, node fwk.NodeInfo) capacity.Resources {
+	idle := Remaining(hold, node)
+	free := capacity.FreeOf(node)
+	for name, v := range idle {
+		if name == corev1.ResourcePods {
+			delete(idle, name)
+			continue
+		}
+		if f := free[name]; f < v {
+			idle[name] = max(f, 0)
+		}
+	}
+	return idle
 }
 
 // Release ends the gang's reservation, and reports whether it held one.

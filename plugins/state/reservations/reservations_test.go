@@ -216,3 +216,37 @@ func TestDescribe(t *testing.T) {
 	}
 	assert.True(t, strings.Contains(r.Describe(), "12 nodes") && strings.Contains(r.Describe(), "…"), r.Describe())
 }
+
+// What a hold keeps idle is what it still keeps free that is free now:
+// none of a node whose GPUs still run the pods it waits for, all of a node
+// they have left, and never the pod slots.
+func TestIdle(t *testing.T) {
+	running := func(n int) []*corev1.Pod {
+		var out []*corev1.Pod
+		for i := range n {
+			p := small("running-"+string(rune('a'+i)), 0)
+			p.Spec.NodeName = "gpu-1"
+			out = append(out, p)
+		}
+		return out
+	}
+	hold := holdOf(time.Time{})
+	assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 64 << 30, gpu: 0}, Idle(hold, gpuNode("gpu-1", running(8)...)),
+		"cpu and memory idle beside the small pods, no GPU free yet")
+	assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 64 << 30, gpu: 3}, Idle(hold, gpuNode("gpu-1", running(5)...)))
+	assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 64 << 30, gpu: 8}, Idle(hold, gpuNode("gpu-1")), "all freed, none used")
+}
+
+// Accrue counts a reservation's idle time from when it was made, then
+// from each count; planned again, it keeps its count; released, nothing.
+func TestAccrue(t *testing.T) {
+	b := NewBook()
+	assert.Zero(t, b.Accrue(big, t0), "no reservation")
+	b.Hold(&Reservation{Gang: big, Since: t0, Planned: t0})
+	assert.Equal(t, 5*time.Second, b.Accrue(big, t0.Add(5*time.Second)))
+	b.Hold(&Reservation{Gang: big, Since: t0.Add(7 * time.Second), Planned: t0.Add(7 * time.Second)})
+	assert.Equal(t, 3*time.Second, b.Accrue(big, t0.Add(8*time.Second)), "counted from the last count, across a new plan")
+	assert.Zero(t, b.Accrue(big, t0.Add(7*time.Second)), "a clock that went back counts nothing")
+	b.Release(big)
+	assert.Zero(t, b.Accrue(big, t0.Add(9*time.Second)))
+}
