@@ -145,6 +145,33 @@ func TestReservationLandsABigGangUnderAStream(t *testing.T) {
 		withoutBounds.waited.Round(100*time.Millisecond), 100*withoutBounds.used, withBounds.waited.Round(100*time.Millisecond), 100*withBounds.used)
 }
 
+// createBigGang creates gang big as a user does: its PodGroup (minMember
+// 4) and two Jobs, a cpu leader and three workers of 8 GPUs, each
+// running 20 s.
+func createBigGang(t *testing.T, h *harness.Harness) (leader, workers *batchv1.Job) {
+	t.Helper()
+	createRolesGroup(t, h, "big", 4, "", nil)
+	leader, err := h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "big-leader", Replicas: 1, CPU: "8", Memory: "32Gi", PodGroup: "big", RunSeconds: 20})
+	require.NoError(t, err)
+	workers, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "big-worker", Replicas: 3, CPU: "16", Memory: "128Gi", GPU: "8", PodGroup: "big", RunSeconds: 20, Indexed: true})
+	require.NoError(t, err)
+	return leader, workers
+}
+
+// roomHeldEvent is the message of the PodGroup's RoomHeld event, "" when
+// it has none.
+func roomHeldEvent(t *testing.T, h *harness.Harness, group string) string {
+	t.Helper()
+	events, err := h.Client.CoreV1().Events("default").List(h.Ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, e := range events.Items {
+		if e.Reason == "RoomHeld" && e.InvolvedObject.Name == group {
+			return e.Message
+		}
+	}
+	return ""
+}
+
 // reservingConfig is the shipped configuration with reservation on for
 // one gang at a time (EASY backfill), the rest of its args as shipped.
 func reservingConfig(t *testing.T) []byte {
@@ -175,11 +202,7 @@ func landBigGangUnderStream(t *testing.T, deadline bool) landed {
 	s.tl.add("stream of small Jobs started (run bounds: %v)", deadline)
 	time.Sleep(10 * time.Second)
 
-	createRolesGroup(t, h, "big", 4, "", nil)
-	leader, err := h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "big-leader", Replicas: 1, CPU: "8", Memory: "32Gi", PodGroup: "big", RunSeconds: 20})
-	require.NoError(t, err)
-	workers, err := h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "big-worker", Replicas: 3, CPU: "16", Memory: "128Gi", GPU: "8", PodGroup: "big", RunSeconds: 20, Indexed: true})
-	require.NoError(t, err)
+	leader, workers := createBigGang(t, h)
 	arrived := time.Now()
 	s.tl.add("gang big arrived: a cpu leader and three 8-GPU workers")
 
@@ -202,17 +225,8 @@ func landBigGangUnderStream(t *testing.T, deadline bool) landed {
 	assert.GreaterOrEqual(t, used, 0.8, "the GPUs stay busy while the gang holds room\n%s", s.tl)
 
 	var held string
-	require.Eventually(t, func() bool {
-		events, err := h.Client.CoreV1().Events("default").List(h.Ctx, metav1.ListOptions{})
-		require.NoError(t, err)
-		for _, e := range events.Items {
-			if e.Reason == "RoomHeld" && e.InvolvedObject.Name == "big" {
-				held = e.Message
-				return true
-			}
-		}
-		return false
-	}, 10*time.Second, 250*time.Millisecond, "the PodGroup says it holds room\n%s", s.tl)
+	require.Eventually(t, func() bool { held = roomHeldEvent(t, h, "big"); return held != "" }, 10*time.Second, 250*time.Millisecond,
+		"the PodGroup says it holds room\n%s", s.tl)
 	assert.Contains(t, held, "gang default/big holds room on ", held)
 
 	s.waitJobs(3*time.Minute, append(jobs, leader, workers)...)
@@ -241,31 +255,18 @@ func TestReservationSurvivesASchedulerRestart(t *testing.T) {
 	streamed := streamOfSmallJobs(t, s, 3.5, false, stopStream)
 	time.Sleep(10 * time.Second)
 
-	createRolesGroup(t, h, "big", 4, "", nil)
-	leader, err := h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "big-leader", Replicas: 1, CPU: "8", Memory: "32Gi", PodGroup: "big", RunSeconds: 20})
-	require.NoError(t, err)
-	workers, err := h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "big-worker", Replicas: 3, CPU: "16", Memory: "128Gi", GPU: "8", PodGroup: "big", RunSeconds: 20, Indexed: true})
-	require.NoError(t, err)
+	leader, workers := createBigGang(t, h)
 	arrived := time.Now()
 	s.tl.add("gang big arrived")
 
-	require.Eventually(t, func() bool {
-		events, err := h.Client.CoreV1().Events("default").List(h.Ctx, metav1.ListOptions{})
-		require.NoError(t, err)
-		for _, e := range events.Items {
-			if e.Reason == "RoomHeld" && e.InvolvedObject.Name == "big" {
-				return true
-			}
-		}
-		return false
-	}, 30*time.Second, 250*time.Millisecond, "gang big holds room\n%s", s.tl)
+	require.Eventually(t, func() bool { return roomHeldEvent(t, h, "big") != "" }, 30*time.Second, 250*time.Millisecond, "gang big holds room\n%s", s.tl)
 	require.NoError(t, scheduler.Kill())
 	s.tl.add("scheduler SIGKILLed while gang big holds room")
 	scheduler = start()
 	s.tl.add("a new scheduler started")
 
 	const bound = 40 * time.Second
-	_, err = h.WaitForPodsBound(h.Ctx, "default", "scheduling.x-k8s.io/pod-group=big", 4, bound-time.Since(arrived))
+	_, err := h.WaitForPodsBound(h.Ctx, "default", "scheduling.x-k8s.io/pod-group=big", 4, bound-time.Since(arrived))
 	require.NoError(t, err, "gang big bound within %s of arriving, across the restart\n%s", bound, s.tl)
 	s.tl.add("gang big bound after %s", time.Since(arrived).Round(100*time.Millisecond))
 	t.Logf("gang big bound %s after it arrived, across a restart", time.Since(arrived).Round(100*time.Millisecond))

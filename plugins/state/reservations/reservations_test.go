@@ -47,6 +47,17 @@ func member(name string, gpus string) *corev1.Pod {
 
 var big = state.GroupKey{Namespace: "ns", Name: "big"}
 
+// running are n small pods bound to gpu-1.
+func running(n int) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := range n {
+		p := small("running-"+string(rune('a'+i)), 0)
+		p.Spec.NodeName = "gpu-1"
+		out = append(out, p)
+	}
+	return out
+}
+
 // holdOf is gang big's hold of a worker's room (8 GPUs) on a node, the
 // pods it waits for there ending by readyBy.
 func holdOf(readyBy time.Time) Hold {
@@ -57,15 +68,6 @@ func holdOf(readyBy time.Time) Hold {
 // gang's, of higher priority, fits beside what the hold still keeps free,
 // or is sure to be gone before the gang could start there.
 func TestJudge(t *testing.T) {
-	running := func(n int) []*corev1.Pod {
-		var out []*corev1.Pod
-		for i := range n {
-			p := small("running-"+string(rune('a'+i)), 0)
-			p.Spec.NodeName = "gpu-1"
-			out = append(out, p)
-		}
-		return out
-	}
 	tests := []struct {
 		name     string
 		pod      *corev1.Pod
@@ -151,15 +153,6 @@ func TestDescribe(t *testing.T) {
 // none of a node whose GPUs still run the pods it waits for, all of a node
 // they have left, and never the pod slots.
 func TestIdle(t *testing.T) {
-	running := func(n int) []*corev1.Pod {
-		var out []*corev1.Pod
-		for i := range n {
-			p := small("running-"+string(rune('a'+i)), 0)
-			p.Spec.NodeName = "gpu-1"
-			out = append(out, p)
-		}
-		return out
-	}
 	hold := holdOf(time.Time{})
 	assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 64 << 30, gpu: 0}, Idle(hold, gpuNode("gpu-1", running(8)...)),
 		"cpu and memory idle beside the small pods, no GPU free yet")
