@@ -176,6 +176,11 @@ func TestValues(t *testing.T) {
 		{name: "device class weight out of range", values: map[string]any{"binpack": map[string]any{"deviceClasses": map[string]any{"weight": 200}}}, wantErr: "/binpack/deviceClasses/weight"},
 		{name: "native PodGroups: the same configuration, both ways", values: map[string]any{"featureGates": map[string]any{"GenericWorkload": true}},
 			wantIn: []string{"podGroupPostFilter:", "- name: DefaultPreemption", "preFilter:"}},
+		{name: "reservation on for one gang", values: map[string]any{"gang": map[string]any{"reservation": map[string]any{"maxGangs": 1}}},
+			wantIn: []string{"reservation:", "maxGangs: 1", "afterSeconds: 10", "maxClusterPercent: 80"}},
+		{name: "reservation holding more than the cluster", values: map[string]any{"gang": map[string]any{"reservation": map[string]any{"maxClusterPercent": 120}}},
+			wantErr: "/gang/reservation/maxClusterPercent"},
+		{name: "reservation misspelt", values: map[string]any{"gang": map[string]any{"reservation": map[string]any{"maxGang": 1}}}, wantErr: "maxGang"},
 		{name: "replace-default shares the gang args", values: map[string]any{"mode": ReplaceDefault, "gang": map[string]any{"backoffSeconds": 3}},
 			wantIn: []string{"schedulerName: default-scheduler", "resourceName: kube-scheduler"}},
 	} {
@@ -216,6 +221,22 @@ func TestNativePodGroupsGate(t *testing.T) {
 		require.Contains(t, rbac, `resources: ["podgroups", "workloads", "compositepodgroups"]`)
 		require.Contains(t, rbac, `resources: ["podgroups/status", "compositepodgroups/status"]`)
 		require.Contains(t, deployment, "GenericWorkload=true")
+	}
+}
+
+// With reservation on, the scheduler reads Jobs (a Job's
+// activeDeadlineSeconds bounds its pods' run); off, it is granted nothing
+// it does not use.
+func TestReservationGrantsJobs(t *testing.T) {
+	for _, gangs := range []int{0, 1} {
+		r, err := Render(map[string]any{"gang": map[string]any{"reservation": map[string]any{"maxGangs": gangs}}})
+		require.NoError(t, err)
+		rbac := strings.Join(r.Templates["templates/rbac.yaml"], "\n---\n")
+		if gangs == 0 {
+			require.NotContains(t, rbac, `resources: ["jobs"]`)
+			continue
+		}
+		require.Contains(t, rbac, "- apiGroups: [\"batch\"]\n  resources: [\"jobs\"]\n  verbs: [\"get\", \"list\", \"watch\"]")
 	}
 }
 
