@@ -129,4 +129,9 @@ var registerMetrics = sync.OnceFunc(func() {
 	for _, reason := range []string{reasonDoesNotFit, reasonMemberUnplaceable, reasonLostPlace, reasonTimedOut} {
 		gangRejections.WithLabelValues(reason)
 	}
+	// Every hold holds cpu and memory: their idle series exist from the
+	// start too (a device's appears with the first hold of it).
+	for _, resource := range []string{"cpu", "memory"} {
+		reservationIdle.WithLabelValues(resource)
+	}
 })

@@ -32,4 +32,16 @@ func TestMetricsRegisteredOnceWithEveryReason(t *testing.T) {
 	for _, reason := range []string{reasonDoesNotFit, reasonMemberUnplaceable, reasonLostPlace, reasonTimedOut} {
 		assert.True(t, reasons[reason], "series %s exists", reason)
 	}
+	idle := map[string]bool{}
+	for _, f := range families {
+		if f.GetName() != "flotilla_gang_reservation_idle_resource_seconds_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				idle[l.GetValue()] = true
+			}
+		}
+	}
+	assert.True(t, idle["cpu"] && idle["memory"], "held room's idle cpu and memory series exist from the start: %v", idle)
 }
