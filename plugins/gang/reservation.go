@@ -210,26 +210,17 @@ func (r *reserver) holdRoom(ctx context.Context, g *Gang, pg *schedv1alpha1.PodG
 		hold[corev1.ResourcePods] += int64(slot.Members)
 		res.Nodes[slot.Node] = reservations.NodeHold{Held: hold}
 	}
-	bounded := map[string]bool{}
-	for node := range res.Nodes {
-		bounded[node] = true
-	}
+	// Each node is ready when the pods the gang waits for there are sure
+	// to have ended, by the rule the whole wait is (planner.ReadyBy).
+	waitsOn := map[string][]planner.Leaving{}
 	for _, l := range wait.WaitsFor {
 		res.WaitsFor = append(res.WaitsFor, l.Pod.Namespace+"/"+l.Pod.Name)
-		h := res.Nodes[l.Node]
-		if l.EndsBy.IsZero() {
-			bounded[l.Node] = false
-		} else if l.EndsBy.After(h.ReadyBy) {
-			h.ReadyBy = l.EndsBy
-		}
-		res.Nodes[l.Node] = h
+		waitsOn[l.Node] = append(waitsOn[l.Node], l)
 	}
-	for node, ok := range bounded {
-		if !ok {
-			h := res.Nodes[node]
-			h.ReadyBy = time.Time{}
-			res.Nodes[node] = h
-		}
+	for node, pods := range waitsOn {
+		h := res.Nodes[node]
+		h.ReadyBy = planner.ReadyBy(pods)
+		res.Nodes[node] = h
 	}
 	if over := overShare(res, nodes, r.args.MaxClusterPercent); over != "" {
 		r.release(g, pg, key, over)

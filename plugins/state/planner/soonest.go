@@ -89,7 +89,7 @@ func Soonest(ctx context.Context, snap Snapshot, gang Gang, leaving []Leaving) W
 		}
 	}
 	chosen = onPlannedNodes(chosen, plan)
-	return Wait{Plan: plan, WaitsFor: chosen, ReadyBy: readyBy(chosen)}
+	return Wait{Plan: plan, WaitsFor: chosen, ReadyBy: ReadyBy(chosen)}
 }
 
 // releasedBy is base (nil: nothing) plus what the pods gone give back.
@@ -122,9 +122,9 @@ func onPlannedNodes(pods []Leaving, plan Plan) []Leaving {
 	return out
 }
 
-// readyBy is when the last of the pods is sure to have ended: zero when
+// ReadyBy is when the last of the pods is sure to have ended: zero when
 // one has no run bound, or there are none.
-func readyBy(pods []Leaving) time.Time {
+func ReadyBy(pods []Leaving) time.Time {
 	var last time.Time
 	for _, l := range pods {
 		if l.EndsBy.IsZero() {

@@ -166,3 +166,31 @@ func TestSoonest(t *testing.T) {
 		})
 	}
 }
+
+// A wait is ready when the last pod it waits for is sure to have ended;
+// never while one of them has no run bound, and at once (zero) for none.
+func TestReadyBy(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	ends := func(s ...int) []Leaving {
+		var out []Leaving
+		for _, v := range s {
+			l := Leaving{}
+			if v >= 0 {
+				l.EndsBy = t0.Add(time.Duration(v) * time.Second)
+			}
+			out = append(out, l)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		pods []Leaving
+		want time.Time
+	}{
+		{"none", nil, time.Time{}},
+		{"the last bound", ends(30, 90, 60), t0.Add(90 * time.Second)},
+		{"one without a bound", ends(30, -1), time.Time{}},
+	} {
+		assert.Equal(t, tc.want, ReadyBy(tc.pods), tc.name)
+	}
+}
