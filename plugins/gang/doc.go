@@ -290,9 +290,15 @@
 // sort ahead of later work, so that check comes first). Metrics:
 // flotilla_gang_reservations, flotilla_gang_reservation_seconds and
 // flotilla_gang_reservation_idle_resource_seconds_total (the held room
-// that was free, counted at each check of the gang). Not yet:
-// native PodGroups hold no room, and held room is not charged to the
-// gang's queue.
+// that was free, counted at each check of the gang).
+//
+// Who pays: the held room that is free and idle counts against the gang's
+// queue, and its ancestors, as if its pods used it, whenever that queue
+// admits anything else (plugins/proportion), so no queue reserves beyond
+// its share: a second gang of the queue that would take it over its share
+// with the first's hold counted is refused, and holds nothing. A gang its
+// queue refuses holds nothing and gives up what it held. Not yet: native
+// PodGroups hold no room.
 //
 // # Reserve and Permit
 //

@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/planner"
+	"github.com/flotilla-sched/flotilla/plugins/state/queues"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 	"github.com/flotilla-sched/flotilla/plugins/state/reservations"
 )
@@ -204,7 +205,7 @@ func (r *reserver) holdRoom(ctx context.Context, g *Gang, pg *schedv1alpha1.PodG
 			"gang %s holds no room: even once every running pod ends, %s", key, wait.Reason)
 		return nil
 	}
-	res := &reservations.Reservation{Gang: key, Priority: priority, Nodes: map[string]reservations.NodeHold{}, Since: now, Planned: now, ReadyBy: wait.ReadyBy}
+	res := &reservations.Reservation{Gang: key, Queue: queueOf(g.store, pod), Priority: priority, Nodes: map[string]reservations.NodeHold{}, Since: now, Planned: now, ReadyBy: wait.ReadyBy}
 	for _, slot := range wait.Slots {
 		hold := slot.Held.Clone()
 		hold[corev1.ResourcePods] += int64(slot.Members)
@@ -305,6 +306,15 @@ func overShare(res *reservations.Reservation, nodes []fwk.NodeInfo, percent int3
 		if v*100 > total[name]*int64(percent) {
 			return fmt.Sprintf("it would hold %d of the cluster's %d %s, more than maxClusterPercent (%d%%)", v, total[name], name, percent)
 		}
+	}
+	return ""
+}
+
+// queueOf is the pod's queue, "" when no plugin keeps queues: the queue
+// its gang's held room is charged to.
+func queueOf(store *state.Store, pod *corev1.Pod) string {
+	if q := queues.Of(store); q != nil {
+		return q.QueueOf(pod)
 	}
 	return ""
 }

@@ -65,7 +65,10 @@
 // any one resource takes no more (and is the one reclaim takes from, on
 // that resource; see plugins/preemption). The first member of a gang
 // asks for all the members still needed for its quorum at once, so half a
-// gang is never admitted. Pods refused for queue reasons are re-queued when
+// gang is never admitted. Room a gang's reservation holds idle (plugins/gang
+// doc.go, reservation) counts in its queue's allocated when any other
+// pod or gang of that queue, or of a queue below the same ancestor, is
+// admitted: held room is the queue's while held. Pods refused for queue reasons are re-queued when
 // a claim is deallocated, devices are published, a Queue is created,
 // deleted or respecified, and — only if their own queue admits them then
 // (an ancestor's refusal leaves them a reclaim to try; a pod nominated to

@@ -21,6 +21,7 @@ import (
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 	"github.com/flotilla-sched/flotilla/plugins/state/queues"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
+	"github.com/flotilla-sched/flotilla/plugins/state/reservations"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration; its args are
@@ -86,7 +87,7 @@ func (p *Proportion) PreEnqueue(context.Context, *corev1.Pod) *fwk.Status {
 // PreFilter admits the pod if its queue and every ancestor stay within
 // deserved and capability with its request (a gang's first member: the
 // request of every member still needed for the quorum).
-func (p *Proportion) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *Proportion) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	p.status.start()
 	group := groupCycleOf(cycle, pod)
 	if refused := group.refused(); refused != nil {
@@ -94,7 +95,7 @@ func (p *Proportion) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *c
 		// unit at the member tried first.
 		return nil, refused.Clone()
 	}
-	status, whole := p.admit(ctx, cycle, pod)
+	status, whole := p.admit(ctx, cycle, pod, nodes)
 	if whole && group.state != nil {
 		// The cycle's other members carry kube-scheduler's words: the
 		// PodGroup is told the queue's ("" once admitted: a later
@@ -108,8 +109,10 @@ func (p *Proportion) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *c
 }
 
 // admit is PreFilter's decision, and whether it was for a whole unit (a
-// pod of no gang, or a gang none of whose members is placed).
-func (p *Proportion) admit(ctx context.Context, cycle fwk.CycleState, pod *corev1.Pod) (*fwk.Status, bool) {
+// pod of no gang, or a gang none of whose members is placed). A whole
+// unit is admitted with the room other gangs of its queue hold idle on
+// the nodes counted as used (heldIdle).
+func (p *Proportion) admit(ctx context.Context, cycle fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.Status, bool) {
 	name := p.queues.QueueOf(pod)
 	request, what, members, whole := p.admissionRequest(pod)
 	p.queues.Refresh(pod)
@@ -122,8 +125,15 @@ func (p *Proportion) admit(ctx context.Context, cycle fwk.CycleState, pod *corev
 	if queue.Invalid != "" {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons.InvalidSpec.Say("queue %q is invalid: %s", name, queue.Invalid)), whole
 	}
-	if refusing, reason := view.Refuses(name, request, nil); reason != "" {
+	var held queues.Released
+	if whole {
+		held = p.heldIdle(view, pod, nodes)
+	}
+	if refusing, reason := view.Refuses(name, request, held); reason != "" {
 		klog.FromContext(ctx).V(4).Info("Queue refuses pod", "queue", refusing, "pod", klog.KObj(pod), "reason", reason)
+		if len(held[refusing]) > 0 {
+			reason += ", counting the room its gangs' reservations hold idle"
+		}
 		if whole {
 			p.queues.Turns().RefusedForQuota(p.queues.Turns().TurnOf(pod, name, request))
 			cycle.Write(state.QueueRefusedKey, state.QueueRefused{})
@@ -135,7 +145,7 @@ func (p *Proportion) admit(ctx context.Context, cycle fwk.CycleState, pod *corev
 		return nil, false
 	}
 	turn := p.queues.Turns().TurnOf(pod, name, request)
-	if first, reason := p.turnsFirst(view, turn); reason != "" {
+	if first, reason := p.turnsFirst(view, turn, held); reason != "" {
 		p.queues.Turns().RefusedForQuota(turn)
 		cycle.Write(state.QueueRefusedKey, state.QueueRefused{})
 		logger := klog.FromContext(ctx)
@@ -160,7 +170,7 @@ func (p *Proportion) admit(ctx context.Context, cycle fwk.CycleState, pod *corev
 // its queue and that the queue can admit, in order, each with the ones
 // before it; and, when the queue cannot admit turn beside them, why not
 // ("" when it can, or no turn waits before it).
-func (p *Proportion) turnsFirst(view *queues.QueueView, turn queues.Turn) ([]queues.Turn, string) {
+func (p *Proportion) turnsFirst(view *queues.QueueView, turn queues.Turn, held queues.Released) ([]queues.Turn, string) {
 	ahead := p.queues.Turns().Ahead(turn)
 	if len(ahead) == 0 {
 		return nil, ""
@@ -169,7 +179,7 @@ func (p *Proportion) turnsFirst(view *queues.QueueView, turn queues.Turn) ([]que
 	var first []queues.Turn
 	for _, t := range ahead {
 		with := reserved.Plus(t.Request)
-		if _, reason := view.Refuses(turn.Queue, with, nil); reason == "" {
+		if _, reason := view.Refuses(turn.Queue, with, held); reason == "" {
 			reserved, first = with, append(first, t)
 		}
 	}
@@ -177,8 +187,33 @@ func (p *Proportion) turnsFirst(view *queues.QueueView, turn queues.Turn) ([]que
 		return nil, ""
 	}
 	reserved.Add(turn.Request)
-	_, reason := view.Refuses(turn.Queue, reserved, nil)
+	_, reason := view.Refuses(turn.Queue, reserved, held)
 	return first, reason
+}
+
+// heldIdle is the room the reservations of gangs other than the pod's
+// hold idle on the nodes, charged to each gang's queue and its ancestors
+// as if allocated: while a queue's gangs hold room, that room is the
+// queue's, so no queue reserves beyond its share and a queue whose holds
+// fill its share admits nothing more until they end. nil when no room is
+// held.
+func (p *Proportion) heldIdle(view *queues.QueueView, pod *corev1.Pod, nodes []fwk.NodeInfo) queues.Released {
+	book := reservations.Of(p.store)
+	if book == nil {
+		return nil
+	}
+	own, _ := state.GroupOf(pod)
+	idle := book.Holds().IdleByQueue(nodes, own)
+	if len(idle) == 0 {
+		return nil
+	}
+	charged := queues.Released{}
+	for queue, room := range idle {
+		if view.Queues[queue] != nil {
+			view.Charge(charged, queue, room)
+		}
+	}
+	return charged
 }
 
 // admissionRequest is what admitting the pod commits its queue to; for a

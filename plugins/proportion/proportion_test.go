@@ -30,10 +30,12 @@ import (
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/handletest"
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
 	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 	"github.com/flotilla-sched/flotilla/plugins/state/queues"
+	"github.com/flotilla-sched/flotilla/plugins/state/reservations"
 )
 
 const profile = "flotilla-scheduler"
@@ -112,6 +114,51 @@ func TestPreFilterAdmission(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := testProportion(t, []*schedv1alpha1.PodGroup{pg}, append(append([]*corev1.Pod{}, tt.pods...), bDemand...), queues...)
 			_, status := p.PreFilter(context.Background(), framework.NewCycleState(), tt.pods[0], nil)
+			assert.Equal(t, tt.wantCode, status.Code(), status.Message())
+			assert.Contains(t, status.Message(), tt.wantMsg)
+		})
+	}
+}
+
+// Room a gang's reservation holds idle counts against its queue, as if its
+// pods used it, when the queue admits anything else: queue a, deserving 5
+// of the node's 10 cpu and using 1, holds 3 cpu idle for gang big's
+// pending member; b's demand fills the rest. The gang's own member is
+// admitted without its own hold counted twice, and another queue's pods
+// never pay for a's hold.
+func TestHeldRoomCountsAgainstItsQueue(t *testing.T) {
+	pg := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "big"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 1}}
+	bigMember := pod("big-0", "a", "3", "")
+	bigMember.Labels[schedv1alpha1.PodGroupLabel] = "big"
+	running := pod("a-0", "a", "1", "n")
+	tests := []struct {
+		name     string
+		admit    *corev1.Pod
+		held     bool
+		wantCode fwk.Code
+		wantMsg  string
+	}{
+		{name: "within the share beside the held room", admit: pod("new", "a", "1", ""), held: true, wantCode: fwk.Success},
+		{name: "beyond the share with the held room counted", admit: pod("new", "a", "2", ""), held: true, wantCode: fwk.Unschedulable,
+			wantMsg: `queue "a": the pod would exceed its deserved share of cpu (6 > 5), counting the room its gangs' reservations hold idle`},
+		{name: "the same pod once nothing is held", admit: pod("new", "a", "2", ""), wantCode: fwk.Success},
+		{name: "the holding gang's own member", admit: bigMember, held: true, wantCode: fwk.Success},
+		{name: "another queue does not pay for it", admit: pod("b-0", "b", "5", ""), held: true, wantCode: fwk.Success},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pods := []*corev1.Pod{running, bigMember, pod("b-0", "b", "5", ""), pod("b-1", "b", "5", "")}
+			if tt.admit.Name != bigMember.Name && tt.admit.Name != "b-0" {
+				pods = append(pods, tt.admit)
+			}
+			p := testProportion(t, []*schedv1alpha1.PodGroup{pg}, pods, queue("a", nil), queue("b", nil))
+			node := framework.NewNodeInfo(running)
+			node.SetNode(st.MakeNode().Name("n").Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "10", corev1.ResourceMemory: "64Gi", corev1.ResourcePods: "110"}).Obj())
+			if tt.held {
+				reservations.For(p.store).Hold(&reservations.Reservation{Gang: state.GroupKey{Namespace: "ns", Name: "big"}, Queue: "a",
+					Nodes: map[string]reservations.NodeHold{"n": {Held: capacity.Resources{corev1.ResourceCPU: 3000, corev1.ResourceMemory: 1 << 30, corev1.ResourcePods: 1}}}})
+			}
+			_, status := p.PreFilter(context.Background(), framework.NewCycleState(), tt.admit, []fwk.NodeInfo{node})
 			assert.Equal(t, tt.wantCode, status.Code(), status.Message())
 			assert.Contains(t, status.Message(), tt.wantMsg)
 		})

@@ -12,7 +12,8 @@ import (
 )
 
 // Released is what leaving pods give back, per queue, counted in the queue
-// and in each of its ancestors.
+// and in each of its ancestors; room a queue's gangs hold idle is a
+// negative release (Charge).
 type Released map[string]capacity.Resources
 
 // Release records that a pod of queue gives back r.
@@ -22,6 +23,18 @@ func (v *QueueView) Release(released Released, queue string, r capacity.Resource
 			released[q.Name] = capacity.Resources{}
 		}
 		released[q.Name].Add(r)
+	}
+}
+
+// Charge records that r counts against queue, and each of its ancestors,
+// beyond what its pods are allocated: the room its gangs' reservations
+// hold idle, as a negative release.
+func (v *QueueView) Charge(released Released, queue string, r capacity.Resources) {
+	for _, q := range v.Ancestors(queue) {
+		if released[q.Name] == nil {
+			released[q.Name] = capacity.Resources{}
+		}
+		released[q.Name].Sub(r)
 	}
 }
 

@@ -83,6 +83,27 @@ func TestRelease(t *testing.T) {
 	assert.Equal(t, Released{"team-a": {corev1.ResourceCPU: 1000}, "team-b": {corev1.ResourceCPU: 500}, "org": {corev1.ResourceCPU: 1500}}, released)
 }
 
+// Charge counts room held for a queue's gangs against it and every
+// ancestor, as if allocated: team-a, 4 of its 5 cpu used, holding 1 cpu
+// idle for a gang, admits no more; team-b, beside it under org, still
+// admits its share, and what leaves team-a is given back beside the
+// charge.
+func TestCharge(t *testing.T) {
+	cpu := func(m int64) capacity.Resources { return capacity.Resources{corev1.ResourceCPU: m} }
+	v := teamsView()
+	charged := Released{}
+	v.Charge(charged, "team-a", cpu(1000))
+	assert.Equal(t, Released{"team-a": cpu(-1000), "org": cpu(-1000)}, charged)
+	queue, reason := v.Refuses("team-a", cpu(500), charged)
+	assert.Equal(t, "team-a", queue)
+	assert.Contains(t, reason, "would exceed its deserved share of cpu (5500m > 5)")
+	queue, reason = v.Refuses("team-b", cpu(5000), charged)
+	assert.Empty(t, queue, reason)
+	v.Release(charged, "team-a", cpu(500))
+	queue, reason = v.Refuses("team-a", cpu(500), charged)
+	assert.Empty(t, queue, reason)
+}
+
 // Sides split two queues' paths where they part: siblings each have their
 // own side, a parent's own pods none.
 func TestSides(t *testing.T) {

@@ -21,6 +21,9 @@ import (
 // have ended.
 type Reservation struct {
 	Gang state.GroupKey
+	// Queue is the gang's queue ("" without queues): the room it holds
+	// idle counts against that queue while held (IdleByQueue).
+	Queue string
 	// Priority is the gang's: a pod of higher priority may take held
 	// room (it could preempt for it anyway).
 	Priority int32
@@ -197,7 +200,7 @@ func (b *Book) publishLocked() {
 	h := &Holds{byNode: map[string][]Hold{}}
 	for _, r := range b.byGang {
 		for node, hold := range r.Nodes {
-			h.byNode[node] = append(h.byNode[node], Hold{Gang: r.Gang, Priority: r.Priority, NodeHold: hold})
+			h.byNode[node] = append(h.byNode[node], Hold{Gang: r.Gang, Queue: r.Queue, Priority: r.Priority, NodeHold: hold})
 		}
 	}
 	for _, holds := range h.byNode {
@@ -214,6 +217,7 @@ type Holds struct {
 // Hold is one gang's hold on a node.
 type Hold struct {
 	Gang     state.GroupKey
+	Queue    string
 	Priority int32
 	NodeHold
 }
@@ -224,6 +228,34 @@ func (h *Holds) On(node string) []Hold {
 		return nil
 	}
 	return h.byNode[node]
+}
+
+// IdleByQueue is what the holds on the given nodes keep free and idle
+// now (Idle), summed by the holding gang's queue, leaving out the holds
+// of gang except and of gangs of no queue: the room each queue's
+// reservations cost it while they wait, which admission counts against
+// the queue as if its pods used it, so that no queue reserves beyond its
+// share.
+func (h *Holds) IdleByQueue(nodes []fwk.NodeInfo, except state.GroupKey) map[string]capacity.Resources {
+	if h.Empty() {
+		return nil
+	}
+	var out map[string]capacity.Resources
+	for _, n := range nodes {
+		for _, hold := range h.On(n.Node().Name) {
+			if hold.Gang == except || hold.Queue == "" {
+				continue
+			}
+			if out == nil {
+				out = map[string]capacity.Resources{}
+			}
+			if out[hold.Queue] == nil {
+				out[hold.Queue] = capacity.Resources{}
+			}
+			out[hold.Queue].Add(Idle(hold, n))
+		}
+	}
+	return out
 }
 
 // Empty reports whether nothing is held anywhere.

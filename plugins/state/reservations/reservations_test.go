@@ -215,3 +215,39 @@ func TestBookPerScheduler(t *testing.T) {
 	assert.True(t, none.Empty())
 	assert.Nil(t, none.On("gpu-1"))
 }
+
+// What reservations keep idle is counted against each holding gang's
+// queue, across its nodes; the admitting gang's own hold, gangs of no
+// queue and nodes not asked about count nothing.
+func TestIdleByQueue(t *testing.T) {
+	other := state.GroupKey{Namespace: "ns", Name: "other"}
+	b := NewBook()
+	worker := holdOf(time.Time{}).NodeHold
+	b.Hold(&Reservation{Gang: big, Queue: "training", Nodes: map[string]NodeHold{"gpu-1": worker, "gpu-2": worker}})
+	b.Hold(&Reservation{Gang: other, Queue: "research", Nodes: map[string]NodeHold{"gpu-2": worker}})
+	b.Hold(&Reservation{Gang: state.GroupKey{Namespace: "ns", Name: "unqueued"}, Nodes: map[string]NodeHold{"gpu-1": worker}})
+	// gpu-1 still runs 5 small pods (3 GPUs free), gpu-2 is empty, gpu-3
+	// holds nothing.
+	nodes := []fwk.NodeInfo{gpuNode("gpu-1", running(5)...), gpuNode("gpu-2"), gpuNode("gpu-3")}
+	idleWorker := func(gpus int64) capacity.Resources {
+		return capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 64 << 30, gpu: gpus}
+	}
+	tests := []struct {
+		name   string
+		nodes  []fwk.NodeInfo
+		except state.GroupKey
+		want   map[string]capacity.Resources
+	}{
+		{"every queue's holds", nodes, state.GroupKey{},
+			map[string]capacity.Resources{"training": idleWorker(3).Plus(idleWorker(8)), "research": idleWorker(8)}},
+		{"the admitting gang's own hold left out", nodes, big, map[string]capacity.Resources{"research": idleWorker(8)}},
+		{"only the nodes asked about", nodes[:1], state.GroupKey{}, map[string]capacity.Resources{"training": idleWorker(3)}},
+		{"no held node asked about", nodes[2:], state.GroupKey{}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, b.Holds().IdleByQueue(tc.nodes, tc.except))
+		})
+	}
+	assert.Nil(t, NewBook().Holds().IdleByQueue(nodes, state.GroupKey{}), "nothing held")
+}
