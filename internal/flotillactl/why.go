@@ -37,6 +37,9 @@ type Explanation struct {
 	Waiting bool     `json:"waiting"`
 	Reasons []string `json:"reasons"`
 	Message string   `json:"message,omitempty"`
+	// Held is the room its reservation holds while it waits, nil when
+	// it holds none.
+	Held *HeldRoom `json:"held,omitempty"`
 	// Events are the last events of its pods and PodGroup, newest last.
 	Events []Event `json:"events"`
 }
@@ -306,6 +309,13 @@ func explain(ctx context.Context, c *clients, pods []corev1.Pod, defaultQueue st
 		e.addMembers(members, objects, events, func(m *corev1.Pod) string {
 			return waitingMessage(ctx, c, m, pg, m.Labels[schedv1alpha1.PodGroupLabel])
 		})
+		if pg != nil && e.Waiting {
+			if e.Held = heldRoomOf(events, pg.Name); e.Held != nil {
+				if err := e.Held.runningOn(ctx, c, pg.Name); err != nil {
+					return nil, err
+				}
+			}
+		}
 		out = append(out, e)
 	}
 	return out, nil
@@ -365,6 +375,9 @@ func eventTime(ev corev1.Event) time.Time {
 	if t := ev.LastTimestamp.Time; !t.IsZero() {
 		return t
 	}
+	if ev.Series != nil && !ev.Series.LastObservedTime.IsZero() {
+		return ev.Series.LastObservedTime.Time
+	}
 	return ev.EventTime.Time
 }
 
@@ -391,6 +404,16 @@ func printExplanations(w io.Writer, explanations []Explanation) {
 			fmt.Fprintf(w, "waiting\t%s\n", strings.Join(e.Pending, ", "))
 			fmt.Fprintf(w, "reason\t%s\n", dash(strings.Join(e.Reasons, ", ")))
 			fmt.Fprintf(w, "message\t%s\n", e.Message)
+		}
+		if h := e.Held; h != nil {
+			nodes := strings.Join(h.Nodes, ", ")
+			if h.Total > len(h.Nodes) {
+				nodes += fmt.Sprintf(", … (%d in all)", h.Total)
+			}
+			fmt.Fprintf(w, "holds room\ton %s: %s\n", nodes, dash(h.Until))
+			for _, node := range h.Nodes {
+				fmt.Fprintf(w, "  held node\t%s\truns %s\n", node, dash(strings.Join(h.Running[node], ", ")))
+			}
 		}
 		for _, ev := range e.Events {
 			fmt.Fprintf(w, "  event\t%s\t%s\t%s\t%s\n", ev.Time.Format(time.RFC3339), ev.Object, ev.Reason, ev.Message)

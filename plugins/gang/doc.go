@@ -290,7 +290,11 @@
 // sort ahead of later work, so that check comes first). Metrics:
 // flotilla_gang_reservations, flotilla_gang_reservation_seconds and
 // flotilla_gang_reservation_idle_resource_seconds_total (the held room
-// that was free, counted at each check of the gang).
+// that was free, counted at each check of the gang). The PodGroup's
+// events say when it holds room (RoomHeld: its nodes and the run bound it
+// waits for), when it no longer does (RoomReleased) and why it holds none
+// (RoomNotHeld); kubectl flotilla why reads the latest of them and lists
+// what still runs on the held nodes.
 //
 // Who pays: the held room that is free and idle counts against the gang's
 // queue, and its ancestors, as if its pods used it, whenever that queue
