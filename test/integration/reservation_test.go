@@ -161,7 +161,9 @@ func gpuUtilization(t *testing.T, h *harness.Harness, total int64, stop <-chan s
 func TestReservationLandsABigGangUnderAStream(t *testing.T) {
 	var withoutBounds, withBounds landed
 	t.Run("without run bounds", func(t *testing.T) { withoutBounds = landBigGangUnderStream(t, smallWork{podsPerSecond: 3.5}) })
-	t.Run("with run bounds", func(t *testing.T) { withBounds = landBigGangUnderStream(t, smallWork{podsPerSecond: 3.5, runBound: true}) })
+	t.Run("with run bounds", func(t *testing.T) {
+		withBounds = landBigGangUnderStream(t, smallWork{podsPerSecond: 3.5, runBound: true})
+	})
 	// The small work as gangs of two: they are placed whole, and kept off
 	// held room whole, as single pods are.
 	var pairs landed
