@@ -118,6 +118,17 @@ func Deployment() (*appsv1.Deployment, error) {
 	}
 }
 
+// WithReservation is a shipped scheduler configuration (reservation off,
+// as shipped) with Gang's reservation on for up to maxGangs gangs at once,
+// its other args as shipped. Tests and benchmarks turn reservation on so.
+func WithReservation(config []byte, maxGangs int) ([]byte, error) {
+	const off = "        maxGangs: 0\n"
+	if !strings.Contains(string(config), off) {
+		return nil, fmt.Errorf("the shipped configuration's Gang args have no %q", strings.TrimSpace(off))
+	}
+	return []byte(strings.ReplaceAll(string(config), off, fmt.Sprintf("        maxGangs: %d\n", maxGangs))), nil
+}
+
 // WithUsage is a shipped scheduler configuration (off, as shipped) with
 // Proportion's fairness over time on: these half-life, reclaim minimum
 // runtime and status interval. Tests and benchmarks turn usage on so.

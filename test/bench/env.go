@@ -68,6 +68,9 @@ type env struct {
 	topologyLevels []string
 	// usage, if set, turns Proportion's fairness over time on (F1).
 	usage usageArgs
+	// reservation turns Gang's reservation on, for one gang at a time
+	// (G1, G2).
+	reservation bool
 	// nativeGangs: the run's apiserver and scheduler serve Kubernetes' own
 	// PodGroups (variant.nativeGangs).
 	nativeGangs bool
@@ -171,6 +174,11 @@ func (e *env) startScheduler() error {
 	}
 	if e.usage != (usageArgs{}) {
 		if config, err = manifests.WithUsage(config, e.usage.halfLife, e.usage.minRuntime, e.usage.statusInterval); err != nil {
+			return err
+		}
+	}
+	if e.reservation {
+		if config, err = manifests.WithReservation(config, 1); err != nil {
 			return err
 		}
 	}

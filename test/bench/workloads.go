@@ -31,6 +31,7 @@ type variant struct {
 	roles     bool      // their PodGroups declare a leader and workers (R1)
 	gpus      gpuSource // where a GPU workload's devices come from
 	usage     bool      // Proportion's fairness over time is on (F1)
+	reserve   bool      // Gang's reservation is on, for one gang at a time (G1, G2)
 	// nativeGangs: pods join Kubernetes' own PodGroups, placed by the
 	// in-tree GangScheduling plugin of the stock kube-scheduler with the
 	// GenericWorkload gate on (in the apiserver too): what a gang costs
@@ -59,6 +60,8 @@ var (
 	flotillaDRA   = variant{name: "flotilla, gangs, DRA GPUs", scheduler: flotillaScheduler, gangs: true, gpus: draGPUs}
 	flotillaUsage = variant{name: "flotilla, usage", scheduler: flotillaScheduler, usage: true}
 	flotillaGPUs  = variant{name: "flotilla, gangs, allocatable GPUs", scheduler: flotillaScheduler, gangs: true, gpus: allocatableGPUs}
+	// flotillaReserving is flotillaGPUs with Gang's reservation on.
+	flotillaReserving = variant{name: "flotilla, gangs, reservation", scheduler: flotillaScheduler, gangs: true, gpus: allocatableGPUs, reserve: true}
 	// defaultGPUs is D1's control: what DRA costs the default profile
 	// itself, beside what it costs flotilla.
 	defaultGPUs = variant{name: "default profile, allocatable GPUs", scheduler: defaultScheduler, gpus: allocatableGPUs}
@@ -112,6 +115,10 @@ func workloads(full bool) []workload {
 	f1 := fairStream{nodes: pick(2, 4), phase: time.Duration(pick(10, 60)) * time.Second, phases: pick(4, 5),
 		runSeconds: float64(pick(3, 10)), gangEvery: time.Duration(pick(2, 5)) * time.Second}
 	m1 := mixedStream{zones: pick(2, 10), gangs: pick(4, 40), runSeconds: 5}
+	g1 := largeGangStream{nodes: pick(2, 8), perSecond: float64(pick(2, 6)), streamFor: time.Duration(pick(20, 90)) * time.Second,
+		gangAfter: time.Duration(pick(5, 15)) * time.Second, gangPods: int32(pick(2, 6)), gangRun: 20}
+	g2 := g1
+	g2.streamFor = time.Duration(pick(30, 180)) * time.Second
 	t1 := rackStream{zones: 2, racks: pick(2, 10), perRack: pick(6, 50), gangs: pick(8, 40),
 		minSize: pick(2, 8), maxSize: pick(8, 128), runSeconds: 5}
 	return []workload{
@@ -285,6 +292,7 @@ func workloads(full bool) []workload {
 				rssGoal(flotillaUsage, flotillaPlain),
 			},
 		},
+		largeGangWorkload("G1", g1), largeGangWorkload("G2", g2),
 		{
 			id: "T1", what: fmt.Sprintf("%d GPU nodes (8 GPUs) in %d zones x %d racks x %d; %d Jobs of %d-%d whole-node pods, created at once, run %.0f s",
 				t1.nodes(), t1.zones, t1.racks, t1.perRack, t1.gangs, t1.minSize, t1.maxSize, t1.runSeconds),
@@ -304,6 +312,29 @@ func workloads(full bool) []workload {
 }
 
 const mib = 1 << 20
+
+// largeGangWorkload is G1 or G2: the large gang under a stream of smaller
+// work, on stock kube-scheduler, flotilla with reservation off and with
+// it on. Its wait must not grow with the stream's length: the same bound
+// holds on both rows, 2.5 times the small pods' longest run.
+func largeGangWorkload(id string, s largeGangStream) workload {
+	return workload{
+		id: id, what: fmt.Sprintf("a gang of %d pods x 8 GPUs (run %.0f s) arriving %s into a %s stream of single-pod Jobs of 1 GPU + 4 cpu + 16Gi (run %d-%d s) at %.0f/s, on %d nodes of 8 GPUs",
+			s.gangPods, s.gangRun, s.gangAfter, s.streamFor, smallRunMin, smallRunMax, s.perSecond, s.nodes),
+		target:   "with reservation: the gang bound <= 2.5 x the small pods' longest run after it arrives, whatever the stream's length, and <= 0.5 x stock's wait; GPU utilization >= 0.9 x stock's",
+		variants: []variant{defaultGPUs, flotillaGPUs, flotillaReserving}, jobs: true,
+		run: func(e *env, v variant) (*result, error) {
+			return runLargeGang(e, v, s)
+		},
+		measured: largeGangMeasured,
+		goals: []goal{
+			atMostGoal("the gang's wait, reservation", flotillaReserving, extraOf("gangWaitSeconds"), 2.5*smallRunMax, "s"),
+			ratioGoal("the gang's wait, reservation / stock", flotillaReserving, defaultGPUs, extraOf("gangWaitSeconds"), false, 0.5),
+			ratioGoal("GPU utilization, reservation / stock", flotillaReserving, defaultGPUs, extraOf("gpuUtilizationPercent"), true, 0.9),
+			ratioGoal("the gang's wait, reservation / reservation off", flotillaReserving, flotillaGPUs, extraOf("gangWaitSeconds"), false, 0.5),
+			rssGoal(flotillaReserving, defaultGPUs)},
+	}
+}
 
 func ratioMeasured(what string, v variant, of func(*result) float64) func(map[string]*result) string {
 	return func(m map[string]*result) string {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/internal/flotillactl"
+	"github.com/flotilla-sched/flotilla/manifests"
 	"github.com/flotilla-sched/flotilla/test/harness"
 )
 
@@ -236,10 +237,9 @@ func groupEvent(t *testing.T, h *harness.Harness, group, reason string) string {
 // one gang at a time (EASY backfill), the rest of its args as shipped.
 func reservingConfig(t *testing.T) []byte {
 	t.Helper()
-	shipped := string(shippedConfig(t, "scheduler-config.yaml"))
-	const off = "        maxGangs: 0\n"
-	require.Equal(t, 1, strings.Count(shipped, off), "the shipped Gang args turn reservation off")
-	return []byte(strings.Replace(shipped, off, "        maxGangs: 1\n", 1))
+	config, err := manifests.WithReservation(shippedConfig(t, "scheduler-config.yaml"), 1)
+	require.NoError(t, err)
+	return config
 }
 
 type landed struct {

@@ -1,0 +1,193 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/flotilla-sched/flotilla/internal/cluster"
+)
+
+// largeGangStream is G1 and G2: a large gang arriving under a stream of
+// smaller work. Nodes of 8 GPUs, 64 cpu and 512Gi run single-pod Jobs of
+// 1 GPU, 4 cpu and 16Gi that run 8-16 s, arriving faster than the cluster
+// drains them, so small pods always wait; gangAfter into the stream a Job
+// of gangPods pods of 8 GPUs, 32 cpu and 256Gi (a PodGroup of all of them
+// on the gang variants; the same pods ungrouped on the default profile's)
+// arrives: it needs gangPods whole nodes. Every side gets the same stream
+// (one seed).
+type largeGangStream struct {
+	nodes     int
+	perSecond float64
+	// streamFor is how long small Jobs keep arriving.
+	streamFor, gangAfter time.Duration
+	gangPods             int32
+	gangRun              float64
+}
+
+const (
+	largeGangJob = "large"
+	// smallRunMin and smallRunMax bound a small pod's run, seconds.
+	smallRunMin, smallRunMax = 8, 16
+)
+
+// runLargeGang runs G1/G2. Measured: the gang's wait (its Job created to
+// its last pod bound), the small pods' waits (created to bound, median and
+// 95th percentile), GPU utilization from the gang's arrival to the
+// stream's end (GPUs of running pods over the cluster's), and the idle
+// GPU-seconds reservations held (flotilla's metric; 0 elsewhere).
+func runLargeGang(e *env, v variant, s largeGangStream) (*result, error) {
+	e.reservation = v.reserve
+	node := cluster.NodeSpec{Name: "gpu", CPU: "64", Memory: "512Gi", Extended: map[corev1.ResourceName]string{cluster.GPU: "8"}}
+	if err := e.createNodes(s.nodes, node); err != nil {
+		return nil, err
+	}
+	err := e.startWithGroups(v, 1, func(int) *schedv1alpha1.PodGroup {
+		return cluster.PodGroup(e.namespace, largeGangJob, s.gangPods)
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer e.profileRun(v)()
+
+	start := time.Now()
+	rng := rand.New(rand.NewSource(1))
+	var gangCreated time.Time
+	small := 0
+	tick := time.NewTicker(time.Duration(float64(time.Second) / s.perSecond))
+	for time.Since(start) < s.streamFor {
+		select {
+		case <-e.ctx.Done():
+			tick.Stop()
+			return nil, e.ctx.Err()
+		case <-tick.C:
+		}
+		if gangCreated.IsZero() && time.Since(start) >= s.gangAfter {
+			gangCreated = time.Now()
+			spec := cluster.WorkloadSpec{Namespace: e.namespace, Name: largeGangJob, Replicas: s.gangPods, CPU: "32", Memory: "256Gi", GPU: "8",
+				RunSeconds: s.gangRun, Indexed: true, SchedulerName: e.scheduler}
+			if v.gangs {
+				spec.PodGroup = largeGangJob
+			}
+			if _, err := e.client.BatchV1().Jobs(e.namespace).Create(e.ctx, cluster.Job(spec), metav1.CreateOptions{}); err != nil {
+				tick.Stop()
+				return nil, err
+			}
+		}
+		spec := cluster.WorkloadSpec{Namespace: e.namespace, Name: fmt.Sprintf("small-%05d", small), Replicas: 1, CPU: "4", Memory: "16Gi", GPU: "1",
+			RunSeconds: float64(smallRunMin + rng.Intn(smallRunMax-smallRunMin+1)), SchedulerName: e.scheduler}
+		small++
+		if _, err := e.client.BatchV1().Jobs(e.namespace).Create(e.ctx, cluster.Job(spec), metav1.CreateOptions{}); err != nil {
+			tick.Stop()
+			return nil, err
+		}
+	}
+	tick.Stop()
+	streamEnd := time.Now()
+	if gangCreated.IsZero() {
+		return nil, fmt.Errorf("the stream of %s ended before the gang's arrival at %s", s.streamFor, s.gangAfter)
+	}
+	pods := small + int(s.gangPods)
+	// The backlog drains at the cluster's pace: each node runs 8 small
+	// pods of 12 s on average.
+	drain := time.Duration(float64(small)/float64(8*s.nodes)*float64(smallRunMax)) * time.Second
+	timeout := 2*time.Minute + drain
+	if err := e.pods.WaitBound(e.ctx, pods, timeout); err != nil {
+		return nil, err
+	}
+	if err := e.waitJobsComplete(small+1, timeout+time.Duration(s.gangRun+smallRunMax)*time.Second); err != nil {
+		return nil, err
+	}
+	r, members := e.jobsResult(pods)
+	gang := members[largeGangJob]
+	if len(gang) < int(s.gangPods) {
+		return nil, fmt.Errorf("the gang's Job has %d pods, not %d", len(gang), s.gangPods)
+	}
+	_, _, gangBound := e.pods.Span(gang)
+	r.Extra["gangWaitSeconds"] = gangBound.Sub(gangCreated).Seconds()
+	r.Extra["gangBoundAfterStreamEndSeconds"] = gangBound.Sub(streamEnd).Seconds()
+	var waits []float64
+	for job, names := range members {
+		if !strings.HasPrefix(job, "small-") {
+			continue
+		}
+		for _, name := range names {
+			life := e.pods.Life(name)
+			if !life.Bound.IsZero() {
+				waits = append(waits, life.Bound.Sub(life.Created).Seconds())
+			}
+		}
+	}
+	if len(waits) == 0 {
+		return nil, fmt.Errorf("no small pod was bound")
+	}
+	r.Extra["smallWaitP50Seconds"], r.Extra["smallWaitP95Seconds"] = nearestRank(waits, 0.5), nearestRank(waits, 0.95)
+	r.Extra["gpuUtilizationPercent"] = 100 * gpuUtilization(e.pods, members, gangCreated, streamEnd, 8*s.nodes)
+	r.Extra["streamSeconds"] = streamEnd.Sub(start).Seconds()
+	if e.metrics != "" && !e.stock {
+		families, err := cluster.Scrape(e.metrics)
+		if err != nil {
+			return nil, err
+		}
+		r.Extra["idleGPUSecondsHeld"] = cluster.Value(families, "flotilla_gang_reservation_idle_resource_seconds_total", map[string]string{"resource": string(cluster.GPU)})
+	}
+	return r, e.measureScheduler(r, v)
+}
+
+// gpuUtilization is the share of the cluster's gpus that running pods
+// held over [from, to]: each small pod holds 1 GPU, each of the gang's 8,
+// from running until finished.
+func gpuUtilization(pods *cluster.PodRecorder, members map[string][]string, from, to time.Time, gpus int) float64 {
+	if !to.After(from) || gpus == 0 {
+		return 0
+	}
+	var held float64
+	for job, names := range members {
+		per := 1.0
+		if job == largeGangJob {
+			per = 8
+		}
+		for _, name := range names {
+			life := pods.Life(name)
+			if life.Running.IsZero() {
+				continue
+			}
+			end := life.Finished
+			if end.IsZero() || end.After(to) {
+				end = to
+			}
+			begin := life.Running
+			if begin.Before(from) {
+				begin = from
+			}
+			if end.After(begin) {
+				held += per * end.Sub(begin).Seconds()
+			}
+		}
+	}
+	return held / (float64(gpus) * to.Sub(from).Seconds())
+}
+
+// largeGangMeasured states G1/G2's medians: the gang's wait and the GPU
+// utilization on each side.
+func largeGangMeasured(m map[string]*result) string {
+	var parts []string
+	for _, v := range []variant{defaultGPUs, flotillaGPUs, flotillaReserving} {
+		r := m[v.name]
+		if r == nil {
+			continue
+		}
+		part := fmt.Sprintf("%s: gang bound %.1f s after it arrived (%+.1f s from the stream's end), small pods wait p50 %.1f s / p95 %.1f s, GPUs %.0f%% used",
+			v.name, r.Extra["gangWaitSeconds"], r.Extra["gangBoundAfterStreamEndSeconds"], r.Extra["smallWaitP50Seconds"], r.Extra["smallWaitP95Seconds"], r.Extra["gpuUtilizationPercent"])
+		if v.reserve {
+			part += fmt.Sprintf(", %.0f idle GPU-seconds held", r.Extra["idleGPUSecondsHeld"])
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, "; ")
+}
