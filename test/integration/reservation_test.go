@@ -158,7 +158,8 @@ func gpuUtilization(t *testing.T, h *harness.Harness, total int64, stop <-chan s
 // PodGroup says which nodes it holds, and every Job completes. With the
 // small pods carrying activeDeadlineSeconds (their run plus 10 s) pods
 // sure to end before the gang could start may backfill the held room,
-// and the gang binds within the same bound.
+// and the gang binds within the same bound; so it does when the small
+// work is gangs of two pods.
 func TestReservationLandsABigGangUnderAStream(t *testing.T) {
 	var withoutBounds, withBounds landed
 	t.Run("without run bounds", func(t *testing.T) { withoutBounds = landBigGangUnderStream(t, smallWork{podsPerSecond: 3.5}) })
