@@ -20,7 +20,9 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/apis/config"
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/queues"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 	"github.com/flotilla-sched/flotilla/plugins/state/reservations"
 )
@@ -351,4 +353,39 @@ func TestReservationCountsIdleRoom(t *testing.T) {
 	_, status = g.PreFilter(context.Background(), framework.NewCycleState(), pods[1], []fwk.NodeInfo{busyGPUNode("gpu-0", 3, t0, 60), busyGPUNode("gpu-1", 8, now, 0)})
 	require.False(t, status.IsSuccess())
 	assert.InDelta(t, 5*10, idleGPUSeconds()-before, 0.001)
+}
+
+// A reservation is charged to its gang's queue: the queue the members'
+// label names when queues are kept, none without them.
+func TestReservationIsOfTheGangsQueue(t *testing.T) {
+	now := t0.Add(time.Hour)
+	nodes := []fwk.NodeInfo{busyGPUNode("gpu-0", 8, now.Add(-time.Minute), 90), busyGPUNode("gpu-1", 8, now.Add(-time.Minute), 120)}
+	on := config.ReservationArgs{MaxGangs: 1, AfterSeconds: 10, MaxClusterPercent: 100}
+	key := state.GroupKey{Namespace: "ns", Name: "big"}
+	for _, tc := range []struct {
+		name, label, want string
+		queues            bool
+	}{
+		{name: "no queues", want: ""},
+		{name: "its members' queue", label: "training", queues: true, want: "training"},
+		{name: "the default queue", queues: true, want: "default"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := bigGang("big", 1)
+			for _, p := range pods {
+				if tc.label != "" {
+					p.Labels[flotillav1alpha1.QueueLabel] = tc.label
+				}
+			}
+			g, _ := reservingGang(t, pods, []*schedv1alpha1.PodGroup{podGroup("big", t0, 2)}, on, now)
+			if tc.queues {
+				queues.NewStaticQueues(g.store, "default", []*flotillav1alpha1.Queue{{ObjectMeta: metav1.ObjectMeta{Name: "training"}, Spec: flotillav1alpha1.QueueSpec{Weight: 1}}}, nil)
+			}
+			_, status := g.PreFilter(context.Background(), framework.NewCycleState(), pods[1], nodes)
+			require.False(t, status.IsSuccess())
+			r := g.reserve.book.Get(key)
+			require.NotNil(t, r, status.Message())
+			assert.Equal(t, tc.want, r.Queue)
+		})
+	}
 }
