@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/internal/cluster"
 )
@@ -47,10 +46,9 @@ func runLargeGang(e *env, v variant, s largeGangStream) (*result, error) {
 	if err := e.createNodes(s.nodes, node); err != nil {
 		return nil, err
 	}
-	err := e.startWithGroups(v, 1, func(int) *schedv1alpha1.PodGroup {
-		return cluster.PodGroup(e.namespace, largeGangJob, s.gangPods)
-	})
-	if err != nil {
+	// The gang's PodGroup is made when it arrives, with its Job, as
+	// operators make them: a reservation waits afterSeconds from then.
+	if err := e.startWithGroups(v, 0, nil); err != nil {
 		return nil, err
 	}
 	defer e.profileRun(v)()
@@ -73,6 +71,10 @@ func runLargeGang(e *env, v variant, s largeGangStream) (*result, error) {
 				RunSeconds: s.gangRun, Indexed: true, SchedulerName: e.scheduler}
 			if v.gangs {
 				spec.PodGroup = largeGangJob
+				if _, err := e.podGroups.SchedulingV1alpha1().PodGroups(e.namespace).Create(e.ctx, cluster.PodGroup(e.namespace, largeGangJob, s.gangPods), metav1.CreateOptions{}); err != nil {
+					tick.Stop()
+					return nil, err
+				}
 			}
 			if _, err := e.client.BatchV1().Jobs(e.namespace).Create(e.ctx, cluster.Job(spec), metav1.CreateOptions{}); err != nil {
 				tick.Stop()
