@@ -541,3 +541,38 @@ func kubectlFlotillaWhy(t *testing.T, h *harness.Harness, object string) []floti
 	decodeItems(t, out.Bytes(), &got)
 	return got
 }
+
+// With two queues the gang lands as well: queue training (weight 3) has
+// only the big gang, within its share of three quarters of the GPUs;
+// queue batch (weight 1) streams the small Jobs that fill the rest and,
+// before the gang arrives, borrow the whole cluster. Once the gang asks,
+// batch is over its share: it is refused more, training may reclaim from
+// it, and the gang binds within the bound however that goes; every Job
+// completes, and only batch's small pods may be evicted.
+func TestReservationWithTwoQueues(t *testing.T) {
+	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{})
+	require.NoError(t, h.CreateNodes(h.Ctx, nodeSpecs("gpu", 4, cluster.NodeSpec{CPU: "64", Memory: "512Gi", Extended: map[corev1.ResourceName]string{cluster.GPU: "8"}})...))
+	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("training", 3, "")))
+	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("batch", 1, "")))
+	h.StartScheduler(reservingConfig(t), cluster.SchedulerOptions{})
+	s := startScenario(t, h, placementInvariants...)
+	evicted := watchDeletedPods(t, h, "default")
+	stopStream := make(chan struct{})
+	streamed := streamOfSmallJobs(t, s, smallWork{podsPerSecond: 3.5, queue: "batch"}, stopStream)
+	time.Sleep(10 * time.Second)
+
+	leader, workers := bigGang{name: "big", workers: 3, queue: "training"}.create(t, h)
+	arrived := time.Now()
+	s.tl.add("gang big (queue training) arrived")
+	_, err := h.WaitForPodsBound(h.Ctx, "default", "scheduling.x-k8s.io/pod-group=big", 4, 40*time.Second)
+	require.NoError(t, err, "gang big bound within 40 s of arriving, beside the other queue's stream\n%s", s.tl)
+	s.tl.add("gang big bound after %s", time.Since(arrived).Round(100*time.Millisecond))
+	t.Logf("gang big bound %s after it arrived; RoomHeld: %q", time.Since(arrived).Round(100*time.Millisecond), roomHeldEvent(t, h, "big"))
+
+	time.Sleep(5 * time.Second)
+	close(stopStream)
+	s.waitJobs(3*time.Minute, append(streamed(), leader, workers)...)
+	for _, name := range evicted.all() {
+		assert.True(t, strings.HasPrefix(name, "small-"), "only batch's small pods, over its share, may be evicted: %s was", name)
+	}
+}
