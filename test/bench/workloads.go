@@ -103,10 +103,10 @@ func workloads(full bool) []workload {
 	p1Nodes, p1Pods := pick(50, 5000), pick(200, 10000)
 	s1Nodes, s1Pods := pick(60, 15000), pick(120, 30000)
 	p2Nodes, p2Gangs := pick(20, 1000), pick(20, 1000)
-	// D1 is P2 with a DRA GPU per pod, at P2's size. With DRA the default profile binds about 10 pods/s there on
-	// these 2 cores (4451 of 8000 pods in 7m40s, 2026-11-25 at 78bd44d:
-	// DynamicResources' Filter runs the allocator node by node), hence
-	// its own bind timeout.
+	// D1 is P2 with a DRA GPU per pod, at P2's size. With DRA the default
+	// profile binds about 10 pods/s there on 2 cores (DynamicResources'
+	// Filter runs the allocator node by node; docs/benchmarks.md has the
+	// measurement), hence its own bind timeout.
 	d1Nodes, d1Gangs := pick(20, 1000), pick(20, 1000)
 	p3Nodes, p3Size := pick(50, 1000), pick(50, 1000)
 	p4Nodes, p4Pods := pick(50, 5000), pick(200, 10000)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 
+	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/internal/flotillactl"
 	"github.com/flotilla-sched/flotilla/manifests"
@@ -336,6 +337,34 @@ func TestReservationSurvivesASchedulerRestart(t *testing.T) {
 	assert.Empty(t, evicted.all(), "no small pod is evicted for the gang")
 }
 
+// streamRun is a cluster of 4 nodes of 8 GPUs, 64 cpu and 512Gi with the
+// shipped profile and reservation on, running a stream of small work.
+type streamRun struct {
+	h       *harness.Harness
+	s       *scenario
+	evicted *deletedPods
+	// stop ends the stream and lists its Jobs.
+	stop func() []*batchv1.Job
+}
+
+// startStream starts the cluster, creates the queues, starts the stream
+// and lets it run 10 s, until small pods always wait.
+func startStream(t *testing.T, w smallWork, queues ...*flotillav1alpha1.Queue) streamRun {
+	t.Helper()
+	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{})
+	require.NoError(t, h.CreateNodes(h.Ctx, nodeSpecs("gpu", 4, cluster.NodeSpec{CPU: "64", Memory: "512Gi", Extended: map[corev1.ResourceName]string{cluster.GPU: "8"}})...))
+	for _, q := range queues {
+		require.NoError(t, h.CreateQueue(h.Ctx, q))
+	}
+	h.StartScheduler(reservingConfig(t), cluster.SchedulerOptions{})
+	s := startScenario(t, h, placementInvariants...)
+	evicted := watchDeletedPods(t, h, "default")
+	stop := make(chan struct{})
+	streamed := streamOfSmallJobs(t, s, w, stop)
+	time.Sleep(10 * time.Second)
+	return streamRun{h: h, s: s, evicted: evicted, stop: func() []*batchv1.Job { close(stop); return streamed() }}
+}
+
 // A gang holds no room it could not use, and says why: under a stream of
 // small Jobs (queue batch, weight 9) on 4 nodes of 8 GPUs, gang over
 // (a cpu leader and three 8-GPU workers) of queue team (weight 1, a
@@ -345,16 +374,8 @@ func TestReservationSurvivesASchedulerRestart(t *testing.T) {
 // every running pod ends, and says so. Neither keeps a small pod off
 // any node, and every small Job completes.
 func TestReservationHoldsNothingItCannotUse(t *testing.T) {
-	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{})
-	require.NoError(t, h.CreateNodes(h.Ctx, nodeSpecs("gpu", 4, cluster.NodeSpec{CPU: "64", Memory: "512Gi", Extended: map[corev1.ResourceName]string{cluster.GPU: "8"}})...))
-	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("batch", 9, "")))
-	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("team", 1, "")))
-	h.StartScheduler(reservingConfig(t), cluster.SchedulerOptions{})
-	s := startScenario(t, h, placementInvariants...)
-	evicted := watchDeletedPods(t, h, "default")
-	stopStream := make(chan struct{})
-	streamed := streamOfSmallJobs(t, s, smallWork{podsPerSecond: 3.5, queue: "batch"}, stopStream)
-	time.Sleep(10 * time.Second)
+	run := startStream(t, smallWork{podsPerSecond: 3.5, queue: "batch"}, cluster.Queue("batch", 9, ""), cluster.Queue("team", 1, ""))
+	h, s, evicted := run.h, run.s, run.evicted
 
 	overLeader, overWorkers := bigGang{name: "over", workers: 3, queue: "team"}.create(t, h)
 	createRolesGroup(t, h, "too-big", 5, "", nil)
@@ -376,8 +397,7 @@ func TestReservationHoldsNothingItCannotUse(t *testing.T) {
 	assert.Contains(t, refusal, "would exceed its deserved share of nvidia.com/gpu", "the gang's members say why they wait")
 	assert.Empty(t, podEventContaining(t, h, "small-", "FailedScheduling", "is held for gang"), "no small pod is kept off held room")
 
-	close(stopStream)
-	jobs := streamed()
+	jobs := run.stop()
 	for _, j := range []*batchv1.Job{overLeader, overWorkers, tooBig} {
 		require.NoError(t, h.Client.BatchV1().Jobs("default").Delete(h.Ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}))
 	}
@@ -411,15 +431,9 @@ func podEventContaining(t *testing.T, h *harness.Harness, prefix, reason, part s
 // once urgent has run, its room held again meanwhile. Nothing of big or
 // urgent is evicted, and every Job completes.
 func TestReservationGivesWayToAHigherPriorityGang(t *testing.T) {
-	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{})
-	require.NoError(t, h.CreateNodes(h.Ctx, nodeSpecs("gpu", 4, cluster.NodeSpec{CPU: "64", Memory: "512Gi", Extended: map[corev1.ResourceName]string{cluster.GPU: "8"}})...))
+	run := startStream(t, smallWork{podsPerSecond: 3.5})
+	h, s, evicted := run.h, run.s, run.evicted
 	require.NoError(t, h.CreatePriorityClass(h.Ctx, "urgent", 1000, false))
-	h.StartScheduler(reservingConfig(t), cluster.SchedulerOptions{})
-	s := startScenario(t, h, placementInvariants...)
-	evicted := watchDeletedPods(t, h, "default")
-	stopStream := make(chan struct{})
-	streamed := streamOfSmallJobs(t, s, smallWork{podsPerSecond: 3.5}, stopStream)
-	time.Sleep(10 * time.Second)
 
 	bigLeader, bigWorkers := createBigGang(t, h)
 	s.tl.add("gang big arrived")
@@ -443,8 +457,7 @@ func TestReservationGivesWayToAHigherPriorityGang(t *testing.T) {
 	require.NoError(t, err, "gang big bound once urgent had run, its reservation planned again\n%s", s.tl)
 	s.tl.add("gang big bound")
 
-	close(stopStream)
-	s.waitJobs(3*time.Minute, append(streamed(), bigLeader, bigWorkers, urgentLeader, urgentWorkers)...)
+	s.waitJobs(3*time.Minute, append(run.stop(), bigLeader, bigWorkers, urgentLeader, urgentWorkers)...)
 	for _, name := range evicted.all() {
 		assert.True(t, strings.HasPrefix(name, "small-"), "only small pods, of lower priority than urgent, may be preempted: %s was", name)
 	}
@@ -550,16 +563,8 @@ func kubectlFlotillaWhy(t *testing.T, h *harness.Harness, object string) []floti
 // it, and the gang binds within the bound however that goes; every Job
 // completes, and only batch's small pods may be evicted.
 func TestReservationWithTwoQueues(t *testing.T) {
-	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{})
-	require.NoError(t, h.CreateNodes(h.Ctx, nodeSpecs("gpu", 4, cluster.NodeSpec{CPU: "64", Memory: "512Gi", Extended: map[corev1.ResourceName]string{cluster.GPU: "8"}})...))
-	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("training", 3, "")))
-	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("batch", 1, "")))
-	h.StartScheduler(reservingConfig(t), cluster.SchedulerOptions{})
-	s := startScenario(t, h, placementInvariants...)
-	evicted := watchDeletedPods(t, h, "default")
-	stopStream := make(chan struct{})
-	streamed := streamOfSmallJobs(t, s, smallWork{podsPerSecond: 3.5, queue: "batch"}, stopStream)
-	time.Sleep(10 * time.Second)
+	run := startStream(t, smallWork{podsPerSecond: 3.5, queue: "batch"}, cluster.Queue("training", 3, ""), cluster.Queue("batch", 1, ""))
+	h, s, evicted := run.h, run.s, run.evicted
 
 	leader, workers := bigGang{name: "big", workers: 3, queue: "training"}.create(t, h)
 	arrived := time.Now()
@@ -570,8 +575,7 @@ func TestReservationWithTwoQueues(t *testing.T) {
 	t.Logf("gang big bound %s after it arrived; RoomHeld: %q", time.Since(arrived).Round(100*time.Millisecond), roomHeldEvent(t, h, "big"))
 
 	time.Sleep(5 * time.Second)
-	close(stopStream)
-	s.waitJobs(3*time.Minute, append(streamed(), leader, workers)...)
+	s.waitJobs(3*time.Minute, append(run.stop(), leader, workers)...)
 	for _, name := range evicted.all() {
 		assert.True(t, strings.HasPrefix(name, "small-"), "only batch's small pods, over its share, may be evicted: %s was", name)
 	}
