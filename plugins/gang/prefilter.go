@@ -33,6 +33,7 @@ import (
 // other pods makes room for the whole quorum (a per-pod preemption would
 // evict for one member of a gang that still cannot run).
 func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	g.reserve.readAskedDevices(ctx, cycle, pod, g.store.Devices())
 	key, ok := ownGroupOf(pod)
 	if !ok {
 		if g.reserve.holdsRoom() {

@@ -7,8 +7,10 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -16,6 +18,8 @@ import (
 	"github.com/flotilla-sched/flotilla/apis/config"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 	"github.com/flotilla-sched/flotilla/plugins/state/planner"
 	"github.com/flotilla-sched/flotilla/plugins/state/queues"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
@@ -84,7 +88,7 @@ func (r *reserver) holdsRoom() bool { return r != nil && !r.book.Holds().Empty()
 // (reservations.Judge): the gang's own members, pods of higher priority,
 // pods that fit beside the hold and pods sure to be gone before the gang
 // could start there pass.
-func (g *Gang) Filter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
+func (g *Gang) Filter(_ context.Context, cycle fwk.CycleState, pod *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
 	r := g.reserve
 	if r == nil {
 		return nil
@@ -93,11 +97,76 @@ func (g *Gang) Filter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, node
 	if len(holds) == 0 {
 		return nil
 	}
-	v := reservations.Judge(pod, capacity.Request(pod), node, holds, reservations.EndsBy(pod, reservations.JobOf(pod, r.job), r.now()))
+	request, free := capacity.Request(pod), capacity.Resources(nil)
+	if asked := askedDevicesOf(cycle); asked != nil {
+		request, free = asked.request, asked.freeOn(node)
+	}
+	v := reservations.Judge(pod, request, node, free, holds, reservations.EndsBy(pod, reservations.JobOf(pod, r.job), r.now()))
 	if !v.Kept() {
 		return nil
 	}
 	return fwk.NewStatus(fwk.Unschedulable, reasons.RoomHeld.Say("%s", v.Message))
+}
+
+// askedDevicesKey holds, in the cycle state, the DRA devices a pod asks
+// for, read once in PreFilter while some gang holds room: the Filter
+// counts them against the devices free on a held node less those the
+// holds keep.
+const askedDevicesKey fwk.StateKey = "flotilla.dev/gang-asked-devices"
+
+// askedDevices is a pod's requests with the DRA devices it asks for (by
+// claim or by a DRA-backed extended resource) under their class keys, and
+// the view a node's free devices are counted over. It is never changed
+// once written.
+type askedDevices struct {
+	view    *devices.View
+	keys    []corev1.ResourceName
+	request capacity.Resources
+}
+
+func (a *askedDevices) Clone() fwk.StateData { return a }
+
+// freeOn is, per key the pod asks for, the devices free on the node; nil
+// when they cannot be counted (the pod then fits in no held room that
+// holds nothing of them to spare).
+func (a *askedDevices) freeOn(node fwk.NodeInfo) capacity.Resources {
+	free, err := a.view.Catalog().FreeOn(node.Node(), a.keys)
+	if err != nil {
+		return nil
+	}
+	return free
+}
+
+// readAskedDevices writes the DRA devices the pod asks for into the cycle
+// state (askedDevicesKey), when it asks for any and some gang holds room.
+func (r *reserver) readAskedDevices(ctx context.Context, cycle fwk.CycleState, pod *corev1.Pod, reader *dra.Reader) {
+	if !r.holdsRoom() || reader == nil {
+		return
+	}
+	if key, ok := ownGroupOf(pod); ok && r.book.Get(key) != nil {
+		return // its own gang's hold never keeps it off
+	}
+	view := reader.View(ctx, []*corev1.Pod{pod})
+	request := view.Requests(pod)
+	if demand, err := view.Catalog().Demand(pod); err == nil {
+		request.Add(demand)
+	}
+	if keys := view.Keys(request); len(keys) > 0 {
+		cycle.Write(askedDevicesKey, &askedDevices{view: view, keys: keys, request: request})
+	}
+}
+
+// askedDevicesOf is what readAskedDevices wrote, or nil.
+func askedDevicesOf(cycle fwk.CycleState) *askedDevices {
+	if cycle == nil {
+		return nil
+	}
+	data, err := cycle.Read(askedDevicesKey)
+	if err != nil {
+		return nil
+	}
+	asked, _ := data.(*askedDevices)
+	return asked
 }
 
 // release ends the gang's reservation, saying why on its PodGroup.
@@ -180,7 +249,9 @@ func (r *reserver) holdRoom(ctx context.Context, g *Gang, pg *schedv1alpha1.PodG
 	priority := corev1helpers.PodPriority(pod)
 	soonest := func(nodes []fwk.NodeInfo) planner.Wait {
 		snap, gang := g.plannerInputs(ctx, pg, in, false, nodes, topo)
-		return planner.Soonest(ctx, snap, gang, r.leaving(key, nodes, now))
+		leaving := r.leaving(key, nodes, now, g.store.Devices())
+		snap.Deallocating = deallocating(nodes, g.store.Devices())
+		return planner.Soonest(ctx, snap, gang, leaving)
 	}
 	// Planned again, it keeps its nodes while its quorum still fits there
 	// once their pods end: room half freed is not given up for room that
@@ -261,26 +332,49 @@ func (r *reserver) countIdle(key state.GroupKey, nodes []fwk.NodeInfo, now time.
 }
 
 // leaving are the running pods on the nodes a reservation may wait for,
-// but the gang's own members: what each gives back once it ends, and when
-// it is sure to have ended (a pod being deleted, now).
-func (r *reserver) leaving(key state.GroupKey, nodes []fwk.NodeInfo, now time.Time) []planner.Leaving {
+// but the gang's own members: what each gives back once it ends (its
+// requests, pod slot and the DRA devices of the claims no other pod
+// uses), and when it is sure to have ended (a pod being deleted, now).
+func (r *reserver) leaving(key state.GroupKey, nodes []fwk.NodeInfo, now time.Time, claims *dra.Reader) []planner.Leaving {
 	var out []planner.Leaving
+	alone := func(types.UID) bool { return false }
 	for _, n := range nodes {
 		for _, p := range n.GetPods() {
-			if k, ok := state.GroupOf(p.GetPod()); ok && k == key {
+			pod := p.GetPod()
+			if k, ok := state.GroupOf(pod); ok && k == key {
 				continue
 			}
 			gives := capacity.Occupied(p)
 			gives[corev1.ResourcePods] = 1
-			l := planner.Leaving{Pod: p.GetPod(), Node: n.Node().Name, Gives: gives,
-				EndsBy: reservations.EndsBy(p.GetPod(), reservations.JobOf(p.GetPod(), r.job), now)}
-			if p.GetPod().DeletionTimestamp != nil {
+			l := planner.Leaving{Pod: pod, Node: n.Node().Name, Gives: gives,
+				EndsBy: reservations.EndsBy(pod, reservations.JobOf(pod, r.job), now)}
+			if names, _ := devices.ClaimNames(pod); len(names) > 0 {
+				l.Freed = claims.ReleasedDevices(pod, alone)
+			}
+			if pod.DeletionTimestamp != nil {
 				l.EndsBy = now
 			}
 			out = append(out, l)
 		}
 	}
 	return out
+}
+
+// deallocating are the devices, by node, of claims none of whose pods is
+// on a node any more (dra.Reader.Deallocating): a pod that ended leaves
+// its devices allocated until the resourceclaim controller deallocates
+// them, and a plan of what frees soonest counts them free.
+func deallocating(nodes []fwk.NodeInfo, claims *dra.Reader) map[string][]structured.DeviceID {
+	if claims == nil {
+		return nil
+	}
+	live := map[types.UID]bool{}
+	for _, n := range nodes {
+		for _, p := range n.GetPods() {
+			live[p.GetPod().UID] = true
+		}
+	}
+	return claims.Deallocating(func(uid types.UID) bool { return live[uid] })
 }
 
 // overShare says which resource the reservation would hold more of than

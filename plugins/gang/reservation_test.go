@@ -10,9 +10,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
 	metricstestutil "k8s.io/component-base/metrics/testutil"
+	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -22,6 +26,9 @@ import (
 	"github.com/flotilla-sched/flotilla/apis/config"
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
+	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 	"github.com/flotilla-sched/flotilla/plugins/state/queues"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 	"github.com/flotilla-sched/flotilla/plugins/state/reservations"
@@ -211,6 +218,77 @@ func TestFilterKeepsOtherPodsOffHeldRoom(t *testing.T) {
 			assert.Equal(t, fwk.Unschedulable, status.Code())
 			assert.Equal(t, reasons.RoomHeld, reasons.Of(status.Message()))
 			assert.Contains(t, status.Message(), "node gpu-0's room is held for gang ns/big")
+		})
+	}
+}
+
+// DRA devices on held nodes are held like allocatable: on a node whose
+// GPUs are DRA devices (none in allocatable) a pod asking for one — by a
+// DRA-backed extended resource or by claim — is kept off the devices the
+// hold keeps, and uses those beyond it; a cpu-only pod fits beside.
+func TestFilterKeepsHeldDevices(t *testing.T) {
+	now := t0.Add(time.Hour)
+	const draGPU corev1.ResourceName = "example.com/gpu"
+	// dra-0 publishes 8 devices; 4 run 1-GPU pods (d0..d3 allocated).
+	var runningPods []*corev1.Pod
+	allocated := sets.New[structured.DeviceID]()
+	for i := range 4 {
+		p := st.MakePod().Namespace("ns").Name(fmt.Sprintf("running-%d", i)).UID(fmt.Sprintf("running-%d", i)).Node("dra-0").
+			Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "16Gi", draGPU: "1"}).Obj()
+		runningPods = append(runningPods, p)
+		allocated.Insert(structured.MakeDeviceID("gpu.example.com", "dra-0", fmt.Sprintf("d%d", i)))
+	}
+	node := framework.NewNodeInfo(runningPods...)
+	node.SetNode(st.MakeNode().Name("dra-0").Capacity(map[corev1.ResourceName]string{
+		corev1.ResourceCPU: "64", corev1.ResourceMemory: "512Gi", corev1.ResourcePods: "110"}).Obj())
+	byExtended := func(name string) *corev1.Pod {
+		return st.MakePod().Namespace("ns").Name(name).UID(name).Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "16Gi", draGPU: "1"}).Obj()
+	}
+	byClaim := func(name string) *corev1.Pod {
+		p := st.MakePod().Namespace("ns").Name(name).UID(name).Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "16Gi"}).Obj()
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(name + "-gpu")}}
+		return p
+	}
+	claimOf := func(pod string) *resourceapi.ResourceClaim {
+		return &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: pod + "-gpu"}, Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu.example.com", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}}}}
+	}
+	cpuOnly := st.MakePod().Namespace("ns").Name("cpu").UID("cpu").Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi"}).Obj()
+	// holding is gang big's hold of a mixed gang's room on dra-0: a cpu
+	// leader and workers asking gpus devices in all.
+	holding := func(gpus int64) *reservations.Reservation {
+		return &reservations.Reservation{Gang: state.GroupKey{Namespace: "ns", Name: "big"}, Nodes: map[string]reservations.NodeHold{
+			"dra-0": {Held: capacity.Resources{corev1.ResourceCPU: 24000, corev1.ResourceMemory: 160 << 30, draGPU: gpus, corev1.ResourcePods: 2}, ReadyBy: now.Add(90 * time.Second)}}}
+	}
+	tests := []struct {
+		name     string
+		pod      *corev1.Pod
+		heldGPUs int64
+		wantKept bool
+	}{
+		{"by extended resource: the 4 free devices are held", byExtended("p"), 4, true},
+		{"by extended resource: a device beyond the hold is used", byExtended("p"), 3, false},
+		{"by claim: the 4 free devices are held", byClaim("c"), 4, true},
+		{"by claim: a device beyond the hold is used", byClaim("c"), 3, false},
+		{"a cpu-only pod fits beside the devices held", cpuOnly, 4, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{gpuClass()}, Slices: []*resourceapi.ResourceSlice{gpuSlice("dra-0", 8)},
+				Claims: []*resourceapi.ResourceClaim{claimOf("c")}, Allocated: allocated}
+			g, _ := reservingGang(t, bigGang("big", 2), []*schedv1alpha1.PodGroup{podGroup("big", t0, 3)}, config.ReservationArgs{MaxGangs: 1, AfterSeconds: 10, MaxClusterPercent: 80}, now)
+			g.store = state.WithDevices(g.store, dra.NewReader(fakeDRA, resourcelisters.NewResourceClaimTemplateLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), structured.Features{}))
+			g.reserve.book.Hold(holding(tc.heldGPUs))
+			cycle := framework.NewCycleState()
+			_, status := g.PreFilter(context.Background(), cycle, tc.pod, []fwk.NodeInfo{node})
+			require.True(t, status.IsSuccess(), status.Message())
+			status = g.Filter(context.Background(), cycle, tc.pod, node)
+			if !tc.wantKept {
+				assert.True(t, status.IsSuccess(), status.Message())
+				return
+			}
+			assert.Equal(t, fwk.Unschedulable, status.Code())
+			assert.Contains(t, status.Message(), "node dra-0's room is held for gang ns/big")
 		})
 	}
 }

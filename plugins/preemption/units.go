@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
@@ -62,7 +63,7 @@ func (u *unit) computeRequests() {
 		for _, m := range u.members {
 			r := capacity.Occupied(m.info)
 			if u.w != nil && u.w.who != nil && u.w.who.devices != nil {
-				u.w.devicesGivenBack(u, m, r)
+				r = u.w.devicesGivenBack(u, m, r)
 			}
 			u.requests = append(u.requests, r)
 			u.gives.Add(r)
@@ -70,15 +71,11 @@ func (u *unit) computeRequests() {
 	})
 }
 
-// devicesGivenBack makes r, a victim member's requests, count the DRA
-// devices the preemptor asks for as evicting it gives them back: those of
-// its allocated claims no pod outside its unit uses, under every class
-// the preemptor asks by that matches them (whichever class the victim's
-// claims named), not the extended resources it requests (a DRA-backed
-// one is its claim's devices, counted from the claim). A node with the
-// resource in allocatable serves it by device plugin: there the request
-// is what it gives back.
-func (w *world) devicesGivenBack(u *unit, m member, r capacity.Resources) {
+// devicesGivenBack is r, a victim member's requests, with the DRA devices
+// the preemptor asks for counted as evicting it gives them back
+// (devices.View.GivenBack): those of its allocated claims no pod outside
+// its unit uses.
+func (w *world) devicesGivenBack(u *unit, m member, r capacity.Resources) capacity.Resources {
 	inUnit := func(uid types.UID) bool {
 		for _, other := range u.members {
 			if other.info.GetPod().UID == uid {
@@ -88,20 +85,14 @@ func (w *world) devicesGivenBack(u *unit, m member, r capacity.Resources) {
 		return false
 	}
 	freed := w.store.Devices().ReleasedDevices(m.info.GetPod(), inUnit)
-	released, err := w.who.devices.CountMatching(freed, w.who.deviceKeys)
+	node := w.byName[m.node]
+	gives, err := w.who.devices.GivenBack(r, freed, w.who.deviceKeys, func(key corev1.ResourceName) bool {
+		return node != nil && capacity.AllocatableAmount(node, key) > 0
+	})
 	if err != nil {
 		klog.Background().V(4).Info("Counting a victim's devices", "pod", klog.KObj(m.info.GetPod()), "err", err)
 	}
-	node := w.byName[m.node]
-	for _, key := range w.who.deviceKeys {
-		if node != nil && capacity.AllocatableAmount(node, key) > 0 {
-			continue
-		}
-		delete(r, key)
-		if n := released[key]; n > 0 {
-			r[key] = n
-		}
-	}
+	return gives
 }
 
 // terminatingGives is what a terminating pod gives back once it is gone:

@@ -36,6 +36,9 @@ type smallWork struct {
 	pairs bool
 	// queue labels the pods with their queue ("": the default).
 	queue string
+	// dra makes each pod ask for its GPU as a DRA device, by the
+	// extended resource the harness's DeviceClass serves.
+	dra bool
 }
 
 // streamOfSmallJobs creates the small work as Jobs, as users do, until
@@ -65,6 +68,9 @@ func streamOfSmallJobs(t *testing.T, s *scenario, w smallWork, stop <-chan struc
 			spec := cluster.WorkloadSpec{Name: fmt.Sprintf("small-%03d", i), Replicas: replicas, CPU: "4", Memory: "16Gi", GPU: "1", RunSeconds: float64(run), Queue: w.queue}
 			if w.runBound {
 				spec.RunBoundSeconds = ptr.To(int64(run + 10))
+			}
+			if w.dra {
+				spec = draGPU(spec, false)
 			}
 			if w.pairs {
 				spec.PodGroup = spec.Name
@@ -191,6 +197,9 @@ type bigGang struct {
 	workers       int32
 	queue         string
 	priorityClass string
+	// claimTemplate, when set, makes each worker ask for its GPUs as DRA
+	// devices, by a claim made from that template.
+	claimTemplate string
 }
 
 // createBigGang creates gang big: a cpu leader and three 8-GPU workers
@@ -208,8 +217,12 @@ func (g bigGang) create(t *testing.T, h *harness.Harness) (leader, workers *batc
 	leader, err := h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: g.name + "-leader", Replicas: 1, CPU: "8", Memory: "32Gi", PodGroup: g.name, RunSeconds: 20,
 		Queue: g.queue, PriorityClassName: g.priorityClass})
 	require.NoError(t, err)
-	workers, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: g.name + "-worker", Replicas: g.workers, CPU: "16", Memory: "128Gi", GPU: "8", PodGroup: g.name, RunSeconds: 20, Indexed: true,
-		Queue: g.queue, PriorityClassName: g.priorityClass})
+	spec := cluster.WorkloadSpec{Name: g.name + "-worker", Replicas: g.workers, CPU: "16", Memory: "128Gi", GPU: "8", PodGroup: g.name, RunSeconds: 20, Indexed: true,
+		Queue: g.queue, PriorityClassName: g.priorityClass}
+	if g.claimTemplate != "" {
+		spec.GPU, spec.ClaimTemplate = "", g.claimTemplate
+	}
+	workers, err = h.CreateJob(h.Ctx, spec)
 	require.NoError(t, err)
 	return leader, workers
 }
@@ -579,4 +592,49 @@ func TestReservationWithTwoQueues(t *testing.T) {
 	for _, name := range evicted.all() {
 		assert.True(t, strings.HasPrefix(name, "small-"), "only batch's small pods, over its share, may be evicted: %s was", name)
 	}
+}
+
+// DRA devices on held nodes are held like allocatable ones: 4 nodes whose
+// 8 GPUs each are DRA devices (none in allocatable) run a stream of 1-GPU
+// Jobs asking by the extended resource a DeviceClass serves; 10 s in, a
+// mixed gang — a cpu leader and three workers asking 8 devices each by a
+// claim template — arrives. It holds room on three nodes, where the
+// small pods' claims free their devices as they end, keeps later small
+// pods off those devices, and binds within 2.5 times the small pods'
+// longest run of arriving while the stream goes on; no device is in two
+// claims, no small pod is evicted, and every Job completes.
+func TestReservationHoldsDRADevices(t *testing.T) {
+	specs := nodeSpecs("gpu", 4, cluster.NodeSpec{CPU: "64", Memory: "512Gi"})
+	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{})
+	require.NoError(t, h.CreateNodes(h.Ctx, specs...))
+	require.NoError(t, h.CreateDeviceClass(h.Ctx, draClassName, string(draExtendedGPU)))
+	for _, n := range specs {
+		require.NoError(t, h.PublishDevices(h.Ctx, n.Name, 8))
+	}
+	require.NoError(t, h.CreateClaimTemplate(h.Ctx, "default", "eight-gpus", draClassName, 8))
+	h.StartScheduler(reservingConfig(t), cluster.SchedulerOptions{})
+	s := startScenario(t, h, append(append([]invariant{}, placementInvariants...), invariant{kind: devicesAllocatedOnce})...)
+	evicted := watchDeletedPods(t, h, "default")
+	stop := make(chan struct{})
+	streamed := streamOfSmallJobs(t, s, smallWork{podsPerSecond: 3.5, dra: true}, stop)
+	s.tl.add("stream of small Jobs asking for DRA devices started")
+	time.Sleep(10 * time.Second)
+
+	leader, workers := bigGang{name: "big", workers: 3, claimTemplate: "eight-gpus"}.create(t, h)
+	arrived := time.Now()
+	s.tl.add("gang big arrived: a cpu leader and three workers of 8 DRA devices by claim")
+	const bound = 40 * time.Second
+	bound4, err := h.WaitForPodsBound(h.Ctx, "default", "scheduling.x-k8s.io/pod-group=big", 4, bound)
+	waited := time.Since(arrived)
+	require.NoError(t, err, "gang big bound within %s of arriving, under the stream\n%s", bound, s.tl)
+	s.tl.add("gang big bound after %s: %v", waited.Round(100*time.Millisecond), bound4)
+	held := groupEvent(t, h, "big", "RoomHeld")
+	assert.GreaterOrEqual(t, len(heldNodes(held)), 3, "the gang held three workers' nodes' devices: %q\n%s", held, s.tl)
+
+	time.Sleep(5 * time.Second)
+	close(stop)
+	jobs := streamed()
+	t.Logf("%d small Jobs streamed; gang big bound %s after it arrived", len(jobs), waited.Round(100*time.Millisecond))
+	s.waitJobs(3*time.Minute, append(jobs, leader, workers)...)
+	assert.Empty(t, evicted.all(), "no small pod is evicted for the gang")
 }

@@ -64,13 +64,8 @@ func (v *FreeView) Free(node string, r Resources) {
 }
 
 // CountDevices makes the view count devices allocated through DRA: free
-// returns a node's free devices per class key. On a node whose
-// allocatable does not have that resource, the count replaces
-// allocatable less requested: DRA devices are not in allocatable, and a
-// pod asking for them by extended resource is in the node's requested
-// although its devices are counted as allocated already. A node that does
-// have it in allocatable serves it by device plugin, as the scheduler's
-// NodeResourcesFit decides. Call it before any fit reads the view.
+// returns a node's free devices per class key, counted as
+// FreeWithDevices counts them. Call it before any fit reads the view.
 func (v *FreeView) CountDevices(free func(fwk.NodeInfo) Resources) {
 	v.devices = free
 	v.deviceFree = make([]Resources, len(v.nodes))
@@ -116,13 +111,10 @@ func (v *FreeView) Node(i int) fwk.NodeInfo { return v.nodes[i] }
 func (v *FreeView) At(i int) Resources {
 	if v.free[i] == nil {
 		name := v.nodes[i].Node().Name
-		v.free[i] = FreeOf(v.nodes[i])
 		if v.devices != nil {
-			for key := range v.devicesAt(i) {
-				if n, ok := v.deviceAmount(i, key); ok {
-					v.free[i][key] = n
-				}
-			}
+			v.free[i] = FreeWithDevices(v.nodes[i], v.devicesAt(i))
+		} else {
+			v.free[i] = FreeOf(v.nodes[i])
 		}
 		v.free[i].Sub(v.held[name])
 		v.free[i].Add(v.freed[name])

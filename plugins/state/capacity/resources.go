@@ -118,6 +118,23 @@ func FreeOf(n fwk.NodeInfo) Resources {
 	return free
 }
 
+// FreeWithDevices is what a node has left, as FreeOf counts it, with the
+// DRA devices free on it (per class key) in place of allocatable less
+// requested under each key the node does not have in allocatable: DRA
+// devices are not in allocatable, and a pod asking for them by extended
+// resource is in the node's requested although its devices count as
+// allocated already. Under a key the node has in allocatable, a device
+// plugin serves it, as the scheduler's NodeResourcesFit decides.
+func FreeWithDevices(n fwk.NodeInfo, devices Resources) Resources {
+	free := FreeOf(n)
+	for key, count := range devices {
+		if AllocatableAmount(n, key) == 0 {
+			free[key] = count
+		}
+	}
+	return free
+}
+
 // FreeAmount is what a node has left of one resource, as FreeOf counts it,
 // without building the whole map: for checks that read one resource of
 // many nodes.

@@ -264,3 +264,18 @@ func (v *View) Asks(pods []*corev1.Pod) string {
 	}
 	return ""
 }
+
+// NodeOfAllocation is the one node an allocation's devices are on, by its
+// node selector (a field match on metadata.name, as the allocator writes
+// it for node-local devices); "" when it names none or several.
+func NodeOfAllocation(alloc *resourceapi.AllocationResult) string {
+	if alloc == nil || alloc.NodeSelector == nil || len(alloc.NodeSelector.NodeSelectorTerms) != 1 {
+		return ""
+	}
+	for _, field := range alloc.NodeSelector.NodeSelectorTerms[0].MatchFields {
+		if field.Key == "metadata.name" && field.Operator == corev1.NodeSelectorOpIn && len(field.Values) == 1 {
+			return field.Values[0]
+		}
+	}
+	return ""
+}

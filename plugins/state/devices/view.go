@@ -259,6 +259,33 @@ func (v *View) CountMatching(ids []structured.DeviceID, keys []corev1.ResourceNa
 	return counts, nil
 }
 
+// GivenBack is what a pod that ends gives back on its node, for a check
+// counting the device keys keys: gives (its requests and pod slot), but
+// under each key the node does not serve from allocatable, the devices of
+// its claims that end with it (freed, by ID), counted under every key
+// whose class matches them, whichever class the claims named, instead of
+// what it asked by (a DRA-backed extended resource is its claim's
+// devices). A node that has the key in allocatable serves it by device
+// plugin: there the request is what it gives back. On an error the
+// devices count nowhere.
+func (v *View) GivenBack(gives capacity.Resources, freed []structured.DeviceID, keys []corev1.ResourceName, inAllocatable func(corev1.ResourceName) bool) (capacity.Resources, error) {
+	out := gives.Clone()
+	if out == nil {
+		out = capacity.Resources{}
+	}
+	released, err := v.CountMatching(freed, keys)
+	for _, key := range keys {
+		if inAllocatable(key) {
+			continue
+		}
+		delete(out, key)
+		if n := released[key]; n > 0 {
+			out[key] = n
+		}
+	}
+	return out, err
+}
+
 // matches is, per device of the slice, whether the class's selectors
 // match it, as read for the view.
 func (v *View) matches(class *resourceapi.DeviceClass, slice *resourceapi.ResourceSlice) ([]bool, error) {

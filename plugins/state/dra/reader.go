@@ -14,6 +14,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
@@ -107,6 +108,50 @@ func (r *Reader) View(ctx context.Context, pods []*corev1.Pod, counted ...corev1
 		}
 	}
 	return devices.NewView(src)
+}
+
+// Deallocating are the devices, by node, of the allocated claims whose
+// every consumer is gone (live says which pods still run or are being
+// placed): the resourceclaim controller deallocates them soon, so a plan
+// of what frees once running pods end counts them free. A claim reserved
+// for no pod yet (being placed) or allocated on no single node is left
+// out, and so is a device allocated to be shared or for admin access
+// (ReleasedDevices leaves those out too).
+func (r *Reader) Deallocating(live func(types.UID) bool) map[string][]structured.DeviceID {
+	if r == nil || r.dra == nil {
+		return nil
+	}
+	claims, err := r.dra.ResourceClaims().List()
+	if err != nil {
+		return nil
+	}
+	var out map[string][]structured.DeviceID
+	for _, claim := range claims {
+		alloc := claim.Status.Allocation
+		if alloc == nil || len(claim.Status.ReservedFor) == 0 {
+			continue
+		}
+		gone := true
+		for _, consumer := range claim.Status.ReservedFor {
+			if live(consumer.UID) {
+				gone = false
+				break
+			}
+		}
+		node := devices.NodeOfAllocation(alloc)
+		if !gone || node == "" {
+			continue
+		}
+		for _, result := range alloc.Devices.Results {
+			if result.ShareID == nil && !ptr.Deref(result.AdminAccess, false) {
+				if out == nil {
+					out = map[string][]structured.DeviceID{}
+				}
+				out[node] = append(out[node], structured.MakeDeviceID(result.Driver, result.Pool, result.Device))
+			}
+		}
+	}
+	return out
 }
 
 // claimsSource reads the classes and what the pods' claim references

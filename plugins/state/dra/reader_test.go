@@ -253,3 +253,35 @@ func TestClaimAnswersFollowTheAllocation(t *testing.T) {
 	claims, _ = r.Released(pod, func(uid types.UID) bool { return uid == "worker" })
 	assert.Empty(t, claims, "nothing is released while another consumer stays")
 }
+
+// Deallocating: the devices of allocated claims every consumer of which
+// is gone, on the one node their allocation names; a claim a pod still
+// uses, one reserved for no pod yet (being placed) and one on no single
+// node are left out.
+func TestDeallocating(t *testing.T) {
+	onNode := func(node string) *corev1.NodeSelector {
+		return &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
+			{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}
+	}
+	claim := func(name string, node *corev1.NodeSelector, device string, consumers ...types.UID) *resourceapi.ResourceClaim {
+		c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name)}}
+		c.Status.Allocation = &resourceapi.AllocationResult{NodeSelector: node, Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+			{Request: "r", Driver: devicestest.Driver, Pool: "n1-h100", Device: device}}}}
+		for _, uid := range consumers {
+			c.Status.ReservedFor = append(c.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: string(uid), UID: uid})
+		}
+		return c
+	}
+	fake := twoClasses()
+	fake.Claims = []*resourceapi.ResourceClaim{
+		claim("ended", onNode("n1"), "h100-0", "done"),
+		claim("shared-one-left", onNode("n1"), "h100-1", "done", "running"),
+		claim("being-placed", onNode("n1"), "h100-2"),
+		claim("network", nil, "h100-3", "done"),
+		claim("running", onNode("n1"), "h100-4", "running"),
+	}
+	r := NewReader(fake, nil, structured.Features{})
+	got := r.Deallocating(func(uid types.UID) bool { return uid == "running" })
+	assert.Equal(t, map[string][]structured.DeviceID{"n1": {structured.MakeDeviceID(devicestest.Driver, "n1-h100", "h100-0")}}, got)
+	assert.Nil(t, (*Reader)(nil).Deallocating(func(types.UID) bool { return false }), "a scheduler without DRA")
+}

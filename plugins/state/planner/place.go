@@ -44,6 +44,10 @@ type Snapshot struct {
 	// (the victims').
 	FreeDevices func(fwk.NodeInfo) capacity.Resources
 	Freed       []structured.DeviceID
+	// Deallocating are the devices, by node, of claims whose pods are
+	// gone and which are not deallocated yet: Soonest counts them free in
+	// every plan of what frees once running pods end; Place does not.
+	Deallocating map[string][]structured.DeviceID
 	// Filter, when set, judges a member on a node beyond what the plan
 	// itself checks, after them; a node it refuses is passed over for
 	// that member.

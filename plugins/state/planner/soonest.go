@@ -7,18 +7,22 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/dynamic-resource-allocation/structured"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 )
 
 // Leaving is a running pod a plan may wait for: the node it runs on, what
-// it gives back there once it ends (its requests and its pod slot), and
-// when it is sure to have ended — its run bound (activeDeadlineSeconds
-// from its start); zero when it has none.
+// it gives back there once it ends (its requests and its pod slot; the
+// DRA devices of its claims that end with it, by ID), and when it is sure
+// to have ended — its run bound (activeDeadlineSeconds from its start);
+// zero when it has none.
 type Leaving struct {
 	Pod    *corev1.Pod
 	Node   string
 	Gives  capacity.Resources
+	Freed  []structured.DeviceID
 	EndsBy time.Time
 }
 
@@ -43,15 +47,18 @@ type Wait struct {
 // least. A plan that fits now waits for nothing. When even every pod's
 // ending leaves no room, the Reason says what Place says then.
 //
-// Counting what a leaving pod gives back is the caller's (devices freed
-// by a claim go in Gives under their class's key, as Released counts
-// them); the member checks and the Filter see the nodes as given.
+// When the members ask for DRA devices, a leaving pod gives back under
+// their keys the devices its claims free (Leaving.Freed, counted by
+// devices.View.GivenBack), not what it asked by, and the allocator sees
+// those devices free; the member checks and the Filter see the nodes as
+// given.
 func Soonest(ctx context.Context, snap Snapshot, gang Gang, leaving []Leaving) Wait {
 	now := Place(ctx, snap, gang)
 	if now.Reason == "" {
 		return Wait{Plan: now}
 	}
-	order := slices.Clone(leaving)
+	snap = withDeallocating(snap, gang)
+	order := withDevicesGivenBack(snap, gang, leaving)
 	sort.SliceStable(order, func(i, j int) bool {
 		a, b := order[i], order[j]
 		switch {
@@ -65,10 +72,19 @@ func Soonest(ctx context.Context, snap Snapshot, gang Gang, leaving []Leaving) W
 	planWithout := func(gone []Leaving) Plan {
 		s := snap
 		s.Released = releasedBy(snap.Released, gone)
+		for _, l := range gone {
+			if len(l.Freed) > 0 {
+				s.Freed = append(slices.Clip(s.Freed), l.Freed...)
+			}
+		}
 		return Place(ctx, s, gang)
 	}
 	if all := planWithout(order); all.Reason != "" {
 		return Wait{Plan: all}
+	}
+	// Devices deallocating may be all it waits for.
+	if none := planWithout(nil); none.Reason == "" {
+		return Wait{Plan: none}
 	}
 	// More pods gone leaves more room, so the prefixes that fit are those
 	// at least as long as the shortest.
@@ -90,6 +106,82 @@ func Soonest(ctx context.Context, snap Snapshot, gang Gang, leaving []Leaving) W
 	}
 	chosen = onPlannedNodes(chosen, plan)
 	return Wait{Plan: plan, WaitsFor: chosen, ReadyBy: ReadyBy(chosen)}
+}
+
+// withDevicesGivenBack is leaving with what each pod gives back counted
+// under the device keys the gang's members ask for as its claims free
+// devices (devices.View.GivenBack). Without device keys it is leaving.
+func withDevicesGivenBack(snap Snapshot, gang Gang, leaving []Leaving) []Leaving {
+	out := slices.Clone(leaving)
+	keys := memberDeviceKeys(snap, gang)
+	if len(keys) == 0 {
+		return out
+	}
+	byName := make(map[string]fwk.NodeInfo, len(snap.Nodes))
+	for _, n := range snap.Nodes {
+		byName[n.Node().Name] = n
+	}
+	for i, l := range out {
+		node := byName[l.Node]
+		// On an error the devices count nowhere: the plan waits for
+		// more, never for room that will not free.
+		out[i].Gives, _ = snap.Devices.GivenBack(l.Gives, l.Freed, keys, func(key corev1.ResourceName) bool {
+			return node != nil && capacity.AllocatableAmount(node, key) > 0
+		})
+	}
+	return out
+}
+
+// withDeallocating is the snapshot with the devices of claims whose pods
+// are gone (Snapshot.Deallocating) free: given back on their nodes under
+// the keys the members ask for, and free to the allocator.
+func withDeallocating(snap Snapshot, gang Gang) Snapshot {
+	if len(snap.Deallocating) == 0 {
+		return snap
+	}
+	keys := memberDeviceKeys(snap, gang)
+	if len(keys) == 0 {
+		return snap
+	}
+	released := releasedBy(snap.Released, nil)
+	freed := slices.Clone(snap.Freed)
+	for _, n := range snap.Nodes {
+		name := n.Node().Name
+		ids := snap.Deallocating[name]
+		if len(ids) == 0 {
+			continue
+		}
+		gives, err := snap.Devices.GivenBack(nil, ids, keys, func(key corev1.ResourceName) bool { return capacity.AllocatableAmount(n, key) > 0 })
+		if err != nil {
+			continue
+		}
+		if released[name] == nil {
+			released[name] = capacity.Resources{}
+		}
+		released[name].Add(gives)
+		freed = append(freed, ids...)
+	}
+	snap.Released, snap.Freed = released, freed
+	return snap
+}
+
+// memberDeviceKeys are the device keys the gang's pending members ask
+// for, by request or by claim, as Place counts them.
+func memberDeviceKeys(snap Snapshot, gang Gang) []corev1.ResourceName {
+	if snap.Devices == nil {
+		return nil
+	}
+	catalog := snap.Devices.Catalog()
+	var asked []capacity.Resources
+	for _, members := range [][]*corev1.Pod{gang.Quorum.Required, gang.Quorum.Candidates} {
+		for _, m := range members {
+			asked = append(asked, snap.Devices.Requests(m))
+			if demand, err := catalog.Demand(m); err == nil {
+				asked = append(asked, demand)
+			}
+		}
+	}
+	return snap.Devices.Keys(asked...)
 }
 
 // releasedBy is base (nil: nothing) plus what the pods gone give back.

@@ -3,15 +3,26 @@ package planner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
@@ -222,5 +233,115 @@ func BenchmarkSoonest(b *testing.B) {
 		if w := Soonest(context.Background(), Snapshot{Nodes: nodes}, gang, leaving); w.Reason != "" {
 			b.Fatal(w.Reason)
 		}
+	}
+}
+
+// A gang whose workers ask for DRA GPUs (by a DRA-backed extended
+// resource; the nodes have none in allocatable) waits for the running
+// pods whose claims free the devices it needs: a pod gives back the
+// devices its claims free (Leaving.Freed), not what it asked by, and the
+// allocator sees them free.
+func TestSoonestCountsTheDevicesClaimsFree(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	const draGPU corev1.ResourceName = "example.com/gpu"
+	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"}, Spec: resourceapi.DeviceClassSpec{
+		ExtendedResourceName: ptr.To(string(draGPU)),
+		Selectors:            []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "gpu.example.com"`}}}}}
+	asking := func(name, cpu string, gpus int) *corev1.Pod {
+		req := map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourceMemory: cpu + "Gi"}
+		if gpus > 0 {
+			req[draGPU] = fmt.Sprint(gpus)
+		}
+		return st.MakePod().Namespace("ns").Name(name).UID(name).Req(req).Obj()
+	}
+	// Nodes a and b publish 4 devices each, every one allocated to a
+	// running 1-GPU pod (by claim, or by the extended resource): a's end
+	// within 13 s, b's within 63 s.
+	var published []*resourceapi.ResourceSlice
+	allocated := sets.New[structured.DeviceID]()
+	var nodes []fwk.NodeInfo
+	running := map[bool][]Leaving{} // by claim or not
+	for n, name := range []string{"a", "b"} {
+		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com",
+			Pool: resourceapi.ResourcePool{Name: name, ResourceSliceCount: 1}, NodeName: ptr.To(name)}}
+		var pods []*corev1.Pod
+		for i := range 4 {
+			device := fmt.Sprintf("d%d", i)
+			s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: device})
+			id := structured.MakeDeviceID("gpu.example.com", name, device)
+			allocated.Insert(id)
+			ends := t0.Add(time.Duration(10+50*n+i) * time.Second)
+			byExtended := asking(fmt.Sprintf("%s-small-%d", name, i), "4", 1)
+			byExtended.Spec.NodeName = name
+			pods = append(pods, byExtended)
+			gives := capacity.Request(byExtended)
+			gives[corev1.ResourcePods] = 1
+			running[false] = append(running[false], Leaving{Pod: byExtended, Node: name, Gives: gives, Freed: []structured.DeviceID{id}, EndsBy: ends})
+			// The same pod asking by claim requests no GPU: what it
+			// gives back of them is its claim's device alone.
+			byClaim := asking(byExtended.Name, "4", 0)
+			byClaim.Spec.NodeName = name
+			byClaim.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(byClaim.Name + "-gpu")}}
+			gives = capacity.Request(byClaim)
+			gives[corev1.ResourcePods] = 1
+			running[true] = append(running[true], Leaving{Pod: byClaim, Node: name, Gives: gives, Freed: []structured.DeviceID{id}, EndsBy: ends})
+		}
+		published = append(published, s)
+		nodes = append(nodes, node(name, "64", 0, nil, pods...))
+	}
+	// A mixed gang: a cpu leader and two workers of 2 DRA GPUs each.
+	gang := Gang{Name: "ns/train", MinMember: 3, Quorum: Quorum{Required: []*corev1.Pod{asking("leader", "8", 0), asking("w0", "8", 2), asking("w1", "8", 2)}}}
+	withoutClaims := func(ls []Leaving) []Leaving {
+		out := slices.Clone(ls)
+		for i := range out {
+			out[i].Freed = nil
+		}
+		return out
+	}
+	// a's pods have ended; their claims are not deallocated yet.
+	onA := map[string][]structured.DeviceID{}
+	for _, l := range running[true][:4] {
+		onA["a"] = append(onA["a"], l.Freed...)
+	}
+	tests := []struct {
+		name         string
+		leaving      []Leaving
+		deallocating map[string][]structured.DeviceID
+		waitsFor     int // pods waited for, all on node a; -1: none; 0: no room even once all end
+	}{
+		{name: "by claim: the devices a's pods free make room: it waits for them alone", leaving: running[true], waitsFor: 4},
+		{name: "by extended resource: the same", leaving: running[false], waitsFor: 4},
+		{name: "pods that free no device make no room for devices", leaving: withoutClaims(running[false])},
+		{name: "devices of ended pods' claims, deallocating, are free: it waits for no pod", leaving: running[true][4:], deallocating: onA, waitsFor: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fakeDRA := &devicestest.DRA{Classes: []*resourceapi.DeviceClass{class}, Slices: published, Allocated: allocated}
+			reader := dra.NewReader(fakeDRA, resourcelisters.NewResourceClaimTemplateLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), structured.Features{})
+			snap := Snapshot{Nodes: nodes, Devices: reader.View(context.Background(), gang.Quorum.Required), Deallocating: tt.deallocating}
+			if tt.deallocating != nil {
+				// a's pods have ended: they are no longer on it.
+				snap.Nodes = []fwk.NodeInfo{node("a", "64", 0, nil), nodes[1]}
+			}
+			got := Soonest(context.Background(), snap, gang, tt.leaving)
+			if tt.waitsFor == 0 {
+				assert.Contains(t, got.Reason, "does not fit")
+				return
+			}
+			require.Empty(t, got.Reason)
+			if tt.waitsFor < 0 {
+				assert.Empty(t, got.WaitsFor)
+				assert.Equal(t, "a", planned(got.Plan)["w0"])
+				assert.Equal(t, "a", planned(got.Plan)["w1"])
+				return
+			}
+			require.Len(t, got.WaitsFor, tt.waitsFor)
+			for _, l := range got.WaitsFor {
+				assert.Equal(t, "a", l.Node, l.Pod.Name)
+				assert.Equal(t, int64(1), l.Gives[draGPU], "a pod gives back its claim's device")
+			}
+			assert.Equal(t, t0.Add(13*time.Second), got.ReadyBy)
+			assert.Equal(t, map[string]string{"w0": "a", "w1": "a", "leader": planned(got.Plan)["leader"]}, planned(got.Plan))
+		})
 	}
 }

@@ -299,14 +299,17 @@ func (v Verdict) Kept() bool { return v.Message != "" }
 // the holds still keep free, or when it is sure to be gone before the
 // gang could start there (backfill: its run bound ends before the node's
 // ReadyBy). endsBy is when the pod is sure to have ended if placed now
-// (zero: no run bound).
-func Judge(pod *corev1.Pod, request capacity.Resources, node fwk.NodeInfo, holds []Hold, endsBy time.Time) Verdict {
+// (zero: no run bound). devices are the DRA devices free on the node per
+// class key (nil: the pod asks for none), counted as
+// capacity.FreeWithDevices counts them: a hold keeps the devices its
+// members' claims ask for as it keeps allocatable.
+func Judge(pod *corev1.Pod, request capacity.Resources, node fwk.NodeInfo, devices capacity.Resources, holds []Hold, endsBy time.Time) Verdict {
 	if len(holds) == 0 {
 		return Verdict{}
 	}
 	own, _ := state.GroupOf(pod)
 	priority := corev1helpers.PodPriority(pod)
-	free := capacity.FreeOf(node)
+	free := capacity.FreeWithDevices(node, devices)
 	var binding *Hold
 	for i := range holds {
 		h := holds[i]

@@ -96,12 +96,54 @@ func TestJudge(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v := Judge(tc.pod, capacity.Request(tc.pod), tc.node, tc.holds, tc.endsBy)
+			v := Judge(tc.pod, capacity.Request(tc.pod), tc.node, nil, tc.holds, tc.endsBy)
 			assert.Equal(t, tc.wantKept, v.Kept(), v.Message)
 			if tc.wantKept {
 				assert.Equal(t, big, v.Holder)
 				assert.Contains(t, v.Message, "held for gang ns/big")
 			}
+		})
+	}
+}
+
+// Judge keeps a hold's DRA devices as it keeps allocatable: on a node
+// whose GPUs are DRA devices (none in allocatable), a pod asking for one,
+// by claim or by a DRA-backed extended resource, is counted against the
+// devices free there less those the hold keeps.
+func TestJudgeCountsDRADevices(t *testing.T) {
+	const draGPU corev1.ResourceName = "gpu.example.com"
+	draNode := func() fwk.NodeInfo {
+		n := framework.NewNodeInfo()
+		n.SetNode(st.MakeNode().Name("dra-1").Capacity(map[corev1.ResourceName]string{
+			corev1.ResourceCPU: "64", corev1.ResourceMemory: "512Gi", corev1.ResourcePods: "110"}).Obj())
+		return n
+	}
+	// asking is a pod of no gang asking 4 cpu, 16Gi and, counted by
+	// the caller, one DRA GPU.
+	asking := st.MakePod().Namespace("ns").Name("p").UID("p").Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "16Gi"}).Obj()
+	oneGPU := capacity.Request(asking)
+	oneGPU[draGPU] = 1
+	// workersHold is gang big's hold of two workers' room, 8 DRA GPUs.
+	workersHold := Hold{Gang: big, NodeHold: NodeHold{Held: capacity.Resources{corev1.ResourceCPU: 16000, corev1.ResourceMemory: 128 << 30, draGPU: 8, corev1.ResourcePods: 2}, ReadyBy: t0.Add(time.Minute)}}
+	// leaderHold holds a cpu leader's room: no device.
+	leaderHold := Hold{Gang: big, NodeHold: NodeHold{Held: capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 64 << 30, corev1.ResourcePods: 1}}}
+	tests := []struct {
+		name     string
+		request  capacity.Resources
+		devices  capacity.Resources
+		holds    []Hold
+		wantKept bool
+	}{
+		{"the devices the hold keeps are kept", oneGPU, capacity.Resources{draGPU: 8}, []Hold{workersHold}, true},
+		{"a device beyond the hold is used", oneGPU, capacity.Resources{draGPU: 9}, []Hold{workersHold}, false},
+		{"a hold of no device leaves the devices in use", oneGPU, capacity.Resources{draGPU: 1}, []Hold{leaderHold}, false},
+		{"a cpu-only pod fits beside the devices held", capacity.Request(asking), capacity.Resources{draGPU: 0}, []Hold{workersHold}, false},
+		{"no device free: kept whatever the hold", oneGPU, capacity.Resources{draGPU: 0}, []Hold{leaderHold}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Judge(asking, tc.request, draNode(), tc.devices, tc.holds, time.Time{})
+			assert.Equal(t, tc.wantKept, v.Kept(), v.Message)
 		})
 	}
 }
