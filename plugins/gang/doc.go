@@ -278,15 +278,13 @@
 // of any resource, or a quorum that does not fit even once every running
 // pod ends, holds nothing and says why (RoomNotHeld).
 //
-// DRA devices are held as allocatable is: a member's devices (by claim, or
-// by an extended resource a DeviceClass serves) count in what its hold
-// keeps under the class's key, a running pod gives back the devices of the
-// claims that end with it (not what it asked by), and the Filter counts a
-// pod's devices against those free on the node less those held (read once
-// per cycle in PreFilter, only while some gang holds room). The devices
-// of a gang's own members already on a held node still count as held
-// until the quorum binds; held devices do not yet count against the
-// gang's queue (Who pays, below, counts allocatable only).
+// DRA devices are held as allocatable is: a member's devices (by claim or
+// by a DeviceClass's extended resource) count in its hold under the
+// class's key, a running pod gives back the devices its claims free, and
+// Filter counts a pod's devices against those free on the node less those
+// held (read in PreFilter while some gang holds room). Not yet: held
+// devices count against no queue, and a member's own devices on a held
+// node stay counted as held until the quorum binds.
 //
 // Why a reservation ends: when its quorum is placed (Permit, or a
 // PreFilter that finds it placed), when its PodGroup is deleted, and when
