@@ -286,14 +286,13 @@
 // devices count against no queue, and a member's own devices on a held
 // node stay counted as held until the quorum binds.
 //
-// Why a reservation ends: when its quorum is placed (Permit, or a
-// PreFilter that finds it placed), when its PodGroup is deleted, and when
-// its queue no longer admits it; it is planned again, at most every 2 s,
-// each time the gang is checked and still does not fit, so a held node
-// that leaves or room a higher-priority pod took moves it. What it costs:
-// the held room is idle while the pods on its nodes end (at most the
-// longest run there; unbounded for pods with no run bound, which is why
-// maxClusterPercent bounds it), and a scheduler that restarts plans it
+// Why a reservation ends: when its quorum is placed, its PodGroup is
+// deleted or its queue no longer admits it; it is planned again, at most
+// every 2 s, each time the gang is checked and still does not fit, so a
+// held node that leaves or room a higher-priority pod took moves it. What
+// it costs: the held room is idle while the pods on its nodes end (at most
+// the longest run there; unbounded for pods with no run bound, which is
+// why maxClusterPercent bounds it), and a scheduler that restarts plans it
 // again at the gang's first check, from the cluster as it is (its members
 // sort ahead of later work, so that check comes first). Metrics:
 // flotilla_gang_reservations, flotilla_gang_reservation_seconds and
@@ -309,8 +308,15 @@
 // admits anything else (plugins/proportion), so no queue reserves beyond
 // its share: a second gang of the queue that would take it over its share
 // with the first's hold counted is refused, and holds nothing. A gang its
-// queue refuses holds nothing and gives up what it held. Not yet: native
-// PodGroups hold no room.
+// queue refuses holds nothing and gives up what it held.
+//
+// A native PodGroup holds room by the same rule from PodGroupPostFilter
+// (nativereservation.go), which runs, before Preemption's, once
+// kube-scheduler's pod-group cycle could not place the group; it returns
+// Unschedulable, so preemption still runs. The hold ends once the quorum
+// is reserved, and a pod that ends on a held node re-queues the group
+// (the cycle re-queues it by the hints of the plugins that rejected its
+// members, not Gang's).
 //
 // # Reserve and Permit
 //
@@ -417,14 +423,11 @@
 //
 // Native PodGroups (scheduling.k8s.io, GenericWorkload gate on): a pod whose
 // spec.schedulingGroup names one is kube-scheduler's pod-group cycle's to
-// gate (its GangScheduling plugin's PreEnqueue), place together and hold in
-// Permit; Gang neither gates, steers, nor holds it, nor writes its group's
-// status (native.go), so no pod is gated twice. It counts such a member's
-// reservation (Reserve/Unreserve), which the queues and preemption read. A
-// pod that names a native group and carries the scheduler-plugins label too
-// belongs to the native group (the cycle schedules it whatever its labels);
-// the label is ignored, and the pod is told so once by a Warning event
-// InTwoPodGroups.
+// gate, place together and hold in Permit; Gang neither gates, steers nor
+// holds it, nor writes its group's status (native.go), and counts its
+// reservation (Reserve/Unreserve) for the queues and preemption. A pod that
+// also carries the scheduler-plugins label belongs to the native group; the
+// label is ignored, and a Warning event InTwoPodGroups says so once.
 //
 // With TopologyAwareWorkloadScheduling on as well, the pod-group cycle tries
 // a native group in one placement (a set of nodes) after another and keeps
@@ -434,16 +437,14 @@
 // profile has one generator). As the in-tree one does, it proposes one
 // placement per domain of the group's topology constraint, pinned to the
 // domain where members already run, and the whole cluster when the group
-// names no topology. It leaves out a domain whose free room, summed over its
-// nodes, is less, for some resource, than the smallest requests of as many
-// waiting members as the quorum still needs: a test that can only drop
-// placements that would fail, and saves running every member's filters in
-// every full domain. When no domain passes, the PodGroup gets a
-// WaitingForTopologyDomain event naming the closest domain and what it
-// lacks, and only that domain is tried, so that preemption
-// (PodGroupPostFilter, which runs after a failed try) can still free one.
-// Members split across two domains make the group unschedulable with the
-// domains named (the in-tree generator fails the cycle with an error). The
-// rest of flotilla's topology (preferred levels, roles' domains) is for
-// scheduler-plugins groups only: the native API has one constraint.
+// names no topology. It leaves out a domain whose free room, summed over
+// its nodes, cannot hold the smallest requests of as many waiting members
+// as the quorum still needs (a test that drops only placements that would
+// fail). When none passes, the PodGroup gets a WaitingForTopologyDomain
+// event naming the closest domain, and only that one is tried, so that
+// preemption can still free it. Members split across two domains make the
+// group unschedulable with the domains named (the in-tree generator fails
+// the cycle with an error). The rest of flotilla's topology (preferred
+// levels, roles' domains) is for scheduler-plugins groups only: the native
+// API has one constraint.
 package gang

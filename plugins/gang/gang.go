@@ -88,6 +88,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if g.shared, err = sharedFor(ctx, store, h, g.permitWait, int(args.MaxMembersInFlight)); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
+	if err := g.reserve.wakeNativeHolders(store, g.shared); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
 	return g, nil
 }
 

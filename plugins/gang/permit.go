@@ -27,6 +27,7 @@ func (g *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nod
 	g.store.Lock(func(locked *state.Locked) {
 		locked.ReserveMember(locked.Gang(key), pod, node)
 	})
+	g.reserve.releaseIfQuorumReserved(g, key)
 	return nil
 }
 

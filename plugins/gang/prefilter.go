@@ -174,7 +174,9 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 		if started {
 			logger.V(4).Info("Gang attempt started")
 			g.nominateAsPlanned(ctx, key, startedPlan)
-			g.activateSiblings(ctx, pod, key)
+			// The siblings follow back to back, not paced by each
+			// member's back-off (scheduler-plugins #397/#450/#703).
+			g.shared.activatePending(logger, pod.UID, key)
 		}
 		g.shared.status.Enqueue(key)
 		return nil, fwk.NewStatus(fwk.Unschedulable, reasons.WaitingForTurn.Say("gang %s: member %s waits its turn: its gang's plan places other members for the quorum, and it is placed once they are", key, pod.Name))
@@ -201,7 +203,7 @@ func (g *Gang) PreFilter(ctx context.Context, cycle fwk.CycleState, pod *corev1.
 	if started {
 		logger.V(4).Info("Gang attempt started")
 		g.nominateAsPlanned(ctx, key, startedPlan)
-		g.activateSiblings(ctx, pod, key)
+		g.shared.activatePending(logger, pod.UID, key)
 		g.shared.status.Enqueue(key)
 	}
 	if len(window) > 0 {
@@ -334,13 +336,6 @@ func (g *Gang) finishStale(locked *state.Locked, gang *state.Gang) []state.Group
 // PreFilterExtensions is not needed: the gang check does not depend on
 // which pods a preemption simulation removes.
 func (g *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
-
-// activateSiblings moves the gang's other pending members to the active
-// queue so the whole gang is tried back to back instead of being paced by
-// each member's back-off (scheduler-plugins #397/#450/#703).
-func (g *Gang) activateSiblings(ctx context.Context, pod *corev1.Pod, key state.GroupKey) {
-	g.shared.activatePending(klog.FromContext(ctx), pod.UID, key)
-}
 
 // quorumDoesNotFit plans the members still needed for the gang's quorum
 // (package planner: member by member, each judged on its node as the

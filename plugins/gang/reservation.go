@@ -63,8 +63,10 @@ func newReserver(store *state.Store, h fwk.Handle, args config.ReservationArgs) 
 	}
 	// A deleted PodGroup's reservation ends with it.
 	if _, err := state.Shared(store, Name+"/reservations", func() (bool, error) {
-		_, err := store.Informers().PodGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: r.forgetDeleted})
-		return true, err
+		if _, err := store.Informers().PodGroups.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: r.forgetDeleted}); err != nil {
+			return false, err
+		}
+		return true, store.Native().OnDelete(r.forgetDeletedGroup)
 	}); err != nil {
 		return nil, err
 	}
@@ -74,9 +76,7 @@ func newReserver(store *state.Store, h fwk.Handle, args config.ReservationArgs) 
 // forgetDeleted ends a deleted PodGroup's reservation.
 func (r *reserver) forgetDeleted(obj interface{}) {
 	if pg, ok := state.Unwrap(obj).(*schedv1alpha1.PodGroup); ok {
-		if _, held := r.book.Release(state.GroupKey{Namespace: pg.Namespace, Name: pg.Name}); held {
-			reservationsHeld.Set(float64(r.book.Len()))
-		}
+		r.forgetDeletedGroup(state.GroupKey{Namespace: pg.Namespace, Name: pg.Name})
 	}
 }
 
@@ -143,7 +143,7 @@ func (r *reserver) readAskedDevices(ctx context.Context, cycle fwk.CycleState, p
 	if !r.holdsRoom() || reader == nil {
 		return
 	}
-	if key, ok := ownGroupOf(pod); ok && r.book.Get(key) != nil {
+	if key, ok := state.GroupOf(pod); ok && r.book.Get(key) != nil {
 		return // its own gang's hold never keeps it off
 	}
 	view := reader.View(ctx, []*corev1.Pod{pod})
@@ -177,9 +177,7 @@ func (r *reserver) release(g *Gang, pg *schedv1alpha1.PodGroup, key state.GroupK
 	if held, ok := r.book.Release(key); ok {
 		reservationsHeld.Set(float64(r.book.Len()))
 		reservationSeconds.Observe(r.now().Sub(held.Since).Seconds())
-		if pg != nil {
-			g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeNormal, "RoomReleased", "Scheduling", "gang %s no longer holds room: %s", key, why)
-		}
+		eventOnGroup(g, pg, key, corev1.EventTypeNormal, "RoomReleased", "Scheduling", "gang %s no longer holds room: %s", key, why)
 	}
 }
 
@@ -272,7 +270,7 @@ func (r *reserver) holdRoom(ctx context.Context, g *Gang, pg *schedv1alpha1.PodG
 	}
 	if wait.Reason != "" {
 		r.release(g, pg, key, "its quorum does not fit even once every running pod ends")
-		g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeWarning, "RoomNotHeld", "Scheduling",
+		eventOnGroup(g, pg, key, corev1.EventTypeWarning, "RoomNotHeld", "Scheduling",
 			"gang %s holds no room: even once every running pod ends, %s", key, wait.Reason)
 		return nil
 	}
@@ -296,13 +294,13 @@ func (r *reserver) holdRoom(ctx context.Context, g *Gang, pg *schedv1alpha1.PodG
 	}
 	if over := overShare(res, nodes, r.args.MaxClusterPercent); over != "" {
 		r.release(g, pg, key, over)
-		g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeWarning, "RoomNotHeld", "Scheduling", "gang %s holds no room: %s", key, over)
+		eventOnGroup(g, pg, key, corev1.EventTypeWarning, "RoomNotHeld", "Scheduling", "gang %s holds no room: %s", key, over)
 		return nil
 	}
 	r.book.Hold(res)
 	reservationsHeld.Set(float64(r.book.Len()))
 	if held == nil || !sameNodes(held, res) {
-		g.handle.EventRecorder().Eventf(pg, nil, corev1.EventTypeNormal, "RoomHeld", "Scheduling", "gang %s %s", key, res.Describe())
+		eventOnGroup(g, pg, key, corev1.EventTypeNormal, "RoomHeld", "Scheduling", "gang %s %s", key, res.Describe())
 	}
 	return res
 }

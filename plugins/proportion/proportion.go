@@ -136,7 +136,7 @@ func (p *Proportion) admit(ctx context.Context, cycle fwk.CycleState, pod *corev
 		}
 		if whole {
 			p.queues.Turns().RefusedForQuota(p.queues.Turns().TurnOf(pod, name, request))
-			cycle.Write(state.QueueRefusedKey, state.QueueRefused{})
+			state.RefuseForQueue(cycle)
 		}
 		return fwk.NewStatus(fwk.Unschedulable, queues.RefusalReason(reason).Say("queue %q: %s %s", refusing, what, reason)), whole
 	}
@@ -147,7 +147,7 @@ func (p *Proportion) admit(ctx context.Context, cycle fwk.CycleState, pod *corev
 	turn := p.queues.Turns().TurnOf(pod, name, request)
 	if first, reason := p.turnsFirst(view, turn, held); reason != "" {
 		p.queues.Turns().RefusedForQuota(turn)
-		cycle.Write(state.QueueRefusedKey, state.QueueRefused{})
+		state.RefuseForQueue(cycle)
 		logger := klog.FromContext(ctx)
 		activate := map[string]*corev1.Pod{}
 		var names []string

@@ -17,6 +17,20 @@ const QueueRefusedKey fwk.StateKey = "flotilla.dev/queue-refused"
 // QueueRefused is the value under QueueRefusedKey.
 type QueueRefused struct{}
 
+// RefuseForQueue marks the pod's cycle as refused by its queue
+// (QueueRefusedKey) and, in kube-scheduler's pod-group cycle, the group's
+// cycle too: PodGroupPostFilter gets only the group's, and a native gang
+// its queue refuses holds no room.
+func RefuseForQueue(cycle fwk.CycleState) {
+	cycle.Write(QueueRefusedKey, QueueRefused{})
+	if !cycle.IsPodGroupSchedulingCycle() {
+		return
+	}
+	if group := cycle.GetPodGroupSchedulingCycle(); group != nil {
+		group.Write(QueueRefusedKey, QueueRefused{})
+	}
+}
+
 // Clone is required by fwk.StateData.
 func (QueueRefused) Clone() fwk.StateData { return QueueRefused{} }
 

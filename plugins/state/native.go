@@ -224,6 +224,21 @@ func (groups NativeGroups) Group(key GroupKey) *nativev1beta1.PodGroup {
 	return pg
 }
 
+// OnDelete calls deleted with the key of each native PodGroup deleted
+// from now on; it registers nothing when the gate is off.
+func (groups NativeGroups) OnDelete(deleted func(GroupKey)) error {
+	s := groups.s
+	if s.native == nil || s.native.informer == nil {
+		return nil
+	}
+	_, err := s.native.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj interface{}) {
+		if pg, ok := Unwrap(obj).(*nativev1beta1.PodGroup); ok {
+			deleted(GroupKey{Namespace: pg.Namespace, Name: pg.Name, Native: true})
+		}
+	}})
+	return err
+}
+
 // Tell records an event on the native PodGroup saying why it
 // waits, when the source (the plugin speaking) has something new to say:
 // kube-scheduler's pod-group cycle stops trying a group's members once too

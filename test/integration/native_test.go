@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,7 +43,8 @@ func startNativeWith(t *testing.T, gates string, apiserverFlags []string, nodes 
 
 // createNativeGroup creates a Workload and its PodGroup (a gang of
 // minCount, disruption mode all when whole), as a framework that speaks
-// the native API makes them, labelled with the queue on the Workload.
+// the native API makes them, labelled with the queue on the Workload ("":
+// no label, the namespace's queue).
 func createNativeGroup(t *testing.T, h *harness.Harness, name, queue string, minCount int32, whole bool) {
 	t.Helper()
 	createNativeGroupIn(t, h, name, queue, minCount, whole, "")
@@ -55,10 +57,13 @@ func createNativeGroupIn(t *testing.T, h *harness.Harness, name, queue string, m
 	t.Helper()
 	gang := schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: minCount}}
 	workload := &schedulingv1beta1.Workload{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{flotillav1alpha1.QueueLabel: queue}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Spec: schedulingv1beta1.WorkloadSpec{PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{{
 			Name: "workers", SchedulingPolicy: gang,
 		}}},
+	}
+	if queue != "" {
+		workload.Labels = map[string]string{flotillav1alpha1.QueueLabel: queue}
 	}
 	_, err := h.Client.SchedulingV1beta1().Workloads("default").Create(h.Ctx, workload, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -332,4 +337,50 @@ func TestNativeGangKeepsOffFreeGPUs(t *testing.T) {
 	s.waitJobs(3*bindTimeout, append(etl, train...)...)
 	require.Len(t, zonesOf("report", 3), 1, "the waiting gang binds in one zone once room is freed\n%s", s.tl)
 	s.waitJobs(3*bindTimeout, report...)
+}
+
+// A native gang lands under a stream of smaller work as a
+// scheduler-plugins gang does (TestReservationLandsABigGangUnderAStream):
+// 4 nodes of 8 GPUs run a stream of 1-GPU Jobs arriving faster than the
+// cluster drains them; 10 s in, a native PodGroup of minCount 4 arrives,
+// a Job of one cpu leader beside a Job of three 8-GPU workers, so it
+// needs three whole nodes. kube-scheduler's pod-group cycle cannot place
+// it; Gang's PodGroupPostFilter holds the room where its quorum fits
+// soonest, says so on the native PodGroup, and the gang binds within 2.5
+// times the small pods' longest run of arriving while the stream goes on.
+// No small pod is evicted and every Job completes.
+func TestReservationLandsANativeGangUnderAStream(t *testing.T) {
+	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{ExtraAPIServerFlags: cluster.NativeGroupsAPIServerFlags})
+	require.NoError(t, h.CreateNodes(h.Ctx, nodeSpecs("gpu", 4, cluster.NodeSpec{CPU: "64", Memory: "512Gi", Extended: map[corev1.ResourceName]string{cluster.GPU: "8"}})...))
+	h.StartScheduler(reservingConfig(t), cluster.SchedulerOptions{Flags: []string{"--feature-gates=GenericWorkload=true"}})
+	s := startScenario(t, h, placementInvariants...)
+	s.native = true
+	evicted := watchDeletedPods(t, h, "default")
+	stop := make(chan struct{})
+	streamed := streamOfSmallJobs(t, s, smallWork{podsPerSecond: 3.5}, stop)
+	s.tl.add("stream of small Jobs started")
+	time.Sleep(10 * time.Second)
+
+	createNativeGroup(t, h, "big", "", 4, true)
+	leader := createJob(t, h, nativeJob(cluster.WorkloadSpec{Name: "big-leader", Replicas: 1, CPU: "8", Memory: "32Gi", RunSeconds: 20}, "big"))
+	workers := createJob(t, h, nativeJob(cluster.WorkloadSpec{Name: "big-worker", Replicas: 3, CPU: "16", Memory: "128Gi", GPU: "8", RunSeconds: 20, Indexed: true}, "big"))
+	arrived := time.Now()
+	s.tl.add("native gang big arrived: a cpu leader and three 8-GPU workers")
+
+	// The small pods' longest run is 16 s: the gang binds within 40 s.
+	const bound = 40 * time.Second
+	bound4, err := h.WaitForPodsBound(h.Ctx, "default", "batch.kubernetes.io/job-name in (big-leader, big-worker)", 4, bound)
+	waited := time.Since(arrived)
+	require.NoError(t, err, "native gang big bound within %s of arriving, under the stream\n%s", bound, s.tl)
+	s.tl.add("native gang big bound after %s: %v", waited.Round(100*time.Millisecond), bound4)
+	held := groupEvent(t, h, "big", "RoomHeld")
+	assert.Contains(t, held, "gang default/big (scheduling.k8s.io) holds room on ", "the native PodGroup says it holds room\n%s", s.tl)
+	assert.GreaterOrEqual(t, len(heldNodes(held)), 3, "the gang held its three workers' nodes: %q", held)
+
+	time.Sleep(5 * time.Second)
+	close(stop)
+	jobs := streamed()
+	t.Logf("%d small Jobs streamed; native gang big bound %s after it arrived", len(jobs), waited.Round(100*time.Millisecond))
+	s.waitJobs(3*time.Minute, append(jobs, leader, workers)...)
+	assert.Empty(t, evicted.all(), "no small pod is evicted for the gang")
 }

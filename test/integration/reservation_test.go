@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -548,12 +549,16 @@ func TestReservationOfARoleRequiredInOneClique(t *testing.T) {
 
 // heldNodes are the nodes a RoomHeld event names.
 func heldNodes(event string) []string {
-	open, end := strings.Index(event, "("), strings.Index(event, ")")
-	if open < 0 || end < open {
+	m := heldNodesIn.FindStringSubmatch(event)
+	if m == nil {
 		return nil
 	}
-	return strings.Split(event[open+1:end], ", ")
+	return strings.Split(m[1], ", ")
 }
+
+// heldNodesIn finds the nodes in a RoomHeld message, after the gang's
+// name (which names its API in parentheses for a native group).
+var heldNodesIn = regexp.MustCompile(`holds room on \d+ nodes? \(([^)]*)\)`)
 
 // kubectlFlotillaWhy runs kubectl flotilla why -o json for the object in
 // namespace default.

@@ -138,7 +138,8 @@ profiles:
     # PostFilter for them: Preemption preempts for such a group from
     # podGroupPostFilter (MultiPoint enables it there) in DefaultPreemption's
     # place, and runs first under preFilter to keep each member's cycle
-    # state for it. With the gate off neither runs.
+    # state for it; Gang, before it there, holds room for the group when
+    # reservation is on. With the gate off neither runs.
     podGroupPostFilter:
       disabled:
       - name: DefaultPreemption
