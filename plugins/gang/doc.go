@@ -282,9 +282,9 @@
 // by a DeviceClass's extended resource) count in its hold under the
 // class's key, a running pod gives back the devices its claims free, and
 // Filter counts a pod's devices against those free on the node less those
-// held (read in PreFilter while some gang holds room). Not yet: held
-// devices count against no queue, and a member's own devices on a held
-// node stay counted as held until the quorum binds.
+// held (read in PreFilter while some gang holds room); free held devices
+// count against its queue as allocatable does. Not yet: a member's own
+// devices on a held node stay held until the quorum binds.
 //
 // Why a reservation ends: when its quorum is placed, its PodGroup is
 // deleted or its queue no longer admits it; it is planned again, at most

@@ -230,7 +230,7 @@ func (r *reserver) holdRoom(ctx context.Context, g *Gang, pg *schedv1alpha1.PodG
 	now := r.now()
 	held := r.book.Get(key)
 	if held != nil {
-		r.countIdle(key, nodes, now)
+		r.countIdle(ctx, key, nodes, now, g.store.Devices())
 	}
 	if held != nil && now.Sub(held.Planned) < replanEvery {
 		return held
@@ -308,17 +308,18 @@ func (r *reserver) holdRoom(ctx context.Context, g *Gang, pg *schedv1alpha1.PodG
 // countIdle adds to flotilla_gang_reservation_idle_resource_seconds_total
 // what the gang's hold keeps free and idle now, over the time since it was
 // last counted.
-func (r *reserver) countIdle(key state.GroupKey, nodes []fwk.NodeInfo, now time.Time) {
+func (r *reserver) countIdle(ctx context.Context, key state.GroupKey, nodes []fwk.NodeInfo, now time.Time, claims *dra.Reader) {
 	seconds := r.book.Accrue(key, now).Seconds()
 	if seconds <= 0 {
 		return
 	}
 	holds := r.book.Holds()
+	free := holds.FreeDevicesIn(ctx, claims)
 	idle := capacity.Resources{}
 	for _, n := range nodes {
 		for _, h := range holds.On(n.Node().Name) {
 			if h.Gang == key {
-				idle.Add(reservations.Idle(h, n))
+				idle.Add(reservations.Idle(h, n, free))
 			}
 		}
 	}

@@ -127,7 +127,7 @@ func (p *Proportion) admit(ctx context.Context, cycle fwk.CycleState, pod *corev
 	}
 	var held queues.Released
 	if whole {
-		held = p.heldIdle(view, pod, nodes)
+		held = p.heldIdle(ctx, view, pod, nodes)
 	}
 	if refusing, reason := view.Refuses(name, request, held); reason != "" {
 		klog.FromContext(ctx).V(4).Info("Queue refuses pod", "queue", refusing, "pod", klog.KObj(pod), "reason", reason)
@@ -197,13 +197,14 @@ func (p *Proportion) turnsFirst(view *queues.QueueView, turn queues.Turn, held q
 // queue's, so no queue reserves beyond its share and a queue whose holds
 // fill its share admits nothing more until they end. nil when no room is
 // held.
-func (p *Proportion) heldIdle(view *queues.QueueView, pod *corev1.Pod, nodes []fwk.NodeInfo) queues.Released {
+func (p *Proportion) heldIdle(ctx context.Context, view *queues.QueueView, pod *corev1.Pod, nodes []fwk.NodeInfo) queues.Released {
 	book := reservations.Of(p.store)
 	if book == nil {
 		return nil
 	}
 	own, _ := state.GroupOf(pod)
-	idle := book.Holds().IdleByQueue(nodes, own)
+	holds := book.Holds()
+	idle := holds.IdleByQueue(nodes, own, holds.FreeDevicesIn(ctx, p.store.Devices()))
 	if len(idle) == 0 {
 		return nil
 	}

@@ -605,9 +605,10 @@ func TestReservationWithTwoQueues(t *testing.T) {
 // mixed gang — a cpu leader and three workers asking 8 devices each by a
 // claim template — arrives. It holds room on three nodes, where the
 // small pods' claims free their devices as they end, keeps later small
-// pods off those devices, and binds within 2.5 times the small pods'
-// longest run of arriving while the stream goes on; no device is in two
-// claims, no small pod is evicted, and every Job completes.
+// pods off those devices (counting them idle, as its queue is charged for
+// them), and binds within 2.5 times the small pods' longest run of
+// arriving while the stream goes on; no device is in two claims, no small
+// pod is evicted, and every Job completes.
 func TestReservationHoldsDRADevices(t *testing.T) {
 	specs := nodeSpecs("gpu", 4, cluster.NodeSpec{CPU: "64", Memory: "512Gi"})
 	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{})
@@ -635,6 +636,10 @@ func TestReservationHoldsDRADevices(t *testing.T) {
 	s.tl.add("gang big bound after %s: %v", waited.Round(100*time.Millisecond), bound4)
 	held := groupEvent(t, h, "big", "RoomHeld")
 	assert.GreaterOrEqual(t, len(heldNodes(held)), 3, "the gang held three workers' nodes' devices: %q\n%s", held, s.tl)
+	// Devices freed on the held nodes and kept for the gang were idle, and
+	// counted so (as its queue is charged for them).
+	assert.Positive(t, metricValue(t, "flotilla_gang_reservation_idle_resource_seconds_total", map[string]string{"resource": string(draExtendedGPU)}),
+		"held devices counted idle while they waited for the gang")
 
 	time.Sleep(5 * time.Second)
 	close(stop)

@@ -1,6 +1,7 @@
 package reservations
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
+	"github.com/flotilla-sched/flotilla/plugins/state/dra"
 )
 
 // Reservation is the room one gang holds: per node, what its members
@@ -149,11 +151,25 @@ func (b *Book) Accrue(key state.GroupKey, now time.Time) time.Duration {
 	return now.Sub(since)
 }
 
+// FreeDevices counts the DRA devices free on a node under the keys asked
+// (devices.Catalog does); names no device class is counted under are
+// left out.
+type FreeDevices interface {
+	FreeOn(node *corev1.Node, keys []corev1.ResourceName) (capacity.Resources, error)
+}
+
 // Idle is what the hold keeps free on the node that is free now: room
-// held and idle while the pods the gang waits for there end.
-func Idle(hold Hold, node fwk.NodeInfo) capacity.Resources {
+// held and idle while the pods the gang waits for there end. DRA devices
+// the hold keeps count as free as devices says (nil: none is).
+func Idle(hold Hold, node fwk.NodeInfo, devices FreeDevices) capacity.Resources {
 	idle := Remaining(hold, node)
-	free := capacity.FreeOf(node)
+	var freeDevices capacity.Resources
+	if devices != nil {
+		if keys := deviceKeys(hold.Held, node); len(keys) > 0 {
+			freeDevices, _ = devices.FreeOn(node.Node(), keys)
+		}
+	}
+	free := capacity.FreeWithDevices(node, freeDevices)
 	for name, v := range idle {
 		if name == corev1.ResourcePods {
 			delete(idle, name)
@@ -236,7 +252,7 @@ func (h *Holds) On(node string) []Hold {
 // reservations cost it while they wait, which admission counts against
 // the queue as if its pods used it, so that no queue reserves beyond its
 // share.
-func (h *Holds) IdleByQueue(nodes []fwk.NodeInfo, except state.GroupKey) map[string]capacity.Resources {
+func (h *Holds) IdleByQueue(nodes []fwk.NodeInfo, except state.GroupKey, devices FreeDevices) map[string]capacity.Resources {
 	if h.Empty() {
 		return nil
 	}
@@ -252,10 +268,65 @@ func (h *Holds) IdleByQueue(nodes []fwk.NodeInfo, except state.GroupKey) map[str
 			if out[hold.Queue] == nil {
 				out[hold.Queue] = capacity.Resources{}
 			}
-			out[hold.Queue].Add(Idle(hold, n))
+			out[hold.Queue].Add(Idle(hold, n, devices))
 		}
 	}
 	return out
+}
+
+// FreeDevicesIn reads, through reader, the DRA devices free under the
+// names the holds keep that may be devices: what Idle counts them by. nil
+// when the holds keep none, or the scheduler has no DRA.
+func (h *Holds) FreeDevicesIn(ctx context.Context, reader *dra.Reader) FreeDevices {
+	keys := h.deviceKeys()
+	if len(keys) == 0 || reader == nil {
+		return nil
+	}
+	return reader.View(ctx, nil, keys...).Catalog()
+}
+
+// deviceKeys are the names the holds keep but cpu, memory, pods and
+// ephemeral storage: names a node may have as DRA devices.
+func (h *Holds) deviceKeys() []corev1.ResourceName {
+	if h.Empty() {
+		return nil
+	}
+	seen := map[corev1.ResourceName]bool{}
+	var keys []corev1.ResourceName
+	for _, holds := range h.byNode {
+		for _, hold := range holds {
+			for name := range hold.Held {
+				if !seen[name] && !nodeResource(name) {
+					seen[name] = true
+					keys = append(keys, name)
+				}
+			}
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	return keys
+}
+
+// deviceKeys are the names held of which the node has none in
+// allocatable.
+func deviceKeys(held capacity.Resources, node fwk.NodeInfo) []corev1.ResourceName {
+	var keys []corev1.ResourceName
+	for name := range held {
+		if !nodeResource(name) && capacity.AllocatableAmount(node, name) == 0 {
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}
+
+// nodeResource: cpu, memory, pods and ephemeral storage, which a node
+// has only in allocatable, never as DRA devices.
+func nodeResource(name corev1.ResourceName) bool {
+	switch name {
+	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage:
+		return true
+	}
+	return false
 }
 
 // Empty reports whether nothing is held anywhere.

@@ -193,13 +193,51 @@ func TestDescribe(t *testing.T) {
 
 // What a hold keeps idle is what it still keeps free that is free now:
 // none of a node whose GPUs still run the pods it waits for, all of a node
-// they have left, and never the pod slots.
+// they have left, and never the pod slots. DRA devices (a node with none
+// in allocatable, its GPUs published as devices) are idle as far as the
+// devices free say, and none is when they cannot be counted.
 func TestIdle(t *testing.T) {
-	hold := holdOf(time.Time{})
-	assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 64 << 30, gpu: 0}, Idle(hold, gpuNode("gpu-1", running(8)...)),
-		"cpu and memory idle beside the small pods, no GPU free yet")
-	assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 64 << 30, gpu: 3}, Idle(hold, gpuNode("gpu-1", running(5)...)))
-	assert.Equal(t, capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 64 << 30, gpu: 8}, Idle(hold, gpuNode("gpu-1")), "all freed, none used")
+	const draGPU corev1.ResourceName = "gpu.example.com"
+	draHold := Hold{Gang: big, NodeHold: NodeHold{Held: capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 64 << 30, draGPU: 8, corev1.ResourcePods: 1}}}
+	draNode := framework.NewNodeInfo()
+	draNode.SetNode(st.MakeNode().Name("dra-1").Capacity(map[corev1.ResourceName]string{
+		corev1.ResourceCPU: "64", corev1.ResourceMemory: "512Gi", corev1.ResourcePods: "110"}).Obj())
+	tests := []struct {
+		name    string
+		hold    Hold
+		node    fwk.NodeInfo
+		devices FreeDevices
+		want    capacity.Resources
+	}{
+		{"cpu and memory idle beside the small pods, no GPU free yet", holdOf(time.Time{}), gpuNode("gpu-1", running(8)...), nil,
+			capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 64 << 30, gpu: 0}},
+		{"three GPUs freed", holdOf(time.Time{}), gpuNode("gpu-1", running(5)...), nil,
+			capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 64 << 30, gpu: 3}},
+		{"all freed, none used", holdOf(time.Time{}), gpuNode("gpu-1"), nil,
+			capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 64 << 30, gpu: 8}},
+		{"DRA devices: five of the eight held free", draHold, draNode, freeDevicesOf{draGPU: 5},
+			capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 64 << 30, draGPU: 5}},
+		{"DRA devices not counted: none idle", draHold, draNode, nil,
+			capacity.Resources{corev1.ResourceCPU: 8000, corev1.ResourceMemory: 64 << 30, draGPU: 0}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, Idle(tc.hold, tc.node, tc.devices))
+		})
+	}
+}
+
+// freeDevicesOf is a node's free DRA devices by key, whatever the node.
+type freeDevicesOf capacity.Resources
+
+func (f freeDevicesOf) FreeOn(_ *corev1.Node, keys []corev1.ResourceName) (capacity.Resources, error) {
+	out := capacity.Resources{}
+	for _, k := range keys {
+		if v, ok := f[k]; ok {
+			out[k] = v
+		}
+	}
+	return out, nil
 }
 
 // Accrue counts a reservation's idle time from when it was made, then
@@ -288,8 +326,8 @@ func TestIdleByQueue(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, b.Holds().IdleByQueue(tc.nodes, tc.except))
+			assert.Equal(t, tc.want, b.Holds().IdleByQueue(tc.nodes, tc.except, nil))
 		})
 	}
-	assert.Nil(t, NewBook().Holds().IdleByQueue(nodes, state.GroupKey{}), "nothing held")
+	assert.Nil(t, NewBook().Holds().IdleByQueue(nodes, state.GroupKey{}, nil), "nothing held")
 }
