@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
 // HeldRoom is the room a gang's reservation holds, as its PodGroup's
@@ -77,9 +76,9 @@ func heldRoomOf(events []corev1.Event, group string) *HeldRoom {
 }
 
 // runningOn fills in what still runs on the held nodes, but the gang's
-// own pods: in every namespace when the user may list them there, else in
-// the gang's.
-func (h *HeldRoom) runningOn(ctx context.Context, c *clients, group string) error {
+// own pods (own says which): in every namespace when the user may list
+// them there, else in the gang's.
+func (h *HeldRoom) runningOn(ctx context.Context, c *clients, own func(*corev1.Pod) bool) error {
 	for _, node := range h.Nodes {
 		selector := fields.OneTermEqualSelector("spec.nodeName", node).String()
 		list, err := c.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: selector})
@@ -94,7 +93,7 @@ func (h *HeldRoom) runningOn(ctx context.Context, c *clients, group string) erro
 			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 				continue
 			}
-			if p.Namespace == c.namespace && p.Labels[schedv1alpha1.PodGroupLabel] == group {
+			if p.Namespace == c.namespace && own(&p) {
 				continue
 			}
 			running = append(running, p.Namespace+"/"+p.Name)

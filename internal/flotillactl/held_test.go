@@ -28,6 +28,14 @@ func TestHeldRoomOf(t *testing.T) {
 		}
 		return fmt.Sprintf("gang %s %s", key, r.Describe())
 	}
+	nativeHeld := func(nodes ...string) string {
+		native := state.GroupKey{Namespace: "default", Name: "big", Native: true}
+		r := &reservations.Reservation{Gang: native, Nodes: map[string]reservations.NodeHold{}, WaitsFor: []string{"default/small-1", "default/small-2"}, ReadyBy: t0.Add(time.Minute)}
+		for _, n := range nodes {
+			r.Nodes[n] = reservations.NodeHold{}
+		}
+		return fmt.Sprintf("gang %s %s", native, r.Describe())
+	}
 	event := func(group, reason, message string, at int) corev1.Event {
 		return corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "PodGroup", Name: group}, Reason: reason, Message: message,
 			LastTimestamp: metav1.NewTime(t0.Add(time.Duration(at) * time.Second))}
@@ -54,6 +62,8 @@ func TestHeldRoomOf(t *testing.T) {
 			&HeldRoom{Nodes: []string{"gpu-02"}, Total: 1, Until: until, Running: map[string][]string{}}},
 		{"more nodes than the event names", []corev1.Event{event("big", "RoomHeld", held(many...), 2)},
 			&HeldRoom{Nodes: many[:8], Total: 12, Until: until, Running: map[string][]string{}}},
+		{"a native group's, whose name says its API", []corev1.Event{event("big", "RoomHeld", nativeHeld("gpu-03"), 2)},
+			&HeldRoom{Nodes: []string{"gpu-03"}, Total: 1, Until: until, Running: map[string][]string{}}},
 		{"another gang's", []corev1.Event{event("other", "RoomHeld", held("gpu-00"), 2)}, nil},
 		{"no reservation event", []corev1.Event{event("big", "GangDoesNotFit", "no room", 1)}, nil},
 	}

@@ -156,5 +156,13 @@ func explainNative(ctx context.Context, c *clients, name string, nsLabels map[st
 	e.addMembers(members, map[string]bool{"PodGroup/" + name: true}, events, func(m *corev1.Pod) string {
 		return nativeWaitingMessage(ctx, c, m, g, name)
 	})
+	if e.Waiting {
+		if e.Held = heldRoomOf(events, name); e.Held != nil {
+			own := func(p *corev1.Pod) bool { group, ok := nativeGroupName(p); return ok && group == name }
+			if err := e.Held.runningOn(ctx, c, own); err != nil {
+				return e, err
+			}
+		}
+	}
 	return e, nil
 }

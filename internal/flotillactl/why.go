@@ -311,7 +311,8 @@ func explain(ctx context.Context, c *clients, pods []corev1.Pod, defaultQueue st
 		})
 		if pg != nil && e.Waiting {
 			if e.Held = heldRoomOf(events, pg.Name); e.Held != nil {
-				if err := e.Held.runningOn(ctx, c, pg.Name); err != nil {
+				own := func(p *corev1.Pod) bool { return p.Labels[schedv1alpha1.PodGroupLabel] == pg.Name }
+				if err := e.Held.runningOn(ctx, c, own); err != nil {
 					return nil, err
 				}
 			}

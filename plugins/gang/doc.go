@@ -314,9 +314,9 @@
 // (nativereservation.go), which runs, before Preemption's, once
 // kube-scheduler's pod-group cycle could not place the group; it returns
 // Unschedulable, so preemption still runs. The hold ends once the quorum
-// is reserved, and a pod that ends on a held node re-queues the group
-// (the cycle re-queues it by the hints of the plugins that rejected its
-// members, not Gang's).
+// is reserved; a pod that ends on a held node re-queues the group, and it
+// is tried at least every 2 s while it holds (the cycle re-queues it by
+// the hints of the plugins that rejected its members, not Gang's).
 //
 // # Reserve and Permit
 //

@@ -66,6 +66,10 @@ func (g *Gang) PodGroupPostFilter(ctx context.Context, group fwk.PodGroupCycleSt
 	if held == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
+	// Tried again at least as often as it is planned again, whatever the
+	// events: an attempt that placed some members may fail on the room a
+	// pod still held, after which no pod ends on the held nodes to wake it.
+	g.shared.activateAfterBackoff(klog.FromContext(ctx), key, replanEvery)
 	return nil, fwk.NewStatus(fwk.Unschedulable, reasons.InsufficientResources.Say("gang %s does not fit now; it %s", key, held.Describe()))
 }
 

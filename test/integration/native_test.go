@@ -346,8 +346,9 @@ func TestNativeGangKeepsOffFreeGPUs(t *testing.T) {
 // a Job of one cpu leader beside a Job of three 8-GPU workers, so it
 // needs three whole nodes. kube-scheduler's pod-group cycle cannot place
 // it; Gang's PodGroupPostFilter holds the room where its quorum fits
-// soonest, says so on the native PodGroup, and the gang binds within 2.5
-// times the small pods' longest run of arriving while the stream goes on.
+// soonest, says so on the native PodGroup (and kubectl flotilla why shows
+// it), and the gang binds within 2.5 times the small pods' longest run of
+// arriving while the stream goes on.
 // No small pod is evicted and every Job completes.
 func TestReservationLandsANativeGangUnderAStream(t *testing.T) {
 	h := harness.StartRealistic(t, cluster.ControlPlaneOptions{ExtraAPIServerFlags: cluster.NativeGroupsAPIServerFlags})
@@ -367,9 +368,19 @@ func TestReservationLandsANativeGangUnderAStream(t *testing.T) {
 	arrived := time.Now()
 	s.tl.add("native gang big arrived: a cpu leader and three 8-GPU workers")
 
+	// While it holds room, kubectl flotilla why shows the held nodes and
+	// what still runs there.
+	require.Eventually(t, func() bool { return groupEvent(t, h, "big", "RoomHeld") != "" }, 30*time.Second, 250*time.Millisecond,
+		"the native PodGroup says it holds room\n%s", s.tl)
+	why := kubectlFlotillaWhy(t, h, "podgroups.scheduling.k8s.io/big")
+	require.Len(t, why, 1)
+	require.True(t, why[0].Waiting, "the gang waits while it holds room: %+v", why[0])
+	require.NotNil(t, why[0].Held, "why shows the room the native gang holds: %+v", why[0])
+	assert.Len(t, why[0].Held.Running, len(why[0].Held.Nodes), "what runs on each held node")
+
 	// The small pods' longest run is 16 s: the gang binds within 40 s.
 	const bound = 40 * time.Second
-	bound4, err := h.WaitForPodsBound(h.Ctx, "default", "batch.kubernetes.io/job-name in (big-leader, big-worker)", 4, bound)
+	bound4, err := h.WaitForPodsBound(h.Ctx, "default", "batch.kubernetes.io/job-name in (big-leader, big-worker)", 4, bound-time.Since(arrived))
 	waited := time.Since(arrived)
 	require.NoError(t, err, "native gang big bound within %s of arriving, under the stream\n%s", bound, s.tl)
 	s.tl.add("native gang big bound after %s: %v", waited.Round(100*time.Millisecond), bound4)
