@@ -81,6 +81,27 @@ func reservingGang(t *testing.T, pods []*corev1.Pod, groups []*schedv1alpha1.Pod
 	return g, h
 }
 
+// assertRoomEvent checks the reservation events (reasons Room...) the
+// recorder holds: exactly one containing want, or none when want is "".
+// It reports whether one was wanted.
+func assertRoomEvent(t *testing.T, h *fakeHandle, want string) bool {
+	t.Helper()
+	var said []string
+	for _, e := range recorded(h) {
+		if strings.Contains(e, "Room") {
+			said = append(said, e)
+		}
+	}
+	if want == "" {
+		assert.Empty(t, said)
+		return false
+	}
+	if assert.Len(t, said, 1) {
+		assert.Contains(t, said[0], want)
+	}
+	return true
+}
+
 // events drains what the recorder holds.
 func recorded(h *fakeHandle) []string {
 	var out []string
@@ -147,18 +168,7 @@ func TestPreFilterHoldsRoomForAGangThatDoesNotFit(t *testing.T) {
 			} else {
 				assert.NotContains(t, status.Message(), "holds room")
 			}
-			var said []string
-			for _, e := range recorded(h) {
-				if strings.Contains(e, "Room") {
-					said = append(said, e)
-				}
-			}
-			if tc.wantEvent == "" {
-				assert.Empty(t, said)
-				return
-			}
-			require.Len(t, said, 1)
-			assert.Contains(t, said[0], tc.wantEvent)
+			assertRoomEvent(t, h, tc.wantEvent)
 		})
 	}
 }
