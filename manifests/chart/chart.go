@@ -22,6 +22,7 @@ import (
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
+	"sigs.k8s.io/yaml"
 )
 
 //go:embed all:flotilla
@@ -146,9 +147,23 @@ func (r *Rendered) Documents() []string {
 const KeepAnnotation = "helm.sh/resource-policy"
 
 // CRDTemplate turns a CRD as controller-gen writes it (manifests/crds)
-// into the chart's template of it: rendered only with crds.install, and
-// kept by helm uninstall.
+// into the chart's template of it: rendered only with crds.install and
+// the CRD's own toggle, crds.<plural>, and kept by helm uninstall.
 func CRDTemplate(crd []byte) ([]byte, error) {
+	var names struct {
+		Spec struct {
+			Names struct {
+				Plural string `json:"plural"`
+			} `json:"names"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(crd, &names); err != nil {
+		return nil, err
+	}
+	plural := names.Spec.Names.Plural
+	if plural == "" {
+		return nil, fmt.Errorf("CRD has no spec.names.plural")
+	}
 	const anchor = "metadata:\n  annotations:\n"
 	if !bytes.Contains(crd, []byte(anchor)) {
 		return nil, fmt.Errorf("CRD has no metadata.annotations to add %s to", KeepAnnotation)
@@ -159,7 +174,7 @@ func CRDTemplate(crd []byte) ([]byte, error) {
 	body := bytes.Replace(crd, []byte(anchor), []byte(anchor+"    "+KeepAnnotation+": keep\n"), 1)
 	var out bytes.Buffer
 	out.WriteString("{{- /* Generated from manifests/crds by make manifests: do not edit. */ -}}\n")
-	out.WriteString("{{- if .Values.crds.install }}\n")
+	fmt.Fprintf(&out, "{{- if and .Values.crds.install .Values.crds.%s }}\n", plural)
 	out.Write(bytes.TrimPrefix(body, []byte("---\n")))
 	out.WriteString("{{- end }}\n")
 	return out.Bytes(), nil

@@ -162,6 +162,13 @@ func TestValues(t *testing.T) {
 		{name: "queue guarantee not a quantity", values: map[string]any{"queues": []any{map[string]any{"name": "q", "guarantee": map[string]any{"cpu": "lots"}}}}, wantErr: "/queues/0/guarantee/cpu"},
 		{name: "feature gate not a boolean", values: map[string]any{"featureGates": map[string]any{"Foo": "yes"}}, wantErr: "/featureGates/Foo"},
 		{name: "misspelt value", values: map[string]any{"replica": 3}, wantErr: "replica"},
+		{name: "two replicas without the lease: two schedulers", values: map[string]any{"leaderElection": map[string]any{"enabled": false}},
+			wantErr: "leaderElection.enabled=false with replicas=2"},
+		{name: "one replica without the lease", values: map[string]any{"replicas": 1, "leaderElection": map[string]any{"enabled": false}}},
+		{name: "a system class of the chart's own", values: map[string]any{"priorityClass": map[string]any{"create": true}},
+			wantErr: "priorityClass.create=true with priorityClassName=system-cluster-critical"},
+		{name: "a PriorityClass above the highest user value", values: map[string]any{"priorityClass": map[string]any{"value": 2000000000}}, wantErr: "/priorityClass/value"},
+		{name: "memory limit not a quantity", values: map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "2 gigs"}}}, wantErr: "resources.limits.memory=2 gigs"},
 		{name: "a parent chart's global values", values: map[string]any{"global": map[string]any{"imageRegistry": "registry.example.com"}}},
 		{name: "digest not a sha256", values: map[string]any{"image": map[string]any{"digest": "latest"}}, wantErr: "/image/digest"},
 		{name: "gang wait alert at 0 timeouts", values: map[string]any{"prometheusRule": map[string]any{"gangWaitTimeouts": 0}}, wantErr: "/prometheusRule/gangWaitTimeouts"},
@@ -424,10 +431,90 @@ func TestObservabilityPack(t *testing.T) {
 		})
 	}
 
-	noElection, err := Render(map[string]any{"leaderElection": map[string]any{"enabled": false}, "prometheusRule": map[string]any{"enabled": true}})
+	noElection, err := Render(map[string]any{"replicas": 1, "leaderElection": map[string]any{"enabled": false}, "prometheusRule": map[string]any{"enabled": true}})
 	require.NoError(t, err)
 	require.NotContains(t, strings.Join(noElection.Templates["templates/prometheusrule.yaml"], ""), "FlotillaNoLeader",
 		"without leader election no replica holds a lease: the alert would always fire")
+}
+
+// The scheduler's pods are admitted where the cluster limits critical
+// priority classes: with a system-*-critical class the chart ships the
+// ResourceQuota naming it, with a class of its own it creates that class
+// and ships no quota; GOMEMLIMIT follows the memory limit.
+func TestPriorityClassQuotaAndMemoryLimit(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		values         map[string]any
+		wantQuotaFor   string
+		wantClass      string
+		wantGoMemLimit string
+		wantQuotaPods  string
+	}{
+		{name: "defaults: the quota for system-cluster-critical", wantQuotaFor: "system-cluster-critical", wantQuotaPods: "6", wantGoMemLimit: "1843MiB"},
+		{name: "node-critical, three replicas", values: map[string]any{"replicas": 3, "priorityClassName": "system-node-critical"}, wantQuotaFor: "system-node-critical", wantQuotaPods: "8", wantGoMemLimit: "1843MiB"},
+		{name: "quota off: the platform ships one", values: map[string]any{"criticalPriorityQuota": map[string]any{"enabled": false}}, wantGoMemLimit: "1843MiB"},
+		{name: "a class of its own", values: map[string]any{"priorityClassName": "flotilla-scheduler", "priorityClass": map[string]any{"create": true}}, wantClass: "flotilla-scheduler", wantGoMemLimit: "1843MiB"},
+		{name: "a user class: no quota, none created", values: map[string]any{"priorityClassName": "platform-high"}, wantGoMemLimit: "1843MiB"},
+		{name: "decimal memory limit", values: map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "1.5G"}}}, wantQuotaFor: "system-cluster-critical", wantQuotaPods: "6", wantGoMemLimit: "1287MiB"},
+		{name: "memory limit in bytes", values: map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": 1073741824}}}, wantQuotaFor: "system-cluster-critical", wantQuotaPods: "6", wantGoMemLimit: "921MiB"},
+		{name: "no memory limit: no GOMEMLIMIT", values: map[string]any{"resources": map[string]any{"limits": nil}}, wantQuotaFor: "system-cluster-critical", wantQuotaPods: "6"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Render(c.values)
+			require.NoError(t, err)
+			objects := objectsByKey(t, []byte(strings.Join(r.Templates["templates/deployment.yaml"], "---\n")))
+			quota, hasQuota := objects["ResourceQuota/"+Namespace+"/flotilla-scheduler-critical-pods"]
+			require.Equal(t, c.wantQuotaFor != "", hasQuota, "a ResourceQuota: %v", keys(objects))
+			if hasQuota {
+				values, _, _ := unstructured.NestedSlice(quota.Object, "spec", "scopeSelector", "matchExpressions")
+				require.Equal(t, []any{map[string]any{"scopeName": "PriorityClass", "operator": "In", "values": []any{c.wantQuotaFor}}}, values)
+				pods, _, _ := unstructured.NestedString(quota.Object, "spec", "hard", "pods")
+				require.Equal(t, c.wantQuotaPods, pods)
+			}
+			class, hasClass := objects["PriorityClass//"+c.wantClass]
+			require.Equal(t, c.wantClass != "", hasClass, "a PriorityClass: %v", keys(objects))
+			if hasClass {
+				value, _, _ := unstructured.NestedFieldNoCopy(class.Object, "value")
+				require.EqualValues(t, 1000000000, value)
+			}
+			deployment := objects["Deployment/"+Namespace+"/flotilla-scheduler"]
+			require.NotNil(t, deployment)
+			pod, _, _ := unstructured.NestedMap(deployment.Object, "spec", "template", "spec")
+			wantClassName := "system-cluster-critical"
+			if name, ok := c.values["priorityClassName"]; ok {
+				wantClassName = name.(string)
+			}
+			require.Equal(t, wantClassName, pod["priorityClassName"])
+			containers, _, _ := unstructured.NestedSlice(pod, "containers")
+			env, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "env")
+			if c.wantGoMemLimit == "" {
+				require.Empty(t, env)
+				return
+			}
+			require.Equal(t, []any{map[string]any{"name": "GOMEMLIMIT", "value": c.wantGoMemLimit}}, env)
+		})
+	}
+}
+
+// Each CRD has a toggle of its own: where another chart owns the PodGroup
+// CRD, the Queue CRD still installs.
+func TestEachCRDHasItsOwnToggle(t *testing.T) {
+	crdsOf := func(values map[string]any) []string {
+		r, err := Render(values)
+		require.NoError(t, err)
+		var names []string
+		for key := range objectsByKey(t, []byte(strings.Join(r.Documents(), "---\n"))) {
+			if name, ok := strings.CutPrefix(key, "CustomResourceDefinition//"); ok {
+				names = append(names, name)
+			}
+		}
+		return names
+	}
+	podGroups, queues := "podgroups.scheduling.x-k8s.io", "queues.scheduling.flotilla.dev"
+	require.ElementsMatch(t, []string{podGroups, queues}, crdsOf(nil))
+	require.ElementsMatch(t, []string{queues}, crdsOf(map[string]any{"crds": map[string]any{"podgroups": false}}))
+	require.ElementsMatch(t, []string{podGroups}, crdsOf(map[string]any{"crds": map[string]any{"queues": false}}))
+	require.Empty(t, crdsOf(map[string]any{"crds": map[string]any{"install": false}}))
 }
 
 func keysOf[V any](m map[string]V) []string {

@@ -211,3 +211,40 @@ replaces it, else flotilla-scheduler's.
 {{- define "flotilla.leaseName" -}}
 {{ if eq .Values.mode "replace-default" }}kube-scheduler{{ else }}flotilla-scheduler{{ end }}
 {{- end }}
+
+{{/*
+Fails the render on values that would run two schedulers at once or ask
+for a PriorityClass the apiserver refuses; each message names the values.
+*/}}
+{{- define "flotilla.checkValues" -}}
+{{- if and (not .Values.leaderElection.enabled) (gt (int .Values.replicas) 1) }}
+{{- fail (printf "leaderElection.enabled=false with replicas=%d: without the lease every replica schedules, so two schedulers would race for the same pods; set replicas=1 or leaderElection.enabled=true" (int .Values.replicas)) }}
+{{- end }}
+{{- if and .Values.priorityClass.create (hasPrefix "system-" .Values.priorityClassName) }}
+{{- fail (printf "priorityClass.create=true with priorityClassName=%s: the apiserver reserves the system- prefix for its own classes; name the chart's class (e.g. priorityClassName=flotilla-scheduler)" .Values.priorityClassName) }}
+{{- end }}
+{{- if and .Values.priorityClass.create (not .Values.priorityClassName) }}
+{{- fail "priorityClass.create=true with an empty priorityClassName: name the class to create" }}
+{{- end }}
+{{- end }}
+
+{{/*
+GOMEMLIMIT for the scheduler: 90% of the container's memory limit in MiB,
+so the Go runtime collects harder before the kernel kills the container;
+empty without a limit. Binary (Ki Mi Gi Ti) and decimal (k M G T)
+suffixes and plain bytes are read.
+*/}}
+{{- define "flotilla.goMemLimit" -}}
+{{- $limit := "" }}
+{{- with .Values.resources }}{{ with .limits }}{{ $limit = toString (.memory | default "") }}{{ end }}{{ end }}
+{{- if $limit }}
+{{- $units := dict "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "k" 1000.0 "M" 1000000.0 "G" 1000000000.0 "T" 1000000000000.0 }}
+{{- $suffix := regexFind "(Ki|Mi|Gi|Ti|k|M|G|T)$" $limit }}
+{{- $number := trimSuffix $suffix $limit }}
+{{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?$" $number) }}
+{{- fail (printf "resources.limits.memory=%s: not a quantity the chart reads (a number with Ki, Mi, Gi, Ti, k, M, G or T)" $limit) }}
+{{- end }}
+{{- $bytes := mulf (float64 $number) (get $units $suffix | default 1.0) }}
+{{- printf "%dMiB" (int (floor (divf (mulf $bytes 0.9) 1048576.0))) }}
+{{- end }}
+{{- end }}
