@@ -372,6 +372,9 @@ func TestObservabilityPack(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, off.Templates["templates/dashboards.yaml"], "off by default")
 	require.Empty(t, off.Templates["templates/prometheusrule.yaml"], "off by default")
+	ch, err := Load()
+	require.NoError(t, err)
+	appVersion := ch.Metadata.AppVersion
 
 	for _, mode := range []string{BesideDefault, ReplaceDefault} {
 		t.Run(mode, func(t *testing.T) {
@@ -405,7 +408,8 @@ func TestObservabilityPack(t *testing.T) {
 			require.ElementsMatch(t, []string{"FlotillaGangWaitingTooLong", "FlotillaQueueBelowGuarantee", "FlotillaQueueInvalid", "FlotillaNoLeader", "FlotillaStatusWriteErrors"}, keysOf(alerts))
 			for name, a := range alerts {
 				require.NotEmpty(t, a["labels"].(map[string]any)["severity"], name)
-				require.Equal(t, "https://github.com/flotilla-sched/flotilla/blob/main/docs/runbooks.md#"+strings.ToLower(name), a["annotations"].(map[string]any)["runbook_url"], "the Prometheus Operator's convention")
+				require.Equal(t, "https://github.com/flotilla-sched/flotilla/blob/v"+appVersion+"/docs/runbooks.md#"+strings.ToLower(name), a["annotations"].(map[string]any)["runbook_url"],
+					"the Prometheus Operator's convention, at the runbooks of the installed version")
 				for _, annotation := range []string{"summary", "description", "runbook"} {
 					require.NotEmpty(t, a["annotations"].(map[string]any)[annotation], "%s: %s", name, annotation)
 				}

@@ -176,7 +176,7 @@ func queuesDashboard() *dashboard.DashboardBuilder {
 			"short", 8, query{gauge("flotilla_queue_running_gangs", "queue", ""), "{{queue}}"})).
 		WithPanel(graph("Evictions", "Pods evicted by flotilla: preemption (a higher-priority pod of the same queue) and reclaim (a queue below its deserved share takes back what another borrowed).",
 			"short", 8, query{fmt.Sprintf(`sum by (kind) (rate(flotilla_preemption_victims_total{%s}[%s]))`, job, interval), "{{kind}}"})).
-		WithPanel(single("Queues not Valid", "Queues whose spec cannot be honoured (their Valid condition is False): kubectl get queues shows why.",
+		WithPanel(single("Queues not Valid", "Queues whose spec cannot be honoured (their Valid condition is False): kubectl flotilla queues shows why.",
 			"short", 8, query{fmt.Sprintf(`count(%s == 0) or vector(0)`, gauge("flotilla_queue_valid", "queue", "")), ""}, steps(1)...)).
 		WithPanel(single("Queue-resources below guarantee with pending demand", "Pairs of queue and resource holding less than their guarantee while they ask for more: what FlotillaQueueBelowGuarantee alerts on once it lasts.",
 			"short", 8, query{fmt.Sprintf(`count((%s < %s) and (%s > %s)) or vector(0)`,

@@ -67,7 +67,7 @@ const (
 // down the parent tree.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=q
+// +kubebuilder:resource:scope=Cluster,shortName=fq
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Weight",type=integer,JSONPath=`.spec.weight`
 // +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parent`

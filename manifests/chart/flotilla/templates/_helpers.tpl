@@ -248,3 +248,11 @@ suffixes and plain bytes are read.
 {{- printf "%dMiB" (int (floor (divf (mulf $bytes 0.9) 1048576.0))) }}
 {{- end }}
 {{- end }}
+
+{{/*
+Where the alerts' runbook_url points: prometheusRule.runbookBaseURL, else
+the runbooks of the installed version (its tag, v<appVersion>).
+*/}}
+{{- define "flotilla.runbookBaseURL" -}}
+{{- .Values.prometheusRule.runbookBaseURL | default (printf "https://github.com/flotilla-sched/flotilla/blob/v%s/docs/runbooks.md" .Chart.AppVersion) }}
+{{- end }}
