@@ -199,7 +199,7 @@ release:
 	$(GO) run ./cmd/krew-release -version $(VERSION) -out dist -ldflags "$(LDFLAGS)"
 	$(GO) run ./cmd/flotilla-release -version $(VERSION) -out dist
 
-## image-docker: the same image built by a Docker engine from the Dockerfile
+## image-docker: an image from the Dockerfile, on distroless, by a Docker engine: it runs as make image's does (same binary, path and uid) but is not byte for byte the same
 image-docker:
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
