@@ -177,7 +177,7 @@ func TestPlanGangInOneDomainCountsDevices(t *testing.T) {
 	request.Add(demand[members[0].UID])
 	free := map[string]int64{"r2-1": 8}
 	who := &preemptor{pod: members[0], members: members, priority: 1000, request: request,
-		group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: "gang ns/g", topology: inOneDomain(rackLabel, nil),
+		group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: state.Workload{Kind: "gang", Namespace: "ns", Name: "ns/g"}, topology: inOneDomain(rackLabel, nil),
 		devices: store.Devices().View(context.Background(), members, key), deviceKeys: []corev1.ResourceName{key}, demand: demand,
 		freeDevices: func(n *corev1.Node) capacity.Resources { return capacity.Resources{key: free[n.Name]} }}
 	ctx := context.Background()
@@ -252,7 +252,7 @@ func TestPlanConfirmsClaimsWithTheAllocator(t *testing.T) {
 	asking := st.MakePod().Namespace("ns").Name("p").UID("p").Priority(1000).
 		Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}).Obj()
 	asking.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("same-domain")}}
-	who := &preemptor{pod: asking, members: []*corev1.Pod{asking}, priority: 1000, request: capacity.Request(asking), what: "pod ns/p"}
+	who := &preemptor{pod: asking, members: []*corev1.Pod{asking}, priority: 1000, request: capacity.Request(asking), what: state.Workload{Kind: "pod", Namespace: "ns", Name: "ns/p"}}
 	ctx := context.Background()
 	require.Empty(t, who.countDevices(ctx, p.store.Devices(), []fwk.NodeInfo{node}))
 	w, err := p.survey(ctx, who, []fwk.NodeInfo{node}, true)

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
@@ -115,17 +116,23 @@ func (p *Preemption) evictOne(ctx context.Context, who *preemptor, victim *corev
 	if kind == kindReclaim {
 		reason = "Reclaimed"
 	}
-	p.handle.EventRecorder().Eventf(victim, who.pod, corev1.EventTypeNormal, reason, "Preempting", message)
+	// The event's related object is the preemptor only where the victim's
+	// readers may read it.
+	var related runtime.Object
+	if who.pod.Namespace == victim.Namespace {
+		related = who.pod
+	}
+	p.handle.EventRecorder().Eventf(victim, related, corev1.EventTypeNormal, reason, "Preempting", message)
 	return nil
 }
 
 func (p *Preemption) describe(who *preemptor, victim *corev1.Pod, kind string, w *world) string {
 	if kind == kindReclaim {
 		queue := w.queues.QueueOf(victim)
-		return fmt.Sprintf("reclaimed by queue %q for %s: queue %q is above its deserved share", who.queue, who.what, queue)
+		return fmt.Sprintf("reclaimed by queue %q for %s: queue %q is above its deserved share", who.queue, who.what.SeenFrom(victim.Namespace), queue)
 	}
 	if who.queue != "" {
-		return fmt.Sprintf("preempted by %s (priority %d) of the same queue %q", who.what, who.priority, who.queue)
+		return fmt.Sprintf("preempted by %s (priority %d) of the same queue %q", who.what.SeenFrom(victim.Namespace), who.priority, who.queue)
 	}
-	return fmt.Sprintf("preempted by %s (priority %d)", who.what, who.priority)
+	return fmt.Sprintf("preempted by %s (priority %d)", who.what.SeenFrom(victim.Namespace), who.priority)
 }

@@ -17,6 +17,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/flotilla-sched/flotilla/internal/handletest"
+	"github.com/flotilla-sched/flotilla/plugins/state"
 )
 
 // Evicting a victim marks it with DisruptionTarget saying who preempts it
@@ -25,6 +26,7 @@ import (
 func TestEvictOne(t *testing.T) {
 	victim := st.MakePod().Namespace("ns").Name("victim").UID("victim").Priority(10).Obj()
 	preemptorPod := st.MakePod().Namespace("ns").Name("big").UID("big").Priority(1000).SchedulerName("flotilla-scheduler").Obj()
+	otherTenant := st.MakePod().Namespace("other").Name("secret-project").UID("secret").Priority(1000).SchedulerName("flotilla-scheduler").Obj()
 	tests := []struct {
 		name        string
 		who         *preemptor
@@ -32,11 +34,14 @@ func TestEvictOne(t *testing.T) {
 		wantMessage string
 		wantEvent   string
 	}{
-		{name: "preempted in its queue", who: &preemptor{pod: preemptorPod, what: "gang ns/big", priority: 1000, queue: "train"}, present: true,
+		{name: "preempted in its queue", who: &preemptor{pod: preemptorPod, what: state.Workload{Kind: "gang", Namespace: "ns", Name: "ns/big"}, priority: 1000, queue: "train"}, present: true,
 			wantMessage: `flotilla-scheduler: preempted by gang ns/big (priority 1000) of the same queue "train"`, wantEvent: "Normal Preempted"},
-		{name: "preempted, no queues", who: &preemptor{pod: preemptorPod, what: "pod ns/big", priority: 1000}, present: true,
+		{name: "preempted, no queues", who: &preemptor{pod: preemptorPod, what: state.Workload{Kind: "pod", Namespace: "ns", Name: "ns/big"}, priority: 1000}, present: true,
 			wantMessage: "flotilla-scheduler: preempted by pod ns/big (priority 1000)", wantEvent: "Normal Preempted"},
-		{name: "already gone", who: &preemptor{pod: preemptorPod, what: "pod ns/big", priority: 1000}},
+		{name: "preempted by another namespace's gang, which the victim's readers are not told the name of",
+			who: &preemptor{pod: otherTenant, what: state.Workload{Kind: "gang", Namespace: "other", Name: "other/secret-project"}, priority: 1000, queue: "train"}, present: true,
+			wantMessage: `flotilla-scheduler: preempted by a gang of another namespace (priority 1000) of the same queue "train"`, wantEvent: "Normal Preempted"},
+		{name: "already gone", who: &preemptor{pod: preemptorPod, what: state.Workload{Kind: "pod", Namespace: "ns", Name: "ns/big"}, priority: 1000}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -77,7 +77,7 @@ func TestPlanGangInOneDomain(t *testing.T) {
 				pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 			})
 			who := &preemptor{pod: members[0], members: members, priority: 1000, request: capacity.Request(members[0]),
-				group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: "gang ns/g", topology: inOneDomain(rackLabel, tt.pinned)}
+				group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: state.Workload{Kind: "gang", Namespace: "ns", Name: "ns/g"}, topology: inOneDomain(rackLabel, tt.pinned)}
 			ctx := context.Background()
 			w, err := p.survey(ctx, who, nodes, false)
 			require.NoError(t, err)
@@ -161,7 +161,7 @@ func TestPlanGangWithRoleDomains(t *testing.T) {
 			}
 			p := onNodes(t, nodes)
 			who := &preemptor{pod: members[0], members: members, priority: 1000, request: capacity.Request(members[0]),
-				group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: "gang ns/g"}
+				group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: state.Workload{Kind: "gang", Namespace: "ns", Name: "ns/g"}}
 			if !tt.noRoles {
 				who.topology = &planner.Topology{Levels: []string{planner.Anywhere}, OfPod: func(p *corev1.Pod) string { return p.Labels["role"] },
 					Roles: []planner.RoleTopology{{Name: "workers", Required: cliqueLabel, Levels: []string{cliqueLabel}, Pinned: tt.pinned}}}
@@ -219,7 +219,7 @@ func TestRoomWithout(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := onNodes(t, tt.nodes)
-			who := &preemptor{pod: members[0], members: members, priority: 1000, what: "gang ns/g"}
+			who := &preemptor{pod: members[0], members: members, priority: 1000, what: state.Workload{Kind: "gang", Namespace: "ns", Name: "ns/g"}}
 			w, err := p.survey(context.Background(), who, tt.nodes, false)
 			require.NoError(t, err)
 			require.GreaterOrEqual(t, len(w.units), tt.victims)

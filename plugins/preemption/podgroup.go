@@ -176,7 +176,7 @@ func (p *Preemption) nativePreemptor(first *corev1.Pod, key state.GroupKey) (*pr
 		return nil, fmt.Sprintf("not preempting: gang %s needs %d more members than are pending", key, choice.Short)
 	}
 	who.id = evictionID(first, true)
-	who.what = "gang " + key.String()
+	who.what = state.Workload{Kind: "gang", Namespace: key.Namespace, Name: key.String()}
 	if level := pg.Annotations[flotillav1alpha1.TopologyRequiredAnnotation]; level != "" {
 		who.topology = &planner.Topology{Required: level, Levels: []string{level}, Pinned: p.placedDomains(key, level)}
 	}

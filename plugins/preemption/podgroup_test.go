@@ -125,7 +125,7 @@ func TestPreemptorForANativeGroup(t *testing.T) {
 			if who.topology != nil {
 				assert.Equal(t, tt.wantPinned, who.topology.Pinned)
 			}
-			assert.Equal(t, tt.wantWhat, who.what)
+			assert.Equal(t, tt.wantWhat, who.what.String())
 		})
 	}
 }

@@ -117,7 +117,9 @@ type preemptor struct {
 	queue     string
 	priority  int32
 	request   capacity.Resources
-	what      string
+	// what names it in messages; a victim of another namespace is told
+	// only its kind (what.SeenFrom).
+	what state.Workload
 	// topology is the domains the room made must keep to (nil: none):
 	// the gang's required level, where its members share one value,
 	// pinned to the values its placed members hold, and the roles that
@@ -353,7 +355,7 @@ func (p *Preemption) preemptorFor(cycle fwk.CycleState, pod *corev1.Pod) (*preem
 	}
 	who.topology = room.Topology
 	who.id = evictionID(pod, true)
-	who.what = "gang " + key.String()
+	who.what = state.Workload{Kind: "gang", Namespace: key.Namespace, Name: key.String()}
 	who.choices = choice.Choices(who.confined())
 	who.setMembers(who.choices[0])
 	return who, ""
@@ -388,7 +390,7 @@ func (p *Preemption) podPreemptor(pod *corev1.Pod) *preemptor {
 	who := &preemptor{
 		id: evictionID(pod, false), pod: pod, members: []*corev1.Pod{pod}, choices: [][]*corev1.Pod{{pod}},
 		priority: corev1helpers.PodPriority(pod), request: p.store.Devices().Requests(pod), requestOf: p.store.Devices().Requests,
-		what: fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name),
+		what: state.Workload{Kind: "pod", Namespace: pod.Namespace, Name: pod.Namespace + "/" + pod.Name},
 	}
 	if accounting := p.store.Queues(); accounting != nil {
 		who.queue = accounting.QueueOf(pod)

@@ -174,7 +174,7 @@ func TestPostFilterRefusals(t *testing.T) {
 // cluster was told terminating pods freed room where none terminated).
 func TestNoVictimsNeeded(t *testing.T) {
 	leaving := wholeNodePod("leaving", 0, "node-a")
-	who := &preemptor{what: "gang ns/g"}
+	who := &preemptor{what: state.Workload{Kind: "gang", Namespace: "ns", Name: "ns/g"}}
 	tests := []struct {
 		name        string
 		terminating map[string][]fwk.PodInfo

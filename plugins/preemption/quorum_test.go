@@ -70,7 +70,7 @@ func TestOneQuorumRuleForGangQueuesAndPreemption(t *testing.T) {
 
 			// The queues' view: whether the gang counts as running.
 			queues := queues.NewStaticQueues(store, "default", nil, []*corev1.Node{node}, profile)
-			gangs := queues.Gangs(0)
+			gangs := queues.Gangs()
 			runningGangs, pendingGangs := gangs.Running, gangs.Pending
 			if tt.wantReached {
 				assert.Equal(t, map[string]int32{"default": 1}, runningGangs, "queues: running gangs")

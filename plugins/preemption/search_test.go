@@ -97,7 +97,7 @@ func TestPlanPodComparesABudgetOfNodes(t *testing.T) {
 				pdbs: policylisters.NewPodDisruptionBudgetLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 			})
 			high := wholeNodePod("high", 1000, "")
-			who := &preemptor{pod: high, members: []*corev1.Pod{high}, priority: 1000, request: capacity.Request(high), what: "pod ns/high"}
+			who := &preemptor{pod: high, members: []*corev1.Pod{high}, priority: 1000, request: capacity.Request(high), what: state.Workload{Kind: "pod", Namespace: "ns", Name: "ns/high"}}
 			ctx := context.Background()
 			w, err := p.survey(ctx, who, nodes, true) // as PostFilter surveys for one pod
 			require.NoError(t, err)
@@ -165,7 +165,7 @@ func TestRoomOnNode(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := onNodes(t, tt.nodes)
 			high := wholeNodePod("high", 1000, "")
-			who := &preemptor{pod: high, members: []*corev1.Pod{high}, priority: 1000, what: "pod ns/high"}
+			who := &preemptor{pod: high, members: []*corev1.Pod{high}, priority: 1000, what: state.Workload{Kind: "pod", Namespace: "ns", Name: "ns/high"}}
 			w, err := p.survey(context.Background(), who, tt.nodes, false)
 			require.NoError(t, err)
 			var victims []*unit

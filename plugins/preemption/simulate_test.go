@@ -33,7 +33,7 @@ func TestGangMembersArePlacedByTheirOwnSpec(t *testing.T) {
 		request.Add(capacity.Request(m))
 	}
 	who := &preemptor{pod: leader, members: members, priority: 1000, request: request,
-		group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: "gang ns/g"}
+		group: state.GroupKey{Namespace: "ns", Name: "g"}, inGroup: true, what: state.Workload{Kind: "gang", Namespace: "ns", Name: "ns/g"}}
 	ctx := context.Background()
 	w, err := p.survey(ctx, who, nodes, false)
 	require.NoError(t, err)

@@ -131,11 +131,12 @@
 // queue's demand and be refused a deserved share of 0.
 //
 // Queue status (deserved, allocated, requested, running and pending gangs,
-// the waiting list: the queue's own gangs short of their quorum and
-// pending pods of no gang in the order the scheduler's queue takes them,
-// with positions, the first 50; a Valid condition saying why a queue
-// cannot be honoured: unknown parent, parent cycle, guarantee above
-// capability) is patched when it changes, at most once a second, by one
+// the queue's own pending pods of no gang; a Valid condition saying why a
+// queue cannot be honoured: unknown parent, parent cycle, guarantee above
+// capability) holds counts and never a workload's name: a Queue is
+// cluster-scoped and every tenant of the queue reads it, so what waits is
+// listed by kubectl flotilla pending from the pods a reader may list. It
+// is patched when it changes, at most once a second, by one
 // writer per scheduler however many profiles run Proportion, and exported
 // as the flotilla_queue_* gauges (deserved, allocated, requested,
 // guaranteed and capability per resource; pending_gangs, running_gangs and

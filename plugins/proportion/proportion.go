@@ -3,7 +3,6 @@ package proportion
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -151,8 +150,10 @@ func (p *Proportion) admit(ctx context.Context, cycle fwk.CycleState, pod *corev
 		logger := klog.FromContext(ctx)
 		activate := map[string]*corev1.Pod{}
 		var names []string
+		var ahead []state.Workload
 		for _, t := range first {
 			names = append(names, t.What())
+			ahead = append(ahead, t.Workload())
 			for _, m := range p.queues.Turns().Pods(t) {
 				activate[m.Namespace+"/"+m.Name] = m
 			}
@@ -160,7 +161,7 @@ func (p *Proportion) admit(ctx context.Context, cycle fwk.CycleState, pod *corev
 		p.handle.Activate(logger, activate)
 		logger.V(4).Info("Queue gives room to the turns before the pod's", "queue", name, "pod", klog.KObj(pod), "first", names)
 		return fwk.NewStatus(fwk.Unschedulable, reasons.WaitingForTurn.Say("queue %q: %s waits its turn: %s wait(s) before it in the queue for the room it would take (with them it %s)",
-			name, what, strings.Join(names, ", "), reason)), true
+			name, what, state.WorkloadsSeenFrom(pod.Namespace, ahead), reason)), true
 	}
 	p.queues.Turns().Admitted(turn)
 	return nil, true

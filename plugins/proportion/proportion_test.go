@@ -183,7 +183,8 @@ func TestReserveChargesTheQueue(t *testing.T) {
 // Room a queue's quota frees goes to its waiters in the queue's order, not
 // to whichever the scheduler tries first: a waiter the quota would admit
 // waits while one before it, refused for quota too, would take the room,
-// and that one is activated.
+// and that one is activated. The waiter is told who goes first by name
+// only when it is of its own namespace.
 func TestRoomGoesToTheFirstTurn(t *testing.T) {
 	capped := queue("capped", func(s *flotillav1alpha1.QueueSpec) { s.Capability = cpuList("2") })
 	running := pod("running", "capped", "2", "")
@@ -192,6 +193,7 @@ func TestRoomGoesToTheFirstTurn(t *testing.T) {
 	urgent := pod("urgent", "capped", "2", "")
 	urgent.CreationTimestamp = metav1.NewTime(older.CreationTimestamp.Add(time.Second))
 	urgent.Spec.Priority = ptr.To[int32](100)
+	urgent.Namespace = "team-b" // a tenant sharing the queue
 	small := pod("small", "capped", "1", "")
 	small.CreationTimestamp = metav1.NewTime(older.CreationTimestamp.Add(time.Minute))
 	p := testProportion(t, nil, []*corev1.Pod{running, older, urgent, small}, capped)
@@ -214,8 +216,8 @@ func TestRoomGoesToTheFirstTurn(t *testing.T) {
 	p.Unreserve(ctx, nil, running, "n")
 	status := preFilter(older)
 	assert.Equal(t, fwk.Unschedulable, status.Code())
-	assert.Equal(t, `WaitingForTurn: queue "capped": the pod waits its turn: pod ns/urgent wait(s) before it in the queue for the room it would take (with them it would exceed its capability of cpu (4 > 2))`, status.Message())
-	assert.Equal(t, []string{"ns/urgent"}, h.Activated)
+	assert.Equal(t, `WaitingForTurn: queue "capped": the pod waits its turn: 1 of another namespace wait(s) before it in the queue for the room it would take (with them it would exceed its capability of cpu (4 > 2))`, status.Message())
+	assert.Equal(t, []string{"team-b/urgent"}, h.Activated)
 	assert.True(t, preFilter(urgent).IsSuccess(), "urgent takes the room")
 	require.Nil(t, p.Reserve(ctx, nil, urgent, "n"))
 	// Full again: small is refused for quota.
@@ -227,6 +229,7 @@ func TestRoomGoesToTheFirstTurn(t *testing.T) {
 	h.Activated = nil
 	status = preFilter(small)
 	assert.Contains(t, status.Message(), "WaitingForTurn: ")
+	assert.Contains(t, status.Message(), "the pod waits its turn: pod ns/older wait(s) before it")
 	assert.Equal(t, []string{"ns/older"}, h.Activated)
 	assert.True(t, preFilter(older).IsSuccess())
 }

@@ -119,8 +119,7 @@ func (w *statusWriter) start() { w.writer.Start() }
 
 func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 	view := w.queues.View()
-	gangs := w.queues.Gangs(flotillav1alpha1.MaxWaiting)
-	running, pending, waiting := gangs.Running, gangs.Pending, gangs.Waiting
+	gangs := w.queues.Gangs()
 	// Usage and lapsing demand holds move shares with no event: the pods of
 	// queues whose share rose are tried again now, not at the next event or
 	// the periodic flush.
@@ -142,7 +141,7 @@ func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 	var failed error
 	for name, info := range view.Queues {
 		requested := info.Allocated.Plus(info.Pending)
-		setGauges(gauged, name, info, requested, running[name], pending[name])
+		setGauges(gauged, name, info, requested, gangs.Running[name], gangs.Pending[name])
 		setUsageGauges(gauged, name, usage[name])
 		if !info.Exists {
 			continue
@@ -152,7 +151,7 @@ func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 			written.usage = queues.UsageStatus(usage[name])
 			written.now = true
 		}
-		if err := w.write(ctx, info, requested, running[name], pending[name], waiting[name], written); err != nil {
+		if err := w.write(ctx, info, requested, gangs, written); err != nil {
 			klog.FromContext(ctx).V(2).Info("Writing Queue status failed", "queue", name, "err", err)
 			failed = err
 		}
@@ -233,7 +232,7 @@ func setUsageGauges(gauged map[[2]string]bool, queue string, usage *fairshare.Us
 	}
 }
 
-func (w *statusWriter) write(ctx context.Context, info *queues.QueueInfo, requested capacity.Resources, running, pending int32, waiting []queues.WaitingEntry, usage usageWrite) error {
+func (w *statusWriter) write(ctx context.Context, info *queues.QueueInfo, requested capacity.Resources, gangs queues.QueueGangs, usage usageWrite) error {
 	obj, exists, err := w.queues.Informer().GetIndexer().GetByKey(info.Name)
 	if err != nil || !exists {
 		return err
@@ -241,7 +240,7 @@ func (w *statusWriter) write(ctx context.Context, info *queues.QueueInfo, reques
 	current := obj.(*flotillav1alpha1.Queue)
 	status := flotillav1alpha1.QueueStatus{
 		Deserved: info.Deserved.List(), Allocated: info.Allocated.List(), Requested: requested.List(),
-		RunningGangs: running, PendingGangs: pending, Waiting: waitingList(waiting),
+		RunningGangs: gangs.Running[info.Name], PendingGangs: gangs.Pending[info.Name], PendingPods: gangs.PendingPods[info.Name],
 		Conditions: append([]metav1.Condition(nil), current.Status.Conditions...),
 	}
 	switch {
@@ -263,7 +262,7 @@ func (w *statusWriter) write(ctx context.Context, info *queues.QueueInfo, reques
 		return err
 	}
 	// Counts and lists that became empty must be cleared, not omitted.
-	for _, k := range []string{"deserved", "allocated", "requested", "runningGangs", "pendingGangs", "waiting", "usage"} {
+	for _, k := range []string{"deserved", "allocated", "requested", "runningGangs", "pendingGangs", "pendingPods", "usage"} {
 		if _, ok := fields[k]; !ok {
 			fields[k] = nil
 		}
@@ -274,20 +273,4 @@ func (w *statusWriter) write(ctx context.Context, info *queues.QueueInfo, reques
 	}
 	_, err = w.queues.Dynamic().Resource(flotillav1alpha1.QueueResource).Patch(ctx, info.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	return err
-}
-
-// waitingList is a queue's waiting entries as its status lists them.
-func waitingList(entries []queues.WaitingEntry) []flotillav1alpha1.QueueWaiting {
-	if len(entries) == 0 {
-		return nil
-	}
-	out := make([]flotillav1alpha1.QueueWaiting, len(entries))
-	for i, e := range entries {
-		kind := "Pod"
-		if e.Gang {
-			kind = "PodGroup"
-		}
-		out[i] = flotillav1alpha1.QueueWaiting{Position: int32(i + 1), Kind: kind, Namespace: e.Name.Namespace, Name: e.Name.Name, Priority: e.Priority}
-	}
-	return out
 }

@@ -21,6 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
@@ -140,18 +143,14 @@ func TestKubectlFlotillaExplainsWhyPodsWait(t *testing.T) {
 	assert.Equal(t, []int{1, 2}, []int{pending[0].Position, pending[1].Position})
 	assert.Equal(t, []string{string(reasons.InsufficientResources)}, pending[0].Reasons)
 	assert.Equal(t, []string{string(reasons.WaitingForMembers)}, pending[1].Reasons)
-	// The scheduler's own list, in the Queue's status, has the same order.
-	var listed []string
+	// The Queue's status counts them, and names neither.
+	var counted string
 	require.Eventually(t, func() bool {
 		q, err := h.GetQueue(h.Ctx, "team")
 		require.NoError(t, err)
-		listed = nil
-		for _, w := range q.Status.Waiting {
-			listed = append(listed, fmt.Sprintf("%d %s %s/%s", w.Position, w.Kind, w.Namespace, w.Name))
-		}
-		return len(listed) == 2
-	}, bindTimeout, 250*time.Millisecond, "queue team's status lists its waiting gangs: %v", listed)
-	assert.Equal(t, []string{"1 PodGroup default/too-big", "2 PodGroup default/short"}, listed)
+		counted = fmt.Sprintf("pending gangs %d, pending pods %d", q.Status.PendingGangs, q.Status.PendingPods)
+		return q.Status.PendingGangs == 2 && q.Status.PendingPods == 0
+	}, bindTimeout, 250*time.Millisecond, "queue team's status counts its waiting gangs: %s", &counted)
 
 	// queues: the tree with shares per resource, as a table.
 	out, err = run("queues")
@@ -260,8 +259,12 @@ func installJobSetShapedCRD(t *testing.T, h *harness.Harness) schema.GroupVersio
 }
 
 // A tenant bound to the built-in view role in one namespace only (the
-// chart's tenant roles aggregated into it) lists its namespace's pending
-// work with pending -n, and is refused -A.
+// chart's tenant roles aggregated into it) and allowed to get and list
+// Queues lists its namespace's pending work with pending -n, and is
+// refused -A; nothing flotilla writes where it may read names another
+// namespace's workloads: not the Queues' status, which counts what waits
+// in them (another namespace's pod waits in the same queue), nor the event
+// on its pod that another namespace's pod preempted.
 func TestKubectlFlotillaPendingAsANamespaceTenant(t *testing.T) {
 	h := harness.Start(t, cluster.ControlPlaneOptions{ExtraAPIServerFlags: append([]string{"--authorization-mode=RBAC"}, cluster.RealisticAPIServerFlags...)})
 	// Jobs, and the controller that folds the chart's tenant roles into
@@ -282,6 +285,18 @@ func TestKubectlFlotillaPendingAsANamespaceTenant(t *testing.T) {
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "tenant"}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
+	_, err = h.Client.RbacV1().ClusterRoles().Create(h.Ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "queue-reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{flotillav1alpha1.GroupName}, Resources: []string{"queues"}, Verbs: []string{"get", "list"}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = h.Client.RbacV1().ClusterRoleBindings().Create(h.Ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "tenant-reads-queues"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "queue-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "tenant"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("default", 1, "")))
 	// A gang of the team that cannot fit (2 of 6 cpu on one 8-cpu node),
 	// and a pod elsewhere the tenant must not see.
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "team", "big", 2))
@@ -314,6 +329,56 @@ func TestKubectlFlotillaPendingAsANamespaceTenant(t *testing.T) {
 	_, err = run("pending", "-A")
 	require.Error(t, err, "view in one namespace lists no pods cluster-wide")
 	require.Contains(t, err.Error(), "forbidden")
+
+	// Another namespace's pod of higher priority preempts the team's.
+	require.NoError(t, h.CreatePriorityClass(h.Ctx, "urgent", 1000, false))
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Namespace: "team", Name: "low", CPU: "2", Memory: "1Gi"}))
+	require.Eventually(t, func() bool {
+		low, err := h.Client.CoreV1().Pods("team").Get(h.Ctx, "low", metav1.GetOptions{})
+		require.NoError(t, err)
+		return low.Spec.NodeName != ""
+	}, bindTimeout, 100*time.Millisecond, "team/low binds")
+	require.NoError(t, h.CreatePods(h.Ctx, cluster.PodSpec{Name: "urgent-rival", CPU: "7", Memory: "1Gi", PriorityClassName: "urgent"}))
+
+	tenantConfig := rest.CopyConfig(h.Config)
+	tenantConfig.Impersonate = rest.ImpersonationConfig{UserName: "tenant"}
+	tenant, err := kubernetes.NewForConfig(tenantConfig)
+	require.NoError(t, err)
+	var preempted *corev1.Event
+	require.Eventually(t, func() bool {
+		events, err := tenant.CoreV1().Events("team").List(h.Ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=low"})
+		require.NoError(t, err)
+		for i := range events.Items {
+			if events.Items[i].Reason == "Preempted" {
+				preempted = &events.Items[i]
+			}
+		}
+		return preempted != nil
+	}, bindTimeout, 250*time.Millisecond, "the team reads why its pod was preempted")
+	assert.Contains(t, preempted.Message, "preempted by a pod of another namespace (priority 1000)")
+	assert.NotContains(t, preempted.Message, "urgent-rival")
+	assert.Nil(t, preempted.Related, "the event relates no object the team may not read")
+
+	// The Queues, as the tenant reads them: counts, no names, though
+	// default/elsewhere waits in the same queue as the team's gang.
+	tenantDynamic, err := dynamic.NewForConfig(tenantConfig)
+	require.NoError(t, err)
+	var queuesRead []byte
+	require.Eventually(t, func() bool {
+		list, err := tenantDynamic.Resource(flotillav1alpha1.QueueResource).List(h.Ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		queuesRead, err = json.Marshal(list)
+		require.NoError(t, err)
+		for _, q := range list.Items {
+			if pods, _, _ := unstructured.NestedInt64(q.Object, "status", "pendingPods"); q.GetName() == "default" && pods >= 1 {
+				return true
+			}
+		}
+		return false
+	}, bindTimeout, 250*time.Millisecond, "the default queue counts default/elsewhere: %s", &queuesRead)
+	for _, name := range []string{"elsewhere", "urgent-rival", "big"} {
+		assert.NotContains(t, string(queuesRead), name, "a Queue names a workload")
+	}
 }
 
 func podGroupAnnotations(t *testing.T, h *harness.Harness, name string) map[string]string {

@@ -79,6 +79,8 @@ const (
 // +kubebuilder:printcolumn:name="Allocated GPU",type=string,JSONPath=`.status.allocated.nvidia\.com/gpu`
 // +kubebuilder:printcolumn:name="Usage CPU %",type=integer,JSONPath=`.status.usage.percent.cpu`,description="Percent of its pool the queue used over time (cpu)"
 // +kubebuilder:printcolumn:name="Usage GPU %",type=integer,JSONPath=`.status.usage.percent.nvidia\.com/gpu`,description="Percent of its pool the queue used over time (nvidia.com/gpu)",priority=1
+// +kubebuilder:printcolumn:name="Pending Gangs",type=integer,JSONPath=`.status.pendingGangs`,description="Gangs of the queue short of their quorum",priority=1
+// +kubebuilder:printcolumn:name="Pending Pods",type=integer,JSONPath=`.status.pendingPods`,description="Pods of the queue in no gang, not yet placed",priority=1
 // +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
 type Queue struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -129,15 +131,12 @@ type QueueStatus struct {
 	RunningGangs int32 `json:"runningGangs,omitempty"`
 	// PendingGangs counts gangs of the queue still short of their quorum.
 	PendingGangs int32 `json:"pendingGangs,omitempty"`
-	// Waiting are the queue's own gangs short of their quorum and pending
-	// pods of no gang (not its descendants'), in the order the scheduler
-	// takes them: higher priority first, then the earlier (a gang's
-	// PodGroup, a pod's creation), then by name. At most the first
-	// MaxWaiting.
-	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=50
-	// +optional
-	Waiting []QueueWaiting `json:"waiting,omitempty"`
+	// PendingPods counts the queue's own pods of no gang not yet placed
+	// (not its descendants'). The status holds counts, never names: a
+	// Queue is cluster-scoped and read by every tenant whose pods join it,
+	// and a tenant lists its own waiting work with kubectl flotilla
+	// pending -n, through its namespace's RBAC.
+	PendingPods int32 `json:"pendingPods,omitempty"`
 	// Usage is the queue's decayed use, kept while the scheduler's
 	// Proportion plugin has usageHalfLife set; a restarted or new leader
 	// seeds from it.
@@ -166,23 +165,6 @@ type QueueUsage struct {
 	// LastUpdate is when the averages were last advanced, to the
 	// microsecond: a new leader folds the time since then in.
 	LastUpdate metav1.MicroTime `json:"lastUpdate"`
-}
-
-// MaxWaiting bounds a Queue status's waiting list.
-const MaxWaiting = 50
-
-// QueueWaiting is one gang or pod waiting in a queue.
-type QueueWaiting struct {
-	// Position is its place in the queue's order, from 1.
-	Position int32 `json:"position"`
-	// Kind is PodGroup for a gang, Pod for a pod of no gang.
-	// +kubebuilder:validation:Enum=PodGroup;Pod
-	Kind string `json:"kind"`
-	// Namespace and Name are the PodGroup's, or the pod's.
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	// Priority is the highest of its pods'.
-	Priority int32 `json:"priority"`
 }
 
 // QueueList is a list of Queues.

@@ -92,8 +92,9 @@ type podAccount struct {
 	inGroup  bool
 	// labels: the pod's, for the role its gang counts it in (Gangs).
 	labels map[string]string
-	// For the queue's waiting list (Waiting): the pod's name, priority
-	// and creation.
+	// The pod's name, priority and creation: which pod of a stalled
+	// queue is tried again first (StalledReclaims), and the pod a hold's
+	// account stands for (holds.go).
 	pod      types.NamespacedName
 	priority int32
 	created  time.Time

@@ -57,11 +57,14 @@ func (t Turn) key() string {
 }
 
 // What names it in messages: "gang ns/name" or "pod ns/name".
-func (t Turn) What() string {
+func (t Turn) What() string { return t.Workload().String() }
+
+// Workload is the turn's gang or pod as messages name it.
+func (t Turn) Workload() state.Workload {
 	if t.Gang {
-		return "gang " + t.Name
+		return state.Workload{Kind: "gang", Namespace: t.group.Namespace, Name: t.Name}
 	}
-	return "pod " + t.Name
+	return state.Workload{Kind: "pod", Namespace: t.pod.Namespace, Name: t.Name}
 }
 
 // Before reports whether the scheduler takes t before o.

@@ -398,7 +398,11 @@ func Judge(pod *corev1.Pod, request capacity.Resources, node fwk.NodeInfo, devic
 	if binding == nil || request.FitsIn(free) {
 		return Verdict{}
 	}
-	msg := fmt.Sprintf("node %s's room is held for gang %s", node.Node().Name, binding.Gang)
+	holder := state.Workload{Kind: "gang", Namespace: binding.Gang.Namespace, Name: binding.Gang.String()}
+	msg := fmt.Sprintf("node %s's room is held for %s", node.Node().Name, holder.SeenFrom(pod.Namespace))
+	if binding.Queue != "" {
+		msg += fmt.Sprintf(" of queue %q", binding.Queue)
+	}
 	if !binding.ReadyBy.IsZero() {
 		msg += fmt.Sprintf(", which waits there until %s", binding.ReadyBy.UTC().Format(time.RFC3339))
 		if endsBy.IsZero() {

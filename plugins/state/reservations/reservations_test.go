@@ -106,6 +106,33 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+// A pod kept off held room is told the holding gang's name only when it is
+// of the gang's namespace; a pod of another is told its queue alone.
+func TestJudgeNamesTheHolderOnlyToItsNamespace(t *testing.T) {
+	hold := holdOf(t0.Add(time.Minute))
+	hold.Queue = "train"
+	tests := []struct {
+		name, namespace string
+		want, wantNot   string
+	}{
+		{"a pod of the gang's namespace", "ns", `node gpu-1's room is held for gang ns/big of queue "train"`, ""},
+		{"a pod of another namespace", "other", `node gpu-1's room is held for a gang of another namespace of queue "train"`, "big"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := small("p", 0)
+			pod.Namespace = tc.namespace
+			v := Judge(pod, capacity.Request(pod), gpuNode("gpu-1", running(7)...), nil, []Hold{hold}, time.Time{})
+			require.True(t, v.Kept())
+			assert.Equal(t, big, v.Holder)
+			assert.Contains(t, v.Message, tc.want)
+			if tc.wantNot != "" {
+				assert.NotContains(t, v.Message, tc.wantNot)
+			}
+		})
+	}
+}
+
 // Judge keeps a hold's DRA devices as it keeps allocatable: on a node
 // whose GPUs are DRA devices (none in allocatable), a pod asking for one,
 // by claim or by a DRA-backed extended resource, is counted against the
