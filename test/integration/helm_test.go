@@ -316,8 +316,14 @@ func withTemplate(t *testing.T, ch *chartv2.Chart, path string, change func([]by
 
 func requireCRDsEstablished(t *testing.T, h *harness.Harness) {
 	t.Helper()
+	requireEstablished(t, h, "podgroups.scheduling.x-k8s.io", "queues.scheduling.flotilla.dev")
+}
+
+// requireEstablished waits until each named CRD is Established.
+func requireEstablished(t *testing.T, h *harness.Harness, names ...string) {
+	t.Helper()
 	client := apiextensionsclient.NewForConfigOrDie(h.Config)
-	for _, name := range []string{"podgroups.scheduling.x-k8s.io", "queues.scheduling.flotilla.dev"} {
+	for _, name := range names {
 		require.NoError(t, wait.PollUntilContextTimeout(h.Ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 			crd, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
