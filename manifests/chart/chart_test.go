@@ -379,7 +379,7 @@ func TestObservabilityPack(t *testing.T) {
 	for _, mode := range []string{BesideDefault, ReplaceDefault} {
 		t.Run(mode, func(t *testing.T) {
 			values := map[string]any{"mode": mode, "prometheusRule": map[string]any{
-				"enabled": true, "gangWaitTimeouts": 5, "queueBelowGuaranteeFor": "30m", "labels": map[string]any{"release": "prom"},
+				"enabled": true, "gangWaitTimeouts": 5, "queueBelowGuaranteeFor": "30m", "queueAdmissionSeconds": 600, "labels": map[string]any{"release": "prom"},
 			}, "dashboards": map[string]any{"enabled": true, "namespace": "monitoring", "annotations": map[string]any{"grafana_folder": "flotilla"}}}
 			r, err := Render(values)
 			require.NoError(t, err)
@@ -405,7 +405,7 @@ func TestObservabilityPack(t *testing.T) {
 					alerts[a.(map[string]any)["alert"].(string)] = a.(map[string]any)
 				}
 			}
-			require.ElementsMatch(t, []string{"FlotillaGangWaitingTooLong", "FlotillaQueueBelowGuarantee", "FlotillaQueueInvalid", "FlotillaNoLeader", "FlotillaStatusWriteErrors"}, keysOf(alerts))
+			require.ElementsMatch(t, []string{"FlotillaGangWaitingTooLong", "FlotillaQueueBelowGuarantee", "FlotillaQueueAdmissionSlow", "FlotillaQueueInvalid", "FlotillaNoLeader", "FlotillaStatusWriteErrors"}, keysOf(alerts))
 			for name, a := range alerts {
 				require.NotEmpty(t, a["labels"].(map[string]any)["severity"], name)
 				require.Equal(t, "https://github.com/flotilla-sched/flotilla/blob/v"+appVersion+"/docs/runbooks.md#"+strings.ToLower(name), a["annotations"].(map[string]any)["runbook_url"],
@@ -416,6 +416,7 @@ func TestObservabilityPack(t *testing.T) {
 			}
 			require.Contains(t, alerts["FlotillaGangWaitingTooLong"]["expr"], "> 5")
 			require.Equal(t, "30m", alerts["FlotillaQueueBelowGuarantee"]["for"])
+			require.Contains(t, alerts["FlotillaQueueAdmissionSlow"]["expr"], "> 600")
 			// The series is labelled with the election's name, which
 			// kube-scheduler fixes as "kube-scheduler" whatever the lease
 			// (TestExamplesSchedule evaluates the rule on the live series);

@@ -153,6 +153,9 @@ func queuesDashboard() *dashboard.DashboardBuilder {
 		return fmt.Sprintf(`max by (%s) (%s{%s, %s%s})`, by, metric, job, queue, extra)
 	}
 	ofResource := `, resource="$resource"`
+	admission := func(q float64) string {
+		return fmt.Sprintf(`histogram_quantile(%v, sum by (le, queue) (rate(flotilla_queue_admission_wait_seconds_bucket{%s, %s}[%s])))`, q, job, queue, interval)
+	}
 	return newDashboard("flotilla-queues", "flotilla / Queues",
 		"Proportion's fair share: what each Queue deserves, holds and asks for, per resource, and the gangs waiting in it.").
 		WithVariable(labelValues("queue", "Queue", "flotilla_queue_deserved", "queue", true)).
@@ -174,6 +177,10 @@ func queuesDashboard() *dashboard.DashboardBuilder {
 			"short", 8, query{gauge("flotilla_queue_pending_gangs", "queue", ""), "{{queue}}"})).
 		WithPanel(graph("Running gangs", "Gangs of the queue at their quorum (succeeded members count).",
 			"short", 8, query{gauge("flotilla_queue_running_gangs", "queue", ""), "{{queue}}"})).
+		WithPanel(graph("Time to admission", "From a gang's PodGroup creation to its quorum placed and sent to bind, per queue: what FlotillaQueueAdmissionSlow alerts on (its p90 over an hour).",
+			"s", 8,
+			query{admission(0.5), "{{queue}} p50"},
+			query{admission(0.9), "{{queue}} p90"})).
 		WithPanel(graph("Evictions", "Pods evicted by flotilla: preemption (a higher-priority pod of the same queue) and reclaim (a queue below its deserved share takes back what another borrowed).",
 			"short", 8, query{fmt.Sprintf(`sum by (kind) (rate(flotilla_preemption_victims_total{%s}[%s]))`, job, interval), "{{kind}}"})).
 		WithPanel(single("Queues not Valid", "Queues whose spec cannot be honoured (their Valid condition is False): kubectl flotilla queues shows why.",

@@ -155,6 +155,10 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		return nil
 	}
 	g.shared.status.Enqueue(key)
+	// The queue's admission series exists, at 0, before its first gang is
+	// admitted: a rate over a series that appears with its first
+	// observation misses that observation.
+	queueAdmissionSeconds.WithLabelValues(queueOf(g.store, pod))
 	pg := g.store.PodGroup(key)
 	var why string
 	var because reasons.Reason

@@ -18,6 +18,17 @@ var (
 		Buckets:        metrics.ExponentialBuckets(0.001, 2, 20),
 		StabilityLevel: metrics.ALPHA,
 	})
+	// queueAdmissionSeconds: from a gang's PodGroup being created to its
+	// quorum placed and let through Permit to bind, per queue: how long a
+	// queue's tenants wait for their gangs to start, whatever held them
+	// (members not yet created, the queue's share, room, preemption).
+	// Buckets from 0.1 s to about 7 hours.
+	queueAdmissionSeconds = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Namespace: "flotilla", Name: "queue_admission_wait_seconds",
+		Help:           "Time from a gang's PodGroup creation to its quorum placed and sent to bind, by the gang's queue (empty without queues).",
+		Buckets:        metrics.ExponentialBuckets(0.1, 2, 18),
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"queue"})
 	// gangRejections counts failed attempts by why they failed.
 	gangRejections = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "flotilla", Name: "gang_rejections_total",
@@ -123,7 +134,7 @@ const (
 // registerMetrics registers the plugin's metrics with the scheduler's
 // registry, once however many profiles build the plugin.
 var registerMetrics = sync.OnceFunc(func() {
-	legacyregistry.MustRegister(gangWaitSeconds, gangRejections, podGroupStatusWrites, podGroupMemberLists, podGroupWaitingWrites, podGroupsByPhase, gangLongestWait, gangMembersInFlight, gangsPaced, quorumCheckSeconds, quorumChecksOvertaken, reservationsHeld, reservationSeconds, reservationIdle)
+	legacyregistry.MustRegister(gangWaitSeconds, queueAdmissionSeconds, gangRejections, podGroupStatusWrites, podGroupMemberLists, podGroupWaitingWrites, podGroupsByPhase, gangLongestWait, gangMembersInFlight, gangsPaced, quorumCheckSeconds, quorumChecksOvertaken, reservationsHeld, reservationSeconds, reservationIdle)
 	// Every reason's series exists from the start, at 0: a rate over a
 	// series that appears with its first increment misses that increment.
 	for _, reason := range []string{reasonDoesNotFit, reasonMemberUnplaceable, reasonLostPlace, reasonTimedOut} {

@@ -45,15 +45,20 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 	var count quorum.Count
 	var unblocked []state.GroupKey
 	var deferred map[string]*corev1.Pod
+	admitted := false
 	g.store.Lock(func(locked *state.Locked) {
 		gang := locked.Gang(key)
 		count = locked.Quorum(gang, pg)
 		if count.Reached() && gang.Attempting() {
 			gangWaitSeconds.Observe(locked.Attempts().AttemptAge(gang).Seconds())
+			admitted = true
 			unblocked = locked.Attempts().FinishPlacing(gang)
 			deferred = locked.Attempts().TakeDeferred(gang)
 		}
 	})
+	if admitted {
+		queueAdmissionSeconds.WithLabelValues(queueOf(g.store, pod)).Observe(time.Since(pg.CreationTimestamp.Time).Seconds())
+	}
 	if len(deferred) > 0 {
 		// The quorum is placed: the members the plan left out place now.
 		g.handle.Activate(klog.FromContext(ctx), deferred)

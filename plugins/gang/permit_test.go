@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/component-base/metrics/testutil"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
@@ -18,8 +19,9 @@ import (
 
 // Permit holds members short of the quorum for the PodGroup's timeout (or
 // the plugin's), and the member that completes it lets every waiting
-// sibling bind.
+// sibling bind and counts the gang admitted in its queue's histogram.
 func TestPermit(t *testing.T) {
+	registerMetrics()
 	timed := podGroup("timed", t0, 2)
 	timed.Spec.ScheduleTimeoutSeconds = ptr.To[int32](7)
 	tests := []struct {
@@ -40,14 +42,26 @@ func TestPermit(t *testing.T) {
 			g, h := testGang(t, []*schedv1alpha1.PodGroup{tt.group}, pods)
 			g.permitWait = time.Minute
 			ctx := context.Background()
+			// The attempt starts as the scheduler starts it: PreFilter.
+			_, status := g.PreFilter(ctx, framework.NewCycleState(), pods[0], []fwk.NodeInfo{nodeInfo("n0", "8")})
+			require.True(t, status.IsSuccess(), status.Message())
 			for _, p := range pods[:tt.reserved] {
 				require.Nil(t, g.Reserve(ctx, nil, p, "n0"))
 				h.waiting[p.UID] = &fakeWaitingPod{pod: p}
 			}
 			last := pods[tt.reserved]
 			require.Nil(t, g.Reserve(ctx, nil, last, "n0"))
+			admittedBefore, err := testutil.GetHistogramMetricCount(queueAdmissionSeconds.WithLabelValues(""))
+			require.NoError(t, err)
 			status, timeout := g.Permit(ctx, nil, last, "n0")
 			assert.Equal(t, tt.wantCode, status.Code(), status.Message())
+			admitted, err := testutil.GetHistogramMetricCount(queueAdmissionSeconds.WithLabelValues(""))
+			require.NoError(t, err)
+			if tt.wantAllowed {
+				assert.Equal(t, admittedBefore+1, admitted, "the gang's admission observed once")
+			} else {
+				assert.Equal(t, admittedBefore, admitted, "no admission short of the quorum")
+			}
 			if tt.wantCode == fwk.Wait {
 				assert.Equal(t, tt.wantTimeout, timeout)
 			}

@@ -33,6 +33,9 @@ import (
 //     Deployment's pods wait: FlotillaQueueBelowGuarantee for starved/cpu;
 //   - Queue "orphan", whose parent does not exist: FlotillaQueueInvalid
 //     for orphan;
+//   - Queue "late", whose gang (a leader unlike its worker) gets its
+//     worker 5 s after its PodGroup, with the alert's threshold at 2 s:
+//     FlotillaQueueAdmissionSlow for late;
 //   - the scheduler's grants to write PodGroup and Queue status revoked:
 //     FlotillaStatusWriteErrors;
 //   - last, the only replica killed: FlotillaNoLeader, which must not
@@ -55,9 +58,13 @@ func TestAlertsFireOnTheirFaults(t *testing.T) {
 		}
 	}
 	require.Equal(t, 2, revoked, "the status grants of manifests/rbac.yaml")
-	require.NoError(t, h.CreateNodes(h.Ctx, cluster.NodeSpec{Name: "node-0", CPU: "4", Memory: "16Gi"}))
+	// node-1's one cpu keeps the cluster (5 cpu) below starved's
+	// guarantee and fits none of starved's pods.
+	require.NoError(t, h.CreateNodes(h.Ctx, cluster.NodeSpec{Name: "node-0", CPU: "4", Memory: "16Gi"}, cluster.NodeSpec{Name: "node-1", CPU: "1", Memory: "4Gi"}))
 
-	rendered, err := chart.Render(withServiceMonitor(chart.ObservabilityValues))
+	values := withServiceMonitor(chart.ObservabilityValues)
+	values["prometheusRule"] = map[string]any{"enabled": true, "queueAdmissionSeconds": 2}
+	rendered, err := chart.Render(values)
 	require.NoError(t, err)
 	// A round stands for the ServiceMonitor's 30 s: every fault here holds
 	// until the end, so the longest `for:` (15m) is reached in 30 rounds.
@@ -112,12 +119,31 @@ func TestAlertsFireOnTheirFaults(t *testing.T) {
 
 	require.NoError(t, h.CreateQueue(h.Ctx, cluster.Queue("orphan", 1, "missing")))
 
+	// The late gang: its PodGroup and leader first, its worker (half a
+	// cpu each, different memory) 5 s later, as a slow controller makes
+	// them: from its PodGroup's creation it waits at least that long.
+	// Its queue's guarantee gives it a share beside starved's, which
+	// claims the whole cluster.
+	late := cluster.Queue("late", 1, "")
+	late.Spec.Guarantee = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	require.NoError(t, h.CreateQueue(h.Ctx, late))
+	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "late", 2))
+	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "late-leader", Replicas: 1, CPU: "500m", Memory: "512Mi", Queue: "late", PodGroup: "late"})
+	require.NoError(t, err)
+	time.Sleep(5 * time.Second)
+	_, err = h.CreateJob(h.Ctx, cluster.WorkloadSpec{Name: "late-worker", Replicas: 1, CPU: "500m", Memory: "2Gi", Queue: "late", PodGroup: "late"})
+	require.NoError(t, err)
+
 	// Every fault but the last fires, each with its own labels.
 	deadline := 3 * time.Minute
 	gang := prom.waitFired("FlotillaGangWaitingTooLong", nil, deadline)
 	below := prom.waitFired("FlotillaQueueBelowGuarantee", map[string]string{"queue": "starved", "resource": "cpu"}, deadline)
 	invalid := prom.waitFired("FlotillaQueueInvalid", map[string]string{"queue": "orphan"}, deadline)
 	writes := prom.waitFired("FlotillaStatusWriteErrors", nil, deadline)
+	slow := prom.waitFired("FlotillaQueueAdmissionSlow", map[string]string{"queue": "late"}, deadline)
+	for _, a := range prom.firedAlerts("FlotillaQueueAdmissionSlow") {
+		require.Equal(t, "late", a.labels.Get("queue"), "only the late queue's gang started late\n%s", prom)
+	}
 	for _, a := range prom.firedAlerts("FlotillaQueueBelowGuarantee") {
 		require.Equal(t, "starved", a.labels.Get("queue"), "only the starved queue is below its guarantee\n%s", prom)
 		require.Equal(t, "cpu", a.labels.Get("resource"), "starved is guaranteed cpu only\n%s", prom)
@@ -134,7 +160,7 @@ func TestAlertsFireOnTheirFaults(t *testing.T) {
 
 	// Every annotation's template expands: what a page says is readable.
 	for name, a := range map[string]firedAlert{"FlotillaGangWaitingTooLong": gang, "FlotillaQueueBelowGuarantee": below,
-		"FlotillaQueueInvalid": invalid, "FlotillaStatusWriteErrors": writes, "FlotillaNoLeader": noLeader} {
+		"FlotillaQueueInvalid": invalid, "FlotillaStatusWriteErrors": writes, "FlotillaNoLeader": noLeader, "FlotillaQueueAdmissionSlow": slow} {
 		a.annotations.Range(func(l labels.Label) {
 			require.NotContains(t, l.Value, "error expanding", "%s annotation %s", name, l.Name)
 			require.NotContains(t, l.Value, "<no value>", "%s annotation %s", name, l.Name)
@@ -145,4 +171,5 @@ func TestAlertsFireOnTheirFaults(t *testing.T) {
 	}
 	require.Contains(t, below.annotations.Get("description"), "starved")
 	require.Contains(t, invalid.annotations.Get("description"), "orphan")
+	require.Contains(t, slow.annotations.Get("description"), "late")
 }
