@@ -72,8 +72,13 @@ func (o *options) clients() (*clients, error) {
 func NewCommand(streams genericiooptions.IOStreams, version string) *cobra.Command {
 	o := &options{config: genericclioptions.NewConfigFlags(true), streams: streams}
 	cmd := &cobra.Command{
-		Use:           "kubectl-flotilla",
-		Short:         "Queues, pending gangs and why they wait, for flotilla-scheduler",
+		Use:   "kubectl-flotilla",
+		Short: "Queues, pending gangs and why they wait, for flotilla-scheduler",
+		// Help and usage name the command as a user types it.
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl flotilla"},
+		Example: `  kubectl flotilla queues
+  kubectl flotilla pending -A
+  kubectl flotilla why job/train -n ml`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -94,9 +99,10 @@ type Version struct {
 
 func newVersionCommand(o *options, version string) *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "The plugin's version, as its build stamped it",
-		Args:  cobra.NoArgs,
+		Use:     "version",
+		Short:   "The plugin's version, as its build stamped it",
+		Example: "  kubectl flotilla version -o json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := Version{Version: version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 			if v.Version == "" {

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,6 +109,57 @@ func TestPrintFormats(t *testing.T) {
 			assert.NoError(t, err)
 			for _, want := range c.want {
 				assert.Contains(t, out.String(), want)
+			}
+		})
+	}
+}
+
+// The help names the command as a user types it (kubectl flotilla, not
+// the binary's name), and every command shows an example.
+func TestHelpNamesTheCommandAsTypedWithExamples(t *testing.T) {
+	root := NewCommand(genericiooptions.IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, "v0.0.0-test")
+	commands := append([]*cobra.Command{root}, root.Commands()...)
+	for _, cmd := range commands {
+		if cmd.Hidden || cmd.Name() == "help" || cmd.Name() == "completion" {
+			continue
+		}
+		t.Run(cmd.Name(), func(t *testing.T) {
+			assert.NotEmpty(t, cmd.Example, "an example")
+			var out bytes.Buffer
+			root := NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &out}, "v0.0.0-test")
+			args := []string{"--help"}
+			if cmd != commands[0] {
+				args = []string{cmd.Name(), "--help"}
+			}
+			root.SetOut(&out)
+			root.SetArgs(args)
+			require.NoError(t, root.Execute())
+			assert.Contains(t, out.String(), "Usage:\n  kubectl flotilla")
+			assert.Contains(t, out.String(), "Examples:\n")
+			assert.NotContains(t, out.String(), "kubectl-flotilla")
+		})
+	}
+}
+
+// kubectl completes a plugin's arguments through its __complete command
+// (run by kubectl_complete-flotilla): subcommands, and -o's formats.
+func TestCompletion(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"__complete", ""}, []string{"pending", "queues", "why", "version"}},
+		{[]string{"__complete", "pe"}, []string{"pending"}},
+		{[]string{"__complete", "pending", "--que"}, []string{"--queue"}},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			var out bytes.Buffer
+			root := NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &bytes.Buffer{}}, "v0.0.0-test")
+			root.SetOut(&out)
+			root.SetArgs(c.args)
+			require.NoError(t, root.Execute())
+			for _, want := range c.want {
+				assert.Contains(t, out.String(), want+"\t", out.String())
 			}
 		})
 	}

@@ -45,7 +45,10 @@ func newPendingCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pending",
 		Short: "Pending gangs and pods per queue, in the order the scheduler takes them, with why each waits",
-		Args:  cobra.NoArgs,
+		Example: `  kubectl flotilla pending -A                   # every namespace (needs pods list cluster-wide)
+  kubectl flotilla pending -A --queue research  # one queue, with each one's position in it
+  kubectl flotilla pending -n ml                # one namespace: what a tenant with view there may read`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := o.clients()
 			if err != nil {

@@ -38,7 +38,10 @@ func newQueuesCommand(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "queues",
 		Short: "The queue tree: weight, guarantee, capability, deserved, allocated and pending, per resource",
-		Args:  cobra.NoArgs,
+		Example: `  kubectl flotilla queues
+  kubectl flotilla queues -o wide      # with each queue's parent
+  kubectl flotilla queues -o json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := o.clients()
 			if err != nil {

@@ -65,6 +65,9 @@ names it (job, jobset, trainjob, raycluster, leaderworkerset, statefulset,
 deployment, podgroup, pod, a short name or kind.group): its pods are those
 whose owner references lead to it (a JobSet's through its Jobs), a
 PodGroup's those labelled with it.`,
+		Example: `  kubectl flotilla why job/train -n ml
+  kubectl flotilla why podgroup train -n ml
+  kubectl flotilla why jobset/train -n ml -o json`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind, name, err := typeAndName(args)

@@ -116,7 +116,7 @@ func Manifest(version string, released []Released) ([]byte, error) {
 		p.Spec.Platforms = append(p.Spec.Platforms, PluginPlatform{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"os": r.OS, "arch": r.Arch}},
 			URI:      r.URI, Sha256: r.Sha256,
-			Files: []FileOperation{{From: r.Binary(), To: "."}, {From: "LICENSE", To: "."}},
+			Files: files(r.Platform),
 			Bin:   r.Binary(),
 		})
 	}
@@ -124,6 +124,15 @@ func Manifest(version string, released []Released) ([]byte, error) {
 		return nil, err
 	}
 	return yaml.Marshal(p)
+}
+
+// files are what krew installs from a platform's archive.
+func files(p Platform) []FileOperation {
+	out := []FileOperation{{From: p.Binary(), To: "."}, {From: "LICENSE", To: "."}}
+	if p.OS != "windows" {
+		out = append(out, FileOperation{From: CompletionScript, To: "."})
+	}
+	return out
 }
 
 var (
@@ -183,6 +192,20 @@ func Validate(p Plugin) error {
 	return nil
 }
 
+// CompletionScript is the name and text of the script through which
+// kubectl (1.26 and later) completes `kubectl flotilla` arguments: it runs
+// kubectl_complete-<plugin> from PATH, which asks the plugin's own
+// __complete command. Krew links only the plugin's binary into PATH; the
+// README says how to link this script beside it.
+const (
+	CompletionScript     = "kubectl_complete-flotilla"
+	completionScriptText = `#!/usr/bin/env sh
+# kubectl completes "kubectl flotilla ..." through this script: link it
+# into PATH beside kubectl-flotilla.
+exec kubectl-flotilla __complete "$@"
+`
+)
+
 // Archive writes the platform's archive into dir: the binary built at
 // binary and the LICENSE at license, at the archive's root, as the
 // manifest's files name them. It returns the archive's path and sha256.
@@ -206,6 +229,11 @@ func Archive(dir string, p Platform, binary, license string) (string, string, er
 			return "", "", err
 		}
 	}
+	if p.OS != "windows" { // a shell script: kubectl on Windows runs no .sh
+		if err := addBytes(tw, CompletionScript, []byte(completionScriptText), 0o755); err != nil {
+			return "", "", err
+		}
+	}
 	if err := tw.Close(); err != nil {
 		return "", "", err
 	}
@@ -220,9 +248,13 @@ func addFile(tw *tar.Writer, name, src string, mode int64) error {
 	if err != nil {
 		return err
 	}
+	return addBytes(tw, name, data, mode)
+}
+
+func addBytes(tw *tar.Writer, name string, data []byte, mode int64) error {
 	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
 		return err
 	}
-	_, err = tw.Write(data)
+	_, err := tw.Write(data)
 	return err
 }

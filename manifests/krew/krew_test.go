@@ -34,7 +34,12 @@ func TestManifestOfARelease(t *testing.T) {
 		require.NoError(t, err)
 		sum := sha256.Sum256(data)
 		assert.Equal(t, hex.EncodeToString(sum[:]), digest, "the digest is the archive's")
-		assert.Equal(t, map[string]string{p.Binary(): "binary for " + p.OS + "/" + p.Arch, "LICENSE": "Apache License\n"}, untar(t, path))
+		files := untar(t, path)
+		if p.OS != "windows" {
+			assert.Contains(t, files[CompletionScript], "exec kubectl-flotilla __complete \"$@\"", "kubectl's plugin completion")
+			delete(files, CompletionScript)
+		}
+		assert.Equal(t, map[string]string{p.Binary(): "binary for " + p.OS + "/" + p.Arch, "LICENSE": "Apache License\n"}, files)
 		again, digestAgain, err := Archive(t.TempDir(), p, binary, license)
 		require.NoError(t, err)
 		assert.Equal(t, digest, digestAgain, "the same inputs give the same archive: %s", again)
@@ -56,6 +61,9 @@ func TestManifestOfARelease(t *testing.T) {
 		assert.Equal(t, released[i].Sha256, pl.Sha256)
 		assert.Equal(t, p.Binary(), pl.Bin)
 		assert.Contains(t, pl.Files, FileOperation{From: p.Binary(), To: "."})
+		if p.OS != "windows" {
+			assert.Contains(t, pl.Files, FileOperation{From: CompletionScript, To: "."})
+		}
 	}
 	assert.True(t, strings.HasSuffix(got.Spec.Platforms[4].Bin, ".exe"), "windows runs an .exe")
 }
