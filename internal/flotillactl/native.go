@@ -11,14 +11,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/flotilla-sched/flotilla/apis/scheduling/reasons"
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
-	"github.com/flotilla-sched/flotilla/plugins/state"
-	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // nativeGroupName is the native PodGroup (scheduling.k8s.io) a pod names
 // in spec.schedulingGroup, if any: that group schedules it, whatever its
-// scheduler-plugins label says (see state.BothGroups).
+// scheduler-plugins label says (as the scheduler's Gang plugin does).
 func nativeGroupName(pod *corev1.Pod) (string, bool) {
 	if g := pod.Spec.SchedulingGroup; g != nil && g.PodGroupName != nil && *g.PodGroupName != "" {
 		return *g.PodGroupName, true
@@ -26,10 +25,13 @@ func nativeGroupName(pod *corev1.Pod) (string, bool) {
 	return "", false
 }
 
+// nativeAPIGroup is the API group of Kubernetes' own PodGroup.
+const nativeAPIGroup = schedulingv1beta1.GroupName
+
 // nativeName is how a native group is printed: apart from a
 // scheduler-plugins PodGroup of the same name.
 func nativeName(namespace, name string) string {
-	return state.GroupKey{Namespace: namespace, Name: name, Native: true}.String()
+	return namespace + "/" + name + " (" + nativeAPIGroup + ")"
 }
 
 // nativeGroup is what is read of a native PodGroup: the group (nil when
@@ -111,7 +113,7 @@ func nativeWaitingMessage(ctx context.Context, c *clients, pod *corev1.Pod, g *n
 func lastReasonOf(events []corev1.Event, name string) string {
 	sort.SliceStable(events, func(i, j int) bool { return eventTime(events[i]).After(eventTime(events[j])) })
 	for _, e := range events {
-		if e.InvolvedObject.Name != name || !strings.HasPrefix(e.InvolvedObject.APIVersion, state.NativeSource+"/") {
+		if e.InvolvedObject.Name != name || !strings.HasPrefix(e.InvolvedObject.APIVersion, nativeAPIGroup+"/") {
 			continue
 		}
 		if len(reasons.In(e.Message)) > 0 {

@@ -15,9 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/flotilla-sched/flotilla/apis/scheduling/reasons"
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
-	"github.com/flotilla-sched/flotilla/plugins/state"
-	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // PendingEntry is a gang or a plain pod waiting in a queue.
@@ -274,8 +273,8 @@ func reasonNames(message string) []string {
 // group's is podgroups.scheduling.k8s.io/NAME.
 func objectName(kind, name string) string {
 	_, name, _ = strings.Cut(name, "/")
-	if native, ok := strings.CutSuffix(name, " ("+state.NativeSource+")"); ok {
-		return "podgroups." + state.NativeSource + "/" + native
+	if native, ok := strings.CutSuffix(name, " ("+nativeAPIGroup+")"); ok {
+		return "podgroups." + nativeAPIGroup + "/" + native
 	}
 	if kind == "gang" {
 		return "podgroup/" + name

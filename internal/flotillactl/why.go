@@ -16,9 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/flotilla-sched/flotilla/apis/scheduling/reasons"
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
-	"github.com/flotilla-sched/flotilla/plugins/state"
-	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // Explanation is why one gang or plain pod of the object asked about waits,
@@ -146,7 +145,7 @@ func podsOf(ctx context.Context, c *clients, kind, name string) ([]corev1.Pod, e
 			return nil, notFound(err, "Pod", c.namespace, name)
 		}
 		return []corev1.Pod{*pod}, nil
-	case schema.GroupKind{Group: state.NativeSource, Kind: "PodGroup"}:
+	case schema.GroupKind{Group: nativeAPIGroup, Kind: "PodGroup"}:
 		// Native: its pods name it in spec.schedulingGroup.
 		if _, err := c.kube.SchedulingV1beta1().PodGroups(c.namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
 			return nil, notFound(err, "PodGroup", c.namespace, name)

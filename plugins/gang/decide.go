@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flotilla-sched/flotilla/apis/scheduling/reasons"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
-	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // gangView is what PreFilter's decision for a gang reads, gathered under

@@ -14,8 +14,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/flotilla-sched/flotilla/apis/scheduling/reasons"
 	"github.com/flotilla-sched/flotilla/plugins/state"
-	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 var _ fwk.PodGroupPostFilterPlugin = &Gang{}

@@ -13,9 +13,9 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/flotilla-sched/flotilla/apis/scheduling/reasons"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/quorum"
-	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // Reserve records the member as placed for its gang.

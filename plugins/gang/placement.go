@@ -9,11 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/flotilla-sched/flotilla/apis/scheduling/reasons"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/planner"
 	"github.com/flotilla-sched/flotilla/plugins/state/quorum"
-	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 var _ fwk.PlacementGeneratePlugin = &Gang{}

@@ -15,10 +15,10 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/flotilla-sched/flotilla/apis/scheduling/reasons"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/planner"
-	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // PreFilter admits a member when its gang may place now: the gang is not

@@ -14,10 +14,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/flotilla-sched/flotilla/apis/scheduling/reasons"
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/quorum"
-	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // statusCoalesce is the shortest gap between two status writes for one

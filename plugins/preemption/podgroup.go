@@ -10,10 +10,10 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/flotilla-sched/flotilla/apis/scheduling/reasons"
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/planner"
-	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 var (

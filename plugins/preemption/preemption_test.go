@@ -20,9 +20,9 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/flotilla-sched/flotilla/apis/scheduling/reasons"
 	"github.com/flotilla-sched/flotilla/plugins/state"
 	"github.com/flotilla-sched/flotilla/plugins/state/planner"
-	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // The extension points' contracts, each by table: what PreEnqueue holds

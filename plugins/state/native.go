@@ -15,8 +15,8 @@ import (
 	"k8s.io/kubernetes/pkg/features"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/flotilla-sched/flotilla/apis/scheduling/reasons"
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
-	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // NativeSource names the API of native PodGroups in keys and messages.

@@ -53,7 +53,7 @@ const (
 // scheduler (that API has no conditions, and a CRD the user may share with
 // other tools prunes status fields it does not declare): while the gang
 // waits with nothing of its quorum placing, WaitingReasonAnnotation is one
-// reason of the fixed set (package plugins/state/reasons) and
+// reason of the fixed set (package apis/scheduling/reasons) and
 // WaitingMessageAnnotation says why in numbers; both are removed when it
 // stops waiting (its quorum is placing or placed, it finished, or it
 // failed), so neither outlives what it says.

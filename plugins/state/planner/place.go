@@ -11,9 +11,9 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/flotilla-sched/flotilla/apis/scheduling/reasons"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices"
-	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // Snapshot is what a plan reads of the cluster: values, no informers and

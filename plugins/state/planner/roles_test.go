@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
+	"github.com/flotilla-sched/flotilla/apis/scheduling/reasons"
 )
 
 const (

@@ -20,10 +20,10 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/flotilla-sched/flotilla/apis/scheduling/reasons"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/devices/devicestest"
 	"github.com/flotilla-sched/flotilla/plugins/state/dra"
-	"github.com/flotilla-sched/flotilla/plugins/state/reasons"
 )
 
 // Soonest plans a gang once running pods end: the earliest set of pods
