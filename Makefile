@@ -195,7 +195,7 @@ image:
 ## release: everything a release needs, offline, in dist/ (VERSION=vX.Y.Z): the image as an OCI layout (PLATFORMS), the krew archives and manifest, the packaged chart, the kustomize bundle, SHA256SUMS
 release:
 	rm -rf dist && mkdir -p dist
-	$(GO) run ./cmd/flotilla-image -version $(VERSION) -platforms $(PLATFORMS) -o dist/image
+	$(GO) run ./cmd/flotilla-image -version $(VERSION) -platforms $(PLATFORMS) -o dist/image -sbom dist
 	$(GO) run ./cmd/krew-release -version $(VERSION) -out dist -ldflags "$(LDFLAGS)"
 	$(GO) run ./cmd/flotilla-release -version $(VERSION) -out dist
 

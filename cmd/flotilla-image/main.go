@@ -34,14 +34,15 @@ func main() {
 	source := flag.String("source", "https://github.com/flotilla-sched/flotilla", "the source repository for the image's labels")
 	out := flag.String("o", "bin/image", "the OCI image layout directory to write (replaced)")
 	push := flag.String("push", "", "a registry reference (REGISTRY/REPOSITORY:TAG) to push the image to as well")
+	sbom := flag.String("sbom", "", "a directory to write each platform's SPDX SBOM of the scheduler binary into (flotilla-scheduler_OS_ARCH.spdx.json); empty: none")
 	flag.Parse()
-	if err := run(*platforms, *version, *revision, *source, *out, *push); err != nil {
+	if err := run(*platforms, *version, *revision, *source, *out, *push, *sbom); err != nil {
 		fmt.Fprintln(os.Stderr, "flotilla-image:", err)
 		os.Exit(1)
 	}
 }
 
-func run(platforms, version, revision, source, out, push string) error {
+func run(platforms, version, revision, source, out, push, sbomDir string) error {
 	var ref name.Reference
 	if push != "" {
 		var err error
@@ -74,6 +75,17 @@ func run(platforms, version, revision, source, out, push string) error {
 			return err
 		}
 		binaries = append(binaries, image.Binary{Platform: *platform, Path: binary})
+		if sbomDir != "" {
+			doc, err := image.SBOM(binary, "flotilla-scheduler", version)
+			if err != nil {
+				return err
+			}
+			path := filepath.Join(sbomDir, "flotilla-scheduler_"+strings.ReplaceAll(platform.String(), "/", "_")+".spdx.json")
+			if err := os.WriteFile(path, doc, 0o644); err != nil {
+				return err
+			}
+			fmt.Printf("wrote the SBOM %s\n", path)
+		}
 	}
 	idx, err := image.Index(binaries, image.Options{Version: version, Revision: revision, Source: source})
 	if err != nil {
