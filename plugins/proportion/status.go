@@ -125,7 +125,10 @@ func (w *statusWriter) publish(ctx context.Context, _ allQueues) error {
 	// the periodic flush.
 	// A queue that may reclaim and has not moved since the last
 	// publication has one pod tried again (queues.Queues.StalledReclaims).
-	if woken := append(w.queues.RaisedShares(), w.queues.StalledReclaims()...); len(woken) > 0 && w.activate != nil {
+	// A queue whose allocation fell has its first waiting pod tried again
+	// (queues.Queues.FreedRoom).
+	woken := append(w.queues.RaisedShares(), w.queues.StalledReclaims()...)
+	if woken = append(woken, w.queues.FreedRoom()...); len(woken) > 0 && w.activate != nil {
 		pods := make(map[string]*corev1.Pod, len(woken))
 		for _, pod := range woken {
 			pods[pod.Namespace+"/"+pod.Name] = pod

@@ -73,6 +73,8 @@ type Queues struct {
 	// stallSeen is each queue's allocation when StalledReclaims last
 	// looked.
 	stallSeen map[string]capacity.Resources
+	// freedSeen is each queue's allocation when FreedRoom last looked.
+	freedSeen map[string]capacity.Resources
 }
 
 // events is the accounting as its informers' handlers change it: pods,

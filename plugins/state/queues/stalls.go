@@ -60,6 +60,51 @@ func (q *Queues) StalledReclaims() []*corev1.Pod {
 	return podsOf(q.store, slices.Collect(maps.Values(first)))
 }
 
+// FreedRoom returns, for every queue whose allocation fell since the last
+// call (a pod of it ended or went away), its first pending pod in the
+// scheduler's order (WaitsBefore) to try again. The caller calls it every
+// status interval and activates the pods.
+//
+// A pod the queue refused for its share or capability is re-queued by the
+// event of a pod of the queue ending (Proportion's queueing hints), but
+// the scheduler's queue and the accounting read that event each on its
+// own: the pod may be tried before the accounting has released the ended
+// pod, be refused again for the same share, and then wait for another
+// event or kube-scheduler's five-minute flush. Trying the queue's first
+// waiting pod once the release is counted closes that gap; the first is
+// the one the queue's freed room goes to (WaitingForTurn).
+func (q *Queues) FreedRoom() []*corev1.Pod {
+	view := q.View()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	previous := q.freedSeen
+	q.freedSeen = make(map[string]capacity.Resources, len(view.Queues))
+	freed := map[string]bool{}
+	for name, info := range view.Queues {
+		q.freedSeen[name] = info.Allocated
+		if before, seen := previous[name]; seen {
+			for r, v := range before {
+				if info.Allocated[r] < v {
+					freed[name] = true
+				}
+			}
+		}
+	}
+	if len(freed) == 0 {
+		return nil
+	}
+	first := map[string]*podAccount{}
+	for _, acc := range q.pods {
+		if !acc.waiting() || !freed[acc.queue] {
+			continue
+		}
+		if f := first[acc.queue]; f == nil || flotillav1alpha1.WaitsBefore(acc.priority, acc.created, acc.pod.String(), f.priority, f.created, f.pod.String()) {
+			first[acc.queue] = acc
+		}
+	}
+	return podsOf(q.store, slices.Collect(maps.Values(first)))
+}
+
 // anyAboveShare says whether some queue reclaim may take from holds more
 // than its deserved share of some resource.
 func anyAboveShare(view *QueueView) bool {

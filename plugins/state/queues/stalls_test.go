@@ -72,3 +72,36 @@ func TestStalledReclaims(t *testing.T) {
 		})
 	}
 }
+
+// A queue whose allocation fell has its first waiting pod (in the
+// scheduler's order) tried again once; a queue that did not fall, or has
+// nothing waiting, wakes nothing.
+func TestFreedRoom(t *testing.T) {
+	q := sixteenCPUQueues(queueOf("a", "", 1), queueOf("b", "", 1))
+	running := cpuPods(q, "a", 2, true)
+	runningB := cpuPods(q, "b", 2, true)
+	var first *corev1.Pod
+	for i, p := range cpuPods(q, "a", 3, false) {
+		p.CreationTimestamp = metav1.NewTime(time.Date(2026, 11, 28, 0, 0, i, 0, time.UTC))
+		if i == 1 {
+			p.Spec.Priority = ptr.To[int32](10) // goes first
+			first = p
+		}
+		events{q}.onPod(p)
+		_ = q.store.Informers().Pods.GetIndexer().Add(p)
+	}
+	assert.Empty(t, q.FreedRoom(), "the first look only records the allocations")
+	assert.Empty(t, q.FreedRoom(), "nothing ended")
+
+	done := running[0].DeepCopy()
+	done.Status.Phase = corev1.PodSucceeded
+	events{q}.onPod(done)
+	assert.Equal(t, []*corev1.Pod{first}, q.FreedRoom(), "a's first waiting pod, once its allocation fell")
+	assert.Empty(t, q.FreedRoom(), "once")
+
+	events{q}.onPodDelete(running[1])
+	assert.Equal(t, []*corev1.Pod{first}, q.FreedRoom(), "a pod deleted frees room too")
+
+	events{q}.onPodDelete(runningB[0])
+	assert.Empty(t, q.FreedRoom(), "b fell, but nothing of it waits")
+}
