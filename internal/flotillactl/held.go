@@ -81,9 +81,9 @@ func heldRoomOf(events []corev1.Event, group string) *HeldRoom {
 func (h *HeldRoom) runningOn(ctx context.Context, c *clients, own func(*corev1.Pod) bool) error {
 	for _, node := range h.Nodes {
 		selector := fields.OneTermEqualSelector("spec.nodeName", node).String()
-		list, err := c.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: selector})
+		list, err := listPods(ctx, c.kube.CoreV1().Pods(metav1.NamespaceAll), metav1.ListOptions{FieldSelector: selector})
 		if apierrors.IsForbidden(err) {
-			list, err = c.kube.CoreV1().Pods(c.namespace).List(ctx, metav1.ListOptions{FieldSelector: selector})
+			list, err = listPods(ctx, c.kube.CoreV1().Pods(c.namespace), metav1.ListOptions{FieldSelector: selector})
 		}
 		if err != nil {
 			return err

@@ -125,7 +125,7 @@ func lastReasonOf(events []corev1.Event, name string) string {
 
 // nativeMembers are the namespace's pods that name the native group.
 func nativeMembers(ctx context.Context, c *clients, name string) ([]corev1.Pod, error) {
-	list, err := c.kube.CoreV1().Pods(c.namespace).List(ctx, metav1.ListOptions{})
+	list, err := listPods(ctx, c.kube.CoreV1().Pods(c.namespace), metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -92,7 +92,7 @@ func newPendingCommand(o *options) *cobra.Command {
 // its namespace only can list its own — and orders each queue's: with -A
 // positions count the whole queue, else the namespace's part of it.
 func pendingEntries(ctx context.Context, c *clients, schedulerNames []string, defaultQueue string) ([]PendingEntry, error) {
-	pods, err := c.kube.CoreV1().Pods(c.namespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName="})
+	pods, err := listPods(ctx, c.kube.CoreV1().Pods(c.namespace), metav1.ListOptions{FieldSelector: "spec.nodeName="})
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +243,7 @@ func waitingMessage(ctx context.Context, c *clients, pod *corev1.Pod, pg *schedv
 	case group != "" && pg == nil:
 		return reasons.WaitingForPodGroup.Say("PodGroup %s/%s does not exist", pod.Namespace, group)
 	case pg != nil:
-		members, err := c.kube.CoreV1().Pods(pod.Namespace).List(ctx, metav1.ListOptions{LabelSelector: schedv1alpha1.PodGroupLabel + "=" + group})
+		members, err := listPods(ctx, c.kube.CoreV1().Pods(pod.Namespace), metav1.ListOptions{LabelSelector: schedv1alpha1.PodGroupLabel + "=" + group})
 		if err != nil {
 			return err.Error()
 		}

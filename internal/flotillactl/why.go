@@ -158,7 +158,7 @@ func podsOf(ctx context.Context, c *clients, kind, name string) ([]corev1.Pod, e
 		selector = schedv1alpha1.PodGroupLabel + "=" + name
 	}
 	if selector != "" {
-		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
+		list, err := listPods(ctx, pods, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +171,7 @@ func podsOf(ctx context.Context, c *clients, kind, name string) ([]corev1.Pod, e
 	if err != nil {
 		return nil, notFound(err, gvk.Kind, c.namespace, name)
 	}
-	list, err := pods.List(ctx, metav1.ListOptions{})
+	list, err := listPods(ctx, pods, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +296,7 @@ func explain(ctx context.Context, c *clients, pods []corev1.Pod, defaultQueue st
 			}
 			objects["PodGroup/"+group] = true
 			// Every member, not only those the selector matched.
-			list, err := c.kube.CoreV1().Pods(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: schedv1alpha1.PodGroupLabel + "=" + group})
+			list, err := listPods(ctx, c.kube.CoreV1().Pods(c.namespace), metav1.ListOptions{LabelSelector: schedv1alpha1.PodGroupLabel + "=" + group})
 			if err != nil {
 				return nil, err
 			}
