@@ -86,7 +86,7 @@ func NewCommand(streams genericiooptions.IOStreams, version string) *cobra.Comma
 	cmd.PersistentFlags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "every namespace")
 	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "", outputHelp)
 	cmd.PersistentFlags().StringVar(&o.defaultQueue, "default-queue", "default", "the queue of pods that name none (the Proportion plugin's defaultQueue)")
-	cmd.AddCommand(newQueuesCommand(o), newPendingCommand(o), newWhyCommand(o), newVersionCommand(o, version))
+	cmd.AddCommand(newQueuesCommand(o), newPendingCommand(o), newWhyCommand(o), newBindSchedulerCommand(o), newVersionCommand(o, version))
 	return cmd
 }
 
@@ -108,7 +108,7 @@ func newVersionCommand(o *options, version string) *cobra.Command {
 			if v.Version == "" {
 				v.Version = "unknown (built without -X main.version)"
 			}
-			return o.printItems("Version", []item{{value: v, name: v.Version}}, func(w io.Writer, _ bool) {
+			return o.printItems("Version", []item{{value: v, name: v.Version}}, false, func(w io.Writer) {
 				fmt.Fprintf(w, "kubectl-flotilla %s (%s, %s)\n", v.Version, v.GoVersion, v.Platform)
 			})
 		},

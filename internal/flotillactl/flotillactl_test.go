@@ -3,7 +3,6 @@ package flotillactl
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -65,51 +64,117 @@ func TestEventsOf(t *testing.T) {
 	assert.Equal(t, []string{"r4", "r5", "r6", "r7", "group"}, reasons)
 }
 
-// Every -o format kubectl's commands take, on the rows of one command.
+// Every -o format kubectl's commands take, with --no-headers and
+// --sort-by, on the rows of one command.
 func TestPrintFormats(t *testing.T) {
 	since := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	entries := []PendingEntry{
-		{Queue: "team", Position: 1, Kind: "gang", Name: "default/too-big", Since: since, Pending: 3, MinMember: 3, Reasons: []string{"InsufficientResources"}, Message: "does not fit"},
-		{Queue: "team", Position: 2, Kind: "pod", Name: "default/lost", Since: since, Pending: 1, Reasons: []string{"InvalidSpec"}, Message: "no queue"},
+		{Queue: "team", Position: 1, Kind: "gang", Name: "default/too-big", Priority: 10, Since: since, Pending: 3, MinMember: 3, Reasons: []string{"InsufficientResources"}, Message: "does not fit"},
+		{Queue: "team", Position: 2, Kind: "pod", Name: "default/lost", Priority: 2, Since: since.Add(-time.Hour), Pending: 1, Reasons: []string{"InvalidSpec"}, Message: "no queue"},
 	}
-	items := []item{{value: entries[0], name: objectName(entries[0].Kind, entries[0].Name)}, {value: entries[1], name: objectName(entries[1].Kind, entries[1].Name)}}
-	table := func(w io.Writer, wide bool) {
-		fmt.Fprintln(w, "NAME\tREASON")
-		if wide {
-			fmt.Fprintln(w, "wide")
-		}
+	columns := []column[PendingEntry]{
+		{header: "Name", cell: func(e PendingEntry) any { return e.Name }},
+		{header: "Reason", cell: func(e PendingEntry) any { return e.Reasons[0] }},
+		{header: "Min", wide: true, cell: func(e PendingEntry) any { return e.MinMember }},
 	}
 	for _, c := range []struct {
-		output  string
-		want    []string
-		wantErr string
+		output    string
+		noHeaders bool
+		sortBy    string
+		want      string // the whole output
+		contains  []string
+		wantErr   string
 	}{
-		{output: "", want: []string{"NAME  REASON\n"}},
-		{output: "wide", want: []string{"NAME  REASON\n", "wide"}},
-		{output: "name", want: []string{"podgroup/too-big\npod/lost\n"}},
-		{output: "json", want: []string{`"kind": "List"`, `"kind": "PendingEntry"`, `"apiVersion": "cli.flotilla.dev/v1alpha1"`, `"name": "default/too-big"`, `"minMember": 3`}},
-		{output: "yaml", want: []string{"kind: List", "- apiVersion: cli.flotilla.dev/v1alpha1", "  name: default/lost"}},
-		{output: "jsonpath={.items[*].name}", want: []string{"default/too-big default/lost"}},
-		{output: "jsonpath-as-json={.items[0].reasons}", want: []string{`"InsufficientResources"`}},
-		{output: "go-template={{range .items}}{{.queue}}:{{.position}} {{end}}", want: []string{"team:1 team:2 "}},
-		{output: "custom-columns=GANG:.name,WHY:.reasons[0],MIN:.minMember", want: []string{"GANG             WHY                    MIN\n", "default/too-big  InsufficientResources  3\n", "default/lost     InvalidSpec            -\n"}},
+		{output: "", want: "NAME              REASON\ndefault/too-big   InsufficientResources\ndefault/lost      InvalidSpec\n"},
+		{output: "", noHeaders: true, want: "default/too-big   InsufficientResources\ndefault/lost      InvalidSpec\n"},
+		{output: "wide", want: "NAME              REASON                  MIN\ndefault/too-big   InsufficientResources   3\ndefault/lost      InvalidSpec             0\n"},
+		{output: "", sortBy: ".priority", want: "NAME              REASON\ndefault/lost      InvalidSpec\ndefault/too-big   InsufficientResources\n"},
+		{output: "name", sortBy: "{.since}", want: "pod/lost\npodgroup/too-big\n"},
+		{output: "name", want: "podgroup/too-big\npod/lost\n"},
+		{output: "json", contains: []string{`"kind": "List"`, `"kind": "PendingEntry"`, `"apiVersion": "cli.flotilla.dev/v1alpha1"`, `"name": "default/too-big"`, `"minMember": 3`}},
+		{output: "yaml", contains: []string{"kind: List", "- apiVersion: cli.flotilla.dev/v1alpha1", "  name: default/lost"}},
+		{output: "jsonpath={.items[*].name}", want: "default/too-big default/lost"},
+		{output: "jsonpath={.items[*].name}", sortBy: "name", want: "default/lost default/too-big"},
+		{output: "jsonpath-as-json={.items[0].reasons}", contains: []string{`"InsufficientResources"`}},
+		{output: "go-template={{range .items}}{{.queue}}:{{.position}} {{end}}", want: "team:1 team:2 "},
+		{output: "custom-columns=GANG:.name,WHY:.reasons[0],MIN:.minMember", want: "GANG              WHY                     MIN\ndefault/too-big   InsufficientResources   3\ndefault/lost      InvalidSpec             -\n"},
+		{output: "custom-columns=GANG:name", noHeaders: true, want: "default/too-big\ndefault/lost\n"},
 		{output: "custom-columns=", wantErr: "needs HEADER:.field"},
 		{output: "custom-columns=GANG", wantErr: `"GANG" is not HEADER:.field`},
 		{output: "jsonpath={.items[", wantErr: "jsonpath"},
 		{output: "xml", wantErr: "-o xml"},
+		{output: "", sortBy: ".nothing", wantErr: "--sort-by .nothing: no printed object has this field"},
+		{output: "", sortBy: "{.name", wantErr: "unbalanced braces"},
 	} {
-		t.Run(c.output, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s,no-headers=%t,sort-by=%s", c.output, c.noHeaders, c.sortBy), func(t *testing.T) {
 			var out bytes.Buffer
-			o := &options{output: c.output, streams: genericiooptions.IOStreams{Out: &out}}
-			err := o.printItems("PendingEntry", items, table)
+			o := &options{output: c.output, streams: genericiooptions.IOStreams{Out: &out, ErrOut: &bytes.Buffer{}}}
+			err := printRows(o, tableFlags{noHeaders: c.noHeaders, sortBy: c.sortBy}, "PendingEntry", entries, func(e PendingEntry) string { return objectName(e.Kind, e.Name) }, columns)
 			if c.wantErr != "" {
 				assert.ErrorContains(t, err, c.wantErr)
 				return
 			}
-			assert.NoError(t, err)
-			for _, want := range c.want {
+			require.NoError(t, err)
+			if c.want != "" {
+				assert.Equal(t, c.want, out.String())
+			}
+			for _, want := range c.contains {
 				assert.Contains(t, out.String(), want)
 			}
+		})
+	}
+}
+
+// No rows: nothing on stdout, and kubectl get's words on stderr.
+func TestPrintNoRows(t *testing.T) {
+	var out, errOut bytes.Buffer
+	o := &options{streams: genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}}
+	require.NoError(t, printRows(o, tableFlags{}, "QueueRow", nil, func(r QueueRow) string { return r.Queue }, queueColumns(true)))
+	assert.Empty(t, out.String())
+	assert.Equal(t, "No queues found.\n", errOut.String())
+}
+
+// --sort-by's order: numbers by value, quantities by amount, times by
+// instant, strings naturally, false before true, the missing first, and
+// equal ones as they came.
+func TestSortedOrder(t *testing.T) {
+	type row struct {
+		Name  string `json:"name"`
+		N     *int   `json:"n,omitempty"`
+		Q     string `json:"q,omitempty"`
+		T     string `json:"t,omitempty"`
+		Valid bool   `json:"valid"`
+	}
+	n := func(v int) *int { return &v }
+	rows := []row{
+		{Name: "gpu-10", N: n(10), Q: "2Gi", T: "2026-11-01T10:00:00Z", Valid: true},
+		{Name: "gpu-2", N: n(2), Q: "1500m", T: "2026-11-01T09:00:00+02:00"},
+		{Name: "gpu-9", Q: "3", T: "2026-11-01T09:30:00Z", Valid: true},
+		{Name: "cpu-2", N: n(2), Q: "500Mi", T: "2026-10-31T23:00:00Z"},
+	}
+	items := make([]item, len(rows))
+	for i, r := range rows {
+		items[i] = item{value: r, name: r.Name}
+	}
+	for _, c := range []struct {
+		sortBy string
+		want   []string
+	}{
+		{sortBy: "", want: []string{"gpu-10", "gpu-2", "gpu-9", "cpu-2"}},
+		{sortBy: ".name", want: []string{"cpu-2", "gpu-2", "gpu-9", "gpu-10"}},
+		{sortBy: "{.n}", want: []string{"gpu-9", "gpu-2", "cpu-2", "gpu-10"}},
+		{sortBy: "q", want: []string{"gpu-2", "gpu-9", "cpu-2", "gpu-10"}},
+		{sortBy: ".t", want: []string{"cpu-2", "gpu-2", "gpu-9", "gpu-10"}},
+		{sortBy: "$.valid", want: []string{"gpu-2", "cpu-2", "gpu-10", "gpu-9"}},
+	} {
+		t.Run(c.sortBy, func(t *testing.T) {
+			order, err := sortedOrder(items, c.sortBy)
+			require.NoError(t, err)
+			var got []string
+			for _, at := range order {
+				got = append(got, items[at].name)
+			}
+			assert.Equal(t, c.want, got)
 		})
 	}
 }

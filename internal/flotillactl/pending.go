@@ -2,8 +2,6 @@ package flotillactl
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/apis/scheduling/reasons"
@@ -41,12 +40,14 @@ type PendingEntry struct {
 func newPendingCommand(o *options) *cobra.Command {
 	var queue string
 	var schedulerNames []string
+	var table tableFlags
 	cmd := &cobra.Command{
 		Use:   "pending",
 		Short: "Pending gangs and pods per queue, in the order the scheduler takes them, with why each waits",
 		Example: `  kubectl flotilla pending -A                   # every namespace (needs pods list cluster-wide)
   kubectl flotilla pending -A --queue research  # one queue, with each one's position in it
-  kubectl flotilla pending -n ml                # one namespace: what a tenant with view there may read`,
+  kubectl flotilla pending -n ml                # one namespace: what a tenant with view there may read
+  kubectl flotilla pending -A --sort-by .since  # the longest waiting first, whatever their queue`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := o.clients()
@@ -61,30 +62,28 @@ func newPendingCommand(o *options) *cobra.Command {
 				ns, _, _ := strings.Cut(e.Name, "/")
 				return queue != "" && e.Queue != queue || c.namespace != "" && ns != c.namespace
 			})
-			items := make([]item, len(entries))
-			for i, e := range entries {
-				items[i] = item{value: e, name: objectName(e.Kind, e.Name)}
-			}
-			return o.printItems("PendingEntry", items, func(w io.Writer, wide bool) {
-				header := "QUEUE\tPOSITION\tKIND\tNAME\tPRIORITY\tAGE\tPENDING\tREASON\tMESSAGE"
-				if wide {
-					header += "\tMINMEMBER\tSINCE"
-				}
-				fmt.Fprintln(w, header)
-				for _, e := range entries {
-					fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%d\t%s\t%d\t%s\t%s", e.Queue, e.Position, e.Kind, e.Name, e.Priority,
-						time.Since(e.Since).Round(time.Second), e.Pending, dash(strings.Join(e.Reasons, ",")), e.Message)
-					if wide {
-						fmt.Fprintf(w, "\t%d\t%s", e.MinMember, e.Since.Format(time.RFC3339))
-					}
-					fmt.Fprintln(w)
-				}
-			})
+			return printRows(o, table, "PendingEntry", entries, func(e PendingEntry) string { return objectName(e.Kind, e.Name) }, pendingColumns)
 		},
 	}
+	table.add(cmd)
 	cmd.Flags().StringVar(&queue, "queue", "", "only this queue")
 	cmd.Flags().StringSliceVar(&schedulerNames, "scheduler-name", []string{"flotilla-scheduler"}, "the profiles whose pods count")
 	return cmd
+}
+
+// pendingColumns are the pending table's.
+var pendingColumns = []column[PendingEntry]{
+	{header: "Queue", cell: func(e PendingEntry) any { return e.Queue }},
+	{header: "Position", cell: func(e PendingEntry) any { return e.Position }},
+	{header: "Type", cell: func(e PendingEntry) any { return e.Kind }},
+	{header: "Name", cell: func(e PendingEntry) any { return e.Name }},
+	{header: "Priority", cell: func(e PendingEntry) any { return e.Priority }},
+	{header: "Age", cell: func(e PendingEntry) any { return duration.HumanDuration(time.Since(e.Since)) }},
+	{header: "Pending", cell: func(e PendingEntry) any { return e.Pending }},
+	{header: "Reason", cell: func(e PendingEntry) any { return dash(strings.Join(e.Reasons, ",")) }},
+	{header: "Message", cell: func(e PendingEntry) any { return e.Message }},
+	{header: "MinMember", wide: true, cell: func(e PendingEntry) any { return e.MinMember }},
+	{header: "Since", wide: true, cell: func(e PendingEntry) any { return e.Since.Format(time.RFC3339) }},
 }
 
 // pendingEntries reads the unbound pods of the schedulers — of every

@@ -3,7 +3,6 @@ package flotillactl
 import (
 	"context"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 
@@ -35,11 +34,14 @@ type QueueRow struct {
 }
 
 func newQueuesCommand(o *options) *cobra.Command {
-	return &cobra.Command{
+	var table tableFlags
+	cmd := &cobra.Command{
 		Use:   "queues",
 		Short: "The queue tree: weight, guarantee, capability, deserved, allocated and pending, per resource",
 		Example: `  kubectl flotilla queues
-  kubectl flotilla queues -o wide      # with each queue's parent
+  kubectl flotilla queues -o wide                       # with each queue's parent
+  kubectl flotilla queues --sort-by .pendingGangs       # the queues with most waiting gangs last
+  kubectl flotilla queues --no-headers -o custom-columns=Q:.queue,ALLOCATED:.allocated
   kubectl flotilla queues -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -51,27 +53,33 @@ func newQueuesCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			items := make([]item, len(rows))
-			for i, r := range rows {
-				items[i] = item{value: r, name: "queue/" + r.Queue}
-			}
-			return o.printItems("QueueRow", items, func(w io.Writer, wide bool) {
-				header := "QUEUE\tWEIGHT\tRESOURCE\tGUARANTEE\tCAPABILITY\tDESERVED\tALLOCATED\tPENDING\tGANGS RUNNING/PENDING\tVALID"
-				if wide {
-					header += "\tPARENT"
-				}
-				fmt.Fprintln(w, header)
-				for _, r := range rows {
-					name := strings.Repeat("  ", r.Depth) + r.Queue
-					fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%t", name, r.Weight, r.Resource, dash(r.Guarantee), dash(r.Capability),
-						r.Deserved, r.Allocated, r.Pending, r.RunningGangs, r.PendingGangs, r.Valid)
-					if wide {
-						fmt.Fprintf(w, "\t%s", dash(r.Parent))
-					}
-					fmt.Fprintln(w)
-				}
-			})
+			return printRows(o, table, "QueueRow", rows, func(r QueueRow) string { return "queue/" + r.Queue }, queueColumns(table.sortBy == ""))
 		},
+	}
+	table.add(cmd)
+	return cmd
+}
+
+// queueColumns are the queues table's; asTree indents each queue under
+// its parent, as the rows come unsorted.
+func queueColumns(asTree bool) []column[QueueRow] {
+	return []column[QueueRow]{
+		{header: "Queue", cell: func(r QueueRow) any {
+			if asTree {
+				return strings.Repeat("  ", r.Depth) + r.Queue
+			}
+			return r.Queue
+		}},
+		{header: "Weight", cell: func(r QueueRow) any { return r.Weight }},
+		{header: "Resource", cell: func(r QueueRow) any { return r.Resource }},
+		{header: "Guarantee", cell: func(r QueueRow) any { return dash(r.Guarantee) }},
+		{header: "Capability", cell: func(r QueueRow) any { return dash(r.Capability) }},
+		{header: "Deserved", cell: func(r QueueRow) any { return r.Deserved }},
+		{header: "Allocated", cell: func(r QueueRow) any { return r.Allocated }},
+		{header: "Pending", cell: func(r QueueRow) any { return r.Pending }},
+		{header: "Gangs Running/Pending", cell: func(r QueueRow) any { return fmt.Sprintf("%d/%d", r.RunningGangs, r.PendingGangs) }},
+		{header: "Valid", cell: func(r QueueRow) any { return r.Valid }},
+		{header: "Parent", wide: true, cell: func(r QueueRow) any { return dash(r.Parent) }},
 	}
 }
 

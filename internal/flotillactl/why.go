@@ -92,7 +92,7 @@ PodGroup's those labelled with it.`,
 			for i, e := range explanations {
 				items[i] = item{value: e, name: objectName(e.Kind, e.Name)}
 			}
-			return o.printItems("Explanation", items, func(w io.Writer, _ bool) { printExplanations(w, explanations) })
+			return o.printItems("Explanation", items, false, func(w io.Writer) { printExplanations(w, explanations) })
 		},
 	}
 }

@@ -131,12 +131,15 @@ func TestDRAGangFitsDevicesPerNode(t *testing.T) {
 	require.NoError(t, err, "fillers placed\n%s", s.tl)
 
 	require.NoError(t, h.CreatePodGroup(h.Ctx, "default", "wide", 4))
+	var members []string
 	for i := 0; i < 4; i++ {
 		pod := cluster.Pod(cluster.PodSpec{Name: fmt.Sprintf("wide-%d", i), CPU: "1", Memory: "1Gi", PodGroup: "wide"})
 		withClaimFrom(pod, "four-gpus")
 		_, err := h.Client.CoreV1().Pods("default").Create(h.Ctx, pod, metav1.CreateOptions{})
 		require.NoError(t, err)
+		members = append(members, pod.Name)
 	}
+	s.requireEveryMemberSaysWhy(members, memberSaysWhyWithin)
 	s.assertGangHoldsNothingFor("wide", 8*time.Second, "with room for 2 of 4")
 	// Why it waits, on the pod: the devices per node, and that evicting
 	// the fillers (of its own priority) is not allowed.
@@ -205,6 +208,44 @@ func TestDRAGangWaitsUntilTheAllocatorCanSatisfyItsConstraints(t *testing.T) {
 	}
 	_, err = h.WaitForPodsBound(h.Ctx, "default", gangSelector+"island", 2, 60*time.Second)
 	require.NoError(t, err, "gang placed once a domain of 4 freed on each node\n%s", s.tl)
+}
+
+// memberSaysWhyWithin bounds how long after the last member of a waiting
+// gang is created every member has said why it waits: one attempt of the
+// gang (its quorum check refuses each member it tries) plus the claim
+// controller's claims and the scheduler's back-off on a loaded machine.
+const memberSaysWhyWithin = 6 * time.Second
+
+// requireEveryMemberSaysWhy waits until each of the pods has a False
+// PodScheduled condition, and fails naming the ones still silent after
+// within; it logs how long each took.
+func (s *scenario) requireEveryMemberSaysWhy(pods []string, within time.Duration) {
+	t, h := s.t, s.h
+	t.Helper()
+	start := time.Now()
+	said := map[string]time.Duration{}
+	for len(said) < len(pods) && time.Since(start) < within {
+		for _, name := range pods {
+			if _, ok := said[name]; ok {
+				continue
+			}
+			pod, err := h.Client.CoreV1().Pods("default").Get(h.Ctx, name, metav1.GetOptions{})
+			require.NoError(t, err)
+			if c := cluster.PodScheduledCondition(pod); c != nil && c.Status == corev1.ConditionFalse {
+				said[name] = time.Since(start)
+				s.tl.add("member %s says why after %s: %s", name, said[name].Round(10*time.Millisecond), c.Message)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var silent []string
+	for _, name := range pods {
+		if _, ok := said[name]; !ok {
+			silent = append(silent, name)
+		}
+	}
+	t.Logf("members' time to say why: %v", said)
+	require.Empty(t, silent, "members with no PodScheduled condition %s after the gang was created\n%s", within, s.tl)
 }
 
 // assertGangHoldsNothingFor checks for a while that no member of the

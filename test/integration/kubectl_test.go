@@ -143,6 +143,18 @@ func TestKubectlFlotillaExplainsWhyPodsWait(t *testing.T) {
 	assert.Equal(t, []int{1, 2}, []int{pending[0].Position, pending[1].Position})
 	assert.Equal(t, []string{string(reasons.InsufficientResources)}, pending[0].Reasons)
 	assert.Equal(t, []string{string(reasons.WaitingForMembers)}, pending[1].Reasons)
+	// The table as kubectl get prints one: without its header, and sorted
+	// by a field of the rows (the older PodGroup first).
+	out, err = run("pending", "-A", "--queue", "team", "--no-headers", "--sort-by", ".since")
+	require.NoError(t, err, out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2, out)
+	assert.NotContains(t, out, "QUEUE", "--no-headers")
+	assert.Contains(t, lines[0], "default/too-big", out)
+	assert.Contains(t, lines[1], "default/short", out)
+	out, err = run("pending", "-A", "--queue", "team", "--sort-by", ".priority", "-o", "name")
+	require.NoError(t, err, out)
+	assert.Equal(t, "podgroup/too-big\npodgroup/short\n", out, "equal priorities keep the scheduler's order")
 	// The Queue's status counts them, and names neither.
 	var counted string
 	require.Eventually(t, func() bool {
