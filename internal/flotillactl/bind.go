@@ -48,8 +48,8 @@ upgrade), nothing schedules their replacements. This picks for each pending
 pod a node that is Ready and not cordoned, whose taints it tolerates, that
 its node selector and required node affinity accept and that has room for
 its requests, one replica per node where it can, and binds it. Run it only
-while no replica holds the lease (kube-system/kube-scheduler); see
-docs/runbooks.md, "replace-default with every replica lost".`,
+while no replica holds the lease (kube-system/kube-scheduler); see the
+FlotillaNoLeader runbook (docs/runbooks.md).`,
 		Example: `  kubectl flotilla bind-scheduler -n flotilla-system --dry-run   # the nodes it would pick
   kubectl flotilla bind-scheduler -n flotilla-system
   kubectl flotilla bind-scheduler -n flotilla-system --node system-1 --node system-2`,
