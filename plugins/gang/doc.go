@@ -26,13 +26,13 @@
 //
 // A member enters the queue only when its PodGroup exists with minMember >=
 // 1 and at least minMember of its pods exist or Succeeded. It is re-queued
-// by pod and PodGroup events (queueing hints) and by a member's success, not
-// a timer. Bindings are not among those events: the queue would run the hint
-// for every held member on each one. The store counts each group's members
-// in its own informer handler (no listing per count); a member it counts
-// that completes a gated gang lets the gang's members in, which covers a
-// member that arrives already bound and one whose own PreEnqueue ran before
-// the store counted it.
+// by pod and PodGroup events (queueing hints) and a member's success, not a
+// timer (nor bindings: the hint would run for every held member on each).
+// The store counts members in its own informer handler; a member it counts
+// that completes a gated gang lets the gang's members in (one arriving bound,
+// one whose PreEnqueue ran before the count), and so does a member whose
+// PreEnqueue finds the gated gang complete, as it clears the gated mark the
+// count reads (a DRA member let in by its claim as the last one is counted).
 //
 // # PreFilter: the quorum check
 //

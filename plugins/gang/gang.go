@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/features"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -177,7 +178,11 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 			why, because = short, reasons.WaitingForMembers
 		}
 	}
-	g.store.Lock(func(locked *state.Locked) { locked.SetGated(key, why != "") })
+	var wasGated bool
+	g.store.Lock(func(locked *state.Locked) {
+		wasGated = locked.Gated(key)
+		locked.SetGated(key, why != "")
+	})
 	if because == reasons.WaitingForMembers && g.store.MembersShort(key, pg) == "" {
 		// A sibling counted since the check above completed the gang. The
 		// store counts members in its own informer handler, which may run
@@ -185,9 +190,12 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		// lets its members in (OnMemberCounted), one counted before is
 		// seen here.
 		g.store.Lock(func(locked *state.Locked) { locked.SetGated(key, false) })
-		why = ""
+		why, wasGated = "", true
 	}
 	if why == "" {
+		if wasGated {
+			g.letInGatedSiblings(pod, key)
+		}
 		return nil
 	}
 	if because == reasons.WaitingForMembers {
@@ -200,6 +208,25 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		g.handle.EventRecorder().Eventf(pod, nil, eventType, string(because), "Scheduling", why)
 	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, because.Say("%s", why))
+}
+
+// letInGatedSiblings lets in the members of the gang held at PreEnqueue
+// besides pod, which has just found the gang complete and cleared its
+// gated mark. The member counted last lets them in too (OnMemberCounted),
+// but only while the mark is set: a sibling's PreEnqueue that clears it
+// first (its DRA claim was made as the last member was counted) left the
+// others held with no event to release them, silent until a room change.
+// Activation takes the queue's lock, which PreEnqueue runs under, so it
+// runs once PreEnqueue has returned; members already let in are not
+// moved again.
+func (g *Gang) letInGatedSiblings(pod *corev1.Pod, key state.GroupKey) {
+	s := g.shared
+	go func() {
+		if s.ctx.Err() != nil {
+			return // the scheduler stopped
+		}
+		s.activatePending(klog.FromContext(s.ctx), pod.UID, key)
+	}()
 }
 
 // gatedEventDelay: members waiting for their siblings to be created say so

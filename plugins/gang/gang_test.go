@@ -3,6 +3,7 @@ package gang
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -220,6 +221,42 @@ func gpuSlice(node string, n int) *resourceapi.ResourceSlice {
 		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("d%d", i)})
 	}
 	return s
+}
+
+// A member that finds its gang complete where the gang is marked gated
+// lets in its siblings held at PreEnqueue (not itself, not one bound): the
+// member counted last does so only while the mark is set, and this member
+// clears it. A gang not marked gated, or still short, lets in none.
+func TestPreEnqueueLetsInGatedSiblings(t *testing.T) {
+	bound := members("g", 3, "1")
+	bound[2].Spec.NodeName = "n1"
+	for _, c := range []struct {
+		name      string
+		pods      []*corev1.Pod
+		minMember int32
+		gated     bool
+		wantCode  fwk.Code
+		want      []string
+	}{
+		{name: "gated and now complete", pods: members("g", 3, "1"), minMember: 3, gated: true, wantCode: fwk.Success, want: []string{"ns/g-1", "ns/g-2"}},
+		{name: "a bound sibling stays", pods: bound, minMember: 3, gated: true, wantCode: fwk.Success, want: []string{"ns/g-1"}},
+		{name: "never gated", pods: members("g", 3, "1"), minMember: 3, wantCode: fwk.Success},
+		{name: "gated and still short", pods: members("g", 2, "1"), minMember: 3, gated: true, wantCode: fwk.UnschedulableAndUnresolvable},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g, h := testGang(t, []*schedv1alpha1.PodGroup{podGroup("g", t0, c.minMember)}, c.pods)
+			key := state.GroupKey{Namespace: "ns", Name: "g"}
+			g.store.Lock(func(locked *state.Locked) { locked.SetGated(key, c.gated) })
+			status := g.PreEnqueue(context.Background(), c.pods[0])
+			require.Equal(t, c.wantCode, status.Code(), status.Message())
+			if c.want != nil {
+				require.Eventually(t, func() bool { return slices.Equal(c.want, h.activatedPods()) }, 5*time.Second, 10*time.Millisecond, "activated %v", h.activatedPods())
+				return
+			}
+			time.Sleep(200 * time.Millisecond) // a goroutine would have run by now
+			assert.Empty(t, h.activatedPods())
+		})
+	}
 }
 
 // PreEnqueue lets a member into the queue only once its PodGroup exists,

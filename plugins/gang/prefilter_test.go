@@ -3,7 +3,9 @@ package gang
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +34,7 @@ import (
 // in Permit as the test observes and sets them.
 type fakeHandle struct {
 	fwk.Handle
+	mu        sync.Mutex // activations may come from the plugin's goroutines
 	activated map[string]bool
 	waiting   map[types.UID]*fakeWaitingPod
 	recorder  *events.FakeRecorder
@@ -58,9 +61,23 @@ func (w *fakeWaitingPod) Reject(_, msg string) bool {
 	return true
 }
 func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for key := range pods {
 		h.activated[key] = true
 	}
+}
+
+// activatedPods are the pods activated so far, by namespace/name.
+func (h *fakeHandle) activatedPods() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var keys []string
+	for key := range h.activated {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // testGang is the plugin over a static store of the groups and pods; its

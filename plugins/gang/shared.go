@@ -123,7 +123,9 @@ func sharedFor(ctx context.Context, store *state.Store, h fwk.Handle, permitWait
 		// PreEnqueue (the queue's handler ran first) or without one (it
 		// arrived bound): the gang's gated members are let in then.
 		// PreEnqueue re-counts after marking the gang gated, so one of
-		// the two sees the other (Gang.PreEnqueue).
+		// the two sees the other (Gang.PreEnqueue); a PreEnqueue that
+		// clears the mark first lets the others in itself
+		// (letInGatedSiblings).
 		store.MemberEvents().OnCounted(func(key state.GroupKey) {
 			var gated bool
 			store.Lock(func(locked *state.Locked) { gated = locked.Gated(key) })
