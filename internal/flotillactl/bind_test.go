@@ -87,10 +87,13 @@ func TestPlanBindings(t *testing.T) {
 			want:    []string{"new=b"},
 		},
 		{
-			name:    "a taint the pod tolerates and its node selector",
-			pending: []corev1.Pod{replica("new", 1, func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"pool": "gpu"}; p.Spec.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}} })},
-			nodes:   []corev1.Node{node("a"), node("g", tainted, gpuPool)},
-			want:    []string{"new=g"},
+			name: "a taint the pod tolerates and its node selector",
+			pending: []corev1.Pod{replica("new", 1, func(p *corev1.Pod) {
+				p.Spec.NodeSelector = map[string]string{"pool": "gpu"}
+				p.Spec.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}}
+			})},
+			nodes: []corev1.Node{node("a"), node("g", tainted, gpuPool)},
+			want:  []string{"new=g"},
 		},
 		{
 			name:    "only the nodes named, both replicas there when they fit",
