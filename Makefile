@@ -22,7 +22,7 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/flotilla-scheduler ./cmd/flotilla-scheduler
 
-## kubectl-flotilla: the kubectl plugin (kubectl flotilla queues|pending|why) in bin/
+## kubectl-flotilla: the kubectl plugin (kubectl flotilla queues|pending|why|bind-scheduler) in bin/
 kubectl-flotilla:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/kubectl-flotilla ./cmd/kubectl-flotilla
 
@@ -187,7 +187,7 @@ verify-manifests:
 	    rm -rf apis manifests && cp -r $$tmp/apis $$tmp/manifests . && rm -rf $$tmp; exit 1; fi; \
 	  rm -rf $$tmp; echo "generated files are up to date"
 
-## image: the container image for linux/amd64 and linux/arm64, with Go alone, as an OCI layout in bin/image (PUSH=REGISTRY/REPO:TAG pushes it too)
+## image: the container image for linux/amd64 and linux/arm64, with Go alone, as an OCI layout in bin/image (PUSH=REGISTRY/REPO:TAG pushes it too, each platform's SBOM attached as its OCI referrer)
 PLATFORMS ?= linux/amd64,linux/arm64
 image:
 	$(GO) run ./cmd/flotilla-image -version $(VERSION) -platforms $(PLATFORMS) -o bin/image $(if $(PUSH),-push $(PUSH))

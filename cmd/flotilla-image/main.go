@@ -34,7 +34,7 @@ func main() {
 	source := flag.String("source", "https://github.com/flotilla-sched/flotilla", "the source repository for the image's labels")
 	out := flag.String("o", "bin/image", "the OCI image layout directory to write (replaced)")
 	push := flag.String("push", "", "a registry reference (REGISTRY/REPOSITORY:TAG) to push the image to as well")
-	sbom := flag.String("sbom", "", "a directory to write each platform's SPDX SBOM of the scheduler binary into (flotilla-scheduler_OS_ARCH.spdx.json); empty: none")
+	sbom := flag.String("sbom", "", "a directory to write each platform's SPDX SBOM of the scheduler binary into (flotilla-scheduler_OS_ARCH.spdx.json); empty: none (with -push, each is attached to its platform's image as an OCI referrer either way)")
 	flag.Parse()
 	if err := run(*platforms, *version, *revision, *source, *out, *push, *sbom); err != nil {
 		fmt.Fprintln(os.Stderr, "flotilla-image:", err)
@@ -61,6 +61,13 @@ func run(platforms, version, revision, source, out, push, sbomDir string) error 
 	}
 	defer os.RemoveAll(dir)
 	var binaries []image.Binary
+	// Each platform's SBOM, by platform: written to sbomDir, and attached
+	// to the pushed image as a referrer of its manifest.
+	type sbom struct {
+		file string
+		doc  []byte
+	}
+	sboms := map[string]sbom{}
 	for _, p := range strings.Split(platforms, ",") {
 		platform, err := v1.ParsePlatform(strings.TrimSpace(p))
 		if err != nil {
@@ -75,12 +82,17 @@ func run(platforms, version, revision, source, out, push, sbomDir string) error 
 			return err
 		}
 		binaries = append(binaries, image.Binary{Platform: *platform, Path: binary})
+		if sbomDir == "" && ref == nil {
+			continue
+		}
+		doc, err := image.SBOM(binary, "flotilla-scheduler", version)
+		if err != nil {
+			return err
+		}
+		file := "flotilla-scheduler_" + strings.ReplaceAll(platform.String(), "/", "_") + ".spdx.json"
+		sboms[platform.String()] = sbom{file: file, doc: doc}
 		if sbomDir != "" {
-			doc, err := image.SBOM(binary, "flotilla-scheduler", version)
-			if err != nil {
-				return err
-			}
-			path := filepath.Join(sbomDir, "flotilla-scheduler_"+strings.ReplaceAll(platform.String(), "/", "_")+".spdx.json")
+			path := filepath.Join(sbomDir, file)
 			if err := os.WriteFile(path, doc, 0o644); err != nil {
 				return err
 			}
@@ -101,6 +113,24 @@ func run(platforms, version, revision, source, out, push, sbomDir string) error 
 			return fmt.Errorf("pushing %s: %w", ref, err)
 		}
 		fmt.Printf("pushed %s@%s\n", ref.Context(), digest)
+		manifest, err := idx.IndexManifest()
+		if err != nil {
+			return err
+		}
+		for _, m := range manifest.Manifests {
+			if m.Platform == nil {
+				continue
+			}
+			s, ok := sboms[m.Platform.String()]
+			if !ok {
+				continue
+			}
+			artifact, err := image.PushSBOM(ref.Context(), m, s.file, s.doc, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+			if err != nil {
+				return err
+			}
+			fmt.Printf("attached %s to %s@%s as its referrer %s\n", s.file, ref.Context(), m.Digest, artifact)
+		}
 	}
 	fmt.Printf("pin it in the chart: --set image.digest=%s\n", digest)
 	return nil
