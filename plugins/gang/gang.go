@@ -156,10 +156,6 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		return nil
 	}
 	g.shared.status.Enqueue(key)
-	// The queue's admission series exists, at 0, before its first gang is
-	// admitted: a rate over a series that appears with its first
-	// observation misses that observation.
-	queueAdmissionSeconds.WithLabelValues(queueOf(g.store, pod))
 	pg := g.store.PodGroup(key)
 	var why string
 	var because reasons.Reason
@@ -172,6 +168,12 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		// Counted complete when the attempt started; its members are being
 		// activated together, which must not cost O(members) each.
 	default:
+		// The queue's admission series exists, at 0, before its first
+		// gang is admitted: a rate over a series that appears with its
+		// first observation misses that observation. Made here, not for
+		// the members let in together during an attempt: a gang's first
+		// attempt starts after a member passed this branch.
+		queueAdmissionSeconds.WithLabelValues(queueOf(g.store, pod))
 		if bad := badRoles(g.store, pod, pg); bad != "" {
 			why, because = fmt.Sprintf("PodGroup %s: %s", key, bad), reasons.InvalidSpec
 		} else if short := g.store.MembersShort(key, pg); short != "" {

@@ -32,32 +32,19 @@ func (q *Queues) StalledReclaims() []*corev1.Pod {
 	view := q.View()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	previous := q.stallSeen
-	q.stallSeen = make(map[string]capacity.Resources, len(view.Queues))
-	for name, info := range view.Queues {
-		q.stallSeen[name] = info.Allocated
-	}
+	previous := recordAllocations(view, &q.stallSeen)
 	if !anyAboveShare(view) {
 		return nil
 	}
-	first := map[string]*podAccount{}
-	for _, acc := range q.pods {
-		if !acc.waiting() {
-			continue
-		}
+	return q.firstWaiting(func(acc *podAccount) bool {
 		info := view.Queues[acc.queue]
 		before, seen := previous[acc.queue]
 		if info == nil || !seen || !before.Equal(info.Allocated) {
-			continue
+			return false
 		}
-		if refusing, _ := view.Refuses(acc.queue, acc.request, nil); refusing == acc.queue {
-			continue // over its own share: no reclaim for it
-		}
-		if f := first[acc.queue]; f == nil || flotillav1alpha1.WaitsBefore(acc.priority, acc.created, acc.pod.String(), f.priority, f.created, f.pod.String()) {
-			first[acc.queue] = acc
-		}
-	}
-	return podsOf(q.store, slices.Collect(maps.Values(first)))
+		refusing, _ := view.Refuses(acc.queue, acc.request, nil)
+		return refusing != acc.queue // over its own share: no reclaim for it
+	})
 }
 
 // FreedRoom returns, for every queue whose allocation fell since the last
@@ -77,25 +64,39 @@ func (q *Queues) FreedRoom() []*corev1.Pod {
 	view := q.View()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	previous := q.freedSeen
-	q.freedSeen = make(map[string]capacity.Resources, len(view.Queues))
+	previous := recordAllocations(view, &q.freedSeen)
 	freed := map[string]bool{}
 	for name, info := range view.Queues {
-		q.freedSeen[name] = info.Allocated
-		if before, seen := previous[name]; seen {
-			for r, v := range before {
-				if info.Allocated[r] < v {
-					freed[name] = true
-				}
+		for r, v := range previous[name] {
+			if info.Allocated[r] < v {
+				freed[name] = true
 			}
 		}
 	}
 	if len(freed) == 0 {
 		return nil
 	}
+	return q.firstWaiting(func(acc *podAccount) bool { return freed[acc.queue] })
+}
+
+// recordAllocations makes *seen each queue's allocation in view, and
+// returns what it held: the allocations at the last look.
+func recordAllocations(view *QueueView, seen *map[string]capacity.Resources) map[string]capacity.Resources {
+	previous := *seen
+	*seen = make(map[string]capacity.Resources, len(view.Queues))
+	for name, info := range view.Queues {
+		(*seen)[name] = info.Allocated
+	}
+	return previous
+}
+
+// firstWaiting is, for each queue, its first waiting pod in the
+// scheduler's order (WaitsBefore) among those keep accepts. The caller
+// holds q.mu.
+func (q *Queues) firstWaiting(keep func(*podAccount) bool) []*corev1.Pod {
 	first := map[string]*podAccount{}
 	for _, acc := range q.pods {
-		if !acc.waiting() || !freed[acc.queue] {
+		if !acc.waiting() || !keep(acc) {
 			continue
 		}
 		if f := first[acc.queue]; f == nil || flotillav1alpha1.WaitsBefore(acc.priority, acc.created, acc.pod.String(), f.priority, f.created, f.pod.String()) {
