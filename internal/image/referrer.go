@@ -38,7 +38,7 @@ type rawManifest struct {
 	mediaType types.MediaType
 }
 
-func (m rawManifest) RawManifest() ([]byte, error)         { return m.raw, nil }
+func (m rawManifest) RawManifest() ([]byte, error)        { return m.raw, nil }
 func (m rawManifest) MediaType() (types.MediaType, error) { return m.mediaType, nil }
 
 // PushSBOM attaches doc, the SBOM of the image subject describes (one
