@@ -7,9 +7,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -35,9 +38,9 @@ import (
 const schedulerSelector = "app.kubernetes.io/name=flotilla-scheduler"
 
 func newBindSchedulerCommand(o *options) *cobra.Command {
-	var selector string
+	var selector, lease string
 	var only []string
-	var dryRun bool
+	var dryRun, force bool
 	cmd := &cobra.Command{
 		Use:   "bind-scheduler",
 		Short: "Bind flotilla-scheduler's own pending pods to nodes when no scheduler runs (replace-default recovery)",
@@ -47,8 +50,9 @@ scheduler: when every replica is lost (their nodes drained or gone, a bad
 upgrade), nothing schedules their replacements. This picks for each pending
 pod a node that is Ready and not cordoned, whose taints it tolerates, that
 its node selector and required node affinity accept and that has room for
-its requests, one replica per node where it can, and binds it. Run it only
-while no replica holds the lease (kube-system/kube-scheduler); see the
+its requests, one replica per node where it can, and binds it. It binds
+nothing while a scheduler renews the lease (--lease, kube-system/kube-scheduler
+for replace-default): that scheduler places the pods itself. See the
 FlotillaNoLeader runbook (docs/runbooks.md).`,
 		Example: `  kubectl flotilla bind-scheduler -n flotilla-system --dry-run   # the nodes it would pick
   kubectl flotilla bind-scheduler -n flotilla-system
@@ -62,9 +66,19 @@ FlotillaNoLeader runbook (docs/runbooks.md).`,
 			if c.namespace == "" {
 				return fmt.Errorf("bind-scheduler needs the scheduler's namespace: -n, not -A")
 			}
+			if !force {
+				if held, err := leaseHeld(cmd.Context(), c, lease, time.Now()); err != nil || held != "" {
+					if err != nil {
+						return err
+					}
+					return fmt.Errorf("%s; it schedules these pods itself (--force binds them anyway)", held)
+				}
+			}
 			return bindScheduler(cmd.Context(), c, o.streams.Out, selector, only, dryRun)
 		},
 	}
+	cmd.Flags().StringVar(&lease, "lease", "kube-system/kube-scheduler", "the scheduler's lease (NAMESPACE/NAME): while a holder renews it, nothing is bound")
+	cmd.Flags().BoolVar(&force, "force", false, "bind even while the lease is held")
 	cmd.Flags().StringVarP(&selector, "selector", "l", schedulerSelector, "the scheduler's pods")
 	cmd.Flags().StringSliceVar(&only, "node", nil, "bind only to these nodes (repeat or comma-separate)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say where each pod would go and bind none")
@@ -121,6 +135,37 @@ func bindScheduler(ctx context.Context, c *clients, out io.Writer, selector stri
 		return fmt.Errorf("%s", strings.Join(unplaced, "\n"))
 	}
 	return nil
+}
+
+// leaseHeld says who holds the lease (namespace/name) if its holder
+// renewed it within its duration at now, or "" when nobody does (no
+// lease, no holder, or a holder gone past its duration).
+func leaseHeld(ctx context.Context, c *clients, lease string, now time.Time) (string, error) {
+	namespace, name, ok := strings.Cut(lease, "/")
+	if !ok || namespace == "" || name == "" {
+		return "", fmt.Errorf("--lease %q: NAMESPACE/NAME", lease)
+	}
+	l, err := c.kube.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the lease %s: %w", lease, err)
+	}
+	return heldBy(l, now), nil
+}
+
+// heldBy is leaseHeld's judgement of a lease read at now.
+func heldBy(l *coordinationv1.Lease, now time.Time) string {
+	spec := l.Spec
+	if spec.HolderIdentity == nil || *spec.HolderIdentity == "" || spec.RenewTime == nil || spec.LeaseDurationSeconds == nil {
+		return ""
+	}
+	age := now.Sub(spec.RenewTime.Time)
+	if age > time.Duration(*spec.LeaseDurationSeconds)*time.Second {
+		return ""
+	}
+	return fmt.Sprintf("%s holds the lease %s/%s (renewed %s ago, for %ds)", *spec.HolderIdentity, l.Namespace, l.Name, age.Round(time.Second), *spec.LeaseDurationSeconds)
 }
 
 // binding is a pending pod and the node picked for it.

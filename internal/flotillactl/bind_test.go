@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -123,6 +124,39 @@ func TestPlanBindings(t *testing.T) {
 			}
 			assert.Equal(t, c.want, got)
 			assert.Equal(t, c.wantUnplaced, unplaced)
+		})
+	}
+}
+
+// A lease is held while its holder renews it within its duration.
+func TestLeaseHeldBy(t *testing.T) {
+	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	lease := func(holder string, renewedAgo time.Duration, seconds int32) *coordinationv1.Lease {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-scheduler"}}
+		if holder != "" {
+			l.Spec.HolderIdentity = &holder
+		}
+		if renewedAgo >= 0 {
+			l.Spec.RenewTime = &metav1.MicroTime{Time: now.Add(-renewedAgo)}
+		}
+		if seconds > 0 {
+			l.Spec.LeaseDurationSeconds = &seconds
+		}
+		return l
+	}
+	for _, c := range []struct {
+		name  string
+		lease *coordinationv1.Lease
+		want  string
+	}{
+		{name: "renewed within its duration", lease: lease("replica-a", 5*time.Second, 15), want: "replica-a holds the lease kube-system/kube-scheduler (renewed 5s ago, for 15s)"},
+		{name: "its holder gone past the duration", lease: lease("replica-a", 16*time.Second, 15)},
+		{name: "released: no holder", lease: lease("", time.Second, 15)},
+		{name: "never renewed", lease: lease("replica-a", -1, 15)},
+		{name: "no duration", lease: lease("replica-a", time.Second, 0)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, heldBy(c.lease, now))
 		})
 	}
 }

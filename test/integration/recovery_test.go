@@ -14,10 +14,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-sched/flotilla/internal/cluster"
 	"github.com/flotilla-sched/flotilla/internal/flotillactl"
@@ -93,8 +95,25 @@ func TestReplaceDefaultRecoversWhenEveryReplicaIsLost(t *testing.T) {
 		err := cmd.ExecuteContext(h.Ctx)
 		return out.String(), err
 	}
-	out, err := run("bind-scheduler", "--dry-run")
-	require.NoError(t, err, out)
+	// While the lease is within its duration, bind-scheduler binds
+	// nothing: a holder still renewing it would schedule them itself.
+	// The lease as the last replica left it, renewed a moment ago for
+	// kube-scheduler's 15 s. (The replicas' process here runs without
+	// leader election, so the test writes it, here: the steps above take
+	// longer than a lease's duration on a loaded machine.)
+	holder, renewed := pods[0].Name+"_"+string(pods[0].UID), metav1.NewMicroTime(time.Now().Add(-time.Second))
+	_, err = h.Client.CoordinationV1().Leases("kube-system").Create(h.Ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-scheduler"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &renewed, AcquireTime: &renewed},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	out, err := run("bind-scheduler")
+	require.ErrorContains(t, err, "holds the lease kube-system/kube-scheduler", out)
+	require.Len(t, pendingSchedulerPods(t, h), 2, "bound while the lease was held")
+	require.Eventually(t, func() bool {
+		out, err = run("bind-scheduler", "--dry-run")
+		return err == nil
+	}, 30*time.Second, time.Second, "bind-scheduler once the lease expired: %v %s", err, out)
 	t.Logf("kubectl flotilla bind-scheduler --dry-run:\n%s", out)
 	assert.Equal(t, 2, strings.Count(out, "would be bound to node new-"), out)
 	require.Len(t, pendingSchedulerPods(t, h), 2, "--dry-run bound a pod")
