@@ -165,7 +165,7 @@ func TestWorkloads(t *testing.T) {
 // rewriteTables rewrites the status table and the workloads section of
 // the markdown file at path from runs, full-size workloads' described.
 func rewriteTables(path string, runs []*result) error {
-	if err := report.ReplaceSection(path, "status", renderStatus(statusRows(runs, append(workloads(true), upstreamWorkloads()...), staleAgainstPlugins(".")))); err != nil {
+	if err := report.ReplaceSection(path, "status", renderStatus(statusRows(runs, append(workloads(true), upstreamWorkloads()...), staleAgainstWhatRuns(".")))); err != nil {
 		return err
 	}
 	return report.ReplaceSection(path, "workloads", renderWorkloads(runs, workloads(true)))

@@ -151,7 +151,7 @@ func pairsOf(runs []*result) (pairs []map[string]*result, commit, date string) {
 // statusRows reads every workload's goals against its newest runs. A row
 // is met when every pair meets the target, not met when none does, and
 // within noise when the pairs fall on both sides; stale when its commit
-// is unknown or older than the last change under plugins/ (stale(commit)).
+// is unknown or older than the last change to what runs (stale(commit)).
 func statusRows(all []*result, ws []workload, stale func(commit string) bool) []statusRow {
 	var rows []statusRow
 	for _, w := range ws {
@@ -210,12 +210,18 @@ func renderStatus(rows []statusRow) string {
 	return b.String()
 }
 
-// staleAgainstPlugins says whether a commit predates the last change under
-// plugins/: a measurement of an older scheduler. An unknown commit, one
-// this checkout does not have, or a tree with uncommitted changes is
-// stale.
-func staleAgainstPlugins(repo string) func(commit string) bool {
-	last, err := exec.Command("git", "-C", repo, "log", "-1", "--format=%H", "--", ":/plugins/").Output()
+// whatRuns are the paths whose change makes a measurement one of another
+// scheduler or another bench: the plugins, the binaries, the substrate
+// the bench runs on, the bench itself, the configuration it deploys, the
+// APIs compiled in, and the modules linked.
+var whatRuns = []string{":/plugins/", ":/cmd/", ":/internal/cluster/", ":/test/bench/", ":/manifests/", ":/apis/", ":/go.mod", ":/go.sum"}
+
+// staleAgainstWhatRuns says whether a commit predates the last change
+// under whatRuns: a measurement of something that no longer runs. An
+// unknown commit, one this checkout does not have, or a tree with
+// uncommitted changes is stale.
+func staleAgainstWhatRuns(repo string) func(commit string) bool {
+	last, err := exec.Command("git", append([]string{"-C", repo, "log", "-1", "--format=%H", "--"}, whatRuns...)...).Output()
 	return func(commit string) bool {
 		if commit == "" || strings.HasSuffix(commit, "+changes") || err != nil {
 			return true // not a tree the history holds

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -148,20 +150,58 @@ func TestStatusReadsUpstreamPairs(t *testing.T) {
 	}
 }
 
-// A measurement is stale when its commit predates the last change under
-// plugins/, read from the package's directory as make bench runs it.
-func TestStaleAgainstPluginsFromThePackageDirectory(t *testing.T) {
+// A measurement is stale when its commit predates the last change to what
+// runs (whatRuns: plugins, binaries, substrate, bench, manifests, APIs,
+// modules), read from the package's directory as make bench runs it.
+func TestStaleAgainstWhatRunsFromThePackageDirectory(t *testing.T) {
 	git := func(args ...string) string {
 		out, err := exec.Command("git", args...).Output()
 		require.NoError(t, err, "git %v: the tests run in a checkout with its history", args)
 		return strings.TrimSpace(string(out))
 	}
-	last := git("log", "-1", "--format=%h", "--", ":/plugins/")
-	require.NotEmpty(t, last, "a change under plugins/")
-	stale := staleAgainstPlugins(".")
+	last := git(append([]string{"log", "-1", "--format=%h", "--"}, whatRuns...)...)
+	require.NotEmpty(t, last, "a change to what runs")
+	stale := staleAgainstWhatRuns(".")
 	assert.False(t, stale(git("rev-parse", "--short", "HEAD")), "HEAD")
-	assert.False(t, stale(last), "the last change under plugins/ itself")
+	assert.False(t, stale(last), "the last change to what runs itself")
 	assert.True(t, stale(git("rev-parse", "--short", last+"^")), "the commit before it")
 	assert.True(t, stale(""), "an unknown commit")
 	assert.True(t, stale(last+"+changes"), "uncommitted changes")
+}
+
+// Each path of what runs makes the commits before its change stale; a
+// change to docs alone does not, in a history made for the test.
+func TestStaleAgainstWhatRunsByPath(t *testing.T) {
+	repo := t.TempDir()
+	git := func(args ...string) string {
+		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=bench", "-c", "user.email=bench@example.com"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+		return strings.TrimSpace(string(out))
+	}
+	commit := func(path string) string {
+		full := filepath.Join(repo, path)
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(path+"\n"), 0o644))
+		git("add", path)
+		git("commit", "-q", "-m", "change "+path)
+		return git("rev-parse", "HEAD")
+	}
+	git("init", "-q")
+	base := commit("plugins/gang/gang.go")
+	for _, path := range []string{"cmd/flotilla-scheduler/main.go", "internal/cluster/kwok.go", "test/bench/workloads.go", "manifests/scheduler-config.yaml", "apis/scheduling/v1alpha1/types.go", "go.mod"} {
+		t.Run(path, func(t *testing.T) {
+			before := git("rev-parse", "HEAD")
+			changed := commit(path)
+			stale := staleAgainstWhatRuns(repo)
+			assert.True(t, stale(before), "a measurement before the change to %s", path)
+			assert.False(t, stale(changed), "a measurement at it")
+		})
+	}
+	measured := git("rev-parse", "HEAD")
+	commit("docs/benchmarks.md")
+	commit("README.md")
+	stale := staleAgainstWhatRuns(repo)
+	assert.False(t, stale(measured), "docs changed since, nothing that runs")
+	assert.True(t, stale(base), "the first commit")
 }
