@@ -71,17 +71,59 @@ var measuredTree = sync.OnceValue(func() string {
 	return tree
 })
 
-// roundOrder is the order the variants run in round i: as listed in even
-// rounds, reversed in odd ones (A B, B A, A B, ...), so that a side's
-// place in the round (a fresh machine first, a warm one second) is not
-// what a comparison measures.
+// roundOrder is the order the variants run in round i: row i of a
+// Williams design over them (williamsRows), cycling. Over a whole design
+// (balancedRounds rounds) every variant runs once in every position and
+// follows every other variant equally often, so neither a side's place in
+// the round (a fresh machine first, a warm one later) nor the side before
+// it is what a comparison measures. Two variants alternate: A B, B A.
 func roundOrder(variants []variant, i int) []variant {
-	if i%2 == 0 {
-		return variants
+	rows := williamsRows(len(variants))
+	row := rows[i%len(rows)]
+	out := make([]variant, len(variants))
+	for position, v := range row {
+		out[position] = variants[v]
 	}
-	reversed := slices.Clone(variants)
-	slices.Reverse(reversed)
-	return reversed
+	return out
+}
+
+// balancedRounds is how many rounds a whole Williams design over n
+// variants takes: n when n is even, 2n when odd.
+func balancedRounds(n int) int {
+	return len(williamsRows(n))
+}
+
+// williamsRows is a Williams design for n treatments: its first row
+// 0, 1, n-1, 2, n-2, ..., each next row that row plus one (mod n), and for
+// odd n the same rows reversed after them.
+func williamsRows(n int) [][]int {
+	if n < 1 {
+		return [][]int{{}}
+	}
+	first := make([]int, n)
+	for j, low, high := 1, 1, n-1; j < n; j++ {
+		if j%2 == 1 {
+			first[j], low = low, low+1
+		} else {
+			first[j], high = high, high-1
+		}
+	}
+	var rows [][]int
+	for r := range n {
+		row := make([]int, n)
+		for j, v := range first {
+			row[j] = (v + r) % n
+		}
+		rows = append(rows, row)
+	}
+	if n%2 == 1 {
+		for r := range n {
+			reversed := slices.Clone(rows[r])
+			slices.Reverse(reversed)
+			rows = append(rows, reversed)
+		}
+	}
+	return rows
 }
 
 // TestWorkloads runs every workload once per variant (-bench.count times),
@@ -132,6 +174,9 @@ func TestWorkloads(t *testing.T) {
 				keep[strings.TrimSpace(name)] = true
 			}
 			variants = slices.DeleteFunc(slices.Clone(variants), func(v variant) bool { return !keep[v.name] })
+		}
+		if whole := balancedRounds(len(variants)); *count%whole != 0 {
+			t.Logf("%s: %d rounds of %d variants: the order balances position and predecessor only over multiples of %d rounds", w.id, *count, len(variants), whole)
 		}
 		for i := 0; i < *count; i++ {
 			for position, v := range roundOrder(variants, i) {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -39,4 +40,45 @@ func TestRoundsAlternateWhichSideRunsFirst(t *testing.T) {
 		firsts = append(firsts, order[0].name+order[1].name)
 	}
 	assert.Equal(t, []string{"ab", "ba", "ab", "ba"}, firsts)
+}
+
+// Over a whole design every variant runs once per round, equally often in
+// every position, and after every other variant equally often (a
+// Williams design), for two to five variants.
+func TestRoundsBalancePositionAndPredecessor(t *testing.T) {
+	for n := 1; n <= 5; n++ {
+		t.Run(fmt.Sprintf("%d variants", n), func(t *testing.T) {
+			variants := make([]variant, n)
+			for i := range variants {
+				variants[i] = variant{name: string(rune('a' + i))}
+			}
+			rounds := balancedRounds(n)
+			assert.Equal(t, map[bool]int{true: n, false: 2 * n}[n%2 == 0], rounds)
+			inPosition := map[[2]string]int{}
+			follows := map[[2]string]int{}
+			for i := range rounds {
+				order := roundOrder(variants, i)
+				seen := map[string]bool{}
+				for position, v := range order {
+					require.False(t, seen[v.name], "round %d runs %s twice", i, v.name)
+					seen[v.name] = true
+					inPosition[[2]string{v.name, fmt.Sprint(position)}]++
+					if position > 0 {
+						follows[[2]string{order[position-1].name, v.name}]++
+					}
+				}
+				require.Len(t, seen, n, "round %d", i)
+			}
+			for _, v := range variants {
+				for position := range n {
+					assert.Equal(t, rounds/n, inPosition[[2]string{v.name, fmt.Sprint(position)}], "%s in position %d", v.name, position)
+				}
+				for _, w := range variants {
+					if v.name != w.name {
+						assert.Equal(t, rounds*(n-1)/(n*(n-1)), follows[[2]string{v.name, w.name}], "%s right after %s", w.name, v.name)
+					}
+				}
+			}
+		})
+	}
 }
