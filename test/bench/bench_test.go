@@ -29,6 +29,7 @@ var (
 	kubeconfig    = flag.String("bench.kubeconfig", "", "run against this control plane and its scheduler instead of a fresh one per run")
 	schedulerName = flag.String("bench.scheduler-name", "", "with -bench.kubeconfig: the schedulerName the measured scheduler serves (instead of flotilla-scheduler)")
 	metricsURL    = flag.String("bench.metrics-url", "", "with -bench.kubeconfig: the measured scheduler's /metrics, if it serves one")
+	aaRuns        = flag.Bool("bench.aa", false, "also run, in every round, a second copy of each side a goal compares against (its A/A variant): the pairs of the two copies measure each row's noise band (docs/benchmarks.md)")
 	onlyVariants  = flag.String("bench.variants", "", "comma-separated variant names to run (e.g. \"flotilla, gangs, DRA GPUs\" is one; separate with ';'); empty: all. A workload missing variants gets no verdict")
 	statusPath    = flag.String("bench.status", "", "with -bench.json: rewrite the status table and the workloads section of this markdown file (docs/benchmarks.md) from the runs the JSON file holds, running no workload")
 	cpuProfile    = flag.String("bench.cpuprofile", "", "save a 15 s CPU profile of the scheduler from the start of each run, its heap every -bench.heap-every, and its allocations at the end, into this directory")
@@ -174,6 +175,9 @@ func TestWorkloads(t *testing.T) {
 				keep[strings.TrimSpace(name)] = true
 			}
 			variants = slices.DeleteFunc(slices.Clone(variants), func(v variant) bool { return !keep[v.name] })
+		}
+		if *aaRuns {
+			variants = withAAVariants(variants, w.goals)
 		}
 		if whole := balancedRounds(len(variants)); *count%whole != 0 {
 			t.Logf("%s: %d rounds of %d variants: the order balances position and predecessor only over multiples of %d rounds", w.id, *count, len(variants), whole)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"os/exec"
 	"slices"
 	"strings"
@@ -18,25 +19,97 @@ type goal struct {
 	// needs.
 	figure func(pair map[string]*result) (float64, bool)
 	meets  func(float64) bool
+	// margin is by how much a figure beats the target (negative: misses
+	// it), in the figure's unit.
+	margin func(float64) float64
+	// aa is the same figure with the compared side replaced by a second
+	// run of its base (the base's A/A variant, aaVariant) and neutral what
+	// it reads when nothing differs (1 for a ratio, 0 for a difference):
+	// the pairs that hold that run measure the row's noise band. nil for
+	// goals on one side's figure alone.
+	aa      func(pair map[string]*result) (float64, bool)
+	neutral float64
+	// base is the side an A/A run repeats, nil with aa.
+	base *variant
+	// floor, when set, is a bound no single pair may break, beside the
+	// target the median is read against ("never below 0.95 x").
+	floor *floorBound
 	// unit prints after the figure ("x", "s").
 	unit string
 }
 
+// floorBound is a goal's stated floor: at least (or at most) limit in
+// every pair.
+type floorBound struct {
+	limit   float64
+	atLeast bool
+}
+
+func (f *floorBound) broken(x float64) bool {
+	if f.atLeast {
+		return x < f.limit
+	}
+	return x > f.limit
+}
+
+// withFloor is g with a floor every pair must keep: at least limit where
+// g's target is an at-least one, else at most.
+func withFloor(g goal, limit float64) goal {
+	g.floor = &floorBound{limit: limit, atLeast: g.margin(limit+1) > g.margin(limit)}
+	g.target += fmt.Sprintf(", every pair %s %.2f %s", map[bool]string{true: ">=", false: "<="}[g.floor.atLeast], limit, g.unit)
+	return g
+}
+
+// aaSuffix names a base's A/A variant: the same side run again in the
+// round, so that the figure between the two measures the noise alone.
+const aaSuffix = " (A/A)"
+
+// aaVariant is v run a second time in each round, under its own name.
+func aaVariant(v variant) variant {
+	v.name += aaSuffix
+	return v
+}
+
+// withAAVariants is variants and the A/A variant of each base the goals
+// compare against that variants run, once each.
+func withAAVariants(variants []variant, goals []goal) []variant {
+	out := slices.Clone(variants)
+	has := func(name string) bool {
+		return slices.ContainsFunc(out, func(v variant) bool { return v.name == name })
+	}
+	for _, g := range goals {
+		if g.base != nil && has(g.base.name) && !has(g.base.name+aaSuffix) {
+			out = append(out, aaVariant(*g.base))
+		}
+	}
+	return out
+}
+
 // ratioGoal is a goal on of(v) / of(base) at least (or at most) limit.
 func ratioGoal(what string, v, base variant, of func(*result) float64, atLeast bool, limit float64) goal {
-	target := fmt.Sprintf(">= %.2f x", limit)
-	meets := func(x float64) bool { return x >= limit }
-	if !atLeast {
-		target = fmt.Sprintf("<= %.2f x", limit)
-		meets = func(x float64) bool { return x <= limit }
-	}
-	return goal{what: what, target: target, unit: "x", meets: meets, figure: func(pair map[string]*result) (float64, bool) {
-		a, b := pair[v.name], pair[base.name]
+	target, meets, margin := bound(limit, atLeast, false)
+	ratio := func(pair map[string]*result, side string) (float64, bool) {
+		a, b := pair[side], pair[base.name]
 		if a == nil || b == nil || of(b) == 0 {
 			return 0, false
 		}
 		return of(a) / of(b), true
-	}}
+	}
+	return goal{what: what, target: target + " x", unit: "x", meets: meets, margin: margin, base: &base, neutral: 1,
+		figure: func(pair map[string]*result) (float64, bool) { return ratio(pair, v.name) },
+		aa:     func(pair map[string]*result) (float64, bool) { return ratio(pair, base.name+aaSuffix) }}
+}
+
+// bound is the target at least (or at most; strictly: above) limit: its
+// words, its test and its margin.
+func bound(limit float64, atLeast, strictly bool) (string, func(float64) bool, func(float64) float64) {
+	switch {
+	case strictly:
+		return fmt.Sprintf("> %g", limit), func(x float64) bool { return x > limit }, func(x float64) float64 { return x - limit }
+	case atLeast:
+		return fmt.Sprintf(">= %.2f", limit), func(x float64) bool { return x >= limit }, func(x float64) float64 { return x - limit }
+	}
+	return fmt.Sprintf("<= %.2f", limit), func(x float64) bool { return x <= limit }, func(x float64) float64 { return limit - x }
 }
 
 // rssGoal is the standing memory goal: v's peak RSS at most 1.2 x base's.
@@ -46,16 +119,16 @@ func rssGoal(v, base variant) goal {
 
 // atMostGoal is a goal on one variant's figure, at most limit (in unit).
 func atMostGoal(what string, v variant, of func(*result) float64, limit float64, unit string) goal {
-	return variantGoal(what, fmt.Sprintf("<= %g %s", limit, unit), unit, v, of, func(x float64) bool { return x <= limit })
+	return variantGoal(what, fmt.Sprintf("<= %g %s", limit, unit), unit, v, of, func(x float64) bool { return x <= limit }, func(x float64) float64 { return limit - x })
 }
 
 // atLeastGoal is a goal on one variant's figure, at least limit (in unit).
 func atLeastGoal(what string, v variant, of func(*result) float64, limit float64, unit string) goal {
-	return variantGoal(what, fmt.Sprintf(">= %g %s", limit, unit), unit, v, of, func(x float64) bool { return x >= limit })
+	return variantGoal(what, fmt.Sprintf(">= %g %s", limit, unit), unit, v, of, func(x float64) bool { return x >= limit }, func(x float64) float64 { return x - limit })
 }
 
-func variantGoal(what, target, unit string, v variant, of func(*result) float64, meets func(float64) bool) goal {
-	return goal{what: what, target: strings.TrimSpace(target), unit: unit, meets: meets,
+func variantGoal(what, target, unit string, v variant, of func(*result) float64, meets func(float64) bool, margin func(float64) float64) goal {
+	return goal{what: what, target: strings.TrimSpace(target), unit: unit, meets: meets, margin: margin,
 		figure: func(pair map[string]*result) (float64, bool) {
 			r := pair[v.name]
 			if r == nil {
@@ -68,18 +141,20 @@ func variantGoal(what, target, unit string, v variant, of func(*result) float64,
 // differenceGoal is a goal on of(v) - of(base): above limit when
 // strictly, else at least limit (in unit, e.g. percentage points).
 func differenceGoal(what string, v, base variant, of func(*result) float64, limit float64, strictly bool, unit string) goal {
-	target, meets := fmt.Sprintf(">= %g %s", limit, unit), func(x float64) bool { return x >= limit }
-	if strictly {
-		target, meets = fmt.Sprintf("> %g %s", limit, unit), func(x float64) bool { return x > limit }
+	target, meets, margin := bound(limit, true, strictly)
+	if !strictly {
+		target = fmt.Sprintf(">= %g", limit)
 	}
-	return goal{what: what, target: strings.TrimSpace(target), unit: unit, meets: meets,
-		figure: func(pair map[string]*result) (float64, bool) {
-			a, b := pair[v.name], pair[base.name]
-			if a == nil || b == nil {
-				return 0, false
-			}
-			return of(a) - of(b), true
-		}}
+	difference := func(pair map[string]*result, side string) (float64, bool) {
+		a, b := pair[side], pair[base.name]
+		if a == nil || b == nil {
+			return 0, false
+		}
+		return of(a) - of(b), true
+	}
+	return goal{what: what, target: strings.TrimSpace(target + " " + unit), unit: unit, meets: meets, margin: margin, base: &base,
+		figure: func(pair map[string]*result) (float64, bool) { return difference(pair, v.name) },
+		aa:     func(pair map[string]*result) (float64, bool) { return difference(pair, base.name+aaSuffix) }}
 }
 
 // extraOf reads one of a run's workload-specific figures.
@@ -113,6 +188,72 @@ type statusRow struct {
 	unit             string
 	commit, date     string
 	verdict          string
+	// band is the row's noise band, measured from aaPairs A/A pairs
+	// (hasBand: at least minAAPairs of them).
+	band    float64
+	aaPairs int
+	hasBand bool
+}
+
+// minAAPairs is how many A/A pairs a noise band needs: fewer say too
+// little of the spread to judge by.
+const minAAPairs = 3
+
+// noiseBand is the widest a goal's A/A figure strays from neutral over
+// the pairs: how far the figure moves when nothing but the run differs.
+func noiseBand(aa []float64, neutral float64) (band float64, ok bool) {
+	for _, x := range aa {
+		band = max(band, math.Abs(x-neutral))
+	}
+	return band, len(aa) >= minAAPairs
+}
+
+// verdictOf is a row's verdict on its per-pair figures. A stated floor
+// that any pair breaks makes it not met. With a noise band: met when the
+// median beats the target by more than the band, not met when it misses
+// it by more, within noise otherwise. Without one, met when every pair
+// meets the target, not met when none does, within noise otherwise; a
+// goal comparing two sides then says that no band was measured (a goal
+// on one side's own figure has none to measure).
+func verdictOf(figures []float64, g goal, band float64, hasBand bool) string {
+	if len(figures) == 0 {
+		return "not measured"
+	}
+	if g.floor != nil {
+		for _, x := range figures {
+			if g.floor.broken(x) {
+				return "**not met** (below its floor)"
+			}
+		}
+	}
+	if hasBand {
+		sorted := slices.Clone(figures)
+		slices.Sort(sorted)
+		switch margin := g.margin(nearestRank(sorted, 0.5)); {
+		case margin > band:
+			return "met"
+		case -margin > band:
+			return "**not met**"
+		}
+		return "within noise"
+	}
+	met := 0
+	for _, x := range figures {
+		if g.meets(x) {
+			met++
+		}
+	}
+	verdict := "within noise"
+	switch met {
+	case len(figures):
+		verdict = "met"
+	case 0:
+		verdict = "**not met**"
+	}
+	if g.aa != nil {
+		verdict += ", no band"
+	}
+	return verdict
 }
 
 // pairsOf groups a workload's runs of its newest commit and day into
@@ -148,35 +289,30 @@ func pairsOf(runs []*result) (pairs []map[string]*result, commit, date string) {
 	return pairs, commit, date
 }
 
-// statusRows reads every workload's goals against its newest runs. A row
-// is met when every pair meets the target, not met when none does, and
-// within noise when the pairs fall on both sides; stale when its commit
-// is unknown or older than the last change to what runs (stale(commit)).
+// statusRows reads every workload's goals against its newest runs
+// (verdictOf); a row is stale when its commit is unknown or older than the
+// last change to what runs (stale(commit)).
 func statusRows(all []*result, ws []workload, stale func(commit string) bool) []statusRow {
 	var rows []statusRow
 	for _, w := range ws {
 		pairs, commit, date := pairsOf(runsOf(all, w.id))
 		for _, g := range w.goals {
 			row := statusRow{id: w.id, goal: g.what, target: g.target, unit: g.unit, commit: commit, date: date}
-			met := 0
+			var aa []float64
 			for _, pair := range pairs {
 				if x, ok := g.figure(pair); ok {
 					row.figures = append(row.figures, x)
-					if g.meets(x) {
-						met++
-					}
+				}
+				if g.aa == nil {
+					continue
+				}
+				if x, ok := g.aa(pair); ok {
+					aa = append(aa, x)
 				}
 			}
-			switch {
-			case len(row.figures) == 0:
-				row.verdict = "not measured"
-			case met == len(row.figures):
-				row.verdict = "met"
-			case met == 0:
-				row.verdict = "**not met**"
-			default:
-				row.verdict = "within noise"
-			}
+			row.band, row.hasBand = noiseBand(aa, g.neutral)
+			row.aaPairs = len(aa)
+			row.verdict = verdictOf(row.figures, g, row.band, row.hasBand)
 			if len(row.figures) > 0 && stale(commit) {
 				row.verdict += ", stale"
 			}
@@ -189,9 +325,15 @@ func statusRows(all []*result, ws []workload, stale func(commit string) bool) []
 // renderStatus is the status table: one row per goal.
 func renderStatus(rows []statusRow) string {
 	var b strings.Builder
-	b.WriteString("| goal | workload | median | per-pair range | pairs | commit | date | verdict |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| goal | workload | median | per-pair range | pairs | noise band (A/A pairs) | commit | date | verdict |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		median, spread := "–", "–"
+		median, spread, band := "–", "–", "–"
+		switch {
+		case r.hasBand:
+			band = fmt.Sprintf("±%.2f %s (%d)", r.band, r.unit, r.aaPairs)
+		case r.aaPairs > 0:
+			band = fmt.Sprintf("too few (%d of %d)", r.aaPairs, minAAPairs)
+		}
 		if len(r.figures) > 0 {
 			sorted := slices.Clone(r.figures)
 			slices.Sort(sorted)
@@ -205,7 +347,7 @@ func renderStatus(rows []statusRow) string {
 		if date == "" {
 			date = "–"
 		}
-		fmt.Fprintf(&b, "| %s (%s) | %s | %s | %s | %d | %s | %s | %s |\n", r.goal, r.target, r.id, median, spread, len(r.figures), commit, date, r.verdict)
+		fmt.Fprintf(&b, "| %s (%s) | %s | %s | %s | %d | %s | %s | %s | %s |\n", r.goal, r.target, r.id, median, spread, len(r.figures), band, commit, date, r.verdict)
 	}
 	return b.String()
 }

@@ -15,9 +15,10 @@ import (
 	"github.com/flotilla-sched/flotilla/internal/report"
 )
 
-// A status row reads its goal per pair of the newest measurement: met when
-// every pair meets it, within noise when pairs fall on both sides, not met
-// when none does; stale as the commit says.
+// A status row reads its goal per pair of the newest measurement; without
+// A/A pairs (no band): met when every pair meets it, within noise when
+// pairs fall on both sides, not met when none does; stale as the commit
+// says.
 func TestStatusRowsReadEachPair(t *testing.T) {
 	a, b := variant{name: "a"}, variant{name: "b"}
 	w := func(id string) workload {
@@ -46,10 +47,10 @@ func TestStatusRowsReadEachPair(t *testing.T) {
 		figures []float64
 		verdict string
 	}{
-		{"W1", []float64{1.1, 1.2}, "met"},
-		{"W2", []float64{0.9, 1.1}, "within noise"},
-		{"W3", []float64{0.9}, "**not met**"},
-		{"W4", []float64{1.2, 1.3}, "met, stale"},
+		{"W1", []float64{1.1, 1.2}, "met, no band"},
+		{"W2", []float64{0.9, 1.1}, "within noise, no band"},
+		{"W3", []float64{0.9}, "**not met**, no band"},
+		{"W4", []float64{1.2, 1.3}, "met, no band, stale"},
 		{"W5", nil, "not measured"},
 	} {
 		var got statusRow
@@ -62,7 +63,7 @@ func TestStatusRowsReadEachPair(t *testing.T) {
 		assert.Equal(t, tc.verdict, got.verdict, tc.id)
 	}
 	table := renderStatus(rows)
-	assert.Contains(t, table, "| pods/s, a / b (>= 1.00 x) | W2 | 0.90 x | 0.90–1.10 | 2 | new | 2026-11-28 | within noise |")
+	assert.Contains(t, table, "| pods/s, a / b (>= 1.00 x) | W2 | 0.90 x | 0.90–1.10 | 2 | – | new | 2026-11-28 | within noise, no band |")
 	assert.Equal(t, 2+len(rows), strings.Count(table, "\n"))
 }
 
@@ -139,10 +140,10 @@ func TestStatusReadsUpstreamPairs(t *testing.T) {
 		verdicts[r.id+" | "+r.goal] = fmt.Sprintf("%v %s", r.figures, r.verdict)
 	}
 	for key, want := range map[string]string{
-		"P5 SchedulingBasic/5000Nodes_10000Pods | pods/s, flotilla / default plugins":                                        "[1 0.9] within noise",
-		"P6 HostPortConflict/20000Nodes_20000Pods | pods/s with batching, flotilla / default plugins":                        "[0.96 0.96] met",
+		"P5 SchedulingBasic/5000Nodes_10000Pods | pods/s, flotilla / default plugins":                                        "[1 0.9] within noise, no band",
+		"P6 HostPortConflict/20000Nodes_20000Pods | pods/s with batching, flotilla / default plugins":                        "[0.96 0.96] met, no band",
 		"P6 HostPortConflict/20000Nodes_20000Pods | gain from batching (pods/s on / off), flotilla's / the default plugins'": "[0.8 0.8] **not met**",
-		"P7 GangScheduling/5000Nodes_1000Gangs_3000Pods | pods/s, flotilla / in-tree gang scheduler":                         "[1.3333333333333333 1.3333333333333333] met",
+		"P7 GangScheduling/5000Nodes_1000Gangs_3000Pods | pods/s, flotilla / in-tree gang scheduler":                         "[1.3333333333333333 1.3333333333333333] met, no band",
 		"P7 GangScheduling/5000Nodes_1000Gangs_3000Pods | gang wait, mean, flotilla / the in-tree pod-group attempt":         "[0.25 0.25] met",
 		"P5 PreemptionAsync/5000Nodes | pods/s, flotilla / default plugins":                                                  "[] not measured",
 	} {
@@ -204,4 +205,82 @@ func TestStaleAgainstWhatRunsByPath(t *testing.T) {
 	stale := staleAgainstWhatRuns(repo)
 	assert.False(t, stale(measured), "docs changed since, nothing that runs")
 	assert.True(t, stale(base), "the first commit")
+}
+
+// The verdict rule over invented pairs. With a band (from at least
+// minAAPairs A/A pairs): met only when the median beats the target by more
+// than the band, not met when it misses by more, within noise otherwise,
+// whatever single pairs do. A stated floor broken by any pair is not met.
+// Without a band, the per-pair rule, saying so.
+func TestVerdictOfInventedPairs(t *testing.T) {
+	flotilla, stock := variant{name: "flotilla"}, variant{name: "stock"}
+	pods := func(r *result) float64 { return r.PodsPerS }
+	atLeast := ratioGoal("pods/s", flotilla, stock, pods, true, 1.0)
+	atMost := ratioGoal("peak RSS", flotilla, stock, func(r *result) float64 { return r.PeakRSS }, false, 1.2)
+	floored := withFloor(atLeast, 0.95)
+	for _, c := range []struct {
+		name    string
+		goal    goal
+		figures []float64
+		aa      []float64 // A/A figures: their spread is the band
+		want    string
+	}{
+		{name: "beats the target by more than the band", goal: atLeast, figures: []float64{1.08, 1.10, 1.12}, aa: []float64{1.02, 0.97, 1.01}, want: "met"},
+		{name: "beats it by less than the band", goal: atLeast, figures: []float64{1.02, 1.03, 1.04}, aa: []float64{1.04, 0.96, 1.00}, want: "within noise"},
+		{name: "misses by more than the band", goal: atLeast, figures: []float64{0.90, 0.92, 0.91}, aa: []float64{1.02, 0.98, 1.01}, want: "**not met**"},
+		{name: "misses by less than the band", goal: atLeast, figures: []float64{0.97, 0.99, 0.98}, aa: []float64{1.03, 0.97, 1.00}, want: "within noise"},
+		{name: "mixed pairs, median well above", goal: atLeast, figures: []float64{0.98, 1.10, 1.12}, aa: []float64{1.01, 0.99, 1.00}, want: "met"},
+		{name: "mixed pairs, median well below", goal: atLeast, figures: []float64{0.90, 0.91, 1.05}, aa: []float64{1.01, 0.99, 1.00}, want: "**not met**"},
+		{name: "an at-most target", goal: atMost, figures: []float64{1.05, 1.06, 1.04}, aa: []float64{1.03, 0.98, 1.01}, want: "met"},
+		{name: "an at-most target missed", goal: atMost, figures: []float64{1.40, 1.35, 1.38}, aa: []float64{1.03, 0.98, 1.01}, want: "**not met**"},
+		{name: "a floor one pair breaks", goal: floored, figures: []float64{1.10, 1.12, 0.938}, aa: []float64{1.01, 0.99, 1.00}, want: "**not met** (below its floor)"},
+		{name: "a floor kept", goal: floored, figures: []float64{1.10, 1.12, 0.96}, aa: []float64{1.01, 0.99, 1.00}, want: "met"},
+		{name: "too few A/A pairs: the per-pair rule", goal: atLeast, figures: []float64{0.98, 1.10, 1.12}, aa: []float64{1.01, 0.99}, want: "within noise, no band"},
+		{name: "no A/A pairs, every pair meets", goal: atLeast, figures: []float64{1.01, 1.02}, want: "met, no band"},
+		{name: "not measured", goal: atLeast, want: "not measured"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// The pairs as runs: stock at 100, flotilla at figure x 100,
+			// the A/A run at aa x 100, each pair a round.
+			var runs []*result
+			for i := range max(len(c.figures), len(c.aa)) {
+				of := func(v string, ratio float64) *result {
+					return &result{Workload: "W", Variant: v, Pair: i, Commit: "new", Date: "2026-12-03", PodsPerS: 100 * ratio, PeakRSS: 100 * ratio}
+				}
+				runs = append(runs, of(stock.name, 1))
+				if i < len(c.figures) {
+					runs = append(runs, of(flotilla.name, c.figures[i]))
+				}
+				if i < len(c.aa) {
+					runs = append(runs, of(stock.name+aaSuffix, c.aa[i]))
+				}
+			}
+			rows := statusRows(runs, []workload{{id: "W", goals: []goal{c.goal}}}, func(string) bool { return false })
+			require.Len(t, rows, 1)
+			assert.Equal(t, c.want, rows[0].verdict)
+			if len(c.aa) >= minAAPairs {
+				band, _ := noiseBand(c.aa, 1)
+				assert.InDelta(t, band, rows[0].band, 1e-9)
+				assert.Contains(t, renderStatus(rows), fmt.Sprintf("±%.2f x (%d)", band, len(c.aa)))
+			}
+		})
+	}
+	assert.Equal(t, ">= 1.00 x, every pair >= 0.95 x", floored.target)
+}
+
+// -bench.aa adds, once, the A/A variant of each base a workload's goals
+// compare against, and only of bases the workload runs.
+func TestWithAAVariants(t *testing.T) {
+	flotilla, stock, other := variant{name: "flotilla"}, variant{name: "stock"}, variant{name: "other"}
+	pods := func(r *result) float64 { return r.PodsPerS }
+	goals := []goal{
+		ratioGoal("pods/s", flotilla, stock, pods, true, 1), rssGoal(flotilla, stock),
+		ratioGoal("pods/s against a side not run", flotilla, other, pods, true, 1),
+		atMostGoal("seconds", flotilla, pods, 2, "s"),
+	}
+	var names []string
+	for _, v := range withAAVariants([]variant{stock, flotilla}, goals) {
+		names = append(names, v.name)
+	}
+	assert.Equal(t, []string{"stock", "flotilla", "stock (A/A)"}, names)
 }

@@ -130,7 +130,7 @@ func workloads(full bool) []workload {
 				return runPods(e, v, podStream{nodes: p1Nodes, node: cpuNode, pods: p1Pods, perGroup: 1, cpu: "500m"})
 			},
 			measured: ratioMeasured("pods/s", flotillaPlain, func(r *result) float64 { return r.PodsPerS }),
-			goals: []goal{ratioGoal("pods/s, flotilla / default profile", flotillaPlain, defaultPlain, func(r *result) float64 { return r.PodsPerS }, true, 1.0),
+			goals: []goal{withFloor(ratioGoal("pods/s, flotilla / default profile", flotillaPlain, defaultPlain, func(r *result) float64 { return r.PodsPerS }, true, 1.0), 0.95),
 				rssGoal(flotillaPlain, defaultPlain)},
 		},
 		{
