@@ -97,17 +97,19 @@ upstream-harness:
 	$(GO) test -tags upstreamperf -c -o bin/upstream.test ./test/upstream
 
 ## bench: benchmarks; rewrites the packing-quality table, the status table and the workloads section
-## of docs/benchmarks.md. Each workload (BENCH_WORKLOADS, space-separated) runs BENCH_COUNT alternating
-## pairs at BENCH_SIZE in its own go test process, which adds its runs to docs/benchmarks.json (replacing
+## of docs/benchmarks.md. Each workload (BENCH_WORKLOADS, space-separated) runs BENCH_COUNT rounds in a
+## balanced order at BENCH_SIZE in its own go test process, which adds its runs to docs/benchmarks.json (replacing
 ## that workload's older ones) before the next starts: a workload that fails loses only its own runs.
+## BENCH_AA=true also runs each compared side twice per round: the A/A pairs give each row its noise band.
 BENCH_SIZE      ?= full
 BENCH_COUNT     ?= 3
+BENCH_AA        ?= false
 BENCH_WORKLOADS ?= P1 S1 P2 R1 D1 M1 P3 P4 Q1 Q2 F1 T1
 bench:
 	$(GO) test -count=1 -run TestPackingQuality -bench . -benchmem ./plugins/binpack -args -packing-report=$(CURDIR)/docs/benchmarks.md
 	for w in $(BENCH_WORKLOADS); do \
 	  $(GO) test -count=1 -timeout 120m -run TestWorkloads -v ./test/bench -args -bench.size=$(BENCH_SIZE) \
-	    -bench.count=$(BENCH_COUNT) -bench.workloads=$$w \
+	    -bench.count=$(BENCH_COUNT) -bench.aa=$(BENCH_AA) -bench.workloads=$$w \
 	    -bench.report=$(CURDIR)/docs/benchmarks.md -bench.json=$(CURDIR)/docs/benchmarks.json || exit 1; \
 	done
 
