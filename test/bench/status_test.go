@@ -171,7 +171,8 @@ func TestStaleAgainstWhatRunsFromThePackageDirectory(t *testing.T) {
 }
 
 // Each path of what runs makes the commits before its change stale; a
-// change to docs alone does not, in a history made for the test.
+// change to docs, or to how rows are judged and printed, does not, in a
+// history made for the test.
 func TestStaleAgainstWhatRunsByPath(t *testing.T) {
 	repo := t.TempDir()
 	git := func(args ...string) string {
@@ -202,8 +203,10 @@ func TestStaleAgainstWhatRunsByPath(t *testing.T) {
 	measured := git("rev-parse", "HEAD")
 	commit("docs/benchmarks.md")
 	commit("README.md")
+	commit("test/bench/status.go")
+	commit("test/bench/report.go")
 	stale := staleAgainstWhatRuns(repo)
-	assert.False(t, stale(measured), "docs changed since, nothing that runs")
+	assert.False(t, stale(measured), "docs and the rows' judging and printing changed since, nothing that runs")
 	assert.True(t, stale(base), "the first commit")
 }
 
