@@ -28,12 +28,16 @@ type binaryBuild struct {
 	// unstamped kube-scheduler has no version and its metrics registry
 	// refuses to start.
 	stampVersionOf string
-	flags, env     []string
-	prebuilt       string
-	once           sync.Once
-	path           string
-	built          bool
-	err            error
+	// module, if set, is the directory (from the root of flotilla's
+	// module) of the module graph pkg is built in, and whose go.mod gives
+	// stampVersionOf's version; empty: flotilla's own.
+	module     string
+	flags, env []string
+	prebuilt   string
+	once       sync.Once
+	path       string
+	built      bool
+	err        error
 }
 
 func (b *binaryBuild) get() (string, error) {
@@ -56,9 +60,20 @@ func (b *binaryBuild) get() (string, error) {
 			pkg, name = "github.com/flotilla-sched/flotilla/cmd/flotilla-scheduler", "flotilla-scheduler"
 		}
 		b.path = filepath.Join(dir, name)
+		moduleDir := ""
+		if b.module != "" {
+			root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/flotilla-sched/flotilla").Output()
+			if err != nil {
+				b.err = fmt.Errorf("flotilla's module directory: %w", err)
+				return
+			}
+			moduleDir = filepath.Join(strings.TrimSpace(string(root)), b.module)
+		}
 		flags := b.flags
 		if b.stampVersionOf != "" {
-			out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", b.stampVersionOf).Output()
+			list := exec.Command("go", "list", "-m", "-f", "{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}", b.stampVersionOf)
+			list.Dir = moduleDir
+			out, err := list.Output()
 			if err != nil {
 				b.err = fmt.Errorf("the version of %s: %w", b.stampVersionOf, err)
 				return
@@ -67,6 +82,7 @@ func (b *binaryBuild) get() (string, error) {
 		}
 		args := append(append([]string{"build"}, flags...), "-o", b.path, pkg)
 		cmd := exec.Command("go", args...)
+		cmd.Dir = moduleDir
 		cmd.Env = append(os.Environ(), b.env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go build: %v: %s", err, out)
@@ -81,6 +97,7 @@ const (
 	SchedulerBinaryEnv       = "FLOTILLA_SCHEDULER_BINARY"
 	StaticSchedulerBinaryEnv = "FLOTILLA_STATIC_SCHEDULER_BINARY"
 	StockSchedulerBinaryEnv  = "FLOTILLA_KUBE_SCHEDULER_BINARY"
+	CoschedulingBinaryEnv    = "FLOTILLA_COSCHEDULING_BINARY"
 )
 
 var StaticBuildFlags = []string{"-trimpath", "-ldflags", "-s -w"}
@@ -92,7 +109,16 @@ var (
 	// Upstream's kube-scheduler at the version flotilla builds against,
 	// with no flotilla code: the benchmarks' baseline.
 	stockSchedulerBuild = &binaryBuild{pkg: "k8s.io/kubernetes/cmd/kube-scheduler", name: "kube-scheduler", prebuilt: StockSchedulerBinaryEnv, stampVersionOf: "k8s.io/kubernetes"}
+	// scheduler-plugins' kube-scheduler with its Coscheduling plugin, in
+	// the module graph of its own that test/bench/coscheduling keeps
+	// (kube-scheduler 1.34's framework): the bench's peer on gangs.
+	coschedulingBuild = &binaryBuild{pkg: "sigs.k8s.io/scheduler-plugins/cmd/scheduler", name: "kube-scheduler-coscheduling",
+		module: "test/bench/coscheduling", prebuilt: CoschedulingBinaryEnv, stampVersionOf: "k8s.io/kubernetes"}
 )
+
+// CoschedulingBinary builds scheduler-plugins' kube-scheduler once per test
+// process and returns its path.
+func CoschedulingBinary() (string, error) { return coschedulingBuild.get() }
 
 // StockSchedulerBinary builds upstream's kube-scheduler once per test
 // process and returns its path.
@@ -102,7 +128,7 @@ func StockSchedulerBinary() (string, error) { return stockSchedulerBuild.get() }
 // over 100 MB in the temporary directory): a test package's TestMain calls
 // it once its tests are done.
 func RemoveSchedulerBinaries() {
-	for _, b := range []*binaryBuild{schedulerBuild, staticSchedulerBuild, stockSchedulerBuild} {
+	for _, b := range []*binaryBuild{schedulerBuild, staticSchedulerBuild, stockSchedulerBuild, coschedulingBuild} {
 		if b.built && b.path != "" {
 			_ = os.RemoveAll(filepath.Dir(b.path))
 		}
@@ -146,6 +172,16 @@ func (cp *ControlPlane) StartSchedulerProcessAs(ctx context.Context, config []by
 // kube-scheduler (StockSchedulerBinary): no flotilla code in its process.
 func (cp *ControlPlane) StartStockSchedulerProcess(ctx context.Context, config []byte, flags ...string) (*SchedulerProcess, error) {
 	binary, err := StockSchedulerBinary()
+	if err != nil {
+		return nil, err
+	}
+	return cp.startBinary(ctx, binary, config, cp.KubeconfigPath, flags)
+}
+
+// StartCoschedulingProcess is StartSchedulerProcess for scheduler-plugins'
+// kube-scheduler (CoschedulingBinary).
+func (cp *ControlPlane) StartCoschedulingProcess(ctx context.Context, config []byte, flags ...string) (*SchedulerProcess, error) {
+	binary, err := CoschedulingBinary()
 	if err != nil {
 		return nil, err
 	}

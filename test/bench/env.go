@@ -47,10 +47,13 @@ type env struct {
 	scheduler string
 	// stock: the run's scheduler is upstream's kube-scheduler (the default
 	// profile's variants), not flotilla-scheduler.
-	stock   bool
-	proc    *cluster.SchedulerProcess
-	metrics string
-	pprof   string
+	stock bool
+	// coscheduling: the run's scheduler is scheduler-plugins'
+	// (variant.coscheduling).
+	coscheduling bool
+	proc         *cluster.SchedulerProcess
+	metrics      string
+	pprof        string
 	// profileDir: where to save a CPU profile of each run and its
 	// allocations (-bench.cpuprofile).
 	profileDir string
@@ -87,7 +90,7 @@ type env struct {
 // cluster.KubeletOptions). The others schedule bare pods that are never
 // run.
 func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run int, jobs bool) (*env, error) {
-	e := &env{ctx: ctx, tb: tb, namespace: fmt.Sprintf("bench-%d", run), scheduler: v.scheduler, stock: v.scheduler == defaultScheduler, nativeGangs: v.nativeGangs}
+	e := &env{ctx: ctx, tb: tb, namespace: fmt.Sprintf("bench-%d", run), scheduler: v.scheduler, stock: v.scheduler == defaultScheduler, coscheduling: v.coscheduling, nativeGangs: v.nativeGangs}
 	var cfg *rest.Config
 	if opts.Kubeconfig != "" {
 		c, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
@@ -154,11 +157,16 @@ func newEnv(ctx context.Context, tb ktesting.TB, opts Options, v variant, run in
 	return e, e.pods.Start(ctx, tb, e.client, e.namespace)
 }
 
+// runsFlotilla: the run's scheduler is flotilla-scheduler.
+func (e *env) runsFlotilla() bool { return !e.stock && !e.coscheduling }
+
 // startScheduler runs the scheduler of the run's variant and waits until
 // it serves: for flotilla's variants the flotilla-scheduler binary with
 // both profiles (the replace-default configuration); for the default
 // profile's, upstream's kube-scheduler with its default profile alone
-// (stockConfig), so that no flotilla code runs in the baseline's process.
+// (stockConfig), so that no flotilla code runs in the baseline's process;
+// for Coscheduling, scheduler-plugins' kube-scheduler with its documented
+// Coscheduling profile (coschedulingConfig).
 func (e *env) startScheduler() error {
 	if e.cp == nil {
 		return nil
@@ -166,6 +174,9 @@ func (e *env) startScheduler() error {
 	config, err := manifests.File("scheduler-config-replace-default.yaml")
 	if err != nil {
 		return err
+	}
+	if e.coscheduling {
+		return e.startCoscheduling(config)
 	}
 	if e.stock {
 		if config, err = stockConfig(config); err != nil {
@@ -221,15 +232,69 @@ func (e *env) startScheduler() error {
 	if err != nil {
 		return err
 	}
+	return e.waitServing(port)
+}
+
+// waitServing records where the started scheduler serves and waits until
+// it is ready, not merely serving: otherwise a side whose informers sync
+// later (flotilla's watch its CRDs) is timed for its start-up.
+func (e *env) waitServing(port int) error {
 	e.metrics = fmt.Sprintf("https://127.0.0.1:%d/metrics", port)
 	e.pprof = fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/profile", port)
-	// The workload starts once the scheduler is ready, not merely serving:
-	// otherwise a side whose informers sync later (flotilla's watch its
-	// CRDs) is timed for its start-up.
 	if err := cluster.WaitReady(e.ctx, port, 60*time.Second); err != nil {
 		return fmt.Errorf("%w: %s", err, tail(e.proc.Logs()))
 	}
 	return nil
+}
+
+// startCoscheduling runs scheduler-plugins' kube-scheduler (its 1.34
+// framework against this 1.37 apiserver: three minor versions of skew,
+// outside Kubernetes' supported one, stated beside its rows) with the
+// Coscheduling profile and the shipped configuration's client limits. Of
+// the shipped Deployment's flags it takes none: their feature gates are
+// flotilla's, some unknown to 1.34.
+func (e *env) startCoscheduling(shipped []byte) error {
+	config, err := coschedulingConfig(shipped)
+	if err != nil {
+		return err
+	}
+	port, err := cluster.FreePort()
+	if err != nil {
+		return err
+	}
+	flags := append([]string{"--leader-elect=false", "--v=1"}, cluster.ServingFlags(port)...)
+	if e.proc, err = e.cp.StartCoschedulingProcess(e.ctx, config, flags...); err != nil {
+		return err
+	}
+	return e.waitServing(port)
+}
+
+// coschedulingConfig is scheduler-plugins' documented Coscheduling profile
+// (its manifests/coscheduling/scheduler-config.yaml: Coscheduling at every
+// extension point and as the queue sort, placed members waiting 10 s for
+// their gang) under the peer's scheduler name, with the shipped
+// configuration's client limits, as stockConfig gives the baseline.
+func coschedulingConfig(shipped []byte) ([]byte, error) {
+	var cfg map[string]interface{}
+	if err := yaml.Unmarshal(shipped, &cfg); err != nil {
+		return nil, err
+	}
+	enable := func(name string) map[string]interface{} {
+		return map[string]interface{}{"enabled": []interface{}{map[string]interface{}{"name": name}}}
+	}
+	queueSort := enable("Coscheduling")
+	queueSort["disabled"] = []interface{}{map[string]interface{}{"name": "*"}}
+	profile := map[string]interface{}{
+		"schedulerName": coschedulingScheduler,
+		"plugins":       map[string]interface{}{"multiPoint": enable("Coscheduling"), "queueSort": queueSort},
+		"pluginConfig": []interface{}{map[string]interface{}{
+			"name": "Coscheduling", "args": map[string]interface{}{"permitWaitingTimeSeconds": 10}}},
+	}
+	out := map[string]interface{}{"apiVersion": cfg["apiVersion"], "kind": cfg["kind"], "profiles": []interface{}{profile}}
+	if conn, ok := cfg["clientConnection"]; ok {
+		out["clientConnection"] = conn
+	}
+	return yaml.Marshal(out)
 }
 
 // stockConfig is the baseline's configuration: the shipped one's client

@@ -29,6 +29,42 @@ func TestStockConfigIsTheDefaultProfileWithTheShippedClientLimits(t *testing.T) 
 	assert.NotContains(t, string(out), "flotilla")
 }
 
+// The peer's configuration is scheduler-plugins' documented Coscheduling
+// profile (its manifests/coscheduling/scheduler-config.yaml) under its
+// chart's scheduler name, with the shipped client limits and nothing of
+// flotilla's.
+func TestCoschedulingConfigIsItsDocumentedProfileWithTheShippedClientLimits(t *testing.T) {
+	shipped, err := manifests.File("scheduler-config-replace-default.yaml")
+	require.NoError(t, err)
+	out, err := coschedulingConfig(shipped)
+	require.NoError(t, err)
+	var got, want map[string]interface{}
+	require.NoError(t, yaml.Unmarshal(out, &got))
+	require.NoError(t, yaml.Unmarshal(shipped, &want))
+	assert.Equal(t, want["clientConnection"], got["clientConnection"])
+	assert.Nil(t, got["leaderElection"], "leader election is a flag of the run")
+	var documented map[string]interface{}
+	require.NoError(t, yaml.Unmarshal([]byte(`
+schedulerName: scheduler-plugins-scheduler
+plugins:
+  multiPoint:
+    enabled:
+    - name: Coscheduling
+  queueSort:
+    enabled:
+    - name: Coscheduling
+    disabled:
+    - name: "*"
+pluginConfig:
+- name: Coscheduling
+  args:
+    permitWaitingTimeSeconds: 10
+`), &documented))
+	assert.Equal(t, []interface{}{documented}, got["profiles"])
+	assert.NotContains(t, string(out), "Gang")
+	assert.NotContains(t, string(out), "flotilla")
+}
+
 // Rounds alternate the variants' order: each side runs first in every
 // other round.
 func TestRoundsAlternateWhichSideRunsFirst(t *testing.T) {

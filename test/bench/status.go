@@ -36,6 +36,14 @@ type goal struct {
 	floor *floorBound
 	// unit prints after the figure ("x", "s").
 	unit string
+	// notRun, when set, is why a side cannot run the workload: the row
+	// says so instead of a figure.
+	notRun string
+}
+
+// notRunByPeer is the row of a workload Coscheduling cannot run, and why.
+func notRunByPeer(why string) goal {
+	return goal{what: "Coscheduling", target: "not run", notRun: why}
 }
 
 // floorBound is a goal's stated floor: at least (or at most) limit in
@@ -298,6 +306,11 @@ func statusRows(all []*result, ws []workload, stale func(commit string) bool) []
 		pairs, commit, date := pairsOf(runsOf(all, w.id))
 		for _, g := range w.goals {
 			row := statusRow{id: w.id, goal: g.what, target: g.target, unit: g.unit, commit: commit, date: date}
+			if g.notRun != "" {
+				row.verdict = "not run: " + g.notRun
+				rows = append(rows, row)
+				continue
+			}
 			var aa []float64
 			for _, pair := range pairs {
 				if x, ok := g.figure(pair); ok {

@@ -40,8 +40,10 @@ func TestStatusRowsReadEachPair(t *testing.T) {
 		run("W5", "a", 0, "new", 90),
 	}
 	stale := func(commit string) bool { return commit != "new" }
-	rows := statusRows(runs, []workload{w("W1"), w("W2"), w("W3"), w("W4"), w("W5")}, stale)
-	require.Len(t, rows, 5)
+	w6 := w("W6")
+	w6.goals = append(w6.goals, notRunByPeer("it has roles"))
+	rows := statusRows(runs, []workload{w("W1"), w("W2"), w("W3"), w("W4"), w("W5"), w6}, stale)
+	require.Len(t, rows, 7)
 	for _, tc := range []struct {
 		id      string
 		figures []float64
@@ -62,7 +64,11 @@ func TestStatusRowsReadEachPair(t *testing.T) {
 		assert.InDeltaSlice(t, tc.figures, got.figures, 1e-9, tc.id)
 		assert.Equal(t, tc.verdict, got.verdict, tc.id)
 	}
+	// A side that cannot run the workload has its row, saying why.
+	assert.Equal(t, "not measured", rows[5].verdict)
+	assert.Equal(t, "not run: it has roles", rows[6].verdict)
 	table := renderStatus(rows)
+	assert.Contains(t, table, "| Coscheduling (not run) | W6 | – | – | 0 | – | unknown | – | not run: it has roles |")
 	assert.Contains(t, table, "| pods/s, a / b (>= 1.00 x) | W2 | 0.90 x | 0.90–1.10 | 2 | – | new | 2026-11-28 | within noise, no band |")
 	assert.Equal(t, 2+len(rows), strings.Count(table, "\n"))
 }

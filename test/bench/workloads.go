@@ -18,8 +18,11 @@ import (
 const (
 	defaultScheduler  = "default-scheduler"
 	flotillaScheduler = "flotilla-scheduler"
-	groupLabel        = "bench-group"
-	queueLabel        = flotillav1alpha1.QueueLabel
+	// coschedulingScheduler: the scheduler name scheduler-plugins' chart
+	// (as-a-second-scheduler) gives its profile.
+	coschedulingScheduler = "scheduler-plugins-scheduler"
+	groupLabel            = "bench-group"
+	queueLabel            = flotillav1alpha1.QueueLabel
 )
 
 // variant is one side of a comparison.
@@ -37,6 +40,10 @@ type variant struct {
 	// GenericWorkload gate on (in the apiserver too): what a gang costs
 	// kube-scheduler's framework itself, beside what it costs flotilla.
 	nativeGangs bool
+	// coscheduling: the peer, scheduler-plugins' kube-scheduler with its
+	// Coscheduling profile (env.startCoscheduling); pods join the same
+	// PodGroups as flotilla's (gangs).
+	coscheduling bool
 }
 
 // gpuSource is where the GPUs of a workload that asks for them come from.
@@ -69,6 +76,9 @@ var (
 	// gang scheduling, which also holds the members at Permit until the
 	// group is placed.
 	inTreeGangs = variant{name: "default profile, in-tree gangs", scheduler: defaultScheduler, nativeGangs: true}
+	// coscheduling is the peer on gang workloads, its GPUs (if any) in
+	// each node's allocatable.
+	coscheduling = variant{name: "Coscheduling", scheduler: coschedulingScheduler, gangs: true, coscheduling: true}
 )
 
 // result is one measured run, as docs/benchmarks.json keeps it.
@@ -150,15 +160,18 @@ func workloads(full bool) []workload {
 		},
 		{
 			id: "P2", what: fmt.Sprintf("%d Jobs x 8 pods (1 cpu + 1Gi, run 5 s) on %d nodes", p2Gangs, p2Nodes),
-			target:   ">= 0.9 x the default profile's pods/s on the same pods without gang semantics",
-			variants: []variant{defaultPlain, flotillaGangs}, jobs: true,
+			target:   ">= 0.9 x the default profile's pods/s on the same pods without gang semantics; >= 1.0 x Coscheduling's on the same gangs",
+			variants: []variant{defaultPlain, flotillaGangs, coscheduling}, jobs: true,
 			run: func(e *env, v variant) (*result, error) {
 				return runJobs(e, v, p2Nodes, cluster.NodeSpec{Name: "n", CPU: "16", Memory: "64Gi"},
 					jobStream{jobs: p2Gangs, size: 8, cpu: "1", memory: "1Gi", runSeconds: 5})
 			},
 			measured: withJobCompletions(flotillaGangs, ratioMeasured("pods/s", flotillaGangs, func(r *result) float64 { return r.PodsPerS })),
 			goals: append([]goal{ratioGoal("pods/s, flotilla gangs / default profile", flotillaGangs, defaultPlain, func(r *result) float64 { return r.PodsPerS }, true, 0.9),
-				rssGoal(flotillaGangs, defaultPlain)}, jobCompletionGoals(flotillaGangs, defaultPlain)...),
+				rssGoal(flotillaGangs, defaultPlain)}, append(jobCompletionGoals(flotillaGangs, defaultPlain),
+				ratioGoal("pods/s, flotilla gangs / Coscheduling", flotillaGangs, coscheduling, func(r *result) float64 { return r.PodsPerS }, true, 1.0),
+				ratioGoal("every Job complete, flotilla gangs / Coscheduling", flotillaGangs, coscheduling, extraOf("jobsCompleteSeconds"), false, 1.0),
+				rssGoal(flotillaGangs, coscheduling))...),
 		},
 		{
 			id: "R1", what: fmt.Sprintf("P2 as leader + workers: %d Indexed Jobs x 8 pods (1 cpu + 1Gi, run 5 s) on %d nodes, roles leader (index 0, minimum 1) and workers (minimum 7)", p2Gangs, p2Nodes),
@@ -174,7 +187,7 @@ func workloads(full bool) []workload {
 				return fmt.Sprintf("pods/s %.0f vs %.0f = %.2f x", r.PodsPerS, g.PodsPerS, ratio)
 			},
 			goals: append([]goal{ratioGoal("pods/s, gangs with roles / without", flotillaRoles, flotillaGangs, func(r *result) float64 { return r.PodsPerS }, true, 0.95),
-				rssGoal(flotillaRoles, flotillaGangs)}, jobCompletionGoals(flotillaRoles, flotillaGangs)...),
+				rssGoal(flotillaRoles, flotillaGangs), notRunByPeer("a PodGroup has one minimum: Coscheduling has no roles")}, jobCompletionGoals(flotillaRoles, flotillaGangs)...),
 		},
 		{
 			id: "D1", what: fmt.Sprintf("P2 with a GPU per pod: %d Jobs x 8 pods (1 cpu + 1Gi + 1 GPU, run 5 s) on %d nodes x 8 GPUs", d1Gangs, d1Nodes),
@@ -188,7 +201,9 @@ func workloads(full bool) []workload {
 			goals: append([]goal{
 				ratioGoal("pods/s, "+flotillaDRA.name+" / "+defaultDRA.name, flotillaDRA, defaultDRA, func(r *result) float64 { return r.PodsPerS }, true, 0.9),
 				ratioGoal("pods/s, "+flotillaDRA.name+" / "+flotillaGPUs.name, flotillaDRA, flotillaGPUs, func(r *result) float64 { return r.PodsPerS }, true, 0.9),
-				rssGoal(flotillaDRA, defaultDRA), rssGoal(flotillaDRA, flotillaGPUs)}, jobCompletionGoals(flotillaDRA, defaultDRA)...),
+				rssGoal(flotillaDRA, defaultDRA), rssGoal(flotillaDRA, flotillaGPUs),
+				notRunByPeer("its DynamicResources plugin is kube-scheduler 1.34's, three minor versions behind this resource.k8s.io/v1 apiserver and its claim controller: a DRA figure of it would measure the skew")},
+				jobCompletionGoals(flotillaDRA, defaultDRA)...),
 		},
 		{
 			id: "M1", what: fmt.Sprintf("mixed gangs on DRA: %d gangs of prefill (2 pods x 4 h100), decode (4 pods x 2 l40), each role in one zone, and a router, on %d zones of 2 h100 nodes and 1 l40 node (8 devices each), pods run %.0f s", m1.gangs, m1.zones, m1.runSeconds),
@@ -199,12 +214,13 @@ func workloads(full bool) []workload {
 			},
 			measured: mixedMeasured,
 			goals: []goal{ratioGoal("every gang bound, "+flotillaDRA.name+" / "+defaultDRA.name+" (no gangs, roles or domains)", flotillaDRA, defaultDRA, func(r *result) float64 { return r.Seconds }, false, 1.2),
-				rssGoal(flotillaDRA, defaultDRA)},
+				rssGoal(flotillaDRA, defaultDRA),
+				notRunByPeer("no roles and no topology domain per role, and DRA devices (D1's reason)")},
 		},
 		{
 			id: "P3", what: fmt.Sprintf("one %d-pod gang on %d nodes", p3Size, p3Nodes),
-			target:   "all bound <= 2 s after the last pod exists; end to end <= 1.1 x and peak RSS <= 1.2 x the same pods ungrouped, and the same gang under kube-scheduler's in-tree gang scheduling",
-			variants: []variant{defaultPlain, flotillaGangs, inTreeGangs},
+			target:   "all bound <= 2 s after the last pod exists; end to end <= 1.1 x and peak RSS <= 1.2 x the same pods ungrouped, and the same gang under kube-scheduler's in-tree gang scheduling; end to end <= 1.0 x Coscheduling's",
+			variants: []variant{defaultPlain, flotillaGangs, inTreeGangs, coscheduling},
 			run: func(e *env, v variant) (*result, error) {
 				return runPods(e, v, podStream{nodes: p3Nodes, node: cpuNode, pods: p3Size, perGroup: p3Size, cpu: "1"})
 			},
@@ -214,13 +230,18 @@ func workloads(full bool) []workload {
 				if in != nil {
 					measured += fmt.Sprintf("; in-tree gang %.2f s, peak RSS %.0f / %.0f / %.0f MiB (flotilla / in-tree / no gang)", in.GangSecs, f.PeakRSS/mib, in.PeakRSS/mib, d.PeakRSS/mib)
 				}
+				if c := m[coscheduling.name]; c != nil {
+					measured += fmt.Sprintf("; Coscheduling %.2f s, first created → last bound %.2f vs %.2f s, peak RSS %.0f MiB", c.GangSecs, f.Seconds, c.Seconds, c.PeakRSS/mib)
+				}
 				return measured
 			},
 			goals: []goal{atMostGoal("the gang bound after its last pod exists", flotillaGangs, func(r *result) float64 { return r.GangSecs }, 2, "s"),
 				ratioGoal("first created → last bound, the gang / the same pods ungrouped (default profile)", flotillaGangs, defaultPlain, func(r *result) float64 { return r.Seconds }, false, 1.1),
 				rssGoal(flotillaGangs, defaultPlain),
 				ratioGoal("first created → last bound, "+flotillaGangs.name+" / "+inTreeGangs.name, flotillaGangs, inTreeGangs, func(r *result) float64 { return r.Seconds }, false, 1.1),
-				rssGoal(flotillaGangs, inTreeGangs)},
+				rssGoal(flotillaGangs, inTreeGangs),
+				ratioGoal("first created → last bound, flotilla gangs / Coscheduling", flotillaGangs, coscheduling, func(r *result) float64 { return r.Seconds }, false, 1.0),
+				rssGoal(flotillaGangs, coscheduling)},
 		},
 		{
 			id: "P4", what: fmt.Sprintf("%d nodes + %d pending pods", p4Nodes, p4Pods),
@@ -238,18 +259,25 @@ func workloads(full bool) []workload {
 		},
 		{
 			id: "Q1", what: fmt.Sprintf("%d Jobs, each a gang of 40%% of %d nodes, created at once, pods run 2 s", q1Gangs, q1Nodes),
-			target:   "all complete <= 1.5 x ideal (waves x run time); resource-seconds held by incomplete gangs <= 1% of the total",
-			variants: []variant{defaultPlain, flotillaGangs}, jobs: true,
+			target:   "all complete <= 1.5 x ideal (waves x run time); resource-seconds held by incomplete gangs <= 1% of the total; both no worse than Coscheduling's",
+			variants: []variant{defaultPlain, flotillaGangs, coscheduling}, jobs: true,
 			run: func(e *env, v variant) (*result, error) {
 				return runWaves(e, v, q1Nodes, q1Gangs, 2*time.Second)
 			},
 			measured: func(m map[string]*result) string {
 				r := m[flotillaGangs.name]
-				return fmt.Sprintf("%.1f s vs ideal %.1f s = %.2f x; incomplete gangs held %.2f%%", r.Seconds, r.Extra["idealSeconds"], r.Seconds/r.Extra["idealSeconds"], r.Extra["partialPercent"])
+				measured := fmt.Sprintf("%.1f s vs ideal %.1f s = %.2f x; incomplete gangs held %.2f%%", r.Seconds, r.Extra["idealSeconds"], r.Seconds/r.Extra["idealSeconds"], r.Extra["partialPercent"])
+				if c := m[coscheduling.name]; c != nil {
+					measured += fmt.Sprintf("; Coscheduling %.1f s = %.2f x ideal, incomplete gangs held %.2f%%", c.Seconds, c.Seconds/c.Extra["idealSeconds"], c.Extra["partialPercent"])
+				}
+				return measured
 			},
 			goals: []goal{atMostGoal("all complete over the ideal (waves x run time)", flotillaGangs, func(r *result) float64 { return r.Seconds / r.Extra["idealSeconds"] }, 1.5, "x"),
 				atMostGoal("resource-seconds held by incomplete gangs", flotillaGangs, func(r *result) float64 { return r.Extra["partialPercent"] }, 1, "%"),
-				rssGoal(flotillaGangs, defaultPlain)},
+				rssGoal(flotillaGangs, defaultPlain),
+				ratioGoal("all complete, flotilla gangs / Coscheduling", flotillaGangs, coscheduling, func(r *result) float64 { return r.Seconds }, false, 1.0),
+				differenceGoal("resource-seconds held by incomplete gangs, Coscheduling less flotilla", coscheduling, flotillaGangs, extraOf("partialPercent"), 0, false, "points"),
+				rssGoal(flotillaGangs, coscheduling)},
 		},
 		{
 			id: "Q2", what: fmt.Sprintf("3 queues, weights 1:2:3, each over-subscribed with Jobs of 1 cpu + 1Gi pods, on %d nodes", q2Nodes),
@@ -327,8 +355,8 @@ func largeGangWorkload(id string, s largeGangStream) workload {
 	return workload{
 		id: id, what: fmt.Sprintf("a gang of %d pods x 8 GPUs (run %.0f s) arriving %s into a %s stream of single-pod Jobs of 1 GPU + 4 cpu + 16Gi (run %d-%d s) at %.0f/s, on %d nodes of 8 GPUs",
 			s.gangPods, s.gangRun, s.gangAfter, s.streamFor, smallRunMin, smallRunMax, s.perSecond, s.nodes),
-		target:   "with reservation: the gang bound <= 2.5 x the small pods' longest run after it arrives, whatever the stream's length, and <= 0.5 x stock's wait; GPU utilization >= 0.9 x stock's",
-		variants: []variant{defaultGPUs, flotillaGPUs, flotillaReserving}, jobs: true,
+		target:   "with reservation: the gang bound <= 2.5 x the small pods' longest run after it arrives, whatever the stream's length, and <= 0.5 x stock's and Coscheduling's wait; GPU utilization >= 0.9 x stock's and Coscheduling's",
+		variants: []variant{defaultGPUs, flotillaGPUs, flotillaReserving, coscheduling}, jobs: true,
 		run: func(e *env, v variant) (*result, error) {
 			return runLargeGang(e, v, s)
 		},
@@ -338,7 +366,10 @@ func largeGangWorkload(id string, s largeGangStream) workload {
 			ratioGoal("the gang's wait, reservation / stock", flotillaReserving, defaultGPUs, extraOf("gangWaitSeconds"), false, 0.5),
 			ratioGoal("GPU utilization, reservation / stock", flotillaReserving, defaultGPUs, extraOf("gpuUtilizationPercent"), true, 0.9),
 			ratioGoal("the gang's wait, reservation / reservation off", flotillaReserving, flotillaGPUs, extraOf("gangWaitSeconds"), false, 0.5),
-			rssGoal(flotillaReserving, defaultGPUs)},
+			rssGoal(flotillaReserving, defaultGPUs),
+			ratioGoal("the gang's wait, reservation / Coscheduling", flotillaReserving, coscheduling, extraOf("gangWaitSeconds"), false, 0.5),
+			ratioGoal("GPU utilization, reservation / Coscheduling", flotillaReserving, coscheduling, extraOf("gpuUtilizationPercent"), true, 0.9),
+			rssGoal(flotillaReserving, coscheduling)},
 	}
 }
 
