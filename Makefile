@@ -101,6 +101,8 @@ upstream-harness:
 ## balanced order at BENCH_SIZE in its own go test process, which adds its runs to docs/benchmarks.json (replacing
 ## that workload's older ones) before the next starts: a workload that fails loses only its own runs.
 ## BENCH_AA=true also runs each compared side twice per round: the A/A pairs give each row its noise band.
+## The gang workloads (P2, P3, Q1, G1, G2) also run Coscheduling, scheduler-plugins' kube-scheduler
+## built in test/bench/coscheduling's module graph of its own (its first build takes about 4 minutes).
 BENCH_SIZE      ?= full
 BENCH_COUNT     ?= 3
 BENCH_AA        ?= false
@@ -114,7 +116,9 @@ bench:
 	done
 
 ## bench-status: rewrites the status table and the workloads section of docs/benchmarks.md from
-## the runs docs/benchmarks.json holds (make bench keeps it current), running nothing
+## the runs docs/benchmarks.json holds (make bench keeps it current), running nothing, and redraws
+## the plots in docs/plots: each workload's per-pair figures with targets and noise bands, and its
+## series over time (pods bound, GPUs in use, queues' shares) where its runs kept one
 bench-status:
 	$(GO) test -count=1 -run TestWorkloads ./test/bench -args -bench.status=$(CURDIR)/docs/benchmarks.md -bench.json=$(CURDIR)/docs/benchmarks.json
 

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -297,3 +298,17 @@ func (l *PodRecorder) Life(name string) PodLife {
 	defer l.mu.Unlock()
 	return PodLife{Created: l.createdAt[name], Bound: l.boundAt[name], Running: l.runningAt[name], Finished: l.finishedAt[name], Node: l.nodeOf[name]}
 }
+
+// BoundOffsets is when each pod seen bound was bound, in seconds from the
+// workload's start (its first pod created, or Started), in order.
+func (l *PodRecorder) BoundOffsets() []float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]float64, 0, len(l.boundAt))
+	for _, t := range l.boundAt {
+		out = append(out, t.Sub(l.firstCreate).Seconds())
+	}
+	slices.Sort(out)
+	return out
+}
+

@@ -44,6 +44,37 @@ type Run struct {
 	GangSecs float64 `json:"gangSeconds,omitempty"`
 	// Workload-specific figures.
 	Extra map[string]float64 `json:"extra,omitempty"`
+	// Series are figures over the run's time, each [seconds from the
+	// workload's start, value] points, thinned to at most SeriesPoints
+	// (the bench's plots draw them): "bound", pods bound so far; others
+	// by workload.
+	Series map[string][][2]float64 `json:"series,omitempty"`
+}
+
+// SeriesPoints is the most points a run keeps of one series.
+const SeriesPoints = 120
+
+// Thin keeps at most SeriesPoints of points, evenly spaced by index, the
+// first and the last among them.
+func Thin(points [][2]float64) [][2]float64 {
+	if len(points) <= SeriesPoints {
+		return points
+	}
+	out := make([][2]float64, 0, SeriesPoints)
+	for i := 0; i < SeriesPoints; i++ {
+		out = append(out, points[i*(len(points)-1)/(SeriesPoints-1)])
+	}
+	return out
+}
+
+// Cumulative is the count of offsets (in order) reached at each offset,
+// thinned: how many events had happened by then.
+func Cumulative(offsets []float64) [][2]float64 {
+	points := make([][2]float64, len(offsets))
+	for i, t := range offsets {
+		points[i] = [2]float64{t, float64(i + 1)}
+	}
+	return Thin(points)
 }
 
 // ReadRuns reads the runs a JSON file of runs holds; none if it does not

@@ -214,10 +214,21 @@ func TestWorkloads(t *testing.T) {
 // rewriteTables rewrites the status table and the workloads section of
 // the markdown file at path from runs, full-size workloads' described.
 func rewriteTables(path string, runs []*result) error {
-	if err := report.ReplaceSection(path, "status", renderStatus(statusRows(runs, append(workloads(true), upstreamWorkloads()...), staleAgainstWhatRuns(".")))); err != nil {
+	ws := append(workloads(true), upstreamWorkloads()...)
+	rows := statusRows(runs, ws, staleAgainstWhatRuns("."))
+	drawn, err := renderPlots(filepath.Join(filepath.Dir(path), plotsDir), runs, ws, rows)
+	if err != nil {
 		return err
 	}
-	return report.ReplaceSection(path, "workloads", renderWorkloads(runs, workloads(true)))
+	for i, r := range rows {
+		if len(drawn[r.id]) > 0 {
+			rows[i].plot = plotsDir + "/" + drawn[r.id][0].file
+		}
+	}
+	if err := report.ReplaceSection(path, "status", renderStatus(rows)); err != nil {
+		return err
+	}
+	return report.ReplaceSection(path, "workloads", renderWorkloads(runs, workloads(true))+renderPlotLinks(ws, drawn))
 }
 
 func runOnce(t *testing.T, w workload, v variant, opts Options, i int) *result {

@@ -22,6 +22,7 @@ import (
 
 	flotillav1alpha1 "github.com/flotilla-sched/flotilla/apis/scheduling/v1alpha1"
 	"github.com/flotilla-sched/flotilla/internal/cluster"
+	"github.com/flotilla-sched/flotilla/internal/report"
 	"github.com/flotilla-sched/flotilla/plugins/state/capacity"
 	"github.com/flotilla-sched/flotilla/plugins/state/fairshare"
 )
@@ -184,7 +185,7 @@ func runFairness(e *env, v variant, s fairStream) (*result, error) {
 			return nil, err
 		}
 	}
-	r := &result{Seconds: time.Since(start).Seconds(), Extra: fairFigures(samples, arrived, total, s.phase)}
+	r := &result{Seconds: time.Since(start).Seconds(), Extra: fairFigures(samples, arrived, total, s.phase), Series: queueSeries(samples, start)}
 	r.Extra["evictions"] = float64(watch.evictions())
 	cpuHours := 0.0
 	for i := 1; i < len(samples); i++ {
@@ -469,4 +470,23 @@ func fairMeasured(m map[string]*result) string {
 		on["deviationP95Percent"], off["deviationP95Percent"], on["toFairShareS"], off["toFairShareS"], on["longestWaitS"], off["longestWaitS"],
 		on["evictionsPerCPUHour"], off["evictionsPerCPUHour"], evictionRatio)
 	return measured
+}
+
+// queueSeries is each queue's running cpu over the run ("running:<queue>",
+// millicores), and what it deserved ("deserved:<queue>"), from the samples.
+func queueSeries(samples []fairSample, start time.Time) map[string][][2]float64 {
+	series := map[string][][2]float64{}
+	for _, sample := range samples {
+		t := sample.at.Sub(start).Seconds()
+		for q, m := range sample.running {
+			series["running:"+q] = append(series["running:"+q], [2]float64{t, float64(m)})
+		}
+		for q, m := range sample.deserved {
+			series["deserved:"+q] = append(series["deserved:"+q], [2]float64{t, float64(m)})
+		}
+	}
+	for name, points := range series {
+		series[name] = report.Thin(points)
+	}
+	return series
 }

@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-sched/flotilla/internal/cluster"
+	"github.com/flotilla-sched/flotilla/internal/report"
 )
 
 // largeGangStream is G1 and G2: a large gang arriving under a stream of
@@ -151,6 +154,11 @@ func runLargeGang(e *env, v variant, s largeGangStream) (*result, error) {
 	}
 	r.Extra["smallWaitP50Seconds"], r.Extra["smallWaitP95Seconds"] = nearestRank(waits, 0.5), nearestRank(waits, 0.95)
 	r.Extra["gpuUtilizationPercent"] = 100 * gpuUtilization(e.pods, members, gangCreated, streamEnd, 8*s.nodes)
+	r.Series = map[string][][2]float64{"gpusInUse": gpusInUse(e.pods, members, start)}
+	if !neverBound {
+		r.Series["gangBound"] = [][2]float64{{gangBound.Sub(start).Seconds(), float64(s.gangPods)}}
+	}
+	r.Series["gangArrived"] = [][2]float64{{gangCreated.Sub(start).Seconds(), float64(s.gangPods)}}
 	r.Extra["streamSeconds"] = streamEnd.Sub(start).Seconds()
 	if e.metrics != "" && e.runsFlotilla() {
 		families, err := cluster.Scrape(e.metrics)
@@ -160,6 +168,38 @@ func runLargeGang(e *env, v variant, s largeGangStream) (*result, error) {
 		r.Extra["idleGPUSecondsHeld"] = cluster.Value(families, "flotilla_gang_reservation_idle_resource_seconds_total", map[string]string{"resource": string(cluster.GPU)})
 	}
 	return r, e.measureScheduler(r, v)
+}
+
+// gpusInUse is the GPUs running pods held over the run, a step at each
+// pod's start and end (seconds from start): each small pod 1, each of the
+// gang's 8.
+func gpusInUse(pods *cluster.PodRecorder, members map[string][]string, start time.Time) [][2]float64 {
+	type step struct{ at, by float64 }
+	var steps []step
+	for job, names := range members {
+		per := 1.0
+		if job == largeGangJob {
+			per = 8
+		}
+		for _, name := range names {
+			life := pods.Life(name)
+			if life.Running.IsZero() {
+				continue
+			}
+			steps = append(steps, step{life.Running.Sub(start).Seconds(), per})
+			if !life.Finished.IsZero() {
+				steps = append(steps, step{life.Finished.Sub(start).Seconds(), -per})
+			}
+		}
+	}
+	slices.SortFunc(steps, func(a, b step) int { return cmp.Compare(a.at, b.at) })
+	points := make([][2]float64, 0, len(steps))
+	held := 0.0
+	for _, s := range steps {
+		held += s.by
+		points = append(points, [2]float64{s.at, held})
+	}
+	return report.Thin(points)
 }
 
 // gpuUtilization is the share of the cluster's gpus that running pods

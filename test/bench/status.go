@@ -201,6 +201,24 @@ type statusRow struct {
 	band    float64
 	aaPairs int
 	hasBand bool
+	// aa are the A/A pairs' figures, limit the figure the target names
+	// (where the margin is 0): what the plots draw.
+	aa    []float64
+	limit float64
+	floor *floorBound
+	// plot, when set, is the row's per-pair plot, relative to the
+	// markdown file: the workload's id links to it.
+	plot string
+}
+
+// limitOf is the figure at which a goal's margin is 0 (margins are
+// linear in the figure, with a slope of 1 or -1); NaN for a goal without
+// a margin.
+func limitOf(g goal) float64 {
+	if g.margin == nil || g.margin(1) == g.margin(0) {
+		return math.NaN()
+	}
+	return -g.margin(0) / (g.margin(1) - g.margin(0))
 }
 
 // minAAPairs is how many A/A pairs a noise band needs: fewer say too
@@ -324,7 +342,7 @@ func statusRows(all []*result, ws []workload, stale func(commit string) bool) []
 				}
 			}
 			row.band, row.hasBand = noiseBand(aa, g.neutral)
-			row.aaPairs = len(aa)
+			row.aaPairs, row.aa, row.limit, row.floor = len(aa), aa, limitOf(g), g.floor
 			row.verdict = verdictOf(row.figures, g, row.band, row.hasBand)
 			if len(row.figures) > 0 && stale(commit) {
 				row.verdict += ", stale"
@@ -360,7 +378,11 @@ func renderStatus(rows []statusRow) string {
 		if date == "" {
 			date = "–"
 		}
-		fmt.Fprintf(&b, "| %s (%s) | %s | %s | %s | %d | %s | %s | %s | %s |\n", r.goal, r.target, r.id, median, spread, len(r.figures), band, commit, date, r.verdict)
+		id := r.id
+		if r.plot != "" {
+			id = fmt.Sprintf("[%s](%s)", r.id, r.plot)
+		}
+		fmt.Fprintf(&b, "| %s (%s) | %s | %s | %s | %d | %s | %s | %s | %s |\n", r.goal, r.target, id, median, spread, len(r.figures), band, commit, date, r.verdict)
 	}
 	return b.String()
 }

@@ -536,6 +536,12 @@ func (e *env) measureScheduler(r *result, v variant) error {
 		r.Extra["apiserverWrites"] = writes
 		e.tb.Logf("%s %s: the apiserver's busiest requests of the run: %s", e.workload, v.name, busiest)
 	}
+	if bound := e.pods.BoundOffsets(); len(bound) > 0 {
+		if r.Series == nil {
+			r.Series = map[string][][2]float64{}
+		}
+		r.Series["bound"] = report.Cumulative(bound)
+	}
 	r.PeakRSS = e.peakRSS()
 	if e.profileDir != "" {
 		e.profileAllocs(e.profilePath(v, "-allocs"))
