@@ -311,4 +311,3 @@ func (l *PodRecorder) BoundOffsets() []float64 {
 	slices.Sort(out)
 	return out
 }
-
