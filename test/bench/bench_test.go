@@ -55,9 +55,9 @@ func TestMain(m *testing.M) {
 var runs atomic.Int64
 
 // measuredTree names the source tree the runs measure: git's short hash
-// of HEAD, with "+changes" when tracked files other than the bench's own
-// report (docs/benchmarks.md and .json, which one workload's run writes
-// before the next one's starts) differ from it; "" outside a git
+// of HEAD, with "+changes" when tracked files of what runs (whatRuns)
+// differ from it — not the bench's own report and plots, which one
+// workload's run writes before the next one's starts; "" outside a git
 // checkout.
 var measuredTree = sync.OnceValue(func() string {
 	head, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
@@ -65,7 +65,7 @@ var measuredTree = sync.OnceValue(func() string {
 		return ""
 	}
 	tree := strings.TrimSpace(string(head))
-	changed, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no", "--", ":/", ":(exclude,top)docs/benchmarks.md", ":(exclude,top)docs/benchmarks.json").Output()
+	changed, err := exec.Command("git", append([]string{"status", "--porcelain", "--untracked-files=no", "--"}, whatRuns...)...).Output()
 	if err == nil && len(strings.TrimSpace(string(changed))) > 0 {
 		tree += "+changes"
 	}
