@@ -53,7 +53,7 @@ func main() {
 		run         = flag.String("run", "", "run only the integration tests matching this regular expression")
 		parallel    = flag.Int("parallel", 6, "integration test processes at once, at most")
 		budget      = flag.Float64("cpu-budget", float64(runtime.NumCPU()), "cores the running processes may use on average, by their recorded cpu time over wall time")
-		alonePath   = flag.String("alone", "", "file naming the integration tests that run alone, after the others (\"TestName  # why\" lines)")
+		alonePath   = flag.String("alone", "", "file naming the integration tests that need a quiet machine (\"TestName  # why\" lines): they run after the others, side by side within half the cores")
 		timeout     = flag.Duration("timeout", 20*time.Minute, "limit of one integration test")
 		durations   = flag.String("durations", "", "file of recorded durations (\"name wall-seconds cpu-seconds\" lines; name unit for the unit packages) ordering the run, longest first")
 		update      = flag.Bool("update-durations", false, "rewrite -durations with this run's durations")
@@ -291,11 +291,12 @@ type job struct {
 	recorded recorded
 	// run runs it and returns the cpu seconds its process used.
 	run func() float64
-	// alone: it runs with nothing beside it, after the others.
+	// alone: it needs a quiet machine: it runs after the others, beside
+	// only such jobs, within half the cores (schedule).
 	alone bool
 }
 
-// readAlone reads the tests that run alone, each with why.
+// readAlone reads the tests that need a quiet machine, each with why.
 func readAlone(path string) map[string]string {
 	alone := map[string]string{}
 	if path == "" {
@@ -324,9 +325,30 @@ func readAlone(path string) map[string]string {
 // recorded with the jobs side by side, and at 0.8 of the cores a run of
 // 1,628 cpu-seconds kept them 1.31 busy on average: 2026-11-27, the
 // tests of 195990b); a job that does not fit lets a shorter one
-// that does go first. The jobs that run alone go last, one at a time. It
-// returns each job's cpu seconds.
+// that does go first. The jobs that need a quiet machine (alone) go
+// once the others have ended, longest first, side by side only within
+// half the budget: what they need is cores to spare, not an empty
+// machine, and each mostly waits on its own clock. It returns each job's
+// cpu seconds.
 func schedule(jobs []job, parallel int, budget float64) map[string]float64 {
+	var busy, quiet []job
+	for _, j := range jobs {
+		if j.alone {
+			quiet = append(quiet, j)
+		} else {
+			busy = append(busy, j)
+		}
+	}
+	cpu := map[string]float64{}
+	runPhase(busy, parallel, budget, cpu)
+	runPhase(quiet, parallel, budget/2, cpu)
+	return cpu
+}
+
+// runPhase runs the jobs longest first, at most parallel at once within
+// budget cores by their recorded rates (the first always starts), and
+// returns once all have ended, each one's cpu seconds in cpu.
+func runPhase(jobs []job, parallel int, budget float64, cpu map[string]float64) {
 	length := func(j job) float64 {
 		switch {
 		case j.name == unitJob:
@@ -336,14 +358,7 @@ func schedule(jobs []job, parallel int, budget float64) map[string]float64 {
 		}
 		return j.recorded.wall
 	}
-	var pending, alone []job
-	for _, j := range jobs {
-		if j.alone {
-			alone = append(alone, j)
-		} else {
-			pending = append(pending, j)
-		}
-	}
+	pending := slices.Clone(jobs)
 	sort.SliceStable(pending, func(i, k int) bool {
 		if a, b := length(pending[i]), length(pending[k]); a != b {
 			return a > b
@@ -353,7 +368,6 @@ func schedule(jobs []job, parallel int, budget float64) map[string]float64 {
 	var mu sync.Mutex
 	cond := sync.NewCond(&mu)
 	load, active := 0.0, 0
-	cpu := map[string]float64{}
 	var done sync.WaitGroup
 	start := func(j job) {
 		load += j.recorded.rate()
@@ -389,15 +403,8 @@ func schedule(jobs []job, parallel int, budget float64) map[string]float64 {
 		pending = slices.Delete(pending, pick, pick+1)
 		start(j)
 	}
-	for _, j := range alone {
-		for active > 0 {
-			cond.Wait()
-		}
-		start(j)
-	}
 	mu.Unlock()
 	done.Wait()
-	return cpu
 }
 
 func readDurations(path string) map[string]recorded {

@@ -1,10 +1,17 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A failed test's digest keeps its own lines (the assertion, the timeline)
@@ -85,4 +92,48 @@ func TestPackageEndFailsTheTestsItCutShort(t *testing.T) {
 	if !strings.Contains(got, "--- FAIL: TestLong (pkg)") || !strings.Contains(got, "test timed out") || strings.Contains(got, "TestDone") {
 		t.Errorf("digest:\n%s", got)
 	}
+}
+
+// The jobs that need a quiet machine start once every other job has
+// ended, and run side by side only within half the budget by their
+// recorded rates; the others fill the whole budget.
+func TestScheduleRunsQuietJobsAfterTheOthersWithinHalfTheCores(t *testing.T) {
+	var mu sync.Mutex
+	running := map[string]bool{}
+	var log []string // "+name" at start, with what ran beside it
+	newJob := func(name string, wall, cpu float64, alone bool) job {
+		return job{name: name, recorded: recorded{wall: wall, cpu: cpu}, alone: alone, run: func() float64 {
+			mu.Lock()
+			beside := slices.Sorted(maps.Keys(running))
+			running[name] = true
+			log = append(log, "+"+name+" beside "+strings.Join(beside, ","))
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+			mu.Lock()
+			delete(running, name)
+			mu.Unlock()
+			return cpu
+		}}
+	}
+	jobs := []job{
+		newJob("busyA", 100, 90, false), newJob("busyB", 90, 80, false),
+		// Each uses 0.4 of a core: two fit in half of 2 cores, not three.
+		newJob("quiet1", 300, 120, true), newJob("quiet2", 200, 80, true), newJob("quiet3", 100, 40, true),
+	}
+	cpu := schedule(jobs, 6, 2)
+	assert.Len(t, cpu, 5)
+	require.Len(t, log, 5)
+	busy := strings.Join(log[:2], ";")
+	assert.Contains(t, []string{"+busyA beside ;+busyB beside busyA", "+busyB beside ;+busyA beside busyB"}, busy, "the busy jobs first, side by side")
+	besideAnother := 0
+	for _, line := range log[2:] {
+		assert.True(t, strings.HasPrefix(line, "+quiet"), "the quiet ones once the others ended: %s", line)
+		assert.NotContains(t, line, "busy", "a quiet job beside a busy one")
+		beside := strings.SplitN(line, " beside ", 2)[1]
+		assert.LessOrEqual(t, len(strings.FieldsFunc(beside, func(r rune) bool { return r == ',' })), 1, "a third would pass half the cores: %s", line)
+		if beside != "" {
+			besideAnother++
+		}
+	}
+	assert.Positive(t, besideAnother, "quiet jobs run side by side within half the cores")
 }
