@@ -109,7 +109,7 @@ upstream-harness:
 BENCH_SIZE      ?= full
 BENCH_COUNT     ?= 3
 BENCH_AA        ?= false
-BENCH_WORKLOADS ?= P1 S1 P2 R1 D1 M1 P3 P4 Q1 Q2 F1 T1
+BENCH_WORKLOADS ?= P1 S1 P2 S2 R1 D1 M1 P3 P4 Q1 Q2 H1 F1 T1 G1 G2
 bench:
 	$(GO) test -count=1 -run TestPackingQuality -bench . -benchmem ./plugins/binpack -args -packing-report=$(CURDIR)/docs/benchmarks.md
 	for w in $(BENCH_WORKLOADS); do \

@@ -85,7 +85,7 @@ func runFairness(e *env, v variant, s fairStream) (*result, error) {
 		return nil, err
 	}
 	for _, q := range fairQueues {
-		if err := e.createQueue(e.namespace+"-"+q.name, q.weight); err != nil {
+		if err := e.createQueue(q.name, q.weight); err != nil {
 			return nil, err
 		}
 	}

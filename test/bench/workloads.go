@@ -129,6 +129,7 @@ func workloads(full bool) []workload {
 		gangAfter: time.Duration(pick(3, 15)) * time.Second, gangPods: int32(pick(2, 6)), gangRun: float64(pick(5, 20))}
 	g2 := g1
 	g2.streamFor = 180 * time.Second
+	h1 := queueTree{nodes: pick(6, 200), departments: pick(2, 5), teams: pick(3, 10)}
 	t1 := rackStream{zones: 2, racks: pick(2, 10), perRack: pick(6, 50), gangs: pick(8, 40),
 		minSize: pick(2, 8), maxSize: pick(8, 128), runSeconds: 5}
 	all := []workload{
@@ -320,6 +321,23 @@ func workloads(full bool) []workload {
 				rssGoal(flotillaUsage, flotillaPlain),
 			},
 		},
+		{
+			id: "H1", what: fmt.Sprintf("a Queue hierarchy under load: %d queues (a root, %d departments of weights 1-%d, %d teams of weight 1 in each), every team asking twice its share in Jobs of 1 cpu + 1Gi pods created at once, on %d nodes of 10 cpu",
+				h1.queues(), h1.departments, h1.departments, h1.teams, h1.nodes),
+			target:   "every team within 2% of its deserved share once settled; settled <= 1.2 x and peak RSS <= 1.2 x the default profile on the same Jobs without queues",
+			variants: []variant{defaultPlain, flotillaPlain}, jobs: true,
+			run: func(e *env, v variant) (*result, error) {
+				return runHierarchy(e, v, h1)
+			},
+			measured: func(m map[string]*result) string {
+				f, d := m[flotillaPlain.name], m[defaultPlain.name]
+				return fmt.Sprintf("worst team %.1f%% off its share; settled after %.1f vs %.1f s = %.2f x; peak RSS %.0f vs %.0f MiB = %.2f x",
+					f.Extra["steadyErrorPercent"], f.Seconds, d.Seconds, f.Seconds/d.Seconds, f.PeakRSS/mib, d.PeakRSS/mib, f.PeakRSS/d.PeakRSS)
+			},
+			goals: []goal{atMostGoal("the worst team's allocation off its deserved share", flotillaPlain, extraOf("steadyErrorPercent"), 2, "%"),
+				ratioGoal("until the allocations settle, flotilla / default profile (no queues)", flotillaPlain, defaultPlain, func(r *result) float64 { return r.Seconds }, false, 1.2),
+				rssGoal(flotillaPlain, defaultPlain)},
+		},
 		largeGangWorkload("G1", g1),
 		{
 			id: "T1", what: fmt.Sprintf("%d GPU nodes (8 GPUs) in %d zones x %d racks x %d; %d Jobs of %d-%d whole-node pods, created at once, run %.0f s",
@@ -341,6 +359,22 @@ func workloads(full bool) []workload {
 		// G1's stream twice as long: the gang's wait must not grow with
 		// it. The smoke run has G1's code path already.
 		all = append(all, largeGangWorkload("G2", g2))
+		// P2's gangs at five times its nodes (the smoke run has P2's code
+		// path already).
+		all = append(all, workload{
+			id: "S2", what: "P2 at scale: 2000 Jobs x 8 pods (1 cpu + 1Gi, run 5 s) on 5000 nodes",
+			target:   ">= 0.9 x the default profile's pods/s on the same pods without gang semantics, >= 1.0 x Coscheduling's on the same gangs; peak RSS <= 1.2 x both",
+			variants: []variant{defaultPlain, flotillaGangs, coscheduling}, jobs: true,
+			run: func(e *env, v variant) (*result, error) {
+				return runJobs(e, v, 5000, cluster.NodeSpec{Name: "n", CPU: "16", Memory: "64Gi"},
+					jobStream{jobs: 2000, size: 8, cpu: "1", memory: "1Gi", runSeconds: 5})
+			},
+			measured: withJobCompletions(flotillaGangs, ratioMeasured("pods/s", flotillaGangs, func(r *result) float64 { return r.PodsPerS })),
+			goals: []goal{ratioGoal("pods/s, flotilla gangs / default profile", flotillaGangs, defaultPlain, func(r *result) float64 { return r.PodsPerS }, true, 0.9),
+				rssGoal(flotillaGangs, defaultPlain),
+				ratioGoal("pods/s, flotilla gangs / Coscheduling", flotillaGangs, coscheduling, func(r *result) float64 { return r.PodsPerS }, true, 1.0),
+				rssGoal(flotillaGangs, coscheduling)},
+		})
 	}
 	return all
 }
@@ -580,7 +614,7 @@ func runQueues(e *env, v variant, nodes int) (*result, error) {
 		priorities = map[string]string{"one": e.namespace + "-low", "two": e.namespace + "-low", "three": e.namespace + "-high"}
 	} else {
 		for q, w := range weights {
-			if err := e.createQueue(e.namespace+"-"+q, w); err != nil {
+			if err := e.createQueue(q, w); err != nil {
 				return nil, err
 			}
 		}
@@ -671,7 +705,16 @@ func reclaimBreakdown(r *result) string {
 }
 
 func (e *env) createQueue(name string, weight int32) error {
-	q := cluster.Queue(name, weight, "")
+	return e.createQueueUnder(name, weight, "")
+}
+
+// createQueueUnder creates the run's Queue name (prefixed with the
+// namespace, as the Jobs' queue label is) under parent's ("" for none).
+func (e *env) createQueueUnder(name string, weight int32, parent string) error {
+	if parent != "" {
+		parent = e.namespace + "-" + parent
+	}
+	q := cluster.Queue(e.namespace+"-"+name, weight, parent)
 	q.APIVersion, q.Kind = flotillav1alpha1.SchemeGroupVersion.String(), "Queue"
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(q)
 	if err != nil {
@@ -680,7 +723,7 @@ func (e *env) createQueue(name string, weight int32) error {
 	_, err = e.dynamic.Resource(flotillav1alpha1.QueueResource).Create(e.ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
 	if err == nil && e.cp == nil {
 		e.tb.Cleanup(func() {
-			_ = e.dynamic.Resource(flotillav1alpha1.QueueResource).Delete(context.Background(), name, metav1.DeleteOptions{})
+			_ = e.dynamic.Resource(flotillav1alpha1.QueueResource).Delete(context.Background(), q.Name, metav1.DeleteOptions{})
 		})
 	}
 	return err
