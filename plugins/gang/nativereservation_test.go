@@ -21,6 +21,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/flotilla-sched/flotilla/apis/config"
@@ -70,7 +71,10 @@ func TestPodGroupPostFilterHoldsRoomForANativeGang(t *testing.T) {
 			members := nativeBigGang("big", 2)
 			var nodes []*corev1.Node
 			var running []*corev1.Pod
-			// gpu-0 and gpu-2's pods end soonest (by their bounds), gpu-1's have none.
+			// gpu-0 and gpu-2's pods end soonest (by their bounds), gpu-1's
+			// have none and a service there takes the cpu left: the leader
+			// goes beside a worker, whichever order the snapshot lists the
+			// nodes in (first fit), and the hold is those two nodes.
 			for i, deadline := range []int64{90, 0, 120} {
 				n := busyGPUNode(fmt.Sprintf("gpu-%d", i), 8, now.Add(-time.Minute), deadline)
 				nodes = append(nodes, n.Node())
@@ -78,6 +82,8 @@ func TestPodGroupPostFilterHoldsRoomForANativeGang(t *testing.T) {
 					running = append(running, p.GetPod())
 				}
 			}
+			running = append(running, st.MakePod().Namespace("ns").Name("gpu-1-service").UID("gpu-1-service").Node("gpu-1").
+				Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "30", corev1.ResourceMemory: "64Gi"}).Obj())
 			snapshot := cache.NewTestSnapshotWithPodGroups(running, nodes, []*nativev1beta1.PodGroup{group})
 			g, h := nativeReservingGang(t, snapshot, members, group, tc.args, now)
 			if tc.heldBefore {
