@@ -128,7 +128,7 @@ func pairsPlot(w workload, rows []statusRow) []panel {
 	var panels []panel
 	for i, r := range rows {
 		p := plot.New()
-		p.Title.Text = fmt.Sprintf("%s: %s (%s): %s", w.id, r.goal, r.target, r.verdict)
+		p.Title.Text = fmt.Sprintf("%s: %s (%s): %s", w.id, r.goal, r.target, strings.ReplaceAll(r.verdict, "**", ""))
 		p.Title.TextStyle.Font.Size = vg.Points(9)
 		p.X.Label.Text = r.unit
 		p.Y.Tick.Marker = plot.ConstantTicks(nil)
@@ -244,7 +244,7 @@ func seriesPlot(w workload, pairs []map[string]*result) ([]panel, string, bool) 
 	case hasSeries(medians, "running:a"):
 		return queuePlot(w, medians), "each queue's running cpu against its deserved share over time, each side's median run", true
 	}
-	p.Title.Text = fmt.Sprintf("%s: %s", w.id, what)
+	p.Title.Text = fmt.Sprintf("%s: %s, each side's median run", w.id, unit)
 	p.Y.Label.Text = unit
 	for i, r := range medians {
 		points := r.Series[series]
@@ -267,6 +267,7 @@ func seriesPlot(w workload, pairs []map[string]*result) ([]panel, string, bool) 
 	}
 	if series == "gpusInUse" {
 		p.Title.Text += " (triangle: the gang arrives; square: it is bound)"
+		p.Title.TextStyle.Font.Size = vg.Points(10)
 	}
 	return []panel{{p: p, height: 3.5 * vg.Inch}}, what, true
 }

@@ -390,11 +390,12 @@ func renderStatus(rows []statusRow) string {
 // whatRuns are the paths whose change makes a measurement one of another
 // scheduler or another bench: the plugins, the binaries, the substrate
 // the bench runs on, the bench itself, the configuration it deploys, the
-// APIs compiled in, and the modules linked. How rows are judged and
-// printed (status.go, report.go and their test) is not what runs: a change
-// there reads the same runs again.
+// APIs compiled in, and the modules linked. How rows are judged, printed
+// and drawn (status.go, report.go, plots.go and their tests) is not what
+// runs: a change there reads the same runs again.
 var whatRuns = []string{":/plugins/", ":/cmd/", ":/internal/cluster/", ":/test/bench/", ":/manifests/", ":/apis/", ":/go.mod", ":/go.sum",
-	":(top,exclude)test/bench/status.go", ":(top,exclude)test/bench/report.go", ":(top,exclude)test/bench/status_test.go"}
+	":(top,exclude)test/bench/status.go", ":(top,exclude)test/bench/report.go", ":(top,exclude)test/bench/status_test.go",
+	":(top,exclude)test/bench/plots.go", ":(top,exclude)test/bench/plots_test.go"}
 
 // staleAgainstWhatRuns says whether a commit predates the last change
 // under whatRuns: a measurement of something that no longer runs. An

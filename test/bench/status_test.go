@@ -177,7 +177,7 @@ func TestStaleAgainstWhatRunsFromThePackageDirectory(t *testing.T) {
 }
 
 // Each path of what runs makes the commits before its change stale; a
-// change to docs, or to how rows are judged and printed, does not, in a
+// change to docs, or to how rows are judged, printed and drawn, does not, in a
 // history made for the test.
 func TestStaleAgainstWhatRunsByPath(t *testing.T) {
 	repo := t.TempDir()
@@ -211,8 +211,10 @@ func TestStaleAgainstWhatRunsByPath(t *testing.T) {
 	commit("README.md")
 	commit("test/bench/status.go")
 	commit("test/bench/report.go")
+	commit("test/bench/plots.go")
+	commit("docs/plots/P1-pairs.svg")
 	stale := staleAgainstWhatRuns(repo)
-	assert.False(t, stale(measured), "docs and the rows' judging and printing changed since, nothing that runs")
+	assert.False(t, stale(measured), "docs and the rows' judging, printing and drawing changed since, nothing that runs")
 	assert.True(t, stale(base), "the first commit")
 }
 
