@@ -4,8 +4,8 @@
 //
 // An integration test spends most of its wall time waiting (for a
 // controller, a back-off, a timeout it asserts), with a core mostly idle:
-// run one after another they took 2,439–2,468 s on 2 cores (2026-11-26,
-// at 5edb0f9). Each runs alone in its process, as it did in the
+// run one after another they took about 40 minutes on 2 cores. Each runs
+// alone in its process, as it did in the
 // sequential run: the scheduler's metrics registry, feature gates and
 // klog are per process, so no test sees another's objects or counters.
 // The test binary and the scheduler binaries the tests start are built
@@ -322,9 +322,8 @@ func readAlone(path string) map[string]string {
 // likely a scenario), at most parallel at once and, but for the first,
 // only while the running jobs' recorded rates leave room for the next
 // one's within budget cores (all of them by default: the rates are
-// recorded with the jobs side by side, and at 0.8 of the cores a run of
-// 1,628 cpu-seconds kept them 1.31 busy on average: 2026-11-27, the
-// tests of 195990b); a job that does not fit lets a shorter one
+// recorded with the jobs side by side, so a smaller budget leaves cores
+// idle); a job that does not fit lets a shorter one
 // that does go first. The jobs that need a quiet machine (alone) go
 // once the others have ended, longest first, side by side only within
 // half the budget: what they need is cores to spare, not an empty
