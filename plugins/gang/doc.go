@@ -16,11 +16,15 @@
 //
 // # QueueSort
 //
-// Pods sort by priority (higher first), then the gang's creation time (a
-// plain pod's queue time), then gang namespace/name, then pod name. The
-// members of a gang sit together and gangs do not interleave. A gang's time
-// is pinned the first time it is read, so no key changes while a pod is
-// queued; reading it never waits for the store's lock.
+// Pods sort by priority (higher first), then a plain pod nominated to a node
+// (room held for it: its victims gone or going) before one that is not,
+// then the gang's creation time (a plain pod's queue time), then gang
+// namespace/name, then pod name: otherwise a reclaim of many pods leaves
+// each preemptor's room idle behind a whole round of preemption attempts.
+// The members of a gang sit together and gangs do not interleave. A gang's
+// time is pinned the first time it is read and a nomination is read from
+// the queued pod (an update re-sorts it), so no key changes while a pod is
+// queued; reading them never waits for the store's lock.
 //
 // # PreEnqueue
 //

@@ -98,10 +98,12 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 // Name returns the plugin's name.
 func (g *Gang) Name() string { return Name }
 
-// Less orders the queue: priority first, then the gang's creation time (a
-// plain pod's queue time, exactly as PrioritySort), then gang name, then pod
-// name, so the members of one gang sit together and gangs never interleave.
-// Every key is fixed while the pod is queued.
+// Less orders the queue: priority first, then a plain pod holding a
+// nomination before one that holds none, then the gang's creation time (a
+// plain pod's queue time, as PrioritySort), then gang name, then pod name,
+// so the members of one gang sit together and gangs never interleave.
+// Every key is fixed while the pod is queued: the nomination is the queued
+// pod's status, and the queue re-sorts a pod whose object it updates.
 func (g *Gang) Less(a, b fwk.QueuedEntityInfo) bool {
 	pa, pb := a.GetPriority(), b.GetPriority()
 	if pa != pb {
@@ -109,6 +111,9 @@ func (g *Gang) Less(a, b fwk.QueuedEntityInfo) bool {
 	}
 	ka, ta := g.sortKey(a)
 	kb, tb := g.sortKey(b)
+	if na, nb := holdsNomination(a, ka), holdsNomination(b, kb); na != nb {
+		return na
+	}
 	if !ta.Equal(tb) {
 		return ta.Before(tb)
 	}
@@ -117,6 +122,16 @@ func (g *Gang) Less(a, b fwk.QueuedEntityInfo) bool {
 	}
 	na, nb := podName(a), podName(b)
 	return na < nb
+}
+
+// holdsNomination reports whether e is a pod of no gang whose status names
+// a node nominated for it: room there is held for it already.
+func holdsNomination(e fwk.QueuedEntityInfo, key state.GroupKey) bool {
+	if key != (state.GroupKey{}) {
+		return false
+	}
+	p := podOf(e)
+	return p != nil && p.Status.NominatedNodeName != ""
 }
 
 func podOf(e fwk.QueuedEntityInfo) *corev1.Pod {

@@ -50,8 +50,8 @@ func podGroup(name string, created time.Time, minMember int32) *schedv1alpha1.Po
 	}
 }
 
-// Plain pods are ordered exactly as PrioritySort orders them, since every
-// profile of the binary shares this queue sort.
+// Plain pods that hold no nomination are ordered exactly as PrioritySort
+// orders them, since every profile of the binary shares this queue sort.
 func TestLessMatchesPrioritySortForPlainPods(t *testing.T) {
 	g := &Gang{store: state.NewStatic(nil, nil)}
 	prioritySort := &queuesort.PrioritySort{}
@@ -68,6 +68,35 @@ func TestLessMatchesPrioritySortForPlainPods(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A pod of no gang whose status names a nominated node (room is held for
+// it there: a preemption's victims are gone, or going) sorts before the
+// pods of its priority that hold none, whatever their queue times: behind
+// a round of pods each trying a preemption, it would hold that room idle
+// for the round. Priority still comes first, and a gang's nominated
+// member keeps its gang's place, so gangs do not interleave.
+func TestLessPutsAPodHoldingANominationBeforeItsPriorityPeers(t *testing.T) {
+	store := state.NewStatic([]*schedv1alpha1.PodGroup{podGroup("gang", t0, 2)}, nil)
+	g := &Gang{store: store}
+	nominated := func(p *corev1.Pod) *corev1.Pod {
+		p.Status.NominatedNodeName = "node-1"
+		return p
+	}
+	entries := []fwk.QueuedEntityInfo{
+		queued(t, st.MakePod().Namespace("ns").Name("early").Obj(), t0.Add(30*time.Second)),
+		queued(t, nominated(st.MakePod().Namespace("ns").Name("nominated-late").Obj()), t0.Add(time.Hour)),
+		queued(t, nominated(st.MakePod().Namespace("ns").Name("nominated-early").Obj()), t0.Add(time.Minute)),
+		queued(t, st.MakePod().Namespace("ns").Name("urgent").Priority(1000).Obj(), t0.Add(2*time.Hour)),
+		queued(t, nominated(member("gang-1", "gang", 0)), t0.Add(3*time.Hour)),
+		queued(t, member("gang-0", "gang", 0), t0.Add(4*time.Hour)),
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return g.Less(entries[i], entries[j]) })
+	var order []string
+	for _, e := range entries {
+		order = append(order, podOf(e).Name)
+	}
+	assert.Equal(t, []string{"urgent", "nominated-early", "nominated-late", "gang-0", "gang-1", "early"}, order)
 }
 
 // Members of one gang sit together, ordered by the gang's creation time;

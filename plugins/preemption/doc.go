@@ -160,7 +160,10 @@
 // member would go on one node, when victims are chosen member by member;
 // where the whole quorum goes, which confirms every plan). The placement
 // found is nominated: the preemptor through the scheduler, its siblings
-// by their status.
+// by their status. A preemptor is kept out of the scheduling queue until
+// its victims are gone (PreEnqueue), and a pod of no gang holding a
+// nomination is then tried before the pods of its priority that hold none
+// (plugins/gang, QueueSort), so the room made for it does not sit idle.
 //
 // A gang confined to one topology domain (its PodGroup's
 // scheduling.flotilla.dev/topology-required) preempts inside one domain:

@@ -362,9 +362,8 @@ func fairTimeline(samples []fairSample, start time.Time, total int64) string {
 //     alone). Not b's cpu against its entitlement: when a Job's pods end
 //     together their queue asks for nothing until the replacements exist,
 //     the other queue is entitled to the whole cluster for that second,
-//     and that ratio measured the Jobs' rhythm (0.83 with usage off and
-//     0.85 on, where b held 0.53 and 0.62 of what a and b ran, smoke size
-//     2026-11-28).
+//     and that ratio measured the Jobs' rhythm, not fairness
+//     (docs/benchmarks.md, F1).
 func fairFigures(samples []fairSample, arrived map[string]time.Time, total int64, phase time.Duration) map[string]float64 {
 	out := map[string]float64{}
 	if len(samples) == 0 {

@@ -203,7 +203,10 @@ func runJobs(e *env, v variant, nodes int, node cluster.NodeSpec, s jobStream) (
 		timeout = s.bindTimeout
 	}
 	if err := e.pods.WaitBound(e.ctx, pods, timeout); err != nil {
-		return nil, err
+		if !v.coscheduling {
+			return nil, err
+		}
+		return e.peerStalled(v, pods, len(e.pods.BoundOffsets()), err)
 	}
 	if err := e.waitJobsComplete(len(names), timeout+time.Duration(s.runSeconds)*time.Second); err != nil {
 		return nil, err
@@ -376,7 +379,17 @@ func runWaves(e *env, v variant, nodes, gangs int, hold time.Duration) (*result,
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%d of %d Jobs complete after %s", complete, gangs, time.Since(start))
+			err := fmt.Errorf("%d of %d Jobs complete after %s", complete, gangs, time.Since(start))
+			if !v.coscheduling {
+				return nil, err
+			}
+			r, err := e.peerStalled(v, gangs*size, len(e.pods.BoundOffsets()), err)
+			if r != nil {
+				r.Extra["partialPercent"] = 100 * partial / math.Max(total, 1e-9)
+				r.Extra["idealSeconds"] = math.Ceil(float64(gangs)/2) * hold.Seconds()
+				r.Extra["jobsCompleteWhenGivenUp"] = float64(complete)
+			}
+			return r, err
 		}
 		time.Sleep(50 * time.Millisecond)
 		now := time.Now()
@@ -437,4 +450,21 @@ func (e *env) runningByQueue() (map[string]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// peerStalled is the result of a peer's run that stopped making progress
+// (stalled: why the bench gave up): the peer's figures are then bounds —
+// its time a lower bound (the time until the bench gave up), its rate an
+// upper bound (every pod over that time) — and the run says how far it
+// got, so a row compares against them rather than failing. Only the
+// peer's stall is a result: flotilla's own, or the default profile's,
+// fails the run.
+func (e *env) peerStalled(v variant, pods, bound int, stalled error) (*result, error) {
+	first, _, _ := e.pods.Span(nil)
+	r := &result{Pods: pods, Seconds: time.Since(first).Seconds(), Extra: map[string]float64{
+		"stalled": 1, "boundWhenGivenUp": float64(bound)}}
+	r.PodsPerS = float64(pods) / r.Seconds
+	r.Extra["jobsCompleteSeconds"] = r.Seconds
+	e.tb.Logf("%s stalled (%v): %d of %d pods bound after %.0f s; its figures are bounds", v.name, stalled, bound, pods, r.Seconds)
+	return r, e.measureScheduler(r, v)
 }

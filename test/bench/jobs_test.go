@@ -64,3 +64,26 @@ func TestJobStagesSplitAJobsLifeAtItsLastPod(t *testing.T) {
 		})
 	}
 }
+
+// A side that stalled says how far it got and that its figures are
+// bounds; a side that finished adds nothing.
+func TestWithStallsSaysHowFarAStalledSideGot(t *testing.T) {
+	base := func(map[string]*result) string { return "pods/s 160 vs 135 = 1.19 x" }
+	for _, tc := range []struct {
+		name string
+		runs map[string]*result
+		want string
+	}{
+		{name: "no side stalled", runs: map[string]*result{"flotilla": {Pods: 8000, Seconds: 49}, "Coscheduling": {Pods: 8000, Seconds: 70, Extra: map[string]float64{}}},
+			want: "pods/s 160 vs 135 = 1.19 x"},
+		{name: "the peer stalled binding", runs: map[string]*result{"flotilla": {Pods: 8000, Seconds: 49},
+			"Coscheduling": {Pods: 8000, Seconds: 460, Extra: map[string]float64{"stalled": 1, "boundWhenGivenUp": 1144}}},
+			want: "pods/s 160 vs 135 = 1.19 x; Coscheduling stalled: 1144 of 8000 pods bound when the run gave up after 460 s (its time is a lower bound, its pods/s an upper bound)"},
+		{name: "the peer stalled completing Jobs", runs: map[string]*result{"Coscheduling": {Pods: 160, Seconds: 240, Extra: map[string]float64{"stalled": 1, "boundWhenGivenUp": 152, "jobsCompleteWhenGivenUp": 19}}},
+			want: "pods/s 160 vs 135 = 1.19 x; Coscheduling stalled: 152 of 160 pods bound when the run gave up after 240 s (its time is a lower bound, its pods/s an upper bound), 19 Jobs complete"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, withStalls(base)(tc.runs))
+		})
+	}
+}

@@ -170,26 +170,40 @@ func runLargeGang(e *env, v variant, s largeGangStream) (*result, error) {
 	return r, e.measureScheduler(r, v)
 }
 
-// gpusInUse is the GPUs running pods held over the run, a step at each
-// pod's start and end (seconds from start): each small pod 1, each of the
-// gang's 8.
-func gpusInUse(pods *cluster.PodRecorder, members map[string][]string, start time.Time) [][2]float64 {
-	type step struct{ at, by float64 }
-	var steps []step
+// gpuSpan is a running pod's hold on GPUs: from running until finished
+// (zero: still running).
+type gpuSpan struct {
+	gpus              float64
+	running, finished time.Time
+}
+
+// gpuSpans are the GPUs each pod that ran held: each small pod 1, each of
+// the gang's 8.
+func gpuSpans(pods *cluster.PodRecorder, members map[string][]string) []gpuSpan {
+	var spans []gpuSpan
 	for job, names := range members {
 		per := 1.0
 		if job == largeGangJob {
 			per = 8
 		}
 		for _, name := range names {
-			life := pods.Life(name)
-			if life.Running.IsZero() {
-				continue
+			if life := pods.Life(name); !life.Running.IsZero() {
+				spans = append(spans, gpuSpan{gpus: per, running: life.Running, finished: life.Finished})
 			}
-			steps = append(steps, step{life.Running.Sub(start).Seconds(), per})
-			if !life.Finished.IsZero() {
-				steps = append(steps, step{life.Finished.Sub(start).Seconds(), -per})
-			}
+		}
+	}
+	return spans
+}
+
+// gpusInUse is the GPUs running pods held over the run, a step at each
+// pod's start and end (seconds from start).
+func gpusInUse(pods *cluster.PodRecorder, members map[string][]string, start time.Time) [][2]float64 {
+	type step struct{ at, by float64 }
+	var steps []step
+	for _, span := range gpuSpans(pods, members) {
+		steps = append(steps, step{span.running.Sub(start).Seconds(), span.gpus})
+		if !span.finished.IsZero() {
+			steps = append(steps, step{span.finished.Sub(start).Seconds(), -span.gpus})
 		}
 	}
 	slices.SortFunc(steps, func(a, b step) int { return cmp.Compare(a.at, b.at) })
@@ -203,34 +217,23 @@ func gpusInUse(pods *cluster.PodRecorder, members map[string][]string, start tim
 }
 
 // gpuUtilization is the share of the cluster's gpus that running pods
-// held over [from, to]: each small pod holds 1 GPU, each of the gang's 8,
-// from running until finished.
+// held over [from, to].
 func gpuUtilization(pods *cluster.PodRecorder, members map[string][]string, from, to time.Time, gpus int) float64 {
 	if !to.After(from) || gpus == 0 {
 		return 0
 	}
 	var held float64
-	for job, names := range members {
-		per := 1.0
-		if job == largeGangJob {
-			per = 8
+	for _, span := range gpuSpans(pods, members) {
+		end := span.finished
+		if end.IsZero() || end.After(to) {
+			end = to
 		}
-		for _, name := range names {
-			life := pods.Life(name)
-			if life.Running.IsZero() {
-				continue
-			}
-			end := life.Finished
-			if end.IsZero() || end.After(to) {
-				end = to
-			}
-			begin := life.Running
-			if begin.Before(from) {
-				begin = from
-			}
-			if end.After(begin) {
-				held += per * end.Sub(begin).Seconds()
-			}
+		begin := span.running
+		if begin.Before(from) {
+			begin = from
+		}
+		if end.After(begin) {
+			held += span.gpus * end.Sub(begin).Seconds()
 		}
 	}
 	return held / (float64(gpus) * to.Sub(from).Seconds())
