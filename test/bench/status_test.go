@@ -197,7 +197,7 @@ func TestStaleAgainstWhatRunsByPath(t *testing.T) {
 	}
 	git("init", "-q")
 	base := commit("plugins/gang/gang.go")
-	for _, path := range []string{"cmd/flotilla-scheduler/main.go", "internal/cluster/kwok.go", "test/bench/workloads.go", "manifests/scheduler-config.yaml", "apis/scheduling/v1alpha1/types.go", "go.mod"} {
+	for _, path := range []string{"cmd/flotilla-scheduler/main.go", "internal/cluster/kwok.go", "test/bench/workloads.go", "test/bench/bench_test.go", "manifests/scheduler-config.yaml", "apis/scheduling/v1alpha1/types.go", "go.mod"} {
 		t.Run(path, func(t *testing.T) {
 			before := git("rev-parse", "HEAD")
 			changed := commit(path)
@@ -213,8 +213,11 @@ func TestStaleAgainstWhatRunsByPath(t *testing.T) {
 	commit("test/bench/report.go")
 	commit("test/bench/plots.go")
 	commit("docs/plots/P1-pairs.svg")
+	commit("plugins/gang/gang_test.go")
+	commit("plugins/state/queues/queues_test.go")
+	commit("internal/cluster/process_test.go")
 	stale := staleAgainstWhatRuns(repo)
-	assert.False(t, stale(measured), "docs and the rows' judging, printing and drawing changed since, nothing that runs")
+	assert.False(t, stale(measured), "docs, the rows' judging, printing and drawing, and the plugins' tests changed since, nothing that runs")
 	assert.True(t, stale(base), "the first commit")
 }
 
