@@ -75,10 +75,12 @@ func TestLessMatchesPrioritySortForPlainPods(t *testing.T) {
 // pods of its priority that hold none, whatever their queue times: behind
 // a round of pods each trying a preemption, it would hold that room idle
 // for the round. Priority still comes first, and a gang's nominated
-// member keeps its gang's place, so gangs do not interleave.
+// member (an 8-GPU worker whose cpu leader holds no nomination) keeps its
+// gang's place beside its leader, so gangs do not interleave.
 func TestLessPutsAPodHoldingANominationBeforeItsPriorityPeers(t *testing.T) {
 	store := state.NewStatic([]*schedv1alpha1.PodGroup{podGroup("gang", t0, 2)}, nil)
 	g := &Gang{store: store}
+	gang := bigGang("gang", 1)
 	nominated := func(p *corev1.Pod) *corev1.Pod {
 		p.Status.NominatedNodeName = "node-1"
 		return p
@@ -88,15 +90,15 @@ func TestLessPutsAPodHoldingANominationBeforeItsPriorityPeers(t *testing.T) {
 		queued(t, nominated(st.MakePod().Namespace("ns").Name("nominated-late").Obj()), t0.Add(time.Hour)),
 		queued(t, nominated(st.MakePod().Namespace("ns").Name("nominated-early").Obj()), t0.Add(time.Minute)),
 		queued(t, st.MakePod().Namespace("ns").Name("urgent").Priority(1000).Obj(), t0.Add(2*time.Hour)),
-		queued(t, nominated(member("gang-1", "gang", 0)), t0.Add(3*time.Hour)),
-		queued(t, member("gang-0", "gang", 0), t0.Add(4*time.Hour)),
+		queued(t, nominated(gang[1]), t0.Add(3*time.Hour)),
+		queued(t, gang[0], t0.Add(4*time.Hour)),
 	}
 	sort.SliceStable(entries, func(i, j int) bool { return g.Less(entries[i], entries[j]) })
 	var order []string
 	for _, e := range entries {
 		order = append(order, podOf(e).Name)
 	}
-	assert.Equal(t, []string{"urgent", "nominated-early", "nominated-late", "gang-0", "gang-1", "early"}, order)
+	assert.Equal(t, []string{"urgent", "nominated-early", "nominated-late", "gang-leader", "gang-worker-0", "early"}, order)
 }
 
 // Members of one gang sit together, ordered by the gang's creation time;
