@@ -77,7 +77,9 @@ func renderWorkloads(runs []*result, ws []workload) string {
 		}
 		// Variants in the workload's order; others (a scheduler measured
 		// through -bench.kubeconfig) after them.
-		slices.SortStableFunc(names, func(a, b string) int { return variantIndex(w, a) - variantIndex(w, b) })
+		slices.SortStableFunc(names, func(a, b string) int {
+			return cmp.Or(variantIndex(w, a)-variantIndex(w, b), strings.Compare(a, b))
+		})
 		medians := map[string]*result{}
 		for _, name := range names {
 			medians[name] = medianRun(byVariant[name])
@@ -180,14 +182,16 @@ func runsOf(runs []*result, id string) []*result {
 	return of
 }
 
-// variantIndex is name's place among w's variants, past them when absent.
+// variantIndex is name's place among w's variants and then their A/A
+// variants (withAAVariants), past them when absent.
 func variantIndex(w workload, name string) int {
-	for i, v := range w.variants {
+	variants := withAAVariants(w.variants, w.goals)
+	for i, v := range variants {
 		if v.name == name {
 			return i
 		}
 	}
-	return len(w.variants)
+	return len(variants)
 }
 
 func ms(seconds float64) string { return fmt.Sprintf("%.0f ms", 1000*seconds) }

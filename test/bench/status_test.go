@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +115,31 @@ func TestRenderWorkloadsShowsTheNewestMeasurement(t *testing.T) {
 	assert.Contains(t, table, "| 2 | 2 | a | 7.7 s | 130 |")
 	assert.Less(t, strings.Index(table, "| 2 | 1 | b |"), strings.Index(table, "| 2 | 2 | a |"))
 	assert.Equal(t, 2, strings.Count(table, "<details>"), "W1 and W2")
+}
+
+// A/A variants follow the sides in the order of the goals that compare
+// against their bases, however a pair's runs come out of its map: the
+// table redrawn from the same runs is the same table.
+func TestRenderWorkloadsOrdersTheAAVariants(t *testing.T) {
+	flotilla, stock, peer := variant{name: "flotilla"}, variant{name: "stock"}, variant{name: "peer"}
+	pods := func(r *result) float64 { return r.PodsPerS }
+	w := workload{id: "W1", what: "one", target: "flotilla >= both", variants: []variant{stock, flotilla, peer},
+		goals: []goal{ratioGoal("pods/s", flotilla, stock, pods, true, 1), ratioGoal("pods/s", flotilla, peer, pods, true, 1)}}
+	var runs []*result
+	for pair := range 3 {
+		for position, name := range []string{"peer (A/A)", "flotilla", "stock (A/A)", "peer", "stock"} {
+			runs = append(runs, &result{Workload: "W1", Variant: name, Pair: pair, Position: position, Commit: "c", Date: "2026-12-03", PodsPerS: 100, Seconds: 10})
+		}
+	}
+	first := renderWorkloads(runs, []workload{w})
+	var at []int
+	for _, name := range []string{"stock", "flotilla", "peer", "stock (A/A)", "peer (A/A)"} {
+		at = append(at, strings.Index(first, "| W1 | one | "+name+" |"))
+	}
+	assert.True(t, slices.IsSorted(at) && at[0] >= 0, "rows in the order stock, flotilla, peer, then their A/A variants: %v", at)
+	for range 20 {
+		require.Equal(t, first, renderWorkloads(runs, []workload{w}))
+	}
 }
 
 // Upstream runs, paired as make bench-upstream adds them to
