@@ -129,8 +129,11 @@ bench-status:
 ## `make test`: about 25 minutes a round at 5000 nodes on 2 cores). Each workload and configuration
 ## runs in its own process, so neither inherits the other's heap and goroutines, and a run that fails
 ## or times out loses only its own figures; UPSTREAM_RUNS rounds over all the workloads, interleaved
-## so a slow spell of the machine does not fall on one workload's runs, each round swapping which
-## configuration runs first, its data items in bin/upstream/<commit>. Then the tables in
+## so a slow spell of the machine does not fall on one workload's runs, each round rotating the order
+## of a workload's configurations (over as many rounds as it has configurations, each runs once in
+## every position), its data items in bin/upstream/<commit>. UPSTREAM_AA=true adds a configuration:
+## a second run of the base the status rows compare against (the default plugins; for the gang cases
+## the in-tree gang scheduler), whose A/A pairs give P5, P6's batching row and P7 their noise bands. Then the tables in
 ## docs/benchmarks.md are rewritten with each figure's median over the newest UPSTREAM_RUNS runs in
 ## bin/upstream, those runs join docs/benchmarks.json as pairs (round by round), and the status table
 ## is rewritten with them. UPSTREAM_WORKLOADS picks
@@ -151,6 +154,7 @@ UPSTREAM_WORKLOADS ?= SchedulingBasic/5000Nodes_10000Pods PreemptionAsync/5000No
   HostPortConflict/20000Nodes_20000Pods_1000BatchSize HostPortConflict/20000Nodes_20000Pods_OpportunisticBatchingDisabled \
   ResourceSaturation/20000Nodes_20000Pods_1000BatchSize ResourceSaturation/20000Nodes_20000Pods_OpportunisticBatchingDisabled
 UPSTREAM_RUNS ?= 3
+UPSTREAM_AA   ?= false
 UPSTREAM_ENV = cd test/upstream && PATH="$(CURDIR)/bin:$$PATH" KUBE_CACHE_MUTATION_DETECTOR=false \
   $(CURDIR)/bin/upstream.test
 UPSTREAM_RUN = $(UPSTREAM_ENV) -data-items-dir=$(CURDIR)/bin/upstream
@@ -159,9 +163,11 @@ TREE = $(shell git rev-parse --short HEAD)$(shell git status --porcelain --untra
 bench-upstream: upstream-harness
 	mkdir -p bin/upstream/$(TREE)
 	for round in $$(seq $(UPSTREAM_RUNS)); do \
-	  order="default flotilla"; [ $$((round % 2)) = 0 ] && order="flotilla default"; \
-	  for w in $(UPSTREAM_WORKLOADS); do vs="$$order"; case $$w in GangScheduling/*) vs="$$order in-tree flotilla-native";; esac; \
-	  for v in $$vs; do \
+	  for w in $(UPSTREAM_WORKLOADS); do \
+	  case $$w in GangScheduling/*) set -- default flotilla in-tree flotilla-native; aa=in-tree-aa;; *) set -- default flotilla; aa=default-aa;; esac; \
+	  [ "$(UPSTREAM_AA)" = true ] && set -- "$$@" $$aa; \
+	  for i in $$(seq $$(( (round - 1) % $$# ))); do set -- "$$@" "$$1"; shift; done; \
+	  for v in "$$@"; do \
 	  log=$(CURDIR)/bin/upstream/$${w//\//_}-$$v.log; \
 	  ( $(UPSTREAM_RUN)/$(TREE) -test.run '^$$' -test.bench BenchmarkPerfScheduling -test.benchtime=1x -test.timeout 120m \
 	    -upstream.workloads=$$w -upstream.variants=$$v > $$log 2>&1 ) \

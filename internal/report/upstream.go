@@ -33,6 +33,26 @@ const InTree = "in-tree"
 // flotilla's queues, Binpack and Preemption taking part.
 const FlotillaNative = "flotilla-native"
 
+// AASuffix ends the name of a configuration run a second time in a round
+// (make bench-upstream with UPSTREAM_AA=true): "default-aa" is the default
+// plugins again. Its figures against its base's are the A/A pairs that give
+// the status rows comparing against that base their noise band.
+const AASuffix = "-aa"
+
+// AAVariant ends the variant name under which an A/A configuration's runs
+// are kept in docs/benchmarks.json, as test/bench names its A/A sides.
+const AAVariant = " (A/A)"
+
+// AAOf is the A/A configuration of a workload: a second run of the base its
+// status rows compare against (the in-tree gang scheduler for the gang
+// cases, the default plugins otherwise).
+func AAOf(workload string) string {
+	if strings.HasPrefix(workload, "GangScheduling/") {
+		return InTree + AASuffix
+	}
+	return "default" + AASuffix
+}
+
 // VariantsOf are the configurations a test-case/workload runs under.
 func VariantsOf(workload string) []string {
 	if strings.HasPrefix(workload, "GangScheduling/") {
@@ -105,8 +125,10 @@ func workloadOf(name string) (workload, variant string, ok bool) {
 		return "", "", false
 	}
 	for _, v := range UpstreamVariants {
-		if base, found := strings.CutSuffix(testCase, "_"+v); found {
-			return base + "/" + rest[:cut], v, true
+		for _, v := range []string{v, v + AASuffix} {
+			if base, found := strings.CutSuffix(testCase, "_"+v); found {
+				return base + "/" + rest[:cut], v, true
+			}
 		}
 	}
 	return "", "", false
@@ -279,8 +301,13 @@ var (
 // UpstreamRunID is the workload and variant under which an upstream run is
 // kept with test/bench's: "P5 <case>/<workload>", "P6 <case>/<workload
 // without its batching suffix>" with ", batching" or ", no batching" after
-// the variant, "P7 <case>/<workload>".
+// the variant, "P7 <case>/<workload>"; an A/A configuration's variant is
+// its base's, AAVariant after it.
 func UpstreamRunID(workload, variant string) (id, variantName string) {
+	if base, aa := strings.CutSuffix(variant, AASuffix); aa {
+		id, variantName = UpstreamRunID(workload, base)
+		return id, variantName + AAVariant
+	}
 	switch {
 	case strings.HasPrefix(workload, "GangScheduling/"):
 		return "P7 " + workload, variant
@@ -306,9 +333,9 @@ func newestTrees(runs []UpstreamRun) map[string]string {
 // UpstreamBenchRuns turns upstream runs (UpstreamRuns, oldest first) into
 // runs as docs/benchmarks.json keeps them: for each workload of
 // UpstreamRunID, its runs of the tree its newest run measured, the newest
-// rounds of each variant (every one if rounds < 1), the k-th of each
-// variant in pair k (make bench-upstream runs every configuration once a
-// round), ordered within it by time. Throughput is the run's pods/s,
+// rounds of each variant (every one if rounds < 1), the k-th newest of
+// each variant in the k-th newest pair (make bench-upstream runs every
+// configuration once a round), ordered within it by time. Throughput is the run's pods/s,
 // SchedulingDuration its seconds; every figure is also in Extra, under
 // UpstreamMeasure's names.
 func UpstreamBenchRuns(runs []UpstreamRun, rounds int, machine string) []*Run {
@@ -334,16 +361,23 @@ func UpstreamBenchRuns(runs []UpstreamRun, rounds int, machine string) []*Run {
 			variant string
 			run     UpstreamRun
 		}
-		var pairs [][]member
+		newest := map[string][]UpstreamRun{}
+		count := 0
 		for variant, vruns := range byVariant[id] {
 			if rounds > 0 && len(vruns) > rounds {
 				vruns = vruns[len(vruns)-rounds:]
 			}
+			newest[variant] = vruns
+			count = max(count, len(vruns))
+		}
+		// Counted from the newest round: a configuration with fewer runs
+		// (an A/A one run in the last rounds only) pairs with the rounds
+		// it ran in.
+		pairs := make([][]member, count)
+		for variant, vruns := range newest {
 			for k, r := range vruns {
-				for len(pairs) <= k {
-					pairs = append(pairs, nil)
-				}
-				pairs[k] = append(pairs[k], member{variant, r})
+				pair := count - len(vruns) + k
+				pairs[pair] = append(pairs[pair], member{variant, r})
 			}
 		}
 		for k, pair := range pairs {

@@ -20,12 +20,36 @@ func TestWorkloadOf(t *testing.T) {
 		{"BenchmarkPerfScheduling/Unschedulable_flotilla/5kNodes/100Init/10kPods/namespace-3", "Unschedulable/5kNodes/100Init/10kPods", "flotilla", true},
 		{"BenchmarkPerfScheduling/GangScheduling_flotilla/500Nodes_100Gangs_300Pods/gang-ns-0", "GangScheduling/500Nodes_100Gangs_300Pods", "flotilla", true},
 		{"BenchmarkPerfScheduling/GangScheduling_in-tree/500Nodes_100Gangs_300Pods/gang-ns-0", "GangScheduling/500Nodes_100Gangs_300Pods", "in-tree", true},
+		{"BenchmarkPerfScheduling/SchedulingBasic_default-aa/5000Nodes_10000Pods/namespace-2", "SchedulingBasic/5000Nodes_10000Pods", "default-aa", true},
+		{"BenchmarkPerfScheduling/GangScheduling_in-tree-aa/500Nodes_100Gangs_300Pods/gang-ns-0", "GangScheduling/500Nodes_100Gangs_300Pods", "in-tree-aa", true},
 		{"BenchmarkPerfScheduling/SchedulingBasic/5000Nodes/namespace-2", "", "", false}, // no variant
 		{"BenchmarkPerfScheduling/SchedulingBasic_default", "", "", false},
 	} {
 		w, v, ok := workloadOf(tc.name)
 		if w != tc.workload || v != tc.variant || ok != tc.ok {
 			t.Errorf("workloadOf(%q) = %q, %q, %v; want %q, %q, %v", tc.name, w, v, ok, tc.workload, tc.variant, tc.ok)
+		}
+	}
+}
+
+// An A/A configuration's runs are kept under its base's workload and
+// variant, A/A after it, as test/bench names the A/A side of the base its
+// rows compare against.
+func TestUpstreamRunIDOfAnAAConfiguration(t *testing.T) {
+	for _, tc := range []struct {
+		workload, variant, id, name string
+	}{
+		{basic, "default", "P5 " + basic, "default"},
+		{basic, AAOf(basic), "P5 " + basic, "default (A/A)"},
+		{"HostPortConflict/20000Nodes_20000Pods_1000BatchSize", AAOf("HostPortConflict/20000Nodes_20000Pods_1000BatchSize"),
+			"P6 HostPortConflict/20000Nodes_20000Pods", "default, batching (A/A)"},
+		{"HostPortConflict/20000Nodes_20000Pods_OpportunisticBatchingDisabled", "default-aa",
+			"P6 HostPortConflict/20000Nodes_20000Pods", "default, no batching (A/A)"},
+		{"GangScheduling/5000Nodes_1000Gangs_3000Pods", AAOf("GangScheduling/5000Nodes_1000Gangs_3000Pods"),
+			"P7 GangScheduling/5000Nodes_1000Gangs_3000Pods", "in-tree (A/A)"},
+	} {
+		if id, name := UpstreamRunID(tc.workload, tc.variant); id != tc.id || name != tc.name {
+			t.Errorf("UpstreamRunID(%q, %q) = %q, %q; want %q, %q", tc.workload, tc.variant, id, name, tc.id, tc.name)
 		}
 	}
 }
@@ -211,6 +235,9 @@ func TestUpstreamBenchRunsPairRounds(t *testing.T) {
 		run(basic, "default", "new", 3, 100), run(basic, "flotilla", "new", 4, 110),
 		// The second round ran flotilla first.
 		run(basic, "flotilla", "new", 5, 120), run(basic, "default", "new", 6, 100),
+		// A third round with an A/A run of the default plugins, first: a
+		// side with fewer runs pairs with the newest rounds.
+		run(basic, "default-aa", "new", 11, 95), run(basic, "default", "new", 12, 105), run(basic, "flotilla", "new", 13, 115),
 		run(hostOn, "default", "new", 7, 500), run(hostOn, "flotilla", "new", 8, 520),
 		run(hostOff, "default", "new", 9, 100), run(hostOff, "flotilla", "new", 10, 104),
 	}
@@ -218,8 +245,8 @@ func TestUpstreamBenchRunsPairRounds(t *testing.T) {
 	for _, r := range UpstreamBenchRuns(runs, 3, "2 CPUs") {
 		got[fmt.Sprintf("%s|%s|%d", r.Workload, r.Variant, r.Pair)] = r
 	}
-	if len(got) != 8 {
-		t.Fatalf("got %d runs, want 8: %v", len(got), slices.Sorted(maps.Keys(got)))
+	if len(got) != 11 {
+		t.Fatalf("got %d runs, want 11: %v", len(got), slices.Sorted(maps.Keys(got)))
 	}
 	for key, want := range map[string]struct {
 		position   int
@@ -229,6 +256,9 @@ func TestUpstreamBenchRunsPairRounds(t *testing.T) {
 		"P5 SchedulingBasic/5000Nodes_10000Pods|flotilla|0":                {1, 110},
 		"P5 SchedulingBasic/5000Nodes_10000Pods|flotilla|1":                {0, 120},
 		"P5 SchedulingBasic/5000Nodes_10000Pods|default|1":                 {1, 100},
+		"P5 SchedulingBasic/5000Nodes_10000Pods|default (A/A)|2":           {0, 95},
+		"P5 SchedulingBasic/5000Nodes_10000Pods|default|2":                 {1, 105},
+		"P5 SchedulingBasic/5000Nodes_10000Pods|flotilla|2":                {2, 115},
 		"P6 HostPortConflict/20000Nodes_20000Pods|default, batching|0":     {0, 500},
 		"P6 HostPortConflict/20000Nodes_20000Pods|flotilla, batching|0":    {1, 520},
 		"P6 HostPortConflict/20000Nodes_20000Pods|default, no batching|0":  {2, 100},

@@ -183,6 +183,49 @@ func TestStatusReadsUpstreamPairs(t *testing.T) {
 	}
 }
 
+// make bench-upstream's A/A runs (UPSTREAM_AA=true) are kept as the A/A
+// side of the base each upstream row compares against, so those rows get
+// their noise band as test/bench's do: the default plugins for P5 and for
+// P6's batching row, the in-tree gang scheduler for P7.
+func TestStatusBandsUpstreamRowsFromTheirAARuns(t *testing.T) {
+	at := func(minute int) time.Time { return time.Date(2026, 11, 28, 12, minute, 0, 0, time.UTC) }
+	pods := func(x float64) report.UpstreamMeasure {
+		return report.UpstreamMeasure{report.Throughput: x, report.Duration: 10}
+	}
+	basic, on := "SchedulingBasic/5000Nodes_10000Pods", "HostPortConflict/20000Nodes_20000Pods_1000BatchSize"
+	gang := "GangScheduling/5000Nodes_1000Gangs_3000Pods"
+	var runs []report.UpstreamRun
+	minute := 0
+	add := func(workload, variant string, x float64) {
+		minute++
+		runs = append(runs, report.UpstreamRun{Workload: workload, Variant: variant, Tree: "new", At: at(minute), Figures: pods(x)})
+	}
+	// The A/A copies stray 4 %, 2 % and 10 % at most from their bases.
+	for round, aa := range []float64{0.96, 1.02, 1.01} {
+		add(basic, report.AAOf(basic), 200*aa)
+		add(basic, "default", 200)
+		add(basic, "flotilla", 220)
+		add(on, "default", 500)
+		add(on, "flotilla", 500)
+		add(on, report.AAOf(on), 500*(1+0.01*float64(round)))
+		add(gang, report.InTree, 300)
+		add(gang, report.AAOf(gang), 300*(1-0.05*float64(round)))
+		add(gang, "flotilla", 315)
+	}
+	rows := statusRows(report.UpstreamBenchRuns(runs, 3, "2 CPUs"), upstreamWorkloads(), func(string) bool { return false })
+	got := map[string]string{}
+	for _, r := range rows {
+		if r.hasBand {
+			got[r.id+" | "+r.goal] = fmt.Sprintf("±%.2f (%d) %s", r.band, r.aaPairs, r.verdict)
+		}
+	}
+	assert.Equal(t, map[string]string{
+		"P5 SchedulingBasic/5000Nodes_10000Pods | pods/s, flotilla / default plugins":                 "±0.04 (3) met",
+		"P6 HostPortConflict/20000Nodes_20000Pods | pods/s with batching, flotilla / default plugins": "±0.02 (3) met",
+		"P7 GangScheduling/5000Nodes_1000Gangs_3000Pods | pods/s, flotilla / in-tree gang scheduler":  "±0.10 (3) within noise",
+	}, got)
+}
+
 // A measurement is stale when its commit predates the last change to what
 // runs (whatRuns: plugins, binaries, substrate, bench, manifests, APIs,
 // modules), read from the package's directory as make bench runs it.

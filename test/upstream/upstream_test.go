@@ -113,7 +113,7 @@ func registry() frameworkruntime.Registry {
 
 // writeTestCases writes, into dir, the two scheduler configurations and
 // the test cases to run: each chosen workload under its test case, once
-// per configuration (names suffixed _default and _flotilla). Upstream's
+// per configuration (names suffixed _default, _flotilla, _default-aa...). Upstream's
 // thresholds are dropped (they are for upstream's CI machines; the report
 // compares the two configurations instead) and its relative paths made
 // absolute.
@@ -171,8 +171,11 @@ func writeTestCases(b *testing.B, dir string, chosen []string) string {
 			}
 			absolutePaths(tc, base)
 			for _, variant := range strings.Split(*variants, ",") {
-				source, config := tc, caseConfigs[variant]
-				if variant == report.InTree || variant == report.FlotillaNative {
+				// An A/A configuration (report.AASuffix) runs its base
+				// again under a name of its own.
+				base, _ := strings.CutSuffix(variant, report.AASuffix)
+				source, config := tc, caseConfigs[base]
+				if base == report.InTree || base == report.FlotillaNative {
 					// Only the gang cases have these configurations:
 					// upstream's own case with native PodGroups, run on
 					// our case's workloads (same parameters), under the
@@ -181,12 +184,12 @@ func writeTestCases(b *testing.B, dir string, chosen []string) string {
 						continue
 					}
 					config = configs["default"]
-					if variant == report.FlotillaNative {
+					if base == report.FlotillaNative {
 						config = configs["flotilla"]
 					}
 				}
 				if config == "" {
-					b.Fatalf("-upstream.variants: no configuration %q (have %s)", variant, strings.Join(report.UpstreamVariants, ", "))
+					b.Fatalf("-upstream.variants: no configuration %q (have %s, each also with %s after it)", variant, strings.Join(report.UpstreamVariants, ", "), report.AASuffix)
 				}
 				copied := deepCopy(b, source)
 				copied["name"] = name + "_" + variant
