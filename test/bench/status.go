@@ -53,11 +53,14 @@ type floorBound struct {
 	atLeast bool
 }
 
-func (f *floorBound) broken(x float64) bool {
+func (f *floorBound) broken(x float64) bool { return f.margin(x) < 0 }
+
+// margin is by how much x keeps the floor (negative: breaks it).
+func (f *floorBound) margin(x float64) float64 {
 	if f.atLeast {
-		return x < f.limit
+		return x - f.limit
 	}
-	return x > f.limit
+	return f.limit - x
 }
 
 // withFloor is g with a floor every pair must keep: at least limit where
@@ -234,21 +237,28 @@ func noiseBand(aa []float64, neutral float64) (band float64, ok bool) {
 	return band, len(aa) >= minAAPairs
 }
 
-// verdictOf is a row's verdict on its per-pair figures. A stated floor
-// that any pair breaks makes it not met. With a noise band: met when the
-// median beats the target by more than the band, not met when it misses
-// it by more, within noise otherwise. Without one, met when every pair
-// meets the target, not met when none does, within noise otherwise; a
-// goal comparing two sides then says that no band was measured (a goal
-// on one side's own figure has none to measure).
+// verdictOf is a row's verdict on its per-pair figures. With a noise band:
+// met when the median beats the target by more than the band, not met
+// when it misses it by more, within noise otherwise. Without one, met when
+// every pair meets the target, not met when none does, within noise
+// otherwise; a goal comparing two sides then says that no band was
+// measured (a goal on one side's own figure has none to measure). A stated
+// floor is read pair by pair: a pair that breaks it (by more than the
+// band, where there is one) makes the row not met; a pair that breaks it
+// by less than the band, as far as two runs of one side stray from each
+// other, leaves the row within noise at best.
 func verdictOf(figures []float64, g goal, band float64, hasBand bool) string {
 	if len(figures) == 0 {
 		return "not measured"
 	}
+	floorInNoise := false
 	if g.floor != nil {
 		for _, x := range figures {
-			if g.floor.broken(x) {
+			switch margin := g.floor.margin(x); {
+			case margin < 0 && (!hasBand || -margin > band):
 				return "**not met** (below its floor)"
+			case margin < 0:
+				floorInNoise = true
 			}
 		}
 	}
@@ -256,10 +266,12 @@ func verdictOf(figures []float64, g goal, band float64, hasBand bool) string {
 		sorted := slices.Clone(figures)
 		slices.Sort(sorted)
 		switch margin := g.margin(nearestRank(sorted, 0.5)); {
-		case margin > band:
+		case margin > band && !floorInNoise:
 			return "met"
 		case -margin > band:
 			return "**not met**"
+		case floorInNoise:
+			return "within noise (a pair below its floor, within the band)"
 		}
 		return "within noise"
 	}

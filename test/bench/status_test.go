@@ -304,8 +304,9 @@ func TestStaleAgainstWhatRunsByPath(t *testing.T) {
 // The verdict rule over invented pairs. With a band (from at least
 // minAAPairs A/A pairs): met only when the median beats the target by more
 // than the band, not met when it misses by more, within noise otherwise,
-// whatever single pairs do. A stated floor broken by any pair is not met.
-// Without a band, the per-pair rule, saying so.
+// whatever single pairs do. A stated floor broken by any pair by more than
+// the band is not met; by less, within noise at best. Without a band, the
+// per-pair rule, saying so, and any pair below a floor is not met.
 func TestVerdictOfInventedPairs(t *testing.T) {
 	flotilla, stock := variant{name: "flotilla"}, variant{name: "stock"}
 	pods := func(r *result) float64 { return r.PodsPerS }
@@ -328,6 +329,11 @@ func TestVerdictOfInventedPairs(t *testing.T) {
 		{name: "an at-most target", goal: atMost, figures: []float64{1.05, 1.06, 1.04}, aa: []float64{1.03, 0.98, 1.01}, want: "met"},
 		{name: "an at-most target missed", goal: atMost, figures: []float64{1.40, 1.35, 1.38}, aa: []float64{1.03, 0.98, 1.01}, want: "**not met**"},
 		{name: "a floor one pair breaks", goal: floored, figures: []float64{1.10, 1.12, 0.938}, aa: []float64{1.01, 0.99, 1.00}, want: "**not met** (below its floor)"},
+		{name: "a floor one pair breaks by less than the band", goal: floored, figures: []float64{1.10, 1.12, 0.80}, aa: []float64{1.20, 0.76, 1.00},
+			want: "within noise (a pair below its floor, within the band)"},
+		{name: "a floor broken within the band, the median missing by more", goal: floored, figures: []float64{0.74, 0.75, 0.80}, aa: []float64{1.20, 0.76, 1.00},
+			want: "**not met**"},
+		{name: "a floor broken without a band", goal: floored, figures: []float64{1.10, 1.12, 0.94}, want: "**not met** (below its floor)"},
 		{name: "a floor kept", goal: floored, figures: []float64{1.10, 1.12, 0.96}, aa: []float64{1.01, 0.99, 1.00}, want: "met"},
 		{name: "too few A/A pairs: the per-pair rule", goal: atLeast, figures: []float64{0.98, 1.10, 1.12}, aa: []float64{1.01, 0.99}, want: "within noise, no band"},
 		{name: "no A/A pairs, every pair meets", goal: atLeast, figures: []float64{1.01, 1.02}, want: "met, no band"},
