@@ -53,8 +53,6 @@ type floorBound struct {
 	atLeast bool
 }
 
-func (f *floorBound) broken(x float64) bool { return f.margin(x) < 0 }
-
 // margin is by how much x keeps the floor (negative: breaks it).
 func (f *floorBound) margin(x float64) float64 {
 	if f.atLeast {
