@@ -142,8 +142,9 @@ func pairsPlot(w workload, rows []statusRow) []panel {
 			lo, hi = min(lo, x), max(hi, x)
 		}
 		if r.hasBand && hasLimit {
-			lo, hi = min(lo, r.limit-r.band), max(hi, r.limit+r.band)
-			band, _ := plotter.NewPolygon(plotter.XYs{{X: r.limit - r.band, Y: -1}, {X: r.limit + r.band, Y: -1}, {X: r.limit + r.band, Y: 2}, {X: r.limit - r.band, Y: 2}})
+			from, to := r.bandAround(r.limit)
+			lo, hi = min(lo, from), max(hi, to)
+			band, _ := plotter.NewPolygon(plotter.XYs{{X: from, Y: -1}, {X: to, Y: -1}, {X: to, Y: 2}, {X: from, Y: 2}})
 			band.Color, band.LineStyle.Width = bandColour, 0
 			p.Add(band)
 		}

@@ -29,6 +29,11 @@ type goal struct {
 	// goals on one side's figure alone.
 	aa      func(pair map[string]*result) (float64, bool)
 	neutral float64
+	// factor, for a ratio, reads its noise and its distance from the
+	// target as factors (in log space): an A/A pair at 2 x strays as far
+	// as one at 0.5 x, whichever run is the numerator, and a median at
+	// 0.5 x misses a target of 1 x by as much as one at 2 x beats it.
+	factor bool
 	// base is the side an A/A run repeats, nil with aa.
 	base *variant
 	// floor, when set, is a bound no single pair may break, beside the
@@ -51,20 +56,27 @@ func notRunByPeer(why string) goal {
 type floorBound struct {
 	limit   float64
 	atLeast bool
+	// factor: the floor is a ratio's, kept or broken by a factor.
+	factor bool
 }
 
-// margin is by how much x keeps the floor (negative: breaks it).
-func (f *floorBound) margin(x float64) float64 {
-	if f.atLeast {
-		return x - f.limit
+// distance is by how much x keeps the floor (negative: breaks it), in
+// the units of the goal's noise band.
+func (f *floorBound) distance(x float64) float64 {
+	d := x - f.limit
+	if f.factor {
+		d = math.Log(x / f.limit)
 	}
-	return f.limit - x
+	if f.atLeast {
+		return d
+	}
+	return -d
 }
 
 // withFloor is g with a floor every pair must keep: at least limit where
 // g's target is an at-least one, else at most.
 func withFloor(g goal, limit float64) goal {
-	g.floor = &floorBound{limit: limit, atLeast: g.margin(limit+1) > g.margin(limit)}
+	g.floor = &floorBound{limit: limit, atLeast: g.margin(limit+1) > g.margin(limit), factor: g.factor}
 	g.target += fmt.Sprintf(", every pair %s %.2f %s", map[bool]string{true: ">=", false: "<="}[g.floor.atLeast], limit, g.unit)
 	return g
 }
@@ -104,7 +116,7 @@ func ratioGoal(what string, v, base variant, of func(*result) float64, atLeast b
 		}
 		return of(a) / of(b), true
 	}
-	return goal{what: what, target: target + " x", unit: "x", meets: meets, margin: margin, base: &base, neutral: 1,
+	return goal{what: what, target: target + " x", unit: "x", meets: meets, margin: margin, base: &base, neutral: 1, factor: true,
 		figure: func(pair map[string]*result) (float64, bool) { return ratio(pair, v.name) },
 		aa:     func(pair map[string]*result) (float64, bool) { return ratio(pair, base.name+aaSuffix) }}
 }
@@ -202,6 +214,8 @@ type statusRow struct {
 	band    float64
 	aaPairs int
 	hasBand bool
+	// factor: band is a ratio's, in log space (goal.factor).
+	factor bool
 	// aa are the A/A pairs' figures, limit the figure the target names
 	// (where the margin is 0): what the plots draw.
 	aa    []float64
@@ -222,18 +236,43 @@ func limitOf(g goal) float64 {
 	return -g.margin(0) / (g.margin(1) - g.margin(0))
 }
 
+// distance is by how much x beats g's target (negative: misses it), in
+// the units of its noise band: for a ratio, the log of x over the limit
+// (factor), else the margin.
+func (g goal) distance(x float64) float64 {
+	if !g.factor {
+		return g.margin(x)
+	}
+	limit := limitOf(g)
+	d := math.Log(x / limit)
+	if g.margin(limit+1) < g.margin(limit) {
+		return -d
+	}
+	return d
+}
+
 // minAAPairs is how many A/A pairs a noise band needs: fewer say too
 // little of the spread to judge by.
 const minAAPairs = 3
 
 // noiseBand is the widest a goal's A/A figure strays from neutral over
 // the pairs: how far the figure moves when nothing but the run differs.
-func noiseBand(aa []float64, neutral float64) (band float64, ok bool) {
+// A ratio's strays by a factor: the band is the largest |ln x|, so that
+// it does not hang on which of the two runs is the numerator.
+func noiseBand(aa []float64, g goal) (band float64, ok bool) {
 	for _, x := range aa {
-		band = max(band, math.Abs(x-neutral))
+		if g.factor {
+			band = max(band, math.Abs(math.Log(x)))
+			continue
+		}
+		band = max(band, math.Abs(x-g.neutral))
 	}
 	return band, len(aa) >= minAAPairs
 }
+
+// bandFactor is a ratio's noise band as the factor it spans either side
+// of the target (x or / by it).
+func bandFactor(band float64) float64 { return math.Exp(band) }
 
 // verdictOf is a row's verdict on its per-pair figures. With a noise band:
 // met when the median beats the target by more than the band, not met
@@ -252,7 +291,7 @@ func verdictOf(figures []float64, g goal, band float64, hasBand bool) string {
 	floorInNoise := false
 	if g.floor != nil {
 		for _, x := range figures {
-			switch margin := g.floor.margin(x); {
+			switch margin := g.floor.distance(x); {
 			case margin < 0 && (!hasBand || -margin > band):
 				return "**not met** (below its floor)"
 			case margin < 0:
@@ -263,7 +302,7 @@ func verdictOf(figures []float64, g goal, band float64, hasBand bool) string {
 	if hasBand {
 		sorted := slices.Clone(figures)
 		slices.Sort(sorted)
-		switch margin := g.margin(nearestRank(sorted, 0.5)); {
+		switch margin := g.distance(nearestRank(sorted, 0.5)); {
 		case margin > band && !floorInNoise:
 			return "met"
 		case -margin > band:
@@ -351,8 +390,8 @@ func statusRows(all []*result, ws []workload, stale func(commit string) bool) []
 					aa = append(aa, x)
 				}
 			}
-			row.band, row.hasBand = noiseBand(aa, g.neutral)
-			row.aaPairs, row.aa, row.limit, row.floor = len(aa), aa, limitOf(g), g.floor
+			row.band, row.hasBand = noiseBand(aa, g)
+			row.aaPairs, row.aa, row.limit, row.floor, row.factor = len(aa), aa, limitOf(g), g.floor, g.factor
 			row.verdict = verdictOf(row.figures, g, row.band, row.hasBand)
 			if len(row.figures) > 0 && stale(commit) {
 				row.verdict += ", stale"
@@ -363,6 +402,15 @@ func statusRows(all []*result, ws []workload, stale func(commit string) bool) []
 	return rows
 }
 
+// bandAround is the span the row's noise band covers around x: x times
+// or over its factor for a ratio, x plus or minus it otherwise.
+func (r statusRow) bandAround(x float64) (from, to float64) {
+	if r.factor {
+		return x / bandFactor(r.band), x * bandFactor(r.band)
+	}
+	return x - r.band, x + r.band
+}
+
 // renderStatus is the status table: one row per goal.
 func renderStatus(rows []statusRow) string {
 	var b strings.Builder
@@ -370,6 +418,8 @@ func renderStatus(rows []statusRow) string {
 	for _, r := range rows {
 		median, spread, band := "–", "–", "–"
 		switch {
+		case r.hasBand && r.factor:
+			band = fmt.Sprintf("×/÷ %.2f (%d)", bandFactor(r.band), r.aaPairs)
 		case r.hasBand:
 			band = fmt.Sprintf("±%.2f %s (%d)", r.band, r.unit, r.aaPairs)
 		case r.aaPairs > 0:

@@ -224,15 +224,15 @@ func TestStatusBandsUpstreamRowsFromTheirAARuns(t *testing.T) {
 	got := map[string]string{}
 	for _, r := range rows {
 		if r.hasBand {
-			got[r.id+" | "+r.goal] = fmt.Sprintf("%.2f ±%.2f (%d) %s", r.figures[len(r.figures)/2], r.band, r.aaPairs, r.verdict)
+			got[r.id+" | "+r.goal] = fmt.Sprintf("%.2f ×/÷ %.2f (%d) %s", r.figures[len(r.figures)/2], bandFactor(r.band), r.aaPairs, r.verdict)
 		}
 	}
 	assert.Equal(t, map[string]string{
-		"P5 SchedulingBasic/5000Nodes_10000Pods | pods/s, flotilla / default plugins":                                        "1.10 ±0.04 (3) met",
-		"P6 HostPortConflict/20000Nodes_20000Pods | pods/s with batching, flotilla / default plugins":                        "1.00 ±0.02 (3) met",
-		"P6 HostPortConflict/20000Nodes_20000Pods | gain from batching (pods/s on / off), flotilla's / the default plugins'": "0.91 ±0.05 (3) within noise",
-		"P7 GangScheduling/5000Nodes_1000Gangs_3000Pods | pods/s, flotilla / in-tree gang scheduler":                         "1.05 ±0.10 (3) within noise",
-		"P7 GangScheduling/5000Nodes_1000Gangs_3000Pods | gang wait, mean, flotilla / the in-tree pod-group attempt":         "0.50 ±0.20 (3) met",
+		"P5 SchedulingBasic/5000Nodes_10000Pods | pods/s, flotilla / default plugins":                                        "1.10 ×/÷ 1.04 (3) met",
+		"P6 HostPortConflict/20000Nodes_20000Pods | pods/s with batching, flotilla / default plugins":                        "1.00 ×/÷ 1.02 (3) met",
+		"P6 HostPortConflict/20000Nodes_20000Pods | gain from batching (pods/s on / off), flotilla's / the default plugins'": "0.91 ×/÷ 1.05 (3) within noise",
+		"P7 GangScheduling/5000Nodes_1000Gangs_3000Pods | pods/s, flotilla / in-tree gang scheduler":                         "1.05 ×/÷ 1.11 (3) within noise",
+		"P7 GangScheduling/5000Nodes_1000Gangs_3000Pods | gang wait, mean, flotilla / the in-tree pod-group attempt":         "0.50 ×/÷ 1.20 (3) met",
 	}, got)
 }
 
@@ -306,13 +306,16 @@ func TestStaleAgainstWhatRunsByPath(t *testing.T) {
 // than the band, not met when it misses by more, within noise otherwise,
 // whatever single pairs do. A stated floor broken by any pair by more than
 // the band is not met; by less, within noise at best. Without a band, the
-// per-pair rule, saying so, and any pair below a floor is not met.
+// per-pair rule, saying so, and any pair below a floor is not met. A
+// ratio's band and distance are factors: two A/A runs 2 x apart make the
+// same band whichever is the numerator.
 func TestVerdictOfInventedPairs(t *testing.T) {
 	flotilla, stock := variant{name: "flotilla"}, variant{name: "stock"}
 	pods := func(r *result) float64 { return r.PodsPerS }
 	atLeast := ratioGoal("pods/s", flotilla, stock, pods, true, 1.0)
 	atMost := ratioGoal("peak RSS", flotilla, stock, func(r *result) float64 { return r.PeakRSS }, false, 1.2)
 	floored := withFloor(atLeast, 0.95)
+	belowPeer := ratioGoal("time to complete", flotilla, stock, pods, false, 1.0)
 	for _, c := range []struct {
 		name    string
 		goal    goal
@@ -334,6 +337,9 @@ func TestVerdictOfInventedPairs(t *testing.T) {
 		{name: "a floor broken within the band, the median missing by more", goal: floored, figures: []float64{0.74, 0.75, 0.80}, aa: []float64{1.20, 0.76, 1.00},
 			want: "**not met**"},
 		{name: "a floor broken without a band", goal: floored, figures: []float64{1.10, 1.12, 0.94}, want: "**not met** (below its floor)"},
+		{name: "a wide A/A spread, the second run twice the first", goal: belowPeer, figures: []float64{0.14, 0.15, 0.16}, aa: []float64{2.0, 1.0, 1.1}, want: "met"},
+		{name: "a wide A/A spread, the second run half the first", goal: belowPeer, figures: []float64{0.14, 0.15, 0.16}, aa: []float64{0.5, 1.0, 1.1}, want: "met"},
+		{name: "a factor within the wide band", goal: belowPeer, figures: []float64{0.55, 0.60, 0.66}, aa: []float64{0.5, 1.0, 1.1}, want: "within noise"},
 		{name: "a floor kept", goal: floored, figures: []float64{1.10, 1.12, 0.96}, aa: []float64{1.01, 0.99, 1.00}, want: "met"},
 		{name: "too few A/A pairs: the per-pair rule", goal: atLeast, figures: []float64{0.98, 1.10, 1.12}, aa: []float64{1.01, 0.99}, want: "within noise, no band"},
 		{name: "no A/A pairs, every pair meets", goal: atLeast, figures: []float64{1.01, 1.02}, want: "met, no band"},
@@ -359,9 +365,9 @@ func TestVerdictOfInventedPairs(t *testing.T) {
 			require.Len(t, rows, 1)
 			assert.Equal(t, c.want, rows[0].verdict)
 			if len(c.aa) >= minAAPairs {
-				band, _ := noiseBand(c.aa, 1)
+				band, _ := noiseBand(c.aa, c.goal)
 				assert.InDelta(t, band, rows[0].band, 1e-9)
-				assert.Contains(t, renderStatus(rows), fmt.Sprintf("±%.2f x (%d)", band, len(c.aa)))
+				assert.Contains(t, renderStatus(rows), fmt.Sprintf("×/÷ %.2f (%d)", bandFactor(band), len(c.aa)))
 			}
 		})
 	}

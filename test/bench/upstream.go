@@ -58,7 +58,7 @@ func gainGoal(fOn, fOff, on, off variant) goal {
 		return (pair[aOn].PodsPerS / pair[aOff].PodsPerS) / (pair[bOn].PodsPerS / pair[bOff].PodsPerS), true
 	}
 	return goal{what: "gain from batching (pods/s on / off), flotilla's / the default plugins'", target: target + " x", unit: "x",
-		meets: meets, margin: margin, neutral: 1,
+		meets: meets, margin: margin, neutral: 1, factor: true,
 		figure: func(pair map[string]*result) (float64, bool) {
 			return gain(pair, fOn.name, fOff.name, on.name, off.name)
 		},
@@ -77,7 +77,7 @@ func gangWaitGoal(flotilla, inTree variant) goal {
 		return a / in, a > 0 && in > 0
 	}
 	return goal{what: "gang wait, mean, flotilla / the in-tree pod-group attempt", target: target + " x", unit: "x",
-		meets: meets, margin: margin, neutral: 1,
+		meets: meets, margin: margin, neutral: 1, factor: true,
 		figure: func(pair map[string]*result) (float64, bool) { return wait(pair, flotilla.name, report.GangWaitAvg) },
 		aa: func(pair map[string]*result) (float64, bool) {
 			return wait(pair, inTree.name+aaSuffix, report.NativeGangAvg)
