@@ -62,21 +62,30 @@ type floorBound struct {
 
 // distance is by how much x keeps the floor (negative: breaks it), in
 // the units of the goal's noise band.
-func (f *floorBound) distance(x float64) float64 {
-	d := x - f.limit
-	if f.factor {
-		d = math.Log(x / f.limit)
+func (f *floorBound) distance(x float64) float64 { return beyond(x, f.limit, f.atLeast, f.factor) }
+
+// beyond is by how much x is past limit on the side an at-least (or
+// at-most) bound asks for (negative: short of it): the log of x over
+// limit for a factor, else their difference.
+func beyond(x, limit float64, atLeast, factor bool) float64 {
+	d := x - limit
+	if factor {
+		d = math.Log(x / limit)
 	}
-	if f.atLeast {
+	if atLeast {
 		return d
 	}
 	return -d
 }
 
+// atLeast says whether g's target is an at-least one: its margin grows
+// with the figure.
+func (g goal) atLeast() bool { return g.margin(1) > g.margin(0) }
+
 // withFloor is g with a floor every pair must keep: at least limit where
 // g's target is an at-least one, else at most.
 func withFloor(g goal, limit float64) goal {
-	g.floor = &floorBound{limit: limit, atLeast: g.margin(limit+1) > g.margin(limit), factor: g.factor}
+	g.floor = &floorBound{limit: limit, atLeast: g.atLeast(), factor: g.factor}
 	g.target += fmt.Sprintf(", every pair %s %.2f %s", map[bool]string{true: ">=", false: "<="}[g.floor.atLeast], limit, g.unit)
 	return g
 }
@@ -243,12 +252,7 @@ func (g goal) distance(x float64) float64 {
 	if !g.factor {
 		return g.margin(x)
 	}
-	limit := limitOf(g)
-	d := math.Log(x / limit)
-	if g.margin(limit+1) < g.margin(limit) {
-		return -d
-	}
-	return d
+	return beyond(x, limitOf(g), g.atLeast(), true)
 }
 
 // minAAPairs is how many A/A pairs a noise band needs: fewer say too
