@@ -1,6 +1,8 @@
 package queues
 
 import (
+	"time"
+
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -110,6 +112,7 @@ func (q events) releaseHolderLocked(key string, uid types.UID) {
 	q.demandChanged = true
 	if len(acc.holds) == 0 {
 		delete(q.pods, uid)
+		q.ended.add(uid, time.Now())
 		return
 	}
 	acc.request = acc.request.Clone()

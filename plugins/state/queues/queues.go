@@ -75,6 +75,39 @@ type Queues struct {
 	stallSeen map[string]capacity.Resources
 	// freedSeen is each queue's allocation when FreedRoom last looked.
 	freedSeen map[string]capacity.Resources
+	// ended are the pods whose end (finished, or deleted) the accounting
+	// saw, so that a copy of one read before its end does not open its
+	// account again: the pod of a scheduling cycle that was under way
+	// when the pod was deleted, or a list taken a moment before. No event
+	// of such a pod is left to come, so a reopened account would never
+	// close: it would hold its queue's demand, and its turn (turns.go)
+	// would keep the queue's other waiters one pod short of the share.
+	ended endedPods
+}
+
+// endedPods remembers ended pods' UIDs for at least endedMemory. UIDs are
+// never reused, so the memory is exact; it is bounded because a stale copy
+// of a pod lives no longer than the scheduling cycle that holds it.
+type endedPods struct {
+	recent, older map[types.UID]struct{}
+	since         time.Time // when recent was started
+}
+
+// endedMemory is how long an ended pod is remembered at least (at most
+// twice that): far longer than a scheduling cycle.
+const endedMemory = 5 * time.Minute
+
+func (e *endedPods) add(uid types.UID, now time.Time) {
+	if e.recent == nil || now.Sub(e.since) > endedMemory {
+		e.older, e.recent, e.since = e.recent, map[types.UID]struct{}{}, now
+	}
+	e.recent[uid] = struct{}{}
+}
+
+func (e *endedPods) has(uid types.UID) bool {
+	_, recent := e.recent[uid]
+	_, older := e.older[uid]
+	return recent || older
 }
 
 // events is the accounting as its informers' handlers change it: pods,
@@ -136,6 +169,9 @@ func (q events) onPod(obj interface{}) {
 	defer q.mu.Unlock()
 	acc := q.pods[pod.UID]
 	if acc == nil {
+		if q.ended.has(pod.UID) {
+			return // a copy from before its end
+		}
 		acc = &podAccount{}
 		q.pods[pod.UID] = acc
 	} else if acc.holds != nil {
@@ -218,6 +254,9 @@ func (q events) onPodDone(pod *corev1.Pod) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	acc, ok := q.pods[pod.UID]
+	if acc == nil || acc.holds == nil {
+		q.ended.add(pod.UID, time.Now())
+	}
 	if !ok || acc.holds != nil {
 		return
 	}
@@ -281,6 +320,9 @@ func (q *Queues) Reserve(pod *corev1.Pod) {
 	defer q.mu.Unlock()
 	acc := q.pods[pod.UID]
 	if acc == nil {
+		if q.ended.has(pod.UID) {
+			return // deleted while its cycle ran: it is not bound
+		}
 		acc = &podAccount{queue: queue, request: q.store.Charge(pod), foreign: !q.profiles[pod.Spec.SchedulerName], labels: pod.Labels}
 		acc.group, acc.inGroup = state.GroupOf(pod)
 		q.pods[pod.UID] = acc

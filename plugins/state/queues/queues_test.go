@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,6 +58,9 @@ func TestQueueSumsStayExactUnderConcurrency(t *testing.T) {
 			for n := 0; n < 3000; n++ {
 				i := rng.IntN(200)
 				pod := queuePod(i, queues[i%3], rng.IntN(2) == 0)
+				// A deleted pod's UID is never accounted again: each
+				// stretch of the run takes pods of new UIDs.
+				pod.UID = types.UID(fmt.Sprintf("uid-%d-%d", i, n/300))
 				switch rng.IntN(5) {
 				case 0, 1:
 					events{q}.onPod(pod)
@@ -189,6 +193,66 @@ func TestReserveFollowsAPodToItsEnd(t *testing.T) {
 		assert.Equal(t, step.allocated, view.Queues["a"].Allocated[corev1.ResourceCPU], "%s: allocated", step.name)
 	}
 	assert.Empty(t, q.pods, "every account is gone once every pod is")
+}
+
+// A pod deleted while a scheduling cycle holds a copy of it (or just after
+// a list read it) is not accounted again when that copy arrives: its
+// account would never close, and hold its queue's demand and, once
+// refused for quota, its turn ahead of the queue's other waiters.
+func TestAnEndedPodIsNotAccountedAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		deliverBy func(q *Queues, stale *corev1.Pod)
+	}{
+		{"Observe, a cycle's gang member", func(q *Queues, stale *corev1.Pod) { q.Observe(stale) }},
+		{"Refresh, the cycle's pod", func(q *Queues, stale *corev1.Pod) { q.Refresh(stale) }},
+		{"Refresh of a pod with claims", func(q *Queues, stale *corev1.Pod) {
+			stale = stale.DeepCopy()
+			stale.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("one-gpu")}}
+			q.Refresh(stale)
+		}},
+		{"a list read before the delete", func(q *Queues, stale *corev1.Pod) { events{q}.onPod(stale) }},
+		{"Reserve, then Unreserve once the binding fails", func(q *Queues, stale *corev1.Pod) {
+			q.Reserve(stale)
+			q.Unreserve(stale)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := staticQueues(&flotillav1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: flotillav1alpha1.QueueSpec{Weight: 1}})
+			waiter, deleted := queuePod(1, "a", false), queuePod(2, "a", false)
+			request := capacity.Resources{corev1.ResourceCPU: 1000}
+			for _, p := range []*corev1.Pod{waiter, deleted} {
+				events{q}.onPod(p)
+				q.Turns().RefusedForQuota(q.Turns().TurnOf(p, "a", request))
+			}
+			events{q}.onPodDelete(deleted)
+			tc.deliverBy(q, deleted)
+
+			view := q.View()
+			assert.Equal(t, int64(200), view.Queues["a"].Pending[corev1.ResourceCPU], "only the waiter's demand")
+			assert.Zero(t, view.Queues["a"].Allocated[corev1.ResourceCPU])
+			assert.Empty(t, q.Turns().Ahead(q.Turns().TurnOf(waiter, "a", request)), "the deleted pod takes no turn")
+			assert.NotContains(t, q.pods, deleted.UID)
+		})
+	}
+}
+
+// An ended pod is remembered for endedMemory at least, and forgotten
+// within twice that.
+func TestEndedPodsAreForgottenInTime(t *testing.T) {
+	var ended endedPods
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ended.add("first", at)
+	ended.add("second", at.Add(endedMemory))
+	assert.True(t, ended.has("first"), "at endedMemory")
+	ended.add("third", at.Add(endedMemory+time.Second))
+	assert.True(t, ended.has("first"), "past endedMemory, before twice that")
+	assert.True(t, ended.has("second"))
+	ended.add("fourth", at.Add(2*endedMemory+2*time.Second))
+	assert.False(t, ended.has("first"), "past twice endedMemory")
+	assert.True(t, ended.has("third"))
+	assert.True(t, ended.has("fourth"))
+	assert.False(t, ended.has("never"))
 }
 
 // Refresh charges a pod with ResourceClaims again, since its devices are
