@@ -78,9 +78,9 @@ func withClaimFrom(pod *corev1.Pod, template string) *corev1.Pod {
 // pods (1 cpu, 1Gi, one device each), one PodGroup of minMember 16 per
 // Job, all created at once, each pod running 5 s. Four gangs fit at a
 // time: three rounds, 15 s ideal. Every Job completes within three times
-// that (twice, when tests ran one at a time: beside the other tests of
-// make test a run took up to 44 s on 2 cores, 2026-11-27; how fast is the
-// benchmarks' to say), both ways of asking,
+// that (beside the other tests of make test on 2 cores a run takes
+// longer than alone; how fast is the benchmarks' to say), both ways of
+// asking,
 // with no device in two claims and nothing bound twice.
 func TestDRAGangJobsComplete(t *testing.T) {
 	for _, how := range []struct {

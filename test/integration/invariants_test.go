@@ -424,8 +424,8 @@ func (s *scenario) check(ctx context.Context) {
 
 // groupToldWhy reports whether a native PodGroup was told why it waits by
 // an event with a reason from the set. Unknown counts as told: the
-// scenario ending cancels its lists between the pods' and the events'
-// (seen 2026-11-27 at 318d073), and no gang is judged by a failed list.
+// scenario ending can cancel its lists between the pods' and the events',
+// and no gang is judged by a failed list.
 func (s *scenario) groupToldWhy(ctx context.Context, key state.GroupKey) bool {
 	events, err := s.h.Client.CoreV1().Events(key.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=PodGroup,involvedObject.name=" + key.Name})
 	if err != nil {

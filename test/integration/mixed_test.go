@@ -193,8 +193,8 @@ func TestRayStyleGangChoosesItsQuorumByWhatFits(t *testing.T) {
 // and a CPU worker bind, with no attempt given up. Preemption nominates
 // the members it made room for to its own placement; the plan may place
 // them otherwise, and a member nominated where the plan puts a sibling
-// filled that sibling's node in its cycle (3 of 4 runs gave the gang up,
-// 2026-11-27): the plan's start moves the nominations to the plan.
+// filled that sibling's node in its cycle (most runs gave the gang up
+// before): the plan's start moves the nominations to the plan.
 func TestRayStyleGangPreemptsForTheMembersItsPlanPlaces(t *testing.T) {
 	gpu := map[corev1.ResourceName]string{cluster.GPU: "1"}
 	pool := map[string]string{"pool": "cpu"}

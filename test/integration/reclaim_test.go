@@ -35,9 +35,8 @@ type reclaimCase struct {
 // The reclaim cluster: 5 nodes of 10 cpu, 50 one-cpu pods at most. Every
 // leaf asks for more than it deserves and every share is a few pods, so
 // "within one pod of the share" still tells a right share from a wrong
-// one (the smallest, 25/6 cpu, is 4 or 5 pods). At 10 nodes and twice the
-// pods the same orders took 917 of make test's 1,863 cpu-seconds
-// (2026-11-27 at a13d9f2).
+// one (the smallest, 25/6 cpu, is 4 or 5 pods). Twice the nodes and pods
+// would make these orders half of make test's cpu time.
 const (
 	reclaimNodes = 5
 	reclaimCPU   = reclaimNodes * 10
@@ -78,7 +77,7 @@ func cappedCPU(cpu string) func(*flotillav1alpha1.QueueSpec) {
 // which reclaim used to never serve; orders that only swap two alike
 // leaves (same parent, spec and demand) run once. Each hierarchy is a test
 // of its own (three levels two), so that make test runs them side by side:
-// one after another, every order, they took 968 s (2026-11-27, at 05f5a39).
+// one after another, every order, they are most of make test's wall time.
 func TestReclaimWithCPUAndMemoryPods(t *testing.T) {
 	for _, name := range []string{"weights 1:2:3", "guarantee", "capability"} {
 		t.Run(name, func(t *testing.T) { runReclaimCase(t, reclaimCaseNamed(t, name)) })
@@ -314,9 +313,9 @@ func reclaimInOrder(t *testing.T, h *harness.Harness, tc reclaimCase, order []st
 		return false
 	}, 60*time.Second, 500*time.Millisecond, "placements never reached the deserved shares %v\n%s", tc.want, tl)
 	t.Logf("converged %s after the last leaf's demand was complete", convergedAt.Sub(lastDemand).Round(100*time.Millisecond))
-	// 20 s, not the 10 s it had when tests ran one at a time: beside the
-	// other tests of make test it took up to 14 s (2026-11-27, 2 cores).
-	// How fast reclaim converges is the benchmarks' to say.
+	// 20 s: beside the other tests of make test on 2 cores it takes
+	// longer than alone. How fast reclaim converges is the benchmarks' to
+	// say.
 	require.LessOrEqual(t, convergedAt.Sub(lastDemand), 20*time.Second, "placements reach the shares within 20 s of the last demand\n%s", tl)
 
 	// And stay there: no queue reclaims back (no ping-pong) while the

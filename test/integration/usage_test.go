@@ -371,13 +371,12 @@ func churn(t *testing.T, halfLife time.Duration) []eviction {
 // The shipped demand hold is what keeps the off run steady too: without
 // it, a's pods finishing together left a asking for nothing until its Job
 // replaced them, b borrowed a's share and lost it again to reclaim a
-// moment later, back and forth (17 to 23 evictions in 36 s, four turns
-// and more, 2026-11-28 before the hold; 6 to 8 after, all in b's first
-// second).
+// moment later, back and forth (about three times the evictions, four
+// turns and more, without the hold; with it, all in b's first second).
 //
 // How many of a's pods reclaim to the present share evicts is a race with
 // a's own turnover (its 2 s pods end and b takes their room without an
-// eviction): 1 to 8 in either run, the same build, 2026-11-28. So the run
+// eviction): from one to all of them in either run of one build. So the run
 // with usage off counts at least what reclaim to the present share may
 // take (a's 16 pods less its share of 8): usage may at most double that.
 func TestUsageChurnEvictsLittleMore(t *testing.T) {
