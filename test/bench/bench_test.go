@@ -54,6 +54,34 @@ func TestMain(m *testing.M) {
 
 var runs atomic.Int64
 
+// buildSchedulers builds every scheduler binary the variants start before
+// the first run: a build inside a run would count in its time, and in the
+// stall clock that gives up on a peer making no progress.
+func buildSchedulers(variants []variant) error {
+	var flotilla, stock, coscheduling bool
+	for _, v := range variants {
+		switch {
+		case v.coscheduling:
+			coscheduling = true
+		case v.scheduler == defaultScheduler:
+			stock = true
+		default:
+			flotilla = true
+		}
+	}
+	for _, build := range []struct {
+		needed bool
+		get    func() (string, error)
+	}{{flotilla, cluster.SchedulerBinary}, {stock, cluster.StockSchedulerBinary}, {coscheduling, cluster.CoschedulingBinary}} {
+		if build.needed {
+			if _, err := build.get(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // measuredTree names the source tree the runs measure: git's short hash
 // of HEAD, with "+changes" when tracked files of what runs (whatRuns)
 // differ from it — not the bench's own report and plots, which one
@@ -150,7 +178,14 @@ func TestWorkloads(t *testing.T) {
 			wanted[strings.ToUpper(id)] = true
 		}
 	}
-	var all []*result
+	// The tree is named as the runs start: an edit made while they run
+	// is not what they measure.
+	measuredTree()
+	type planned struct {
+		w        workload
+		variants []variant
+	}
+	var plan []planned
 	for _, w := range workloads(*size == "full") {
 		if len(wanted) > 0 && !wanted[w.id] {
 			continue
@@ -182,6 +217,18 @@ func TestWorkloads(t *testing.T) {
 		if whole := balancedRounds(len(variants)); *count%whole != 0 {
 			t.Logf("%s: %d rounds of %d variants: the order balances position and predecessor only over multiples of %d rounds", w.id, *count, len(variants), whole)
 		}
+		plan = append(plan, planned{w, variants})
+	}
+	if opts.Kubeconfig == "" {
+		var sides []variant
+		for _, p := range plan {
+			sides = append(sides, p.variants...)
+		}
+		require.NoError(t, buildSchedulers(sides), "the schedulers the runs start")
+	}
+	var all []*result
+	for _, p := range plan {
+		w, variants := p.w, p.variants
 		for i := 0; i < *count; i++ {
 			for position, v := range roundOrder(variants, i) {
 				r := runOnce(t, w, v, opts, i)

@@ -458,8 +458,13 @@ func (e *env) runningByQueue() (map[string]int, error) {
 // upper bound (every pod over that time) — and the run says how far it
 // got, so a row compares against them rather than failing. Only the
 // peer's stall is a result: flotilla's own, or the default profile's,
-// fails the run.
+// fails the run; so does a peer's that bound no pod at all, which says
+// the peer never scheduled (not started, or not reading the workload),
+// not how it schedules.
 func (e *env) peerStalled(v variant, pods, bound int, stalled error) (*result, error) {
+	if bound == 0 {
+		return nil, fmt.Errorf("%s bound none of %d pods before the bench gave up: %w", v.name, pods, stalled)
+	}
 	first, _, _ := e.pods.Span(nil)
 	r := &result{Pods: pods, Seconds: time.Since(first).Seconds(), Extra: map[string]float64{
 		"stalled": 1, "boundWhenGivenUp": float64(bound)}}

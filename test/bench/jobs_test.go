@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -86,4 +87,13 @@ func TestWithStallsSaysHowFarAStalledSideGot(t *testing.T) {
 			assert.Equal(t, tc.want, withStalls(base)(tc.runs))
 		})
 	}
+}
+
+// A peer that stopped making progress is a result (its figures bounds)
+// once it bound something; one that bound nothing never scheduled, and
+// fails the run.
+func TestAPeerThatBoundNothingFailsTheRun(t *testing.T) {
+	e := &env{}
+	_, err := e.peerStalled(coscheduling, 48, 0, errors.New("no pod bound for 120 s"))
+	assert.ErrorContains(t, err, "Coscheduling bound none of 48 pods before the bench gave up: no pod bound for 120 s")
 }
